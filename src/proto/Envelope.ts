@@ -1,0 +1,113 @@
+/**
+ * The envelope `{type, id?, payload?, trace?}` and step one of the two-step decode: frame size, JSON, and
+ * the outer shape. Step two (the payload schema that `type` selects) lives in Messages.ts.
+ *
+ * Rules: a frame is at most 4 MiB; unknown envelope members are ignored (later protocol versions add some);
+ * a non-string or oversized `trace` is dropped, never rejected; nothing from a bad frame is echoed: an
+ * `InvalidFrame` carries a finite code, the frame size, and the type and id only once they are known to be
+ * a defined type and a bounded id.
+ */
+import { Result, Schema } from "effect"
+import { fitsUtf8Bytes, utf8ByteLength } from "./Checks.js"
+import { MaxCorrelationIdBytes, MaxEchoedTraceChars, MaxFrameBytes } from "./Limits.js"
+
+/** The outer envelope as sent. `payload` is decoded in step two, by `type`. */
+export const Envelope = Schema.Struct({
+  type: Schema.String,
+  id: Schema.optionalKey(Schema.String),
+  payload: Schema.optionalKey(Schema.Unknown),
+  trace: Schema.optionalKey(Schema.String)
+})
+export type Envelope = typeof Envelope.Type
+
+/** Why a frame was refused. */
+export const InvalidFrameCode = Schema.Literals([
+  "frame_too_large", // over 4 MiB
+  "not_json", // not valid JSON text
+  "not_an_envelope", // JSON, but not an object with a non-empty string `type` and a string `id` when present
+  "unknown_type", // a type this direction does not define
+  "missing_id", // the type requires an id and none (or a blank one) was sent
+  "id_too_large", // the id exceeds 128 bytes: never echoed
+  "invalid_id", // the id fails its type's rule
+  "payload_too_large", // the encoded payload exceeds its family's request bound
+  "invalid_payload" // the payload does not decode strictly with its type's schema
+])
+export type InvalidFrameCode = typeof InvalidFrameCode.Type
+
+/** A peer frame that failed decoding. Safe to log: it never contains peer text beyond a known type and a bounded id. */
+export class InvalidFrame extends Schema.TaggedError<InvalidFrame>()("InvalidFrame", {
+  code: InvalidFrameCode,
+  /** Present only when it is a type this direction defines. */
+  type: Schema.optionalKey(Schema.String),
+  /** Present only when it fits the 128-byte correlation bound. */
+  id: Schema.optionalKey(Schema.String),
+  /** Size of the frame in bytes (a lower bound for frames refused as too large). */
+  bytes: Schema.Int
+}) {
+  override get message() {
+    return `invalid frame (${this.code})${this.type === undefined ? "" : ` type=${this.type}`} bytes=${this.bytes}`
+  }
+}
+
+/** Step one's output: a well-formed envelope plus its size. */
+export interface RawEnvelope {
+  readonly type: string
+  readonly id?: string
+  readonly payload?: unknown
+  readonly trace?: string
+  readonly bytes: number
+}
+
+const textDecoder = new TextDecoder("utf-8", { fatal: true })
+
+/** Byte size of a frame, counting at most up to the 4 MiB bound for long strings. */
+const frameBytes = (text: string): number =>
+  text.length <= MaxFrameBytes / 3 ? utf8ByteLength(text) : fitsUtf8Bytes(text, MaxFrameBytes) ? utf8ByteLength(text) : MaxFrameBytes + 1
+
+/**
+ * Step one: size, JSON and outer shape. Accepts text or bytes (bytes must be UTF-8). Never throws and never
+ * echoes input.
+ */
+export const decodeEnvelope = (frame: string | Uint8Array): Result.Result<RawEnvelope, InvalidFrame> => {
+  let text: string
+  let bytes: number
+  if (typeof frame === "string") {
+    text = frame
+    bytes = frameBytes(frame)
+  } else {
+    bytes = frame.byteLength
+    if (bytes > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes }))
+    try {
+      text = textDecoder.decode(frame)
+    } catch {
+      return Result.fail(new InvalidFrame({ code: "not_json", bytes }))
+    }
+  }
+  if (bytes > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes }))
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return Result.fail(new InvalidFrame({ code: "not_json", bytes }))
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return Result.fail(new InvalidFrame({ code: "not_an_envelope", bytes }))
+  }
+  const record = value as Record<string, unknown>
+  const type = record["type"]
+  const id = record["id"]
+  if (typeof type !== "string" || type.length === 0 || (id !== undefined && typeof id !== "string")) {
+    return Result.fail(new InvalidFrame({ code: "not_an_envelope", bytes }))
+  }
+  const trace = record["trace"]
+  const out: { -readonly [K in keyof RawEnvelope]: RawEnvelope[K] } = { type, bytes }
+  // Go omits empty ids; an empty string means "no id".
+  if (id !== undefined && id !== "") out.id = id
+  if (record["payload"] !== undefined && record["payload"] !== null) out.payload = record["payload"]
+  if (typeof trace === "string" && trace !== "" && trace.length <= MaxEchoedTraceChars) out.trace = trace
+  return Result.succeed(out)
+}
+
+/** True when an id may appear in an error, a log line or a reply (at most 128 bytes). */
+export const isEchoableId = (id: string | undefined): id is string =>
+  id !== undefined && fitsUtf8Bytes(id, MaxCorrelationIdBytes)

@@ -1,0 +1,138 @@
+/**
+ * The daemon's local status, read by `agentwire status` over the control socket. Process-level: the daemon
+ * loop publishes the connection state; the per-connection logic attaches a live view of its admissions,
+ * Executors, Runs and unconfirmed cleanups for as long as its scope is open (including while that scope is
+ * closing and waiting for confirmed cleanup). Reading a snapshot never changes anything.
+ */
+import { Context, Effect, Layer, Ref, Schema, type Scope } from "effect"
+
+export const ConnectionState = Schema.Literals(["starting", "connecting", "connected", "backoff", "stopped"])
+export type ConnectionState = typeof ConnectionState.Type
+
+export const ConnectionStatus = Schema.Struct({
+  state: ConnectionState,
+  device_id: Schema.String,
+  /** The Core origin (never with credentials). */
+  core_url: Schema.String,
+  connection_number: Schema.Int,
+  /** Unix ms of the last state change. */
+  since_ms: Schema.Int,
+  /** Operator-readable text of the last connection failure; never contains the credential. */
+  last_error: Schema.optionalKey(Schema.String),
+  /** Unix ms of the next reconnection attempt while in backoff. */
+  next_attempt_ms: Schema.optionalKey(Schema.Int)
+})
+export type ConnectionStatus = typeof ConnectionStatus.Type
+
+export const KindStatus = Schema.Struct({
+  kind: Schema.String,
+  available: Schema.Boolean,
+  version: Schema.optionalKey(Schema.String),
+  /** Supported capability names, in declaration order. */
+  supported: Schema.Array(Schema.String)
+})
+
+export const AdmissionStatus = Schema.Struct({
+  request_id: Schema.String,
+  handle: Schema.String,
+  state: Schema.String,
+  revision: Schema.Int,
+  executor_id: Schema.optionalKey(Schema.String),
+  expires_at: Schema.optionalKey(Schema.Int),
+  run_id: Schema.optionalKey(Schema.String)
+})
+
+export const ExecutorStatus = Schema.Struct({
+  executor_id: Schema.String,
+  session_id: Schema.String,
+  kind: Schema.String,
+  state: Schema.Literals(["preparing", "idle", "busy", "closing", "cleanup_unconfirmed"])
+})
+
+export const RunStatus = Schema.Struct({
+  run_id: Schema.String,
+  kind: Schema.String,
+  executor_id: Schema.optionalKey(Schema.String),
+  state: Schema.Literals(["running", "cancelling", "settling"])
+})
+
+/** A resource the daemon still owns because its cleanup has not been confirmed. */
+export const UnconfirmedCleanup = Schema.Struct({
+  resource: Schema.String,
+  kind: Schema.Literals(["executor", "run", "admission", "interaction", "input", "transfer"]),
+  attempts: Schema.Int,
+  last_error: Schema.String
+})
+
+/** What the per-connection logic contributes. */
+export const RuntimeView = Schema.Struct({
+  active_runs: Schema.Int,
+  admissions: Schema.Array(AdmissionStatus),
+  executors: Schema.Array(ExecutorStatus),
+  runs: Schema.Array(RunStatus),
+  unconfirmed: Schema.Array(UnconfirmedCleanup)
+})
+export type RuntimeView = typeof RuntimeView.Type
+
+export const StatusSnapshot = Schema.Struct({
+  daemon_version: Schema.String,
+  wire_version: Schema.String,
+  pid: Schema.Int,
+  connection: ConnectionStatus,
+  kinds: Schema.Array(KindStatus),
+  ...RuntimeView.fields
+})
+export type StatusSnapshot = typeof StatusSnapshot.Type
+
+const emptyView: RuntimeView = { active_runs: 0, admissions: [], executors: [], runs: [], unconfirmed: [] }
+
+export class StatusBoard extends Context.Service<StatusBoard, {
+  /** Replaces the connection section (the daemon loop calls it on every state change). */
+  readonly setConnection: (status: ConnectionStatus) => Effect.Effect<void>
+  /** Replaces the declared kinds (from the harness registry). */
+  readonly setKinds: (kinds: ReadonlyArray<typeof KindStatus.Type>) => Effect.Effect<void>
+  /** Attaches a live view for the lifetime of the current scope; the latest attach wins. */
+  readonly attachView: (view: Effect.Effect<RuntimeView>) => Effect.Effect<void, never, Scope.Scope>
+  /** A consistent snapshot of everything above. */
+  readonly snapshot: Effect.Effect<StatusSnapshot>
+}>()("agentwire/runtime/StatusBoard") {
+  /** A board for this process. */
+  static readonly make = (info: { readonly daemonVersion: string; readonly wireVersion: string; readonly pid: number; readonly deviceId: string; readonly coreUrl: string }) =>
+    Effect.gen(function* () {
+      const connection = yield* Ref.make<ConnectionStatus>({
+        state: "starting",
+        device_id: info.deviceId,
+        core_url: info.coreUrl,
+        connection_number: 0,
+        since_ms: 0
+      })
+      const kinds = yield* Ref.make<ReadonlyArray<typeof KindStatus.Type>>([])
+      const views = yield* Ref.make<ReadonlyArray<{ readonly token: object; readonly view: Effect.Effect<RuntimeView> }>>([])
+      return StatusBoard.of({
+        setConnection: (status) => Ref.set(connection, status),
+        setKinds: (next) => Ref.set(kinds, next),
+        attachView: (view) => {
+          const token = {}
+          return Effect.acquireRelease(
+            Ref.update(views, (vs) => [...vs, { token, view }]),
+            () => Ref.update(views, (vs) => vs.filter((v) => v.token !== token))
+          )
+        },
+        snapshot: Effect.gen(function* () {
+          const attached = yield* Ref.get(views)
+          const latest = attached[attached.length - 1]
+          const view = latest === undefined ? emptyView : yield* latest.view
+          return {
+            daemon_version: info.daemonVersion,
+            wire_version: info.wireVersion,
+            pid: info.pid,
+            connection: yield* Ref.get(connection),
+            kinds: yield* Ref.get(kinds),
+            ...view
+          }
+        })
+      })
+    })
+
+  static readonly layer = (info: Parameters<typeof StatusBoard.make>[0]) => Layer.effect(StatusBoard, StatusBoard.make(info))
+}

@@ -1,0 +1,58 @@
+/**
+ * The Runtime's view of one physical connection to Core. The daemon loop (Daemon.ts) builds one Transport per
+ * connection (a real WebSocket in production, `MemoryWire` in unit tests) and the per-connection logic
+ * (Connection.ts, Dispatcher.ts) consumes it. Nothing here imports `ws`: transport/internal/ws.ts does.
+ *
+ * Malformed-frame rule for this direction (Core → Runtime): a frame that fails either decode step is handed to
+ * the dispatcher as an `InvalidFrame`, which answers with the family's documented reply when the frame's type
+ * and id are known (for example a `rejected` preparation status or an `invalid_input` steer receipt) and
+ * otherwise drops it with a log line carrying code, type, id and size, never the payload. The connection stays
+ * open.
+ */
+import { Context, Duration, type Effect, Schema, type Stream } from "effect"
+import type { Envelope, Messages } from "../../proto/index.js"
+import type { DeviceId } from "../../proto/Ids.js"
+
+/** The connection ended. `code` is the WebSocket close code when one was received. */
+export class TransportClosed extends Schema.TaggedError<TransportClosed>()("TransportClosed", {
+  reason: Schema.Literals(["closed_by_peer", "closed_locally", "read_failed", "write_failed", "liveness"]),
+  code: Schema.optionalKey(Schema.Int)
+}) {
+  override get message() {
+    return `connection closed (${this.reason}${this.code === undefined ? "" : `, code ${this.code}`})`
+  }
+}
+
+/** One inbound item: a decoded Core → Runtime message, or the typed refusal of a frame that failed decoding. */
+export type Inbound =
+  | { readonly _tag: "Message"; readonly message: Messages.CoreToRuntime; readonly bytes: number }
+  | { readonly _tag: "Invalid"; readonly error: Envelope.InvalidFrame }
+
+export class Transport extends Context.Service<Transport, {
+  /**
+   * Encodes and writes one frame. Resolves only when the WebSocket write of this frame completed locally (the
+   * `ws` send callback fired without error): it proves nothing about Core receiving, accepting or acting on it.
+   * Sends are ordered. Fails with `OutgoingFrameRejected` (nothing was written: invalid message or over
+   * 4 MiB) or `TransportClosed` (the write did not complete; the frame may or may not have left).
+   */
+  readonly send: (
+    message: Messages.RuntimeToCore
+  ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
+  /** Inbound frames in arrival order. Ends (fails with `TransportClosed`) when the connection ends. */
+  readonly inbound: Stream.Stream<Inbound, TransportClosed>
+  /** Closes the connection with a WebSocket close code; idempotent. Settles nothing. */
+  readonly close: (code: number, reason: string) => Effect.Effect<void>
+}>()("agentwire/runtime/Transport") {}
+
+/** Facts about the current physical connection, fixed for its lifetime. */
+export class ConnectionInfo extends Context.Service<ConnectionInfo, {
+  readonly deviceId: DeviceId
+  /** Local, monotonically increasing number of this physical connection (1 for the first). */
+  readonly connectionNumber: number
+  /** The heartbeat cadence bootstrap returned (15 s when it returned none or a value <= 0). */
+  readonly heartbeatInterval: Duration.Duration
+}>()("agentwire/runtime/ConnectionInfo") {}
+
+/** The heartbeat cadence to use for a bootstrap value in seconds. */
+export const heartbeatIntervalFrom = (heartbeatSeconds: number | undefined): Duration.Duration =>
+  heartbeatSeconds === undefined || !(heartbeatSeconds > 0) ? Duration.seconds(15) : Duration.seconds(heartbeatSeconds)

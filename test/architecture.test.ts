@@ -1,0 +1,126 @@
+/**
+ * Import rules (developers' guide, style guide §1 and §3): src/proto imports only effect; src/runtime and
+ * src/core never import each other; scenarios import only proto and effect; unstable Effect modules, ws and
+ * platform-node stay in the transport, control, dev-server, conformance and bin folders; only src/bin
+ * touches process-level state.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { readdirSync, readFileSync, statSync } from "node:fs"
+import { dirname, join, relative, resolve } from "node:path"
+
+const root = resolve(import.meta.dirname, "..")
+
+const listTs = (dir: string): Array<string> => {
+  const abs = join(root, dir)
+  const out: Array<string> = []
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name)
+      if (statSync(p).isDirectory()) walk(p)
+      else if (p.endsWith(".ts")) out.push(p)
+    }
+  }
+  try {
+    walk(abs)
+  } catch {
+    return []
+  }
+  return out
+}
+
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g
+
+interface Edge {
+  readonly file: string // repository-relative
+  readonly spec: string // the import specifier as written
+  readonly target: string // repository-relative resolved path for relative imports, else the package name
+}
+
+const edgesOf = (file: string): Array<Edge> => {
+  const text = readFileSync(file, "utf8")
+  const edges: Array<Edge> = []
+  for (const m of text.matchAll(IMPORT)) {
+    const spec = m[1] ?? m[2]!
+    const target = spec.startsWith(".") ? relative(root, resolve(dirname(file), spec)) : spec
+    edges.push({ file: relative(root, file), spec, target })
+  }
+  return edges
+}
+
+const allEdges = (dir: string) => listTs(dir).flatMap(edgesOf)
+const isPackage = (e: Edge) => !e.spec.startsWith(".")
+const inDir = (path: string, dir: string) => path === dir || path.startsWith(dir + "/")
+const isEffect = (spec: string) => spec === "effect" || spec.startsWith("effect/")
+
+const UNSTABLE = (spec: string) =>
+  spec === "effect/socket" || spec === "effect/http" || spec === "effect/rpc" || spec.startsWith("@effect/platform-node") ||
+  spec === "ws" || spec.startsWith("effect/sql")
+
+const UNSTABLE_ALLOWED = [
+  "src/runtime/transport",
+  "src/runtime/control",
+  "src/core/transport",
+  "src/core/dev",
+  "src/conformance",
+  "src/bin"
+]
+
+describe("architecture", () => {
+  it("finds the source files it checks", () => {
+    assert.isAbove(listTs("src/proto").length, 10)
+  })
+
+  it("src/proto imports only effect", () => {
+    const bad = allEdges("src/proto").filter((e) =>
+      isPackage(e) ? !isEffect(e.spec) : !inDir(e.target, "src/proto")
+    )
+    assert.deepStrictEqual(bad, [])
+  })
+
+  it("src/runtime never imports src/core, and src/core never imports src/runtime", () => {
+    const runtimeToCore = allEdges("src/runtime").filter((e) => inDir(e.target, "src/core"))
+    const coreToRuntime = allEdges("src/core").filter((e) => inDir(e.target, "src/runtime"))
+    assert.deepStrictEqual([...runtimeToCore, ...coreToRuntime], [])
+  })
+
+  it("src/runtime and src/core import no test, bench, conformance or scenario code", () => {
+    const bad = [...allEdges("src/runtime"), ...allEdges("src/core")].filter((e) =>
+      ["test", "bench", "scenarios", "src/conformance", "src/bin"].some((d) => inDir(e.target, d))
+    )
+    assert.deepStrictEqual(bad, [])
+  })
+
+  it("scenarios import only src/proto and effect", () => {
+    const bad = allEdges("scenarios").filter((e) =>
+      isPackage(e) ? !isEffect(e.spec) || UNSTABLE(e.spec) : !(inDir(e.target, "scenarios") || inDir(e.target, "src/proto"))
+    )
+    assert.deepStrictEqual(bad, [])
+  })
+
+  it("the conformance kit imports neither the daemon nor the gateway", () => {
+    const bad = allEdges("src/conformance").filter((e) => inDir(e.target, "src/runtime") || inDir(e.target, "src/core"))
+    assert.deepStrictEqual(bad, [])
+  })
+
+  it("unstable modules (socket, http, rpc, sql, platform-node, ws) stay in transport, control, dev, conformance and bin", () => {
+    const bad = allEdges("src").filter(
+      (e) => isPackage(e) && UNSTABLE(e.spec) && !UNSTABLE_ALLOWED.some((d) => inDir(e.file, d))
+    )
+    assert.deepStrictEqual(bad, [])
+  })
+
+  it("only src/bin calls runMain or reads process.env, process.argv or process.exit", () => {
+    const offenders = listTs("src")
+      .filter((f) => !inDir(relative(root, f), "src/bin"))
+      .filter((f) => /\brunMain\(|process\.(env|argv|exit)\b/.test(readFileSync(f, "utf8")))
+      .map((f) => relative(root, f))
+    assert.deepStrictEqual(offenders, [])
+  })
+
+  it("detects a forbidden edge when one exists (the rule itself can fail)", () => {
+    const fake: Edge = { file: "src/runtime/X.ts", spec: "../core/Gateway.js", target: "src/core/Gateway.js" }
+    assert.isTrue(inDir(fake.target, "src/core"))
+    assert.isFalse(isEffect("ws"))
+    assert.isTrue(UNSTABLE("effect/socket"))
+  })
+})
