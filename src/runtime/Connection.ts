@@ -9,7 +9,7 @@
 import { Effect, Stream } from "effect"
 import type { RuntimeProcessServices } from "./RuntimeProcess.js"
 import { StatusBoard } from "./StatusBoard.js"
-import { ConnectionInfo, Transport, type TransportClosed } from "./transport/Transport.js"
+import { ConnectionInfo, Transport, TransportClosed, TransportClosed as TransportClosedError } from "./transport/Transport.js"
 
 /** How a connection ended. Returned only after its cleanup confirmed. */
 export type ConnectionEnd =
@@ -24,6 +24,10 @@ export const run: Effect.Effect<
   const transport = yield* Transport
   yield* ConnectionInfo
   yield* StatusBoard
-  const error = yield* Stream.runDrain(transport.inbound).pipe(Effect.flip)
-  return { _tag: "TransportEnded", error } as const
+  return yield* Stream.runDrain(transport.inbound).pipe(
+    Effect.match({
+      onFailure: (error): ConnectionEnd => ({ _tag: "TransportEnded", error }),
+      onSuccess: (): ConnectionEnd => ({ _tag: "TransportEnded", error: new TransportClosedError({ reason: "closed_by_peer" }) })
+    })
+  )
 })
