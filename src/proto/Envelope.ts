@@ -52,9 +52,10 @@ export class InvalidFrame extends Schema.TaggedError<InvalidFrame>()("InvalidFra
 /** Step one's output: a well-formed envelope plus its size. */
 export interface RawEnvelope {
   readonly type: string
-  readonly id?: string
+  readonly id?: string | undefined
   readonly payload?: unknown
-  readonly trace?: string
+  readonly trace?: string | undefined
+  /** Exact frame size in bytes. */
   readonly bytes: number
 }
 
@@ -65,47 +66,74 @@ const frameBytes = (text: string): number =>
   text.length <= MaxFrameBytes / 3 ? utf8ByteLength(text) : fitsUtf8Bytes(text, MaxFrameBytes) ? utf8ByteLength(text) : MaxFrameBytes + 1
 
 /**
- * Step one: size, JSON and outer shape. Accepts text or bytes (bytes must be UTF-8). Never throws and never
- * echoes input.
+ * Step one: size, JSON and outer shape. Accepts text or bytes (bytes must be UTF-8). `knownBytes` is the frame
+ * size when the transport already knows it (a WebSocket message buffer); otherwise it is computed, exactly, only
+ * when the text could be near the bound or when it is asked for. Never throws and never echoes input.
  */
-export const decodeEnvelope = (frame: string | Uint8Array): Result.Result<RawEnvelope, InvalidFrame> => {
+export const decodeEnvelope = (
+  frame: string | Uint8Array,
+  knownBytes?: number
+): Result.Result<RawEnvelope, InvalidFrame> => {
   let text: string
-  let bytes: number
+  let size: number | undefined = knownBytes
   if (typeof frame === "string") {
     text = frame
-    bytes = frameBytes(frame)
+    // A string of at most MaxFrameBytes/3 UTF-16 units cannot exceed the bound; skip counting on the hot path.
+    if (size === undefined && frame.length > MaxFrameBytes / 3) size = frameBytes(frame)
   } else {
-    bytes = frame.byteLength
-    if (bytes > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes }))
+    size = frame.byteLength
+    if (size > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes: size }))
     try {
       text = textDecoder.decode(frame)
     } catch {
-      return Result.fail(new InvalidFrame({ code: "not_json", bytes }))
+      return Result.fail(new InvalidFrame({ code: "not_json", bytes: size }))
     }
   }
-  if (bytes > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes }))
+  const bytesOf = () => (size ??= utf8ByteLength(text))
+  if (size !== undefined && size > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes: size }))
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch {
-    return Result.fail(new InvalidFrame({ code: "not_json", bytes }))
+    return Result.fail(new InvalidFrame({ code: "not_json", bytes: bytesOf() }))
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return Result.fail(new InvalidFrame({ code: "not_an_envelope", bytes }))
+    return Result.fail(new InvalidFrame({ code: "not_an_envelope", bytes: bytesOf() }))
   }
   const record = value as Record<string, unknown>
   const type = record["type"]
   const id = record["id"]
   if (typeof type !== "string" || type.length === 0 || (id !== undefined && typeof id !== "string")) {
-    return Result.fail(new InvalidFrame({ code: "not_an_envelope", bytes }))
+    return Result.fail(new InvalidFrame({ code: "not_an_envelope", bytes: bytesOf() }))
   }
   const trace = record["trace"]
-  const out: { -readonly [K in keyof RawEnvelope]: RawEnvelope[K] } = { type, bytes }
-  // Go omits empty ids; an empty string means "no id".
-  if (id !== undefined && id !== "") out.id = id
-  if (record["payload"] !== undefined && record["payload"] !== null) out.payload = record["payload"]
-  if (typeof trace === "string" && trace !== "" && trace.length <= MaxEchoedTraceChars) out.trace = trace
-  return Result.succeed(out)
+  const payload = record["payload"]
+  return Result.succeed(
+    new Raw(
+      type,
+      // Go omits empty ids; an empty string means "no id".
+      id === undefined || id === "" ? undefined : id,
+      payload === null ? undefined : payload,
+      typeof trace === "string" && trace !== "" && trace.length <= MaxEchoedTraceChars ? trace : undefined,
+      size,
+      text
+    )
+  )
+}
+
+/** A step-one envelope whose exact byte size is computed on first use. */
+class Raw implements RawEnvelope {
+  constructor(
+    readonly type: string,
+    readonly id: string | undefined,
+    readonly payload: unknown,
+    readonly trace: string | undefined,
+    private size: number | undefined,
+    private readonly text: string
+  ) {}
+  get bytes(): number {
+    return (this.size ??= utf8ByteLength(this.text))
+  }
 }
 
 /** True when an id may appear in an error, a log line or a reply (at most 128 bytes). */

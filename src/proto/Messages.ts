@@ -23,6 +23,7 @@ import {
   UserChoiceDecisionPayload,
   UserChoicePayload
 } from "./Interaction.js"
+import { compileValidator, type Validator } from "./internal/fastValidator.js"
 import { MaxFrameBytes, MaxRequestPayloadBytes, MaxRuntimePrepareBeginBytes, MaxTransferFramePayloadBytes } from "./Limits.js"
 import {
   ExecutionPreparePayload,
@@ -214,8 +215,11 @@ export const RuntimeToCoreSchema = Schema.Union(Object.values(runtimeToCore).map
 const strict = { onExcessProperty: "error" } as const
 
 interface Compiled extends Shape {
+  /** Schema's strict decoder (also used to explain a failure the fast validator found). */
   readonly decode: (input: unknown) => Result.Result<unknown, Schema.SchemaError>
   readonly encode: (input: unknown) => Result.Result<unknown, Schema.SchemaError>
+  /** In-place validator equivalent to the strict decode, when the schema has no transformation. */
+  readonly validate: Validator | undefined
 }
 const compile = (catalogue: Catalogue): ReadonlyMap<string, Compiled> =>
   new Map(
@@ -226,7 +230,8 @@ const compile = (catalogue: Catalogue): ReadonlyMap<string, Compiled> =>
         payload: d.payload,
         ...(d.maxPayloadBytes === undefined ? {} : { maxPayloadBytes: d.maxPayloadBytes }),
         decode: Schema.decodeUnknownResult(d.schema as Schema.Codec<unknown, unknown>, strict),
-        encode: Schema.encodeUnknownResult(d.schema as Schema.Codec<unknown, unknown>, strict)
+        encode: Schema.encodeUnknownResult(d.schema as Schema.Codec<unknown, unknown>, strict),
+        validate: compileValidator(d.schema.ast)
       }
     ])
   )
@@ -236,32 +241,33 @@ const compiledAll = new Map([...compiledCoreToRuntime, ...compiledRuntimeToCore]
 
 const decodeWith = (table: ReadonlyMap<string, Compiled>, raw: RawEnvelope): Result.Result<unknown, InvalidFrame> => {
   const spec = table.get(raw.type)
-  const bytes = raw.bytes
-  if (spec === undefined) return Result.fail(new InvalidFrame({ code: "unknown_type", bytes }))
+  if (spec === undefined) return Result.fail(new InvalidFrame({ code: "unknown_type", bytes: raw.bytes }))
   const type = raw.type
   const input: Record<string, unknown> = { type }
   if (spec.id !== "none") {
     if (raw.id === undefined || raw.id.trim() === "") {
-      if (spec.id === "required") return Result.fail(new InvalidFrame({ code: "missing_id", type, bytes }))
+      if (spec.id === "required") return Result.fail(new InvalidFrame({ code: "missing_id", type, bytes: raw.bytes }))
     } else if (!isEchoableId(raw.id)) {
-      return Result.fail(new InvalidFrame({ code: "id_too_large", type, bytes }))
+      return Result.fail(new InvalidFrame({ code: "id_too_large", type, bytes: raw.bytes }))
     } else input["id"] = raw.id
   }
   const id = input["id"] as string | undefined
-  const withCorrelation = id === undefined ? { type, bytes } : { type, id, bytes }
+  const withCorrelation = () => (id === undefined ? { type, bytes: raw.bytes } : { type, id, bytes: raw.bytes })
   if (spec.payload) {
     const payload = raw.payload ?? {}
     if (spec.maxPayloadBytes !== undefined && !fitsUtf8Bytes(JSON.stringify(payload), spec.maxPayloadBytes)) {
-      return Result.fail(new InvalidFrame({ code: "payload_too_large", ...withCorrelation }))
+      return Result.fail(new InvalidFrame({ code: "payload_too_large", ...withCorrelation() }))
     }
     input["payload"] = payload
   }
   if (raw.trace !== undefined) input["trace"] = raw.trace
+  // Hot path: a valid frame is validated in place and returned as is (no rebuild).
+  if (spec.validate !== undefined && spec.validate(input)) return Result.succeed(input)
   const decoded = spec.decode(input)
   if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
   // The id was checked for size above; a failure at ["id"] is its type's rule.
   const idIssue = id !== undefined && decoded.failure.issue._tag === "Pointer" && decoded.failure.issue.path[0] === "id"
-  return Result.fail(new InvalidFrame({ code: idIssue ? "invalid_id" : "invalid_payload", ...withCorrelation }))
+  return Result.fail(new InvalidFrame({ code: idIssue ? "invalid_id" : "invalid_payload", ...withCorrelation() }))
 }
 
 /** Step two for frames Core sent: decodes a step-one envelope into a `CoreToRuntime` message. */
@@ -273,12 +279,22 @@ export const decodeRuntimeToCoreEnvelope = (raw: RawEnvelope): Result.Result<Run
   decodeWith(compiledRuntimeToCore, raw) as Result.Result<RuntimeToCore, InvalidFrame>
 
 /** Both steps for a frame received by the Runtime. */
-export const decodeCoreToRuntime = (frame: string | Uint8Array): Result.Result<CoreToRuntime, InvalidFrame> =>
-  Result.flatMap(decodeEnvelope(frame), decodeCoreToRuntimeEnvelope)
+export const decodeCoreToRuntime = (
+  frame: string | Uint8Array,
+  knownBytes?: number
+): Result.Result<CoreToRuntime, InvalidFrame> => {
+  const raw = decodeEnvelope(frame, knownBytes)
+  return Result.isFailure(raw) ? Result.fail(raw.failure) : decodeCoreToRuntimeEnvelope(raw.success)
+}
 
 /** Both steps for a frame received by Core. */
-export const decodeRuntimeToCore = (frame: string | Uint8Array): Result.Result<RuntimeToCore, InvalidFrame> =>
-  Result.flatMap(decodeEnvelope(frame), decodeRuntimeToCoreEnvelope)
+export const decodeRuntimeToCore = (
+  frame: string | Uint8Array,
+  knownBytes?: number
+): Result.Result<RuntimeToCore, InvalidFrame> => {
+  const raw = decodeEnvelope(frame, knownBytes)
+  return Result.isFailure(raw) ? Result.fail(raw.failure) : decodeRuntimeToCoreEnvelope(raw.success)
+}
 
 // ---------------------------------------------------------------------------------------------- encode
 
@@ -301,11 +317,15 @@ export class OutgoingFrameRejected extends Schema.TaggedError<OutgoingFrameRejec
 export const encodeMessage = (message: Message): Result.Result<string, OutgoingFrameRejected> => {
   const spec = compiledAll.get(message.type)
   if (spec === undefined) return Result.fail(new OutgoingFrameRejected({ type: "unknown", reason: "invalid_message" }))
-  const encoded = spec.encode(message)
-  if (Result.isFailure(encoded)) {
-    return Result.fail(new OutgoingFrameRejected({ type: message.type, reason: "invalid_message" }))
+  let wire: unknown = message
+  if (spec.validate === undefined || !spec.validate(message)) {
+    const encoded = spec.encode(message)
+    if (Result.isFailure(encoded)) {
+      return Result.fail(new OutgoingFrameRejected({ type: message.type, reason: "invalid_message" }))
+    }
+    wire = encoded.success
   }
-  const text = JSON.stringify(encoded.success)
+  const text = JSON.stringify(wire)
   if (text.length > MaxFrameBytes / 3) {
     const bytes = utf8ByteLength(text)
     if (bytes > MaxFrameBytes) {

@@ -120,7 +120,13 @@ export const ErrorPayload = Schema.Struct({
   error: Schema.String,
   code: Schema.optionalKey(EngineFailureCode),
   http_status: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 100, maximum: 599 })))
-})
+}).check(
+  // Decoding already drops such a status (normalizeEngineFailure); encoding refuses it, so a sent frame
+  // always reads back as the same value.
+  Schema.makeFilter((e) => e.http_status === undefined || e.code === "connection_failed", {
+    expected: "http_status only with code connection_failed"
+  })
+)
 export type ErrorPayload = typeof ErrorPayload.Type
 
 /** Classification of an engine failure as accepted by Core. */
