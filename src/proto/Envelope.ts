@@ -59,7 +59,9 @@ export interface RawEnvelope {
   readonly bytes: number
 }
 
-const textDecoder = new TextDecoder("utf-8", { fatal: true })
+// ignoreBOM keeps a leading byte-order mark in the text, so JSON.parse refuses it exactly as it refuses a text
+// frame that starts with one (and as Go's decoder does).
+const textDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 
 /** Byte size of a frame, counting at most up to the 4 MiB bound for long strings. */
 const frameBytes = (text: string): number =>

@@ -6,10 +6,10 @@
  * `agent_options`, `mcp_http_servers[].bearer_token` and the whole request are secret-bearing: never log them.
  */
 import { Option, Schema } from "effect"
-import { isCanonicalUuidString, isMaxBytes, isNonBlank, JsonObject, NonNegativeInt } from "./Checks.js"
+import { fitsUtf8Bytes, isCanonicalUuidString, isMaxBytes, isNonBlank, JsonObject, NonNegativeInt } from "./Checks.js"
 import type { CapabilityName } from "./Capabilities.js"
 import { DeliveryId } from "./Ids.js"
-import { MaxCapabilitySources, MaxPathBytes } from "./Limits.js"
+import { MaxCapabilitySources, MaxCorrelationIdBytes, MaxPathBytes } from "./Limits.js"
 import { hasImages, MessageInput } from "./MessageInput.js"
 
 // ---------------------------------------------------------------------------------------------- controls
@@ -277,10 +277,13 @@ export const requiredCapabilities = (config: PromptRequestPayload): ReadonlyArra
   return [...need]
 }
 
-/** Resolves the Run id of a prompt_request: the envelope id wins; the payload's `run_id` is the fallback. */
+/**
+ * Resolves the Run id of a prompt_request: the envelope id wins; the payload's `run_id` is the fallback. None
+ * when both are blank, or when the id exceeds the 128-byte correlation bound (it could never be echoed).
+ */
 export const resolvePromptRunId = (envelopeId: string | undefined, config: PromptRequestPayload): Option.Option<string> => {
   const id = envelopeId !== undefined && envelopeId.trim() !== "" ? envelopeId : config.run_id
-  return id.trim() === "" ? Option.none() : Option.some(id)
+  return id.trim() === "" || !fitsUtf8Bytes(id, MaxCorrelationIdBytes) ? Option.none() : Option.some(id)
 }
 
 /** True for a canonical UUID (the form Core uses for Session and Environment ids). */

@@ -24,7 +24,8 @@ export const MaxTraceparentChars = MaxEchoedTraceChars
  * starts a local trace. Never fails.
  */
 export const parseTraceparent = (value: string | undefined): Option.Option<TraceContext> => {
-  if (value === undefined || value.length > MaxTraceparentChars) return Option.none()
+  // Typed callers pass a string; a value read from elsewhere (a log record, a header map) may not be one.
+  if (typeof value !== "string" || value.length > MaxTraceparentChars) return Option.none()
   const m = TRACEPARENT.exec(value)
   if (m === null) return Option.none()
   const [, version, traceId, spanId, flags, rest] = m

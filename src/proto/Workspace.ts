@@ -6,10 +6,10 @@
  * owner; a missing receipt keeps the uncertainty.
  */
 import { Option, Result, Schema } from "effect"
-import { fitsUtf8Bytes, isNonBlank, NonNegativeInt } from "./Checks.js"
+import { fitsUtf8Bytes, isMaxBytes, isNonBlank, NonNegativeInt } from "./Checks.js"
 import { ExportErrorCode, ReadErrorCode, WriteErrorCode } from "./ErrorCodes.js"
 import { AdmissionHandle, RunId } from "./Ids.js"
-import { MaxDirectoryEntries, MaxEntryNameBytes, MaxReadResultBytes, MaxTransferBytes } from "./Limits.js"
+import { MaxCorrelationIdBytes, MaxDirectoryEntries, MaxEntryNameBytes, MaxReadResultBytes, MaxTransferBytes } from "./Limits.js"
 import { decodeChunkData, validateRelativePath } from "./Transfer.js"
 
 // ---------------------------------------------------------------------------------------------- read
@@ -193,7 +193,8 @@ export type ExportStep = typeof ExportStep.Type
 export const WorkspaceExportPayload = Schema.Struct({
   step: ExportStep,
   handle: Schema.optionalKey(AdmissionHandle),
-  environment_id: Schema.optionalKey(Schema.String.check(isNonBlank)),
+  /** 1..128 bytes (reference: export handle and Environment id). */
+  environment_id: Schema.optionalKey(Schema.String.check(isNonBlank, isMaxBytes(MaxCorrelationIdBytes))),
   offset: Schema.optionalKey(NonNegativeInt)
 })
 export type WorkspaceExportPayload = typeof WorkspaceExportPayload.Type
