@@ -8,11 +8,18 @@
  * observer with `ObservationLost("invalid_frame")` (its stream is incomplete); any other invalid frame is
  * dropped with a log line carrying code, type, id and size, never the payload.
  *
- * This file declares the contract; the implementation (`make`) follows it below the types.
+ * This file declares the contract; the implementation (`make`) follows it below the types. Routing of inbound
+ * frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
+ * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
+ * the declaration snapshot. The read loop never waits for a subscriber and does no work beyond decode + route.
  */
-import type { Effect, Option, Scope, Stream } from "effect"
-import type { Capabilities, Ids, Messages } from "../proto/index.js"
-import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
+import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, Schema, type Scope, type Stream } from "effect"
+import { Envelope, Limits, Messages, type Capabilities, type Ids } from "../proto/index.js"
+import * as Correlator from "./Correlator.js"
+import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
+import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
+import type { GatewayConfigShape } from "./GatewayConfig.js"
+import { makePreparationRoutes, makeRunRoutes, runEventTypes } from "./Subscriptions.js"
 
 /** The latest valid declaration of a connection. Kinds missing from it are not advertised. */
 export interface Declaration {
@@ -115,4 +122,419 @@ export interface DeviceSession {
   readonly closed: Effect.Effect<ObservationLost>
   /** Closes the transport with a close code. Settles no execution and sends no synthetic events. */
   readonly close: (code: number, reason: ObservationLost["reason"]) => Effect.Effect<void>
+}
+
+// ============================================================================================== implementation
+
+// ---------------------------------------------------------------------------------------------- transport
+
+/** Why a transport ended. The session reports every one as `ObservationLost("disconnected")`. */
+export class TransportEnded extends Schema.TaggedError<TransportEnded>()("TransportEnded", {
+  reason: Schema.Literals([
+    "closed_by_peer", // the peer closed (or the socket dropped); `code` is the close code when known
+    "read_failed",
+    "write_failed", // a socket write failed: the connection was closed
+    "write_timeout", // a socket write missed its deadline: the connection was closed
+    "frame_too_large", // an inbound frame exceeded 4 MiB: the connection was closed with 1009
+    "closed_locally"
+  ]),
+  code: Schema.optionalKey(Schema.Int)
+}) {
+  override get message() {
+    return `transport ended (${this.reason}${this.code === undefined ? "" : `, code ${this.code}`})`
+  }
+}
+
+/** Result of offering an encoded frame to the bounded send queue. */
+export type OfferResult = "queued" | "full" | "closed"
+
+/**
+ * One physical connection as the session uses it. `transport/internal/socket.ts` builds it over an upgraded
+ * WebSocket; tests build it over in-memory sockets. The transport owns the bounded send queue and its writer.
+ */
+export interface DeviceTransport {
+  /** The next batch of inbound frames, in order. Fails with `TransportEnded` once the connection ended. */
+  readonly pull: Effect.Effect<ReadonlyArray<string | Uint8Array>, TransportEnded>
+  /**
+   * Puts one encoded frame in the bounded send queue without waiting. "queued" proves only that; "full" and
+   * "closed" mean nothing will be sent.
+   */
+  readonly offer: (frame: string) => OfferResult
+  /** Completes when the write side ended (a failed or late write, or `close`). */
+  readonly ended: Effect.Effect<TransportEnded>
+  /** Closes the connection with a close code. Idempotent; queued frames not yet written are dropped. */
+  readonly close: (code: number, reason: string) => Effect.Effect<void>
+}
+
+// ---------------------------------------------------------------------------------------------- close codes
+
+/** The WebSocket close code Core uses for each way it ends a connection itself. */
+export const closeCodeFor = (reason: ObservationLostReason): number => {
+  switch (reason) {
+    case "replaced":
+      return 4000
+    case "liveness_timeout":
+      return 4002
+    case "invalid_heartbeat":
+      return 1008
+    case "gateway_shutdown":
+      return 1001
+    default:
+      return 1000
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- make
+
+export interface SessionOptions {
+  readonly deviceId: Ids.DeviceId
+  readonly connectionNumber: number
+  readonly transport: DeviceTransport
+  readonly config: GatewayConfigShape
+  readonly tap: FrameTapShape
+  /** Called on the read loop for every valid heartbeat; must not block (e.g. publish to an unbounded PubSub). */
+  readonly onDeclared: (declaration: Declaration) => void
+  /** The reason recorded when the connection fiber is interrupted from outside (server or gateway shutdown). */
+  readonly interruptedReason: () => ObservationLostReason
+}
+
+/** A built session and the effect that runs its connection. */
+export interface SessionRunner {
+  readonly session: DeviceSession
+  /**
+   * Reads and routes frames until the connection ends, then closes the transport. Returns the reason only
+   * after every observer of this connection has ended with it. Interrupting it ends the connection with
+   * `interruptedReason()`.
+   */
+  readonly run: Effect.Effect<ObservationLost>
+}
+
+type ReplyKeyedById = "runtime_prepare_result" | "workspace_read_result" | "workspace_write_result" |
+  "workspace_export_result" | "environment_quiesced" | "environment_resumed"
+const replyTypesKeyedById: ReadonlySet<string> = new Set<ReplyKeyedById>([
+  "runtime_prepare_result",
+  "workspace_read_result",
+  "workspace_write_result",
+  "workspace_export_result",
+  "environment_quiesced",
+  "environment_resumed"
+])
+
+type Handlers = {
+  readonly [K in Messages.RuntimeToCoreType]: (
+    message: Messages.MessageOfType<K>,
+    bytes: number
+  ) => Effect.Effect<void> | undefined
+}
+
+const invalidFrame = new ObservationLost({ reason: "invalid_frame" })
+
+/**
+ * Builds the session of one authenticated connection. Nothing is read until `run` starts; `send` and the
+ * subscription entry points work at once (subscribe before sending).
+ */
+export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
+  Effect.gen(function*() {
+    const { config, connectionNumber, deviceId, tap, transport } = options
+    const runs = makeRunRoutes({
+      buffer: config.runSubscriptionBuffer,
+      maxSubscriptions: config.maxRunSubscriptions,
+      maxInteractionRoutes: config.maxInteractionRoutes
+    })
+    const preparations = makePreparationRoutes({
+      buffer: Limits.PreparationSubscriptionBuffer,
+      maxSubscriptions: Limits.MaxPreparationSubscriptions
+    })
+    const replies = Correlator.make<ReplyFamilies>({ capacity: config.maxReplyWaiters, buffer: config.replyBuffer })
+    const closeSignal = yield* Deferred.make<ObservationLost>()
+    const tapQueue = tap.enabled ? yield* Queue.dropping<TappedFrame>(config.tapBuffer) : undefined
+    const clock = yield* Clock.Clock
+
+    let declaration: Option.Option<Declaration> = Option.none()
+    // Liveness counts from the moment the connection was accepted, not from when reading starts.
+    let lastInbound = clock.currentTimeMillisUnsafe()
+    let ended: { readonly lost: ObservationLost; readonly code: number } | undefined
+
+    /** Ends observation of everything on this connection, synchronously and once. */
+    const terminate = (reason: ObservationLostReason, code = closeCodeFor(reason)): boolean => {
+      if (ended !== undefined) return false
+      const lost = new ObservationLost({ reason })
+      ended = { lost, code }
+      declaration = Option.none()
+      runs.close(lost)
+      preparations.close(lost)
+      replies.close(lost)
+      Deferred.doneUnsafe(closeSignal, Exit.succeed(lost))
+      return true
+    }
+
+    const tapFrame = (frame: Omit<TappedFrame, "deviceId" | "connectionNumber" | "at">) => {
+      if (tapQueue !== undefined) {
+        Queue.offerUnsafe(tapQueue, { ...frame, deviceId, connectionNumber, at: clock.currentTimeMillisUnsafe() })
+      }
+    }
+
+    // ------------------------------------------------------------------------------------------ send
+
+    const send = (message: Messages.CoreToRuntime): Effect.Effect<void, NotSent> =>
+      Effect.suspend(() => {
+        if (ended !== undefined) return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
+        const encoded = Messages.encodeMessage(message)
+        if (Result.isFailure(encoded)) {
+          return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))
+        }
+        const offered = transport.offer(encoded.success)
+        if (offered !== "queued") {
+          return Effect.fail(
+            new NotSent({ type: message.type, reason: offered === "full" ? "queue_full" : "connection_closed" })
+          )
+        }
+        if (tapQueue !== undefined) {
+          const id = "id" in message ? message.id : undefined
+          tapFrame({
+            direction: "core→runtime",
+            type: message.type,
+            ...(id === undefined ? {} : { id }),
+            bytes: Buffer.byteLength(encoded.success, "utf8"),
+            message
+          })
+        }
+        return Effect.void
+      })
+
+    // ------------------------------------------------------------------------------------------ routing
+
+    const dropped = (what: string, type: string, id: string, bytes: number) =>
+      Effect.logDebug(what).pipe(Effect.annotateLogs({ type, id, bytes }))
+
+    const routeRun = (message: RunEvent, bytes: number) => {
+      const result = runs.route(message)
+      if (result === "delivered") return undefined
+      if (result === "overflow") {
+        return Effect.logWarning("run subscriber overflowed; its stream failed").pipe(
+          Effect.annotateLogs({ type: message.type, id: message.id, bytes })
+        )
+      }
+      return dropped("run frame without subscriber dropped", message.type, message.id, bytes)
+    }
+
+    const routeReply = <F extends ReplyFamily>(family: F, key: string, message: ReplyFamilies[F], bytes: number) =>
+      replies.deliver(family, key, message)
+        ? undefined
+        : dropped("reply without waiter dropped", family, message.id, bytes)
+
+    const routeById = <F extends ReplyKeyedById>(message: ReplyFamilies[F], bytes: number) =>
+      routeReply(message.type as F, message.id, message, bytes)
+
+    const handlers: Handlers = {
+      heartbeat: (message) => {
+        const payload = message.payload
+        const next: Declaration = {
+          kinds: new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])),
+          daemonVersion: payload.daemon_version,
+          activeRequests: payload.active_requests,
+          ts: payload.ts,
+          receivedAtMs: clock.currentTimeMillisUnsafe()
+        }
+        declaration = Option.some(next)
+        options.onDeclared(next)
+        return undefined
+      },
+      preparation_status: (message, bytes) => {
+        const result = preparations.route(message.id, message.payload)
+        switch (result) {
+          case "delivered":
+            return undefined
+          case "invalid":
+            return Effect.logWarning("preparation status with a wrong shape for its state; subscription failed").pipe(
+              Effect.annotateLogs({ type: message.type, id: message.id, state: message.payload.state, bytes })
+            )
+          case "overflow":
+            return Effect.logWarning("preparation subscriber overflowed; its stream failed").pipe(
+              Effect.annotateLogs({ type: message.type, id: message.id, bytes })
+            )
+          case "stale":
+            return dropped("stale, repeated or foreign-handle preparation status ignored", message.type, message.id, bytes)
+          case "no_subscriber":
+            return dropped("preparation status without subscriber dropped", message.type, message.id, bytes)
+        }
+      },
+      interaction_decision_ack: (message, bytes) =>
+        routeReply("interaction_decision_ack", message.payload.delivery_id, message, bytes),
+      prompt_steer_ack: (message, bytes) =>
+        message.payload.input_id === ""
+          ? dropped("steer receipt without input_id establishes nothing", message.type, message.id, bytes)
+          : routeReply("prompt_steer_ack", steerAckKey(message.id, message.payload.input_id), message, bytes),
+      runtime_prepare_result: routeById,
+      workspace_read_result: routeById,
+      workspace_write_result: routeById,
+      workspace_export_result: routeById,
+      environment_quiesced: routeById,
+      environment_resumed: routeById,
+      delta: routeRun,
+      thinking: routeRun,
+      output_message: routeRun,
+      tool_call: routeRun,
+      usage: routeRun,
+      error: routeRun,
+      done: routeRun,
+      permission_request: routeRun,
+      permission_cancel: routeRun,
+      prompt_for_user_choice: routeRun,
+      function_call: routeRun,
+      subagent_identity: routeRun,
+      subagent_lifecycle: routeRun,
+      subagent_turn: routeRun,
+      subagent_item: routeRun,
+      subagent_coordination: routeRun
+    }
+
+    const onInvalid = (error: Envelope.InvalidFrame): Effect.Effect<void> => {
+      if (tapQueue !== undefined) {
+        tapFrame({
+          direction: "runtime→core",
+          type: error.type ?? "invalid",
+          ...(error.id === undefined ? {} : { id: error.id }),
+          bytes: error.bytes,
+          invalid: error.code
+        })
+      }
+      const annotations = {
+        code: error.code,
+        type: error.type ?? "",
+        id: error.id ?? "",
+        bytes: error.bytes
+      }
+      if (error.type === "heartbeat") {
+        terminate("invalid_heartbeat")
+        return Effect.logWarning("invalid heartbeat: declaration cleared, connection closed").pipe(
+          Effect.annotateLogs(annotations)
+        )
+      }
+      let observerFailed = false
+      if (error.type !== undefined && error.id !== undefined) {
+        const { id, type } = error
+        if (runEventTypes.has(type)) observerFailed = runs.failFrame(type, id, invalidFrame)
+        else if (type === "preparation_status") observerFailed = preparations.fail(id, invalidFrame)
+        else if (replyTypesKeyedById.has(type)) observerFailed = replies.failKey(type as ReplyKeyedById, id, invalidFrame)
+        else if (type === "prompt_steer_ack") {
+          const prefix = `${id}\u0000`
+          observerFailed = replies.failWhere("prompt_steer_ack", (key) => key.startsWith(prefix), invalidFrame) > 0
+        }
+      }
+      return Effect.logWarning(
+        observerFailed ? "invalid frame: its observer failed with invalid_frame" : "invalid frame dropped"
+      ).pipe(Effect.annotateLogs(annotations))
+    }
+
+    const handleFrame = (frame: string | Uint8Array): Effect.Effect<void> | undefined => {
+      const raw = Envelope.decodeEnvelope(frame)
+      if (Result.isFailure(raw)) return onInvalid(raw.failure)
+      const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
+      if (Result.isFailure(decoded)) return onInvalid(decoded.failure)
+      const message = decoded.success
+      if (tapQueue !== undefined) {
+        const id = "id" in message ? message.id : undefined
+        tapFrame({
+          direction: "runtime→core",
+          type: message.type,
+          ...(id === undefined ? {} : { id }),
+          bytes: raw.success.bytes,
+          message
+        })
+      }
+      const handler = handlers[message.type] as (m: Messages.RuntimeToCore, bytes: number) => Effect.Effect<void> | undefined
+      return handler(message, raw.success.bytes)
+    }
+
+    // ------------------------------------------------------------------------------------------ run
+
+    const run: Effect.Effect<ObservationLost> = Effect.gen(function*() {
+      const readLoop = Effect.gen(function*() {
+        while (ended === undefined) {
+          const frames = yield* transport.pull
+          lastInbound = clock.currentTimeMillisUnsafe()
+          for (let i = 0; i < frames.length && ended === undefined; i++) {
+            const effect = handleFrame(frames[i]!)
+            if (effect !== undefined) yield* effect
+          }
+        }
+      })
+
+      const livenessMs = Duration.toMillis(config.livenessTimeout)
+      const liveness = Effect.gen(function*() {
+        while (ended === undefined) {
+          const remaining = lastInbound + livenessMs - clock.currentTimeMillisUnsafe()
+          if (remaining <= 0) {
+            if (terminate("liveness_timeout")) {
+              yield* Effect.logWarning("no inbound frame within the liveness timeout; closing").pipe(
+                Effect.annotateLogs({ timeout_ms: livenessMs })
+              )
+            }
+            return
+          }
+          yield* Effect.sleep(Duration.millis(remaining))
+        }
+      })
+
+      yield* readLoop.pipe(
+        Effect.catchCause((cause) =>
+          Effect.suspend(() => {
+            const first = terminate("disconnected")
+            return first
+              ? Effect.logInfo("connection ended").pipe(
+                Effect.annotateLogs({ cause: describeEnd(cause) })
+              )
+              : Effect.void
+          })
+        ),
+        Effect.forkScoped
+      )
+      yield* transport.ended.pipe(
+        Effect.flatMap(() => Effect.sync(() => terminate("disconnected"))),
+        Effect.forkScoped
+      )
+      yield* Effect.forkScoped(liveness)
+      if (tapQueue !== undefined) {
+        yield* Queue.take(tapQueue).pipe(
+          Effect.flatMap((frame) => tap.onFrame(frame)),
+          Effect.catchCause((cause) => Effect.logWarning("frame tap failed", cause)),
+          Effect.forever,
+          Effect.forkScoped
+        )
+      }
+      return yield* Deferred.await(closeSignal)
+    }).pipe(
+      Effect.scoped,
+      Effect.ensuring(
+        Effect.suspend(() => {
+          terminate(options.interruptedReason())
+          return transport.close(ended!.code, ended!.lost.reason)
+        })
+      ),
+      Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
+    )
+
+    const session: DeviceSession = {
+      deviceId,
+      connectionNumber,
+      send,
+      declaration: Effect.sync(() => declaration),
+      subscribeDurable: (runId) => runs.subscribe(runId),
+      subscribePreparation: (requestId) => preparations.subscribe(requestId),
+      expectReplies: (family, key) => replies.register(family, key),
+      closed: Deferred.await(closeSignal),
+      close: (code, reason) => Effect.sync(() => void terminate(reason, code))
+    }
+    return { session, run }
+  })
+
+const describeEnd = (cause: Cause.Cause<unknown>): string => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail" && reason.error instanceof TransportEnded) {
+      return reason.error.code === undefined ? reason.error.reason : `${reason.error.reason} ${reason.error.code}`
+    }
+    if (reason._tag === "Interrupt") return "interrupted"
+  }
+  return "defect"
 }

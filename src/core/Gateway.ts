@@ -1,0 +1,180 @@
+/**
+ * Core's registry of Runtime connections by device (protocol "Ownership and connection"; reference §1.5
+ * "After the upgrade").
+ *
+ * Owns: the current session of each device, the per-device fencing of connection ownership, and the
+ * gateway's event stream. A newer connection for a device replaces the previous one: the registry entry is
+ * swapped first (the owner lease moves to the new connection number), then the old session is closed with
+ * `ObservationLost("replaced")`, which ends its Run subscriptions, preparation subscriptions and reply
+ * waiters at once and closes its transport. The new connection inherits none of them: every route lives in
+ * its own session. An old connection that ends later never removes the newer entry.
+ *
+ * Never: replays anything on a new connection, settles an execution, or invents a terminal event. Shutdown
+ * closes every session with `ObservationLost("gateway_shutdown")` and refuses new connections.
+ *
+ * Events (`Connected`, `Declared` for each valid heartbeat, `Disconnected{reason}`) are published without
+ * waiting (unbounded PubSub); the dev Core persists devices and declarations from them. Per device they are
+ * ordered: a replaced connection's `Disconnected` precedes its successor's `Connected`, and a connection
+ * publishes nothing after its `Disconnected`.
+ */
+import { Context, Deferred, Effect, Layer, Option, PubSub, type Scope, Stream } from "effect"
+import type { Ids } from "../proto/index.js"
+import type { DeviceRecord } from "./DeviceCredentials.js"
+import * as DeviceSession from "./DeviceSession.js"
+import { ObservationLost, type ObservationLostReason } from "./Errors.js"
+import { FrameTap } from "./FrameTap.js"
+import { GatewayConfig } from "./GatewayConfig.js"
+
+/** What the gateway reports about connections. */
+export type GatewayEvent =
+  | {
+    readonly _tag: "Connected"
+    readonly deviceId: Ids.DeviceId
+    readonly workspaceId: string
+    readonly connectionNumber: number
+    /** Core's clock (Unix ms). */
+    readonly at: number
+  }
+  | {
+    /** A valid heartbeat replaced the connection's declaration snapshot. */
+    readonly _tag: "Declared"
+    readonly deviceId: Ids.DeviceId
+    readonly connectionNumber: number
+    readonly declaration: DeviceSession.Declaration
+  }
+  | {
+    readonly _tag: "Disconnected"
+    readonly deviceId: Ids.DeviceId
+    readonly connectionNumber: number
+    readonly reason: ObservationLostReason
+    readonly at: number
+  }
+
+export interface GatewayShape {
+  /** The device's current session, if it is connected. A replaced or ended session is never returned. */
+  readonly session: (deviceId: Ids.DeviceId) => Effect.Effect<Option.Option<DeviceSession.DeviceSession>>
+  /** Every current session (one per connected device). */
+  readonly sessions: Effect.Effect<ReadonlyArray<DeviceSession.DeviceSession>>
+  /**
+   * Subscribes to gateway events now (nothing published after this call is missed) for the lifetime of the
+   * caller's scope, and returns them as a stream.
+   */
+  readonly events: Effect.Effect<Stream.Stream<GatewayEvent>, never, Scope.Scope>
+  /**
+   * Runs one authenticated connection until it ends: registers it as the device's session (replacing and
+   * fencing a previous one), publishes `Connected`, reads and routes frames, and on the end unregisters it
+   * (only if it is still the device's session) and publishes `Disconnected`. Returns the reason after every
+   * observer of the connection has ended with it. The caller owns the transport's scope; interrupting this
+   * effect ends the connection (`gateway_shutdown` during shutdown, `disconnected` otherwise).
+   */
+  readonly accept: (device: DeviceRecord, transport: DeviceSession.DeviceTransport) => Effect.Effect<ObservationLost>
+  /**
+   * Refuses new connections and closes every session with `ObservationLost("gateway_shutdown")`, waiting
+   * until each has ended. Idempotent; also runs when the gateway's layer scope closes.
+   */
+  readonly shutdown: Effect.Effect<void>
+}
+
+interface Entry {
+  readonly session: DeviceSession.DeviceSession
+  readonly finished: Deferred.Deferred<void>
+  disconnected: boolean
+}
+
+const make = Effect.gen(function*() {
+  const config = yield* GatewayConfig
+  const tap = yield* FrameTap
+  const events = yield* PubSub.unbounded<GatewayEvent>()
+  const registry = new Map<string, Entry>()
+  const live = new Set<Entry>()
+  let connections = 0
+  let shuttingDown = false
+
+  /** Publishes an entry's Disconnected once (the replacement path publishes it before the successor's Connected). */
+  const publishDisconnected = (entry: Entry, reason: ObservationLostReason) =>
+    Effect.gen(function*() {
+      if (entry.disconnected) return
+      entry.disconnected = true
+      const { connectionNumber, deviceId } = entry.session
+      const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      PubSub.publishUnsafe(events, { _tag: "Disconnected", deviceId, connectionNumber, reason, at })
+      yield* Effect.logInfo("runtime disconnected").pipe(
+        Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber, reason })
+      )
+    })
+
+  const accept = Effect.fn("Gateway.accept")(function*(device: DeviceRecord, transport: DeviceSession.DeviceTransport) {
+    const deviceId = device.deviceId as Ids.DeviceId
+    if (shuttingDown) {
+      yield* transport.close(DeviceSession.closeCodeFor("gateway_shutdown"), "gateway_shutdown")
+      return new ObservationLost({ reason: "gateway_shutdown" })
+    }
+    const connectionNumber = ++connections
+    const { run, session } = yield* DeviceSession.make({
+      deviceId,
+      connectionNumber,
+      transport,
+      config,
+      tap,
+      onDeclared: (declaration) => {
+        PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration })
+      },
+      interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected"
+    })
+    const entry: Entry = { session, finished: yield* Deferred.make<void>(), disconnected: false }
+    return yield* Effect.gen(function*() {
+      // Fence: the registry moves to this connection before the previous one is closed, so no caller can
+      // obtain the old session once the new one is registered.
+      const previous = registry.get(deviceId)
+      registry.set(deviceId, entry)
+      live.add(entry)
+      if (previous !== undefined) {
+        yield* previous.session.close(DeviceSession.closeCodeFor("replaced"), "replaced")
+        yield* Effect.logInfo("connection replaced by a newer one").pipe(
+          Effect.annotateLogs({ device_id: deviceId, connection: previous.session.connectionNumber, by: connectionNumber })
+        )
+        yield* publishDisconnected(previous, "replaced")
+      }
+      const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      PubSub.publishUnsafe(events, { _tag: "Connected", deviceId, workspaceId: device.workspaceId, connectionNumber, at })
+      yield* Effect.logInfo("runtime connected").pipe(
+        Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
+      )
+      return yield* run
+    }).pipe(
+      Effect.onExit((exit) =>
+        Effect.gen(function*() {
+          if (registry.get(deviceId) === entry) registry.delete(deviceId)
+          live.delete(entry)
+          const reason = exit._tag === "Success" ? exit.value.reason : shuttingDown ? "gateway_shutdown" : "disconnected"
+          yield* publishDisconnected(entry, reason)
+          yield* Deferred.succeed(entry.finished, undefined)
+        })
+      )
+    )
+  })
+
+  const shutdown = Effect.gen(function*() {
+    shuttingDown = true
+    const entries = [...live]
+    for (const entry of entries) {
+      yield* entry.session.close(DeviceSession.closeCodeFor("gateway_shutdown"), "gateway_shutdown")
+    }
+    for (const entry of entries) yield* Deferred.await(entry.finished)
+  }).pipe(Effect.withSpan("Gateway.shutdown"))
+
+  yield* Effect.addFinalizer(() => shutdown)
+
+  return Gateway.of({
+    session: (deviceId) => Effect.sync(() => Option.map(Option.fromNullishOr(registry.get(deviceId)), (e) => e.session)),
+    sessions: Effect.sync(() => [...registry.values()].map((e) => e.session)),
+    events: Effect.map(PubSub.subscribe(events), Stream.fromSubscription),
+    accept,
+    shutdown
+  })
+})
+
+export class Gateway extends Context.Service<Gateway, GatewayShape>()("agentwire/core/Gateway") {
+  /** The gateway; its scope's end shuts it down (every session ends with `gateway_shutdown`). */
+  static readonly layer: Layer.Layer<Gateway, never, GatewayConfig> = Layer.effect(Gateway, make)
+}

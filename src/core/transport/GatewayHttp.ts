@@ -1,0 +1,247 @@
+/**
+ * The machine routes of Core's gateway (reference §1.3–§1.6; protocol "Ownership and connection"):
+ *
+ * - `POST /api/v1/agent-daemon/bootstrap` → `{device_id, workspace_id, ws_url, heartbeat_seconds,
+ *   protocol_version}`; `ws_url` comes from `GatewayConfig.publicUrl`, never from request headers.
+ * - `GET /api/v1/agent-daemon/ws?device_id=…&version=…` with the Bearer header: 400 `missing_params`, then 426
+ *   `incompatible_version` (exact match, checked before any credential check or dispatch), then 401/403/500
+ *   from `DeviceCredentials`, then the upgrade; the connection then runs in `Gateway.accept` until it ends.
+ * - `GET /api/v1/agent-daemon/device-status?device_id=…` with the Bearer header → `{device_id, online, owner}`
+ *   (`owner` is always null: this gateway has no multi-pod owner lease).
+ *
+ * Every error is JSON `{error, detail}`. Only daemon credentials authenticate (Project API keys and the Core
+ * key are unknown to `DeviceCredentials`). The credential is wrapped in `Redacted` the moment it is read from
+ * the header and never appears in a URL, a log line, a span or an error detail; peer text echoed in a detail
+ * (the daemon's version) is bounded and reduced to printable ASCII.
+ */
+import { ByteSize, type Cause, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { type ErrorCodes, Ids, Limits, Version } from "../../proto/index.js"
+import { CredentialRejected, type CredentialStoreFailed, DeviceCredentials, type DeviceRecord } from "../DeviceCredentials.js"
+import { Gateway } from "../Gateway.js"
+import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape, WebSocketPath } from "../GatewayConfig.js"
+import { fromSocket } from "./internal/socket.js"
+
+/** Options for the `ws` WebSocket server behind the routes: the 4 MiB inbound frame bound. */
+export const websocketServerOptions = { maxPayload: Limits.MaxFrameBytes } as const
+
+/** Bootstrap request bodies larger than this are refused as `bad_json`. */
+export const MaxBootstrapBodyBytes = 64 * 1024
+
+/** The bootstrap response. */
+export interface BootstrapResponse {
+  readonly device_id: string
+  readonly workspace_id: string
+  readonly ws_url: string
+  readonly heartbeat_seconds: number
+  readonly protocol_version: string
+}
+
+/** The device-status response. */
+export interface DeviceStatusResponse {
+  readonly device_id: string
+  readonly online: boolean
+  readonly owner: null
+}
+
+// ---------------------------------------------------------------------------------------------- helpers
+
+/** An error answer `{error, detail}`. */
+export const errorResponse = (status: number, error: ErrorCodes.HttpErrorCode, detail: string) =>
+  HttpServerResponse.jsonUnsafe({ error, detail } satisfies ErrorCodes.HttpErrorBody, { status })
+
+/** At most 64 printable ASCII characters of peer text; anything else becomes "?". */
+export const boundedEcho = (text: string, max = 64): string => {
+  const clipped = text.length > max ? text.slice(0, max) : text
+  const printable = clipped.replace(/[^\x20-\x7e]/g, "?")
+  return text.length > max ? `${printable}...` : printable
+}
+
+/**
+ * The credential of an `Authorization: Bearer <credential>` header (the prefix is case-sensitive with one
+ * space; surrounding whitespace of the token is trimmed), or none.
+ */
+export const bearerOf = (request: HttpServerRequest.HttpServerRequest): Option.Option<Redacted.Redacted<string>> => {
+  const header = request.headers["authorization"]
+  if (header === undefined || !header.startsWith("Bearer ")) return Option.none()
+  const token = header.slice("Bearer ".length).trim()
+  return token === "" ? Option.none() : Option.some(Redacted.make(token))
+}
+
+const queryOf = (request: HttpServerRequest.HttpServerRequest): URLSearchParams => {
+  const index = request.url.indexOf("?")
+  return new URLSearchParams(index < 0 ? "" : request.url.slice(index + 1))
+}
+
+/** A device id that cannot name a device (blank or over 128 bytes) is answered as unknown without a lookup. */
+const isDeviceId = Schema.is(Ids.DeviceId)
+
+const authenticate = (
+  credentials: DeviceCredentials["Service"],
+  deviceId: string,
+  credential: Redacted.Redacted<string>
+): Effect.Effect<DeviceRecord, HttpServerResponse.HttpServerResponse> =>
+  (isDeviceId(deviceId)
+    ? credentials.authenticate(deviceId, credential)
+    : Effect.fail(new CredentialRejected({ code: "unknown_device" }))).pipe(
+      Effect.catchCause((cause) => {
+        for (const reason of cause.reasons) {
+          if (reason._tag === "Fail" && reason.error._tag === "CredentialRejected") {
+            return Effect.fail(rejectedResponse(reason.error.code))
+          }
+        }
+        // Only the failure's kind is logged: never the cause's text, which a store could fill with input.
+        return Effect.logError("credential check failed").pipe(
+          Effect.annotateLogs({ failure: describeStoreFailure(cause) }),
+          Effect.andThen(Effect.fail(errorResponse(500, "internal", "credential check failed")))
+        )
+      })
+    )
+
+const rejectedResponse = (code: CredentialRejected["code"]) =>
+  code === "wrong_runtime_type"
+    ? errorResponse(403, code, "the device is not an agent-daemon runtime")
+    : errorResponse(401, code, code === "unknown_device" ? "unknown device" : "credential rejected")
+
+const describeStoreFailure = (cause: Cause.Cause<CredentialRejected | CredentialStoreFailed>): string => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail" && reason.error._tag === "CredentialStoreFailed") return `store failed (${reason.error.operation})`
+    if (reason._tag === "Interrupt") return "interrupted"
+  }
+  return "defect"
+}
+
+const parseJson = (text: string): Result.Result<unknown, void> => {
+  try {
+    return Result.succeed(JSON.parse(text) as unknown)
+  } catch {
+    return Result.fail(undefined)
+  }
+}
+
+const respondOrError = <R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, HttpServerResponse.HttpServerResponse, R>) =>
+  Effect.catch(effect, (response) => Effect.succeed(response))
+
+// ---------------------------------------------------------------------------------------------- handlers
+
+interface Deps {
+  readonly gateway: Gateway["Service"]
+  readonly credentials: DeviceCredentials["Service"]
+  readonly config: GatewayConfigShape
+}
+
+const bootstrap = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
+  respondOrError(Effect.gen(function*() {
+    if (request.method !== "POST") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
+    const bearer = bearerOf(request)
+    if (Option.isNone(bearer)) return yield* Effect.fail(errorResponse(401, "missing_bearer", "Authorization: Bearer required"))
+    const text = yield* request.text.pipe(
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxBootstrapBodyBytes)),
+      Effect.mapError(() => errorResponse(400, "bad_json", "the body could not be read (at most 64 KiB)"))
+    )
+    const parsed = parseJson(text)
+    if (Result.isFailure(parsed)) return yield* Effect.fail(errorResponse(400, "bad_json", "the body is not JSON"))
+    const body = parsed.success
+    let deviceId: unknown = undefined
+    if (body !== null) {
+      if (typeof body !== "object" || Array.isArray(body)) {
+        return yield* Effect.fail(errorResponse(400, "bad_json", "the body is not a JSON object"))
+      }
+      deviceId = (body as Record<string, unknown>)["device_id"]
+      if (deviceId !== undefined && deviceId !== null && typeof deviceId !== "string") {
+        return yield* Effect.fail(errorResponse(400, "bad_json", "device_id must be a string"))
+      }
+    }
+    if (typeof deviceId !== "string" || deviceId === "") {
+      return yield* Effect.fail(errorResponse(400, "missing_device_id", "device_id is required"))
+    }
+    const device = yield* authenticate(deps.credentials, deviceId, bearer.value)
+    return HttpServerResponse.jsonUnsafe({
+      device_id: device.deviceId,
+      workspace_id: device.workspaceId,
+      ws_url: deps.config.wsUrl,
+      heartbeat_seconds: deps.config.heartbeatSeconds,
+      protocol_version: Version.ProtocolVersion
+    } satisfies BootstrapResponse)
+  }))
+
+const deviceStatus = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
+  respondOrError(Effect.gen(function*() {
+    if (request.method !== "GET") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
+    const bearer = bearerOf(request)
+    if (Option.isNone(bearer)) return yield* Effect.fail(errorResponse(401, "missing_bearer", "Authorization: Bearer required"))
+    const deviceId = queryOf(request).get("device_id") ?? ""
+    if (deviceId === "") return yield* Effect.fail(errorResponse(400, "missing_device_id", "device_id is required"))
+    const device = yield* authenticate(deps.credentials, deviceId, bearer.value)
+    const session = yield* deps.gateway.session(device.deviceId as Ids.DeviceId)
+    return HttpServerResponse.jsonUnsafe({
+      device_id: device.deviceId,
+      online: Option.isSome(session),
+      owner: null
+    } satisfies DeviceStatusResponse)
+  }))
+
+const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
+  respondOrError(Effect.gen(function*() {
+    if (request.method !== "GET") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
+    const query = queryOf(request)
+    const deviceId = query.get("device_id") ?? ""
+    const version = query.get("version") ?? ""
+    const bearer = bearerOf(request)
+    if (deviceId === "" || version === "" || Option.isNone(bearer)) {
+      return yield* Effect.fail(errorResponse(400, "missing_params", "device_id, version and a Bearer credential are required"))
+    }
+    // The version is checked before any credential check or dispatch (reference §1.5).
+    if (!Version.isCompatible(version)) {
+      return yield* Effect.fail(
+        errorResponse(
+          426,
+          "incompatible_version",
+          `daemon protocol ${boundedEcho(version)} incompatible with server ${Version.ProtocolVersion}`
+        )
+      )
+    }
+    const device = yield* authenticate(deps.credentials, deviceId, bearer.value)
+    if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
+      return yield* Effect.fail(errorResponse(400, "missing_params", "a WebSocket upgrade is required"))
+    }
+    const socket = yield* request.upgrade.pipe(
+      Effect.mapError(() => errorResponse(500, "internal", "the upgrade failed"))
+    )
+    yield* Effect.scoped(Effect.gen(function*() {
+      const transport = yield* fromSocket(socket, {
+        capacity: deps.config.sendQueueCapacity,
+        writeDeadline: deps.config.writeDeadline
+      })
+      yield* deps.gateway.accept(device, transport)
+    })).pipe(
+      Effect.catch((error) =>
+        Effect.logInfo("websocket closed before the handshake completed").pipe(
+          Effect.annotateLogs({ device_id: device.deviceId, reason: error.reason._tag })
+        )
+      )
+    )
+    return HttpServerResponse.empty()
+  }))
+
+// ---------------------------------------------------------------------------------------------- layer
+
+/**
+ * Adds the three machine routes to the current `HttpRouter`. The gateway, the credential service and the
+ * configuration are captured when the layer is built, so the routes need nothing from the server's
+ * context: mount this beside other routes (the dev Core's operator API) and provide `Gateway` outside
+ * `HttpRouter.serve` so other layers share it. Give the WebSocket server `websocketServerOptions`.
+ */
+export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Gateway | DeviceCredentials | GatewayConfig> =
+  HttpRouter.use((router) =>
+    Effect.gen(function*() {
+      const deps: Deps = {
+        gateway: yield* Gateway,
+        credentials: yield* DeviceCredentials,
+        config: yield* GatewayConfig
+      }
+      yield* router.add("*", BootstrapPath, bootstrap(deps))
+      yield* router.add("*", DeviceStatusPath, deviceStatus(deps))
+      yield* router.add("*", WebSocketPath, websocket(deps))
+    })
+  )

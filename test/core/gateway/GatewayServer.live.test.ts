@@ -1,0 +1,130 @@
+/**
+ * End to end over a real loopback WebSocket: a scripted Runtime bootstraps over HTTP, dials the returned
+ * ws_url with its Bearer credential and exchanges frames with the real gateway. Handshakes use gateway
+ * events and Deferreds; the only timers are TestClock's.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { DeviceCredentials } from "../../../src/core/DeviceCredentials.js"
+import { ObservationLost } from "../../../src/core/Errors.js"
+import { Gateway, type GatewayEvent } from "../../../src/core/Gateway.js"
+import { GatewayServer } from "../../../src/core/transport/GatewayServer.js"
+import { Limits, type Messages } from "../../../src/proto/index.js"
+import { deviceId, dialOk, frames, heartbeat, runId } from "../../support/coreScriptedRuntime.js"
+import { collect } from "./helpers.js"
+
+const CREDENTIAL = "awdc_live-credential-0123456789"
+const credentials = DeviceCredentials.layerMemory({
+  devices: [{ deviceId: "dev-1", workspaceId: "ws-1", runtimeType: "agent-daemon", credential: CREDENTIAL }]
+})
+const serverLayer = GatewayServer.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(credentials))
+
+const nextEvent = (tag: GatewayEvent["_tag"]) =>
+  Effect.gen(function*() {
+    const gateway = yield* Gateway
+    const events = yield* gateway.events
+    return yield* Stream.filter(events, (e) => e._tag === tag && e.deviceId === "dev-1").pipe(
+      Stream.runHead,
+      Effect.map(Option.getOrThrow),
+      Effect.forkScoped
+    )
+  })
+
+/** Bootstraps over HTTP and dials the returned ws_url; returns once the gateway registered the connection. */
+const connect = Effect.gen(function*() {
+  const { baseUrl } = yield* GatewayServer
+  const boot = yield* Effect.promise(async () => {
+    const response = await fetch(`${baseUrl}/api/v1/agent-daemon/bootstrap`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${CREDENTIAL}`, "content-type": "application/json" },
+      body: JSON.stringify({ device_id: "dev-1" })
+    })
+    return (await response.json()) as { ws_url: string; heartbeat_seconds: number }
+  })
+  const connected = yield* nextEvent("Connected")
+  const runtime = yield* dialOk({ wsUrl: boot.ws_url, deviceId: "dev-1", credential: CREDENTIAL })
+  const event = yield* Fiber.join(connected)
+  const gateway = yield* Gateway
+  const session = Option.getOrThrow(yield* gateway.session(deviceId("dev-1")))
+  assert.strictEqual(session.connectionNumber, event.connectionNumber)
+  return { runtime, session, boot }
+})
+
+describe("GatewayServer over loopback", () => {
+  it.effect("bootstraps, connects, declares and exchanges Run frames both ways", () =>
+    Effect.gen(function*() {
+      const { boot, runtime, session } = yield* connect
+      const { port } = yield* GatewayServer
+      assert.strictEqual(boot.ws_url, `ws://127.0.0.1:${port}/api/v1/agent-daemon/ws`)
+      assert.strictEqual(boot.heartbeat_seconds, 15)
+
+      const declared = yield* nextEvent("Declared")
+      yield* runtime.send(heartbeat())
+      yield* Fiber.join(declared)
+      assert.isTrue(Option.isSome(yield* session.declaration))
+
+      const run = yield* session.subscribeDurable(runId("run-1"))
+      const cancel: Messages.CoreToRuntime = { type: "prompt_cancel", id: runId("run-1"), payload: {} }
+      yield* session.send(cancel)
+      assert.deepStrictEqual(yield* runtime.receive, cancel)
+      yield* runtime.send(frames.delta("run-1", "hello", 1))
+      yield* runtime.send(frames.done("run-1", "hello"))
+      const events = yield* collect(run)
+      assert.deepStrictEqual(events.items, [frames.delta("run-1", "hello", 1), frames.done("run-1", "hello")])
+      assert.isTrue(Exit.isSuccess(events.exit))
+
+      const disconnected = yield* nextEvent("Disconnected")
+      yield* runtime.close()
+      const ended = yield* Fiber.join(disconnected)
+      assert.strictEqual(ended._tag === "Disconnected" ? ended.reason : undefined, "disconnected")
+      assert.deepStrictEqual(yield* session.closed, new ObservationLost({ reason: "disconnected" }))
+    }).pipe(Effect.provide(serverLayer)))
+
+  it.effect("a second connection for the device replaces the first, which is closed with 4000", () =>
+    Effect.gen(function*() {
+      const first = yield* connect
+      const run = yield* first.session.subscribeDurable(runId("run-1"))
+      const second = yield* connect
+      assert.deepStrictEqual((yield* first.runtime.closedByCore).code, 4000)
+      assert.deepStrictEqual((yield* collect(run)).exit, Exit.fail(new ObservationLost({ reason: "replaced" })))
+      const cancel: Messages.CoreToRuntime = { type: "prompt_cancel", id: runId("run-1"), payload: {} }
+      yield* second.session.send(cancel)
+      assert.deepStrictEqual(yield* second.runtime.receive, cancel)
+    }).pipe(Effect.provide(serverLayer)))
+
+  it.effect("closes a silent connection after exactly 60 s of TestClock time", () =>
+    Effect.gen(function*() {
+      const { runtime } = yield* connect
+      yield* TestClock.adjust("59999 millis")
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+      const disconnected = yield* nextEvent("Disconnected")
+      yield* TestClock.adjust("1 millis")
+      const ended = yield* Fiber.join(disconnected)
+      assert.strictEqual(ended._tag === "Disconnected" ? ended.reason : undefined, "liveness_timeout")
+      assert.deepStrictEqual(yield* runtime.closedByCore, { code: 4002, reason: "liveness_timeout" })
+    }).pipe(Effect.provide(serverLayer)))
+
+  it.effect("closes the connection with 1009 when a frame exceeds 4 MiB", () =>
+    Effect.gen(function*() {
+      const { runtime, session } = yield* connect
+      yield* runtime.sendRaw(`{"type":"heartbeat","payload":{"pad":"${"x".repeat(Limits.MaxFrameBytes)}"}}`)
+      assert.strictEqual((yield* runtime.closedByCore).code, 1009)
+      assert.deepStrictEqual(yield* session.closed, new ObservationLost({ reason: "disconnected" }))
+    }).pipe(Effect.provide(serverLayer)))
+
+  it.effect("shutting the server down ends every session with gateway_shutdown without waiting for a grace period", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(serverLayer, scope)
+      const { runtime, session } = yield* connect.pipe(Effect.provide(context))
+      const run = yield* session.subscribeDurable(runId("run-1"))
+      const started = yield* TestClock.withLive(Clock.currentTimeMillis)
+      yield* Scope.close(scope, Exit.void)
+      const elapsed = (yield* TestClock.withLive(Clock.currentTimeMillis)) - started
+      assert.isBelow(elapsed, 5_000)
+      assert.deepStrictEqual((yield* runtime.closedByCore).code, 1001)
+      assert.deepStrictEqual((yield* collect(run)).exit, Exit.fail(new ObservationLost({ reason: "gateway_shutdown" })))
+      assert.deepStrictEqual(yield* Context.get(context, Gateway).sessions, [])
+    }))
+})
