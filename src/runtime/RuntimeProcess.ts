@@ -1,18 +1,29 @@
 /**
- * STUB (to be replaced; keep the exported names and types).
- *
  * The daemon's process-level services, built once per process and shared by every connection: the harness
  * registry (with the built-in `scripted` harness), resource ownership (cleanups not yet confirmed), the
- * runtime policy (capacity bounds, idle expiry) and id generation.
+ * runtime policy (capacity bounds, idle expiry, cleanup retry) and id generation, plus the scripted harness's
+ * signals. Per-connection state (routing, admission handles, Runs) is built fresh by `Connection.run`.
  */
-import { type Duration, Layer } from "effect"
+import { type Duration, Effect, Layer } from "effect"
 import type { CapabilityName } from "../proto/Capabilities.js"
+import type { Harness } from "./harness/Harness.js"
+import { HarnessRegistry } from "./harness/HarnessRegistry.js"
+import { makeScriptedHarness, type ScriptedOperation } from "./harness/scripted/ScriptedHarness.js"
+import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
+import { Ownership } from "./Ownership.js"
+import { RuntimeIds } from "./RuntimeIds.js"
+import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 
 export interface ScriptedHarnessOptions {
   /** Capabilities the scripted harness declares as unsupported (default: none; it declares all 30). */
   readonly disabledCapabilities?: ReadonlyArray<CapabilityName>
   /** Declared availability (default true). */
   readonly available?: boolean
+  /**
+   * Operations the scripted adapter answers "unsupported" although its declaration supports them, so tests
+   * can exercise the Runtime's `contract_violation` path (default: none).
+   */
+  readonly contractViolations?: ReadonlyArray<ScriptedOperation>
 }
 
 export interface RuntimeProcessOptions {
@@ -23,9 +34,37 @@ export interface RuntimeProcessOptions {
   /** Idle Executor expiry (default 10 minutes). */
   readonly idleExecutorTtl?: Duration.Duration
   readonly scripted?: ScriptedHarnessOptions
+  /** Bound on one native close attempt (default 10 s); a timeout counts as a failed attempt. */
+  readonly closeAttemptTimeout?: Duration.Duration
+  /** Id generation: random UUIDs (default) or sequential `handle-1`, `executor-1`, … for tests and scenarios. */
+  readonly ids?: "uuid" | "sequential"
+  /** Further Harness kinds to register after `scripted`; an incomplete declaration fails the layer (a defect). */
+  readonly harnesses?: ReadonlyArray<Harness>
 }
 
 /** The services `layer` provides. */
-export type RuntimeProcessServices = never
+export type RuntimeProcessServices = HarnessRegistry | Ownership | RuntimePolicy | RuntimeIds | ScriptedSignals
 
-export const layer = (_options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => Layer.empty
+const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
+  ...(options.maxActive === undefined ? {} : { maxActive: options.maxActive }),
+  ...(options.maxIdleExecutors === undefined ? {} : { maxIdleExecutors: options.maxIdleExecutors }),
+  ...(options.idleExecutorTtl === undefined ? {} : { idleExecutorTtl: options.idleExecutorTtl }),
+  ...(options.closeAttemptTimeout === undefined ? {} : { closeAttemptTimeout: options.closeAttemptTimeout })
+})
+
+/** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
+export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
+  const registry = Layer.effect(
+    HarnessRegistry,
+    Effect.gen(function* () {
+      const scripted = yield* makeScriptedHarness(options.scripted ?? {})
+      return yield* HarnessRegistry.make([scripted, ...(options.harnesses ?? [])]).pipe(Effect.orDie)
+    })
+  )
+  return Layer.mergeAll(
+    registry.pipe(Layer.provideMerge(ScriptedSignals.layer)),
+    Ownership.layer,
+    RuntimePolicy.layer(policyOverrides(options)),
+    options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer
+  )
+}

@@ -1,0 +1,475 @@
+/**
+ * Execution admission, Runtime side (protocol "Preparation and execution order", reference part 1 §6):
+ * `execution_prepare`, `execution_start`, `execution_release` and the `preparation_status` replies.
+ *
+ * - Handles are connection-local (from `RuntimeIds`); at most 64 admission records, terminal ones pruned
+ *   oldest first; a full table rejects with `preparation_capacity`. An old handle never consumes a
+ *   replacement's admission: a start or release must name the handle of its own request id.
+ * - Duplicates: the same request id with the same canonical payload (SHA-256 of `Canonical.canonicalJson`)
+ *   re-publishes the current status; another payload is `request_conflict` (prepare) or `start_conflict`.
+ * - Per-handle revisions: every resource status increments the revision by one under the record's lock and
+ *   is sent in revision order; a `rejected` reply has revision 0, carries `operation` + `error_code` and never
+ *   changes the record.
+ * - A fresh request returns `preparing` then `ready` (handle, owning Executor id, `expires_at`); a healthy idle
+ *   Executor of the same Session and configuration fingerprint returns `ready` (revision 1, `reused: true`)
+ *   without native preparation. Expiry is 5 minutes after the grant, on the Clock, never extended by retries;
+ *   an expired executable admission returns its Executor to the idle pool (still owned until closed).
+ * - A valid start publishes `starting`, transfers the reservation to the Run exactly once, and `started` once
+ *   a Turn exists. A release after that only re-publishes; it never cancels the successor.
+ * - `released` / `failed` are published only after any close they imply is confirmed.
+ * - Read-only preparations (`workspace_read_only`, capability `workspace_read_preparation`) are admitted
+ *   without a Harness process and cannot start (`read_only_preparation`).
+ *
+ * Status sends have a 5 s budget each; a `ready` that cannot be confirmed written fails the admission with
+ * `status_delivery_failed` (its reservation is released). Preparation and start run in connection-owned
+ * fibers, never in the receive loop.
+ */
+import { Clock, Duration, Effect, FiberMap, FiberSet, Latch, Option, Semaphore } from "effect"
+import { createHash } from "node:crypto"
+import { canonicalJson, omitKeys } from "../proto/Canonical.js"
+import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
+import {
+  type PromptRequestPayload,
+  requiredCapabilities,
+  validatePreparationConfiguration,
+  validateReadOnlyConfiguration
+} from "../proto/Execution.js"
+import type { AdmissionHandle, PreparationRequestId, RunId } from "../proto/Ids.js"
+import { AdmissionExpiry, MaxAdmissionRecords, StatusSendBudget } from "../proto/Limits.js"
+import { hasImages, validateMessageInput } from "../proto/MessageInput.js"
+import type {
+  ControlOperation,
+  ExecutionPreparePayload,
+  ExecutionReleasePayload,
+  ExecutionStartPayload,
+  PreparationStatusPayload
+} from "../proto/Preparation.js"
+import { type ExecutorEntry, type Executors, residueExecutor } from "./Executors.js"
+import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
+import { missingCapability } from "./harness/Harness.js"
+import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
+import { type Outbound, type SendOutcome, withTrace } from "./Outbound.js"
+import type { Ownership } from "./Ownership.js"
+import type { RuntimeIds } from "./RuntimeIds.js"
+import type { Runs } from "./Runs.js"
+import type { AdmissionStatus } from "./StatusBoard.js"
+
+/** SHA-256 of the canonical encoding of a decoded value (never of raw frame text). */
+export const fingerprint = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex")
+
+/** The Executor reuse key: the configuration without its per-Turn members. */
+export const configurationFingerprint = (config: PromptRequestPayload): string =>
+  fingerprint(
+    omitKeys(config, ["run_id", "input", "agent_session_id", "require_existing_native_session", "release_on_completion"])
+  )
+
+type AdmissionState = "preparing" | "ready" | "starting" | "started" | "released" | "expired" | "failed"
+
+const terminal: ReadonlySet<AdmissionState> = new Set(["started", "released", "expired", "failed"])
+
+interface AdmissionRecord {
+  readonly requestId: PreparationRequestId
+  readonly handle: AdmissionHandle
+  readonly fingerprint: string
+  readonly readOnly: boolean
+  readonly snapshot: HarnessDeclaration
+  readonly harness: Harness | undefined
+  readonly entry: ExecutorEntry
+  readonly configuration: PromptRequestPayload
+  readonly reused: boolean
+  readonly trace: string | undefined
+  readonly lock: Semaphore.Semaphore
+  state: AdmissionState
+  revision: number
+  expiresAt: number | undefined
+  runId: RunId | undefined
+  startFingerprint: string | undefined
+  last: PreparationStatusPayload | undefined
+}
+
+export interface Admission {
+  readonly prepare: (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) => Effect.Effect<void>
+  readonly start: (requestId: PreparationRequestId, payload: ExecutionStartPayload, trace: string | undefined) => Effect.Effect<void>
+  readonly release: (requestId: PreparationRequestId, payload: ExecutionReleasePayload, trace: string | undefined) => Effect.Effect<void>
+  /** The documented rejection for a control frame that did not decode (type and id known). */
+  readonly rejectInvalid: (operation: ControlOperation, requestId: PreparationRequestId, trace: string | undefined) => Effect.Effect<void>
+  /** device_shutdown: stop preparations, drop ready reservations (`failed` / `connection_closed`). */
+  readonly shutdown: Effect.Effect<void>
+  readonly view: Effect.Effect<ReadonlyArray<typeof AdmissionStatus.Type>>
+}
+
+export interface AdmissionDeps {
+  readonly outbound: Outbound
+  readonly executors: Executors
+  readonly runs: Runs
+  readonly registry: HarnessRegistry["Service"]
+  readonly ids: RuntimeIds["Service"]
+  readonly ownership: Ownership["Service"]
+  readonly background: FiberSet.FiberSet<unknown, unknown>
+  /** True once device_shutdown began: new admissions are refused. */
+  readonly shuttingDown: () => boolean
+}
+
+const invalidCode: Record<ControlOperation, PreparationErrorCode> = {
+  execution_prepare: "invalid_request",
+  execution_start: "invalid_start",
+  execution_release: "invalid_release"
+}
+
+export const make = (deps: AdmissionDeps) =>
+  Effect.gen(function* () {
+    const { outbound, executors, runs, registry, ids, ownership, background } = deps
+    const records = new Map<PreparationRequestId, AdmissionRecord>()
+    /** Preparation fibers and expiry timers, keyed by handle. */
+    const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
+    const timers = yield* FiberMap.make<AdmissionHandle, void, never>()
+
+    const fork = <A>(effect: Effect.Effect<A>) => FiberSet.run(background, effect).pipe(Effect.asVoid)
+
+    const reject = (
+      operation: ControlOperation,
+      requestId: PreparationRequestId,
+      code: PreparationErrorCode,
+      trace: string | undefined,
+      extra: { readonly handle?: AdmissionHandle; readonly executor_id?: ExecutorEntry["id"] } = {}
+    ) =>
+      outbound.sendWithin(
+        withTrace({
+          type: "preparation_status",
+          id: requestId,
+          payload: { ...extra, revision: 0, state: "rejected", operation, error_code: code }
+        }, trace),
+        StatusSendBudget
+      )
+
+    /** Moves a record to `state` with the next revision and sends it. Call under the record's lock. */
+    const publish = (
+      record: AdmissionRecord,
+      state: AdmissionState,
+      extra: { readonly error_code?: PreparationErrorCode; readonly trace?: string | undefined } = {}
+    ): Effect.Effect<SendOutcome> =>
+      Effect.suspend(() => {
+        record.state = state
+        record.revision += 1
+        const status: PreparationStatusPayload = {
+          executor_id: record.entry.id,
+          ...(record.reused ? { reused: true } : {}),
+          handle: record.handle,
+          revision: record.revision,
+          state,
+          ...(record.expiresAt === undefined ? {} : { expires_at: record.expiresAt }),
+          ...(record.runId === undefined ? {} : { run_id: record.runId }),
+          ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
+        }
+        record.last = status
+        return outbound.sendWithin(
+          withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
+          StatusSendBudget
+        )
+      })
+
+    const republish = (record: AdmissionRecord, trace: string | undefined) =>
+      record.last === undefined
+        ? Effect.void
+        : outbound.sendWithin(
+          withTrace({ type: "preparation_status", id: record.requestId, payload: record.last }, trace),
+          StatusSendBudget
+        ).pipe(Effect.asVoid)
+
+    const locked = <A>(record: AdmissionRecord, effect: Effect.Effect<A>) => record.lock.withPermits(1)(effect)
+
+    /** Frees room for one more record: prunes terminal records, oldest first. */
+    const roomForRecord = () => {
+      if (records.size < MaxAdmissionRecords) return true
+      for (const [id, record] of records) {
+        if (terminal.has(record.state)) {
+          records.delete(id)
+          if (records.size < MaxAdmissionRecords) return true
+        }
+      }
+      return records.size < MaxAdmissionRecords
+    }
+
+    /** `ready` with a fresh expiry; an unconfirmed ready fails the admission and releases the reservation. */
+    const grant = (record: AdmissionRecord) =>
+      Effect.gen(function* () {
+        record.expiresAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(AdmissionExpiry)
+        const outcome = yield* publish(record, "ready")
+        if (outcome._tag !== "Sent") {
+          if (record.readOnly) yield* executors.close(record.entry)
+          else yield* executors.toIdle(record.entry)
+          yield* publish(record, "failed", { error_code: "status_delivery_failed" })
+          return
+        }
+        yield* FiberMap.run(timers, record.handle, expireAt(record))
+      })
+
+    const expireAt = (record: AdmissionRecord) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        yield* Effect.sleep(Math.max(0, (record.expiresAt ?? now) - now))
+        yield* locked(record, expire(record))
+      })
+
+    /** An expired reservation: the Executor goes back to the idle pool (a read-only owner is closed first). */
+    const expire = (record: AdmissionRecord) =>
+      Effect.gen(function* () {
+        if (record.state !== "ready") return
+        if (record.readOnly) yield* executors.close(record.entry)
+        else yield* executors.toIdle(record.entry)
+        yield* publish(record, "expired")
+      })
+
+    const prepareNative = (record: AdmissionRecord, sessionId: ExecutionPreparePayload["session_id"]) =>
+      Effect.gen(function* () {
+        const harness = record.harness
+        if (!record.readOnly && harness !== undefined) {
+          const prepared = yield* Effect.result(
+            harness.prepare({ executorId: record.entry.id, sessionId, configuration: record.configuration, declaration: record.snapshot })
+          )
+          if (prepared._tag === "Failure") {
+            const residue = prepared.failure.residue
+            if (residue !== undefined) {
+              record.entry.native = residueExecutor(residue)
+            }
+            yield* Effect.logWarning("preparation failed").pipe(Effect.annotateLogs({ handle: record.handle }))
+            yield* executors.close(record.entry)
+            yield* locked(record, publish(record, "failed", { error_code: "preparation_failed" }))
+            return
+          }
+          record.entry.native = prepared.success
+        }
+        yield* locked(record, Effect.gen(function* () {
+          if (record.state !== "preparing") return
+          yield* executors.setState(record.entry, "admitted")
+          yield* grant(record)
+        }))
+      })
+
+    const prepare = (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) =>
+      Effect.gen(function* () {
+        const reply = (code: PreparationErrorCode) => fork(reject("execution_prepare", requestId, code, trace))
+        const fp = fingerprint(payload)
+        const existing = records.get(requestId)
+        if (existing !== undefined) {
+          return yield* existing.fingerprint === fp
+            ? fork(locked(existing, republish(existing, trace)))
+            : reply("request_conflict")
+        }
+        if (deps.shuttingDown()) return yield* reply("resource_unavailable")
+        const config = payload.configuration
+        const readOnly = config.workspace_read_only === true
+        const found = yield* registry.get(config.agent_kind)
+        if (Option.isNone(found)) return yield* reply("resource_unavailable")
+        const harness = found.value
+        const snapshot = harness.declaration
+        if (readOnly) {
+          if (!snapshot.capabilities.workspace_read_preparation || Option.isSome(validateReadOnlyConfiguration(config))) {
+            return yield* reply("unsupported_read_preparation")
+          }
+        } else {
+          if (!snapshot.available) return yield* reply("resource_unavailable")
+          if (!snapshot.capabilities.preparation) return yield* reply("unsupported_preparation")
+          if (Option.isSome(validatePreparationConfiguration(payload.session_id, config))) return yield* reply("invalid_configuration")
+          if (Option.isSome(missingCapability(snapshot, requiredCapabilities(config)))) return yield* reply("unsupported_configuration")
+        }
+        if (config.agent_state_key !== undefined && config.agent_state_key !== "") {
+          const other = yield* executors.stateKeyOwner(config.agent_state_key, payload.session_id)
+          if (Option.isSome(other)) return yield* reply("session_binding_conflict")
+        }
+        const configFp = configurationFingerprint(config)
+        if (!readOnly) {
+          const owner = yield* executors.bySession(payload.session_id)
+          if (Option.isSome(owner)) {
+            const entry = owner.value
+            if (entry.closing) {
+              const unconfirmed = (yield* ownership.unconfirmed).some((u) => u.resource === entry.id)
+              return yield* reply(unconfirmed ? "executor_cleanup_unconfirmed" : "resource_unavailable")
+            }
+            if (entry.environmentId !== config.local_environment?.id || entry.configFingerprint !== configFp) {
+              return yield* reply("configuration_conflict")
+            }
+            if (entry.state !== "idle" || entry.native === undefined) return yield* reply("resource_unavailable")
+            const native = yield* entry.native.nativeSessionId
+            if (config.agent_session_id !== undefined && config.agent_session_id !== "" &&
+              Option.getOrUndefined(native) !== config.agent_session_id) {
+              return yield* reply("native_session_conflict")
+            }
+            if (config.require_existing_native_session === true && Option.isNone(native)) return yield* reply("history_unavailable")
+            if (!roomForRecord()) return yield* reply("preparation_capacity")
+            const admitted = yield* executors.admitIdle(entry)
+            if (admitted._tag === "Failure") {
+              return yield* reply(admitted.failure === "not_idle" ? "resource_unavailable" : admitted.failure)
+            }
+            const record = yield* newRecord(requestId, fp, readOnly, entry.declaration, harness, entry, config, true, trace)
+            return yield* fork(locked(record, grant(record)))
+          }
+        }
+        if (!roomForRecord()) return yield* reply("preparation_capacity")
+        const reserved = yield* executors.reserve(yield* ids.executorId, {
+          sessionId: payload.session_id,
+          kind: config.agent_kind,
+          declaration: snapshot,
+          configuration: config,
+          configFingerprint: configFp,
+          retained: !readOnly,
+          readOnly
+        })
+        if (reserved._tag === "Failure") return yield* reply(reserved.failure)
+        const record = yield* newRecord(requestId, fp, readOnly, snapshot, readOnly ? undefined : harness, reserved.success, config, false, trace)
+        yield* FiberMap.run(
+          preparations,
+          record.handle,
+          Effect.andThen(locked(record, publish(record, "preparing")), prepareNative(record, payload.session_id))
+        )
+      })
+
+    const newRecord = (
+      requestId: PreparationRequestId,
+      fp: string,
+      readOnly: boolean,
+      snapshot: HarnessDeclaration,
+      harness: Harness | undefined,
+      entry: ExecutorEntry,
+      configuration: PromptRequestPayload,
+      reused: boolean,
+      trace: string | undefined
+    ) =>
+      Effect.gen(function* () {
+        const record: AdmissionRecord = {
+          requestId,
+          handle: yield* ids.handle,
+          fingerprint: fp,
+          readOnly,
+          snapshot,
+          harness,
+          entry,
+          configuration,
+          reused,
+          trace,
+          lock: Semaphore.makeUnsafe(1),
+          state: "preparing",
+          revision: 0,
+          expiresAt: undefined,
+          runId: undefined,
+          startFingerprint: undefined,
+          last: undefined
+        }
+        records.set(requestId, record)
+        return record
+      })
+
+    const start = (requestId: PreparationRequestId, payload: ExecutionStartPayload, trace: string | undefined) =>
+      Effect.gen(function* () {
+        const record = records.get(requestId)
+        if (record === undefined || record.handle !== payload.handle) {
+          return yield* fork(reject("execution_start", requestId, "unknown_preparation", trace))
+        }
+        yield* fork(locked(record, startLocked(record, payload, trace)))
+      })
+
+    const startLocked = (record: AdmissionRecord, payload: ExecutionStartPayload, trace: string | undefined) =>
+      Effect.gen(function* () {
+        const reply = (code: PreparationErrorCode) => reject("execution_start", record.requestId, code, trace)
+        if (record.readOnly) return yield* reply("read_only_preparation")
+        if (payload.executor_id !== record.entry.id) return yield* reply("unknown_executor")
+        const fp = fingerprint(payload)
+        if (record.startFingerprint !== undefined) {
+          return yield* record.startFingerprint === fp ? republish(record, trace) : reply("start_conflict")
+        }
+        if (record.state === "ready" && record.expiresAt !== undefined && (yield* Clock.currentTimeMillis) >= record.expiresAt) {
+          yield* FiberMap.remove(timers, record.handle)
+          return yield* expire(record)
+        }
+        if (record.state !== "ready") return yield* reply("preparation_not_ready")
+        if (Option.isSome(validateMessageInput(payload.input))) return yield* reply("invalid_start")
+        if (hasImages(payload.input) && !record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
+        if (deps.shuttingDown()) return yield* reply("resource_unavailable")
+        const gate = yield* Latch.make()
+        const registered = yield* runs.start({
+          runId: payload.run_id,
+          kind: record.entry.kind,
+          prepared: true,
+          trace,
+          config: record.configuration,
+          snapshot: record.snapshot,
+          input: payload.input,
+          // The reservation moves to the Run exactly once, after `starting` went out.
+          acquire: Effect.as(gate.await, record.entry),
+          onStarted: locked(record, publish(record, "started", { trace })).pipe(Effect.asVoid),
+          onStartFailed: (refusal) =>
+            locked(record, Effect.gen(function* () {
+              record.state = "failed"
+              yield* reject("execution_start", record.requestId, refusal.code, trace, {
+                handle: record.handle,
+                executor_id: record.entry.id
+              })
+            }))
+        })
+        if (registered._tag === "Failure") return yield* reply("run_conflict")
+        record.startFingerprint = fp
+        record.runId = payload.run_id
+        yield* FiberMap.remove(timers, record.handle)
+        yield* publish(record, "starting", { trace })
+        yield* gate.open
+      })
+
+    const release = (requestId: PreparationRequestId, payload: ExecutionReleasePayload, trace: string | undefined) =>
+      Effect.gen(function* () {
+        const record = records.get(requestId)
+        if (record === undefined || record.handle !== payload.handle) {
+          return yield* fork(reject("execution_release", requestId, "unknown_preparation", trace))
+        }
+        yield* fork(locked(record, Effect.gen(function* () {
+          switch (record.state) {
+            case "preparing":
+              yield* FiberMap.remove(preparations, record.handle)
+              yield* executors.close(record.entry)
+              yield* publish(record, "released", { trace })
+              return
+            case "ready":
+              yield* FiberMap.remove(timers, record.handle)
+              if (record.readOnly) yield* executors.close(record.entry)
+              else yield* executors.toIdle(record.entry)
+              yield* publish(record, "released", { trace })
+              return
+            default:
+              yield* republish(record, trace)
+          }
+        })))
+      })
+
+    const admission: Admission = {
+      prepare,
+      start,
+      release,
+      rejectInvalid: (operation, requestId, trace) => fork(reject(operation, requestId, invalidCode[operation], trace)),
+      shutdown: Effect.gen(function* () {
+        yield* FiberMap.clear(preparations)
+        yield* FiberMap.clear(timers)
+        yield* Effect.forEach([...records.values()], (record) =>
+          locked(record, Effect.gen(function* () {
+            if (record.state === "preparing") {
+              yield* executors.close(record.entry)
+              yield* publish(record, "failed", { error_code: "connection_closed" })
+            } else if (record.state === "ready") {
+              if (record.readOnly) yield* executors.close(record.entry)
+              else yield* executors.toIdle(record.entry)
+              yield* publish(record, "failed", { error_code: "connection_closed" })
+            }
+          })), { discard: true, concurrency: "unbounded" })
+      }),
+      view: Effect.sync(() =>
+        [...records.values()].map((r) => ({
+          request_id: r.requestId,
+          handle: r.handle,
+          state: r.state,
+          revision: r.revision,
+          executor_id: r.entry.id,
+          ...(r.expiresAt === undefined ? {} : { expires_at: r.expiresAt }),
+          ...(r.runId === undefined ? {} : { run_id: r.runId })
+        }))
+      )
+    }
+    return admission
+  })

@@ -1,0 +1,131 @@
+/**
+ * `prompt_request` (reference part 1 §7.1): starts a Run directly, without an admission handle; it is not a
+ * fallback after a failed prepared start. Request problems (unknown or unavailable kind, read-only
+ * configuration, invalid input or configuration, a capability the declaration lacks, no capacity, a failed
+ * factory) produce `error` then `done` on the Run id, so Core's stream always terminates. A second
+ * `prompt_request` for an active Run id is ignored. The Run's Executor is prepared for it and closed after
+ * its Turn (it belongs to no Session).
+ */
+import { Effect, FiberSet, Option } from "effect"
+import {
+  type PromptRequestPayload,
+  requiredCapabilities,
+  resolvePromptRunId,
+  validateConfiguration
+} from "../proto/Execution.js"
+import type { RunId } from "../proto/Ids.js"
+import { unsafeMake } from "../proto/Ids.js"
+import { StatusSendBudget } from "../proto/Limits.js"
+import { validateMessageInput } from "../proto/MessageInput.js"
+import { configurationFingerprint } from "./Admission.js"
+import { type Executors, residueExecutor } from "./Executors.js"
+import { missingCapability } from "./harness/Harness.js"
+import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
+import { type Outbound, withTrace } from "./Outbound.js"
+import type { RuntimeIds } from "./RuntimeIds.js"
+import type { Runs, StartRefusal } from "./Runs.js"
+
+export interface DirectRuns {
+  readonly request: (envelopeId: RunId | undefined, payload: PromptRequestPayload, trace: string | undefined) => Effect.Effect<void>
+  /** `error` then `done` for a prompt_request that did not decode, unless the Run id is active. */
+  readonly rejectInvalid: (runId: RunId, trace: string | undefined) => Effect.Effect<void>
+}
+
+export interface DirectRunsDeps {
+  readonly outbound: Outbound
+  readonly runs: Runs
+  readonly executors: Executors
+  readonly registry: HarnessRegistry["Service"]
+  readonly ids: RuntimeIds["Service"]
+  readonly background: FiberSet.FiberSet<unknown, unknown>
+  readonly shuttingDown: () => boolean
+}
+
+export const make = (deps: DirectRunsDeps): DirectRuns => {
+  const { outbound, runs, executors, registry, ids, background } = deps
+
+  /** error then done on a Run id that has no Run here (each send bounded like a status). */
+  const refuse = (runId: RunId, reason: string, trace: string | undefined) =>
+    FiberSet.run(
+      background,
+      Effect.andThen(
+        outbound.sendWithin(withTrace({ type: "error", id: runId, payload: { error: reason } }, trace), StatusSendBudget),
+        outbound.sendWithin(withTrace({ type: "done", id: runId, payload: { content: "" } }, trace), StatusSendBudget)
+      )
+    ).pipe(Effect.asVoid)
+
+  const request = (envelopeId: RunId | undefined, payload: PromptRequestPayload, trace: string | undefined) =>
+    Effect.gen(function* () {
+      const resolved = resolvePromptRunId(envelopeId, payload)
+      if (Option.isNone(resolved)) {
+        return yield* Effect.logWarning("prompt_request without a Run id dropped").pipe(Effect.annotateLogs({ type: "prompt_request" }))
+      }
+      const runId = unsafeMake.runId(resolved.value)
+      if (Option.isSome(yield* runs.get(runId))) {
+        return yield* Effect.logInfo("prompt_request for an active Run ignored").pipe(Effect.annotateLogs({ run_id: runId }))
+      }
+      if (deps.shuttingDown()) return yield* refuse(runId, "the runtime is shutting down", trace)
+      const found = yield* registry.get(payload.agent_kind)
+      if (Option.isNone(found)) return yield* refuse(runId, "agent kind not available", trace)
+      const harness = found.value
+      const snapshot = harness.declaration
+      if (!snapshot.available) return yield* refuse(runId, "agent kind not available", trace)
+      if (payload.workspace_read_only === true) return yield* refuse(runId, "a read-only configuration cannot run", trace)
+      const input = payload.input
+      if (input === undefined || Option.isSome(validateMessageInput(input))) return yield* refuse(runId, "invalid input", trace)
+      if (Option.isSome(validateConfiguration(payload))) return yield* refuse(runId, "invalid configuration", trace)
+      const missing = missingCapability(snapshot, requiredCapabilities(payload))
+      if (Option.isSome(missing)) return yield* refuse(runId, `unsupported capability: ${missing.value}`, trace)
+
+      const acquire = Effect.gen(function* () {
+        const reserved = yield* executors.reserve(yield* ids.executorId, {
+          sessionId: undefined,
+          kind: payload.agent_kind,
+          declaration: snapshot,
+          configuration: payload,
+          configFingerprint: configurationFingerprint(payload),
+          retained: false,
+          readOnly: false
+        })
+        if (reserved._tag === "Failure") {
+          return yield* Effect.fail<StartRefusal>({ reason: "runtime at capacity", code: "executor_unavailable" })
+        }
+        const entry = reserved.success
+        const prepared = yield* Effect.result(
+          harness.prepare({ executorId: entry.id, sessionId: undefined, configuration: payload, declaration: snapshot })
+        )
+        if (prepared._tag === "Failure") {
+          const residue = prepared.failure.residue
+          if (residue !== undefined) {
+            entry.native = residueExecutor(residue)
+          }
+          yield* executors.closeInBackground(entry)
+          return yield* Effect.fail<StartRefusal>({ reason: "preparation failed", code: "executor_unavailable" })
+        }
+        entry.native = prepared.success
+        return entry
+      })
+
+      yield* runs.start({
+        runId,
+        kind: payload.agent_kind,
+        prepared: false,
+        trace,
+        config: payload,
+        snapshot,
+        input,
+        acquire,
+        onStarted: Effect.void,
+        onStartFailed: () => Effect.void
+      })
+    })
+
+  return {
+    request,
+    rejectInvalid: (runId, trace) =>
+      Effect.gen(function* () {
+        if (Option.isSome(yield* runs.get(runId))) return
+        yield* refuse(runId, "invalid prompt_request", trace)
+      })
+  }
+}

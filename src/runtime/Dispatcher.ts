@@ -1,0 +1,172 @@
+/**
+ * Routes every Core → Runtime frame of one connection (protocol "Message families"). The handler table is
+ * a mapped type over `Messages.CoreToRuntime["type"]`: a new message type fails to compile until it is
+ * handled. The receive loop decodes nothing itself (the transport did) and never waits on preparation,
+ * start, native writes, sends or cleanup: handlers only update connection state and fork.
+ *
+ * Malformed frames (`Inbound.Invalid`, see transport/Transport.ts): when the frame's type and a bounded id
+ * are known, the family's documented reply is sent —
+ *
+ * | type                                         | reply                                                       |
+ * |----------------------------------------------|-------------------------------------------------------------|
+ * | execution_prepare / _start / _release        | `preparation_status` rejected, revision 0, `operation` +     |
+ * |                                              | `invalid_request` / `invalid_start` / `invalid_release`      |
+ * | prompt_steer                                 | `prompt_steer_ack` `invalid_input` with an empty input id     |
+ * | prompt_request                               | `error` then `done` on the Run id, unless that Run is active |
+ * | runtime_prepare                              | `runtime_prepare_result` rejected `invalid_request`          |
+ * | workspace_read / workspace_write             | `…_result` rejected `invalid_request`                         |
+ * | prompt_cancel, permission_decision,          | none (no delivery id is known: an ack could establish        |
+ * | prompt_for_user_choice_decision,             | nothing), one log line                                       |
+ * | function_result, device_shutdown,            |                                                              |
+ * | workspace_export, environment_quiesce/resume |                                                              |
+ *
+ * — otherwise the frame is dropped with one log line (code, type, id, bytes; never the payload). The
+ * connection stays open.
+ *
+ * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
+ * rejected `runtime_preparation_unsupported`; `workspace_read_result` rejected `read_unsupported`;
+ * `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
+ * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
+ * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
+ */
+import { Effect, FiberSet } from "effect"
+import type { InvalidFrame } from "../proto/Envelope.js"
+import { StatusSendBudget } from "../proto/Limits.js"
+import type { Messages } from "../proto/index.js"
+import type { PreparationRequestId } from "../proto/Ids.js"
+import { unsafeMake } from "../proto/Ids.js"
+import type { Admission } from "./Admission.js"
+import type { DirectRuns } from "./DirectRuns.js"
+import type { Functions } from "./Functions.js"
+import type { Interactions } from "./Interactions.js"
+import { type Outbound, withTrace } from "./Outbound.js"
+import type { Runs } from "./Runs.js"
+import type { Steering } from "./Steering.js"
+import type { Inbound } from "./transport/Transport.js"
+
+type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
+
+/** One handler per Core → Runtime type; each returns without waiting on native work. */
+export type Handlers = { readonly [K in Messages.CoreToRuntimeType]: (message: MessageOf<K>) => Effect.Effect<void> }
+
+export interface DispatcherDeps {
+  readonly outbound: Outbound
+  readonly admission: Admission
+  readonly runs: Runs
+  readonly direct: DirectRuns
+  readonly steering: Steering
+  readonly interactions: Interactions
+  readonly functions: Functions
+  readonly background: FiberSet.FiberSet<unknown, unknown>
+  /** device_shutdown: starts the drain (idempotent). */
+  readonly shutdown: (reason: string | undefined) => Effect.Effect<void>
+}
+
+export interface Dispatcher {
+  /** Routes one inbound item. Returns as soon as the work is handed to connection-owned fibers. */
+  readonly dispatch: (item: Inbound) => Effect.Effect<void>
+  readonly handlers: Handlers
+}
+
+export const make = (deps: DispatcherDeps): Dispatcher => {
+  const { outbound, admission, runs, direct, steering, interactions, functions, background } = deps
+  const reply = (message: Messages.RuntimeToCore) =>
+    FiberSet.run(background, outbound.sendWithin(message, StatusSendBudget)).pipe(Effect.asVoid)
+
+  const handlers: Handlers = {
+    execution_prepare: (m) => admission.prepare(m.id, m.payload, m.trace),
+    execution_start: (m) => admission.start(m.id, m.payload, m.trace),
+    execution_release: (m) => admission.release(m.id, m.payload, m.trace),
+    prompt_request: (m) => direct.request(m.id, m.payload, m.trace),
+    prompt_cancel: (m) => runs.cancel(m.id, m.payload.delivery_id, m.trace),
+    device_shutdown: (m) => deps.shutdown(m.payload.reason),
+    permission_decision: (m) => interactions.permissionDecision(m.id, m.payload, m.trace),
+    prompt_for_user_choice_decision: (m) => interactions.userChoiceDecision(m.id, m.payload, m.trace),
+    prompt_steer: (m) => steering.handle(m.id, m.payload, m.trace),
+    function_result: (m) => functions.result(m.id, m.payload, m.trace),
+    runtime_prepare: (m) =>
+      reply(withTrace({
+        type: "runtime_prepare_result",
+        id: m.id,
+        payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
+      }, m.trace)),
+    workspace_read: (m) =>
+      reply(withTrace({ type: "workspace_read_result", id: m.id, payload: { outcome: "rejected", error_code: "read_unsupported" } }, m.trace)),
+    workspace_write: (m) =>
+      reply(withTrace({ type: "workspace_write_result", id: m.id, payload: { outcome: "rejected", error_code: "write_unsupported" } }, m.trace)),
+    workspace_export: (m) => {
+      switch (m.payload.step) {
+        case "begin":
+          return reply(withTrace({
+            type: "workspace_export_result",
+            id: m.id,
+            payload: { outcome: "rejected", offset: 0, error_code: "read_unsupported" }
+          }, m.trace))
+        case "next":
+          return reply(withTrace({
+            type: "workspace_export_result",
+            id: m.id,
+            payload: { outcome: "rejected", offset: m.payload.offset ?? 0, error_code: "resource_unavailable" }
+          }, m.trace))
+        case "cancel":
+          return Effect.void
+      }
+    },
+    environment_quiesce: (m) =>
+      reply(withTrace({
+        type: "environment_quiesced",
+        id: m.id,
+        payload: { environment_id: m.payload.environment_id, suspend_id: m.payload.suspend_id, accepted: false, error_code: "invalid_request" }
+      }, m.trace)),
+    environment_resume: (m) =>
+      reply(withTrace({
+        type: "environment_resumed",
+        id: m.id,
+        payload: { environment_id: m.payload.environment_id, suspend_id: m.payload.suspend_id, accepted: false, error_code: "not_suspended" }
+      }, m.trace))
+  }
+
+  /** The documented reply to a malformed frame of a known type and id; undefined when the rule is to drop. */
+  const invalidReply = (type: string, id: string): Effect.Effect<void> | undefined => {
+    switch (type) {
+      case "execution_prepare":
+      case "execution_start":
+      case "execution_release":
+        return admission.rejectInvalid(type, id as PreparationRequestId, undefined)
+      case "prompt_steer":
+        return steering.replyInvalid(unsafeMake.runId(id), undefined)
+      case "prompt_request":
+        return direct.rejectInvalid(unsafeMake.runId(id), undefined)
+      case "runtime_prepare":
+        return reply({
+          type: "runtime_prepare_result",
+          id: unsafeMake.transferId(id),
+          payload: { outcome: "rejected", error_code: "invalid_request" }
+        })
+      case "workspace_read":
+        return reply({ type: "workspace_read_result", id: unsafeMake.operationId(id), payload: { outcome: "rejected", error_code: "invalid_request" } })
+      case "workspace_write":
+        return reply({ type: "workspace_write_result", id: unsafeMake.operationId(id), payload: { outcome: "rejected", error_code: "invalid_request" } })
+      default:
+        return undefined
+    }
+  }
+
+  const invalid = (error: InvalidFrame) => {
+    const action = error.type !== undefined && error.id !== undefined ? invalidReply(error.type, error.id) : undefined
+    return Effect.andThen(
+      Effect.logWarning(action === undefined ? "invalid frame dropped" : "invalid frame answered").pipe(
+        Effect.annotateLogs({ code: error.code, type: error.type ?? "", id: error.id ?? "", bytes: error.bytes })
+      ),
+      action ?? Effect.void
+    )
+  }
+
+  const route = <K extends Messages.CoreToRuntimeType>(message: MessageOf<K>): Effect.Effect<void> =>
+    (handlers[message.type as K] as (m: MessageOf<K>) => Effect.Effect<void>)(message)
+
+  return {
+    handlers,
+    dispatch: (item) => (item._tag === "Message" ? route(item.message) : invalid(item.error))
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Client-executed functions, Runtime side (reference part 2 §4): a Turn's `function_call` registers a
+ * pending call on its Run; Core's `function_result` is validated, checked against the admitted snapshot
+ * (`function_tools`, and `function_result_images` for image content) and delivered natively; the
+ * `interaction_decision_ack` goes under the Run id with the result's delivery id, `applied: true` only after
+ * the native side confirmed it applied the result.
+ *
+ * Codes: `invalid_result`, `not_ready`, `unsupported`, `contract_violation`, `not_pending` (unknown call or
+ * Run), `runtime_error`, `decision_conflict`. Replay identity is (Run id, call id) with the fingerprint of
+ * the payload without `delivery_id`; call ids, delivery ids and input ids are distinct branded types.
+ */
+import { Effect, FiberSet, Option } from "effect"
+import type { FunctionResultErrorCode } from "../proto/ErrorCodes.js"
+import type { FunctionResultPayload } from "../proto/Functions.js"
+import { functionResultFingerprint } from "../proto/Functions.js"
+import type { RunId } from "../proto/Ids.js"
+import { unsafeMake } from "../proto/Ids.js"
+import { contentHasImages, validateContentParts } from "../proto/MessageInput.js"
+import { guarded, type TurnEvent } from "./harness/Harness.js"
+import { type AppliedStore, makeKeyedLock, sendAck, submitErrorCode } from "./Interactions.js"
+import type { Outbound } from "./Outbound.js"
+import type { RunRecord, Runs } from "./Runs.js"
+
+export interface Functions {
+  /** Registers a pending call when the Turn emits `function_call`. */
+  readonly onEmit: (run: RunRecord, event: TurnEvent) => Effect.Effect<void>
+  /** Handles one decoded function_result; never waits on native work. */
+  readonly result: (runId: RunId, payload: FunctionResultPayload, trace: string | undefined) => Effect.Effect<void>
+}
+
+export interface FunctionsDeps {
+  readonly outbound: Outbound
+  readonly runs: Runs
+  readonly applied: AppliedStore
+  readonly background: FiberSet.FiberSet<unknown, unknown>
+}
+
+export const make = (deps: FunctionsDeps): Functions => {
+  const { outbound, runs, applied, background } = deps
+  const withLock = makeKeyedLock()
+
+  const apply = (runId: RunId, payload: FunctionResultPayload, trace: string | undefined) => {
+    const key = `${runId}\u0000function_result\u0000${payload.call_id}`
+    const fingerprint = functionResultFingerprint(payload)
+    const ack = (code: FunctionResultErrorCode | undefined) =>
+      sendAck(outbound, unsafeMake.ackSubjectId(runId), payload.delivery_id, trace, code)
+    return withLock(key, Effect.gen(function* () {
+      const remembered = applied.lookup(key)
+      if (Option.isSome(remembered)) return yield* ack(remembered.value === fingerprint ? undefined : "decision_conflict")
+      if (Option.isSome(validateContentParts(payload.content))) return yield* ack("invalid_result")
+      const found = yield* runs.get(runId)
+      if (Option.isNone(found) || found.value.phase === "settling" || found.value.phase === "finished") {
+        return yield* ack("not_pending")
+      }
+      const run = found.value
+      if (!run.snapshot.capabilities.function_tools) return yield* ack("unsupported")
+      if (contentHasImages(payload.content) && !run.snapshot.capabilities.function_result_images) return yield* ack("unsupported")
+      const turn = run.turn
+      if (turn === undefined) return yield* ack("not_ready")
+      if (!run.pendingCalls.has(payload.call_id)) return yield* ack("not_pending")
+      const outcome = yield* Effect.result(
+        guarded(
+          run.snapshot,
+          "function_tools",
+          turn.submitFunctionResult({ callId: payload.call_id, success: payload.success, content: payload.content })
+        )
+      )
+      if (outcome._tag === "Failure") {
+        const code = submitErrorCode(outcome.failure)
+        if (code === "not_pending") run.pendingCalls.delete(payload.call_id)
+        return yield* ack(code)
+      }
+      yield* applied.remember(key, fingerprint)
+      run.pendingCalls.delete(payload.call_id)
+      return yield* ack(undefined)
+    }))
+  }
+
+  return {
+    onEmit: (run, event) =>
+      Effect.sync(() => {
+        if (event.type === "function_call") run.pendingCalls.add(event.payload.call_id)
+      }),
+    result: (runId, payload, trace) => FiberSet.run(background, apply(runId, payload, trace)).pipe(Effect.asVoid)
+  }
+}

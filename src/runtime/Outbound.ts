@@ -1,0 +1,62 @@
+/**
+ * The per-connection send side used by every family: the raw ordered send of the Transport plus a bounded
+ * variant that reports what is known instead of failing. A completed send proves only that the WebSocket
+ * write completed locally (protocol "What each acknowledgement proves"); a timeout or a closed transport
+ * after the frame was handed over is unknown, never a failure of the operation it reports. Logs carry type,
+ * id and size, never payloads.
+ */
+import { Duration, Effect } from "effect"
+import type { Messages } from "../proto/index.js"
+import { echoable } from "../proto/Trace.js"
+import type { Transport } from "./transport/Transport.js"
+
+/** What a bounded send established. */
+export type SendOutcome =
+  | { readonly _tag: "Sent" }
+  /** Nothing was written: the message was invalid or over 4 MiB. */
+  | { readonly _tag: "NotSent" }
+  /** Handed to the transport without proof of a completed write (timeout or connection loss). */
+  | { readonly _tag: "Unknown"; readonly reason: "timeout" | "connection_lost" }
+
+export interface Outbound {
+  /** Ordered send; resolves when the write of this frame completed locally. */
+  readonly send: Transport["Service"]["send"]
+  /** `send` within `budget`; never fails, logs anything but `Sent`. */
+  readonly sendWithin: (message: Messages.RuntimeToCore, budget: Duration.Duration) => Effect.Effect<SendOutcome>
+}
+
+const idOf = (message: Messages.RuntimeToCore): string | undefined => ("id" in message ? message.id : undefined)
+
+export const make = (transport: Transport["Service"]): Outbound => ({
+  send: transport.send,
+  sendWithin: (message, budget) =>
+    transport.send(message).pipe(
+      Effect.as<SendOutcome>({ _tag: "Sent" }),
+      Effect.catchTags({
+        OutgoingFrameRejected: () => Effect.succeed<SendOutcome>({ _tag: "NotSent" }),
+        TransportClosed: () => Effect.succeed<SendOutcome>({ _tag: "Unknown", reason: "connection_lost" })
+      }),
+      Effect.timeoutOrElse({
+        duration: budget,
+        orElse: () => Effect.succeed<SendOutcome>({ _tag: "Unknown", reason: "timeout" })
+      }),
+      Effect.tap((outcome) =>
+        outcome._tag === "Sent"
+          ? Effect.void
+          : (outcome._tag === "NotSent" ? Effect.logError("own frame refused by the codec; nothing sent") : Effect.logWarning("frame not confirmed written")).pipe(
+            Effect.annotateLogs({
+              type: message.type,
+              id: idOf(message) ?? "",
+              outcome: outcome._tag === "Unknown" ? outcome.reason : "not_sent",
+              budget_ms: Duration.toMillis(budget)
+            })
+          )
+      )
+    )
+})
+
+/** Adds the request's trace to a reply when it is short enough to echo (it never changes ownership). */
+export const withTrace = <M extends Messages.RuntimeToCore>(message: M, trace: string | undefined): M => {
+  const t = echoable(trace)
+  return t === undefined ? message : { ...message, trace: t }
+}

@@ -1,0 +1,351 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { StatusBoard } from "../../src/runtime/StatusBoard.js"
+import {
+  adjust,
+  connect,
+  next,
+  prepareFrame,
+  prepareReady,
+  processLayer,
+  promptFrame,
+  releaseFrame,
+  same,
+  script,
+  silent,
+  startFrame,
+  text,
+  until
+} from "../support/runtimeTestWire.js"
+
+const rejected = (operation: string, error_code: string) => ({ revision: 0, state: "rejected", operation, error_code })
+
+describe("Admission", () => {
+  it.effect("prepares, starts and completes: preparing, ready, starting, events, started, done", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const { preparing, ready } = yield* prepareReady(core, "prep-1")
+      same(preparing, { executor_id: "executor-1", handle: "handle-1", revision: 1, state: "preparing" })
+      same(ready, { executor_id: "executor-1", handle: "handle-1", revision: 2, state: "ready", expires_at: 300_000 })
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("hello world")))
+      const starting = yield* next(core, "preparation_status")
+      same(starting.payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "starting", expires_at: 300_000, run_id: "run-1"
+      })
+      const frames = yield* until(core, "done")
+      const statuses = frames.filter((f) => f.type === "preparation_status")
+      same(statuses.map((f) => f.payload), [{
+        executor_id: "executor-1", handle: "handle-1", revision: 4, state: "started", expires_at: 300_000, run_id: "run-1"
+      }])
+      const run = frames.filter((f) => f.type !== "preparation_status")
+      same(run, [
+        { type: "delta", id: "run-1", payload: { delta: "hello", sequence: 1 } },
+        { type: "delta", id: "run-1", payload: { delta: " world", sequence: 2 } },
+        {
+          type: "done",
+          id: "run-1",
+          payload: { content: "hello world", metadata: { agent_session_id: "scripted-executor-1", agent_session_type: "scripted" } }
+        }
+      ])
+      assert.isTrue(yield* silent(core))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("releases before start; the idle Executor is reused with ready revision 1 and no preparation", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      const released = yield* next(core, "preparation_status")
+      same(released.payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "released", expires_at: 300_000
+      })
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors.map((e) => e.state), ["idle"])
+      yield* adjust("1 minute")
+      yield* core.toRuntime(prepareFrame("prep-2"))
+      const reused = yield* next(core, "preparation_status")
+      same(reused.payload, {
+        executor_id: "executor-1", reused: true, handle: "handle-2", revision: 1, state: "ready", expires_at: 360_000
+      })
+      // The old handle's own admission is released: it cannot start the replacement.
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "preparation_not_ready"))
+      yield* core.toRuntime(startFrame("prep-2", "executor-1", "handle-2", "run-2", text("x")))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "starting")
+      yield* until(core, "done")
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("expires exactly five minutes after the grant; one millisecond before it is still ready", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* adjust(299_999)
+      assert.isTrue(yield* silent(core))
+      yield* adjust(1)
+      const expired = yield* next(core, "preparation_status")
+      same(expired.payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "expired", expires_at: 300_000
+      })
+      // Expiry keeps the Executor owned (idle, reusable); a retry does not extend anything.
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors.map((e) => e.state), ["idle"])
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "preparation_not_ready"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a start one millisecond before expiry is accepted", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* adjust(299_999)
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("x")))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "starting")
+      yield* adjust(10)
+      const frames = yield* until(core, "done")
+      assert.isFalse(frames.some((f) => f.type === "preparation_status" && f.payload.state === "expired"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("rejects at once with preparation_capacity when the active bound is full (never queues)", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(prepareFrame("prep-2", {}, "c0ffee00-1234-4abc-9def-0123456789ab"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "preparation_capacity"))
+      assert.isTrue(yield* silent(core))
+    }).pipe(Effect.provide(processLayer({ maxActive: 1 }))))
+
+  it.effect("an Executor whose close is failing holds capacity until the close is confirmed", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([{ close_fails: 2 }, { delta: "x" }])))
+      yield* until(core, "done")
+      // The direct Run's Executor is closed after the Turn; the first attempt failed.
+      yield* adjust(0)
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).unconfirmed, [
+        { resource: "executor-1", kind: "executor", attempts: 1, last_error: "scripted close failure" }
+      ])
+      yield* core.toRuntime(prepareFrame("prep-1"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "preparation_capacity"))
+      yield* adjust(499)
+      assert.strictEqual((yield* board.snapshot).unconfirmed[0]?.attempts, 1)
+      yield* adjust(1)
+      assert.strictEqual((yield* board.snapshot).unconfirmed[0]?.attempts, 2)
+      yield* adjust(750)
+      same((yield* board.snapshot).unconfirmed, [])
+      same((yield* board.snapshot).executors, [])
+      const { ready } = yield* prepareReady(core, "prep-2")
+      assert.strictEqual(ready.state, "ready")
+    }).pipe(Effect.provide(processLayer({ maxActive: 1 }))))
+
+  it.effect("rejects stale handles, handles of another request id and unknown executors", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-9", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "unknown_preparation"))
+      yield* core.toRuntime(startFrame("prep-2", "executor-1", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "unknown_preparation"))
+      yield* core.toRuntime(startFrame("prep-1", "executor-9", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "unknown_executor"))
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-9"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_release", "unknown_preparation"))
+      // Nothing was consumed: the admission is still ready.
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("x")))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "starting")
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("re-publishes the current status for a duplicate prepare and rejects a conflicting one", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const { ready } = yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(prepareFrame("prep-1"))
+      same((yield* next(core, "preparation_status")).payload, ready)
+      yield* core.toRuntime(prepareFrame("prep-1", { observe_messages: true }))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "request_conflict"))
+      assert.isTrue(yield* silent(core))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("re-publishes for a duplicate start, rejects a conflicting one, and a release after start only re-publishes", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      const start = startFrame("prep-1", "executor-1", "handle-1", "run-1", script([{ hang: true }]))
+      yield* core.toRuntime(start)
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "starting")
+      const started = yield* next(core, "preparation_status")
+      assert.strictEqual(started.payload.state, "started")
+      yield* core.toRuntime(start)
+      same((yield* next(core, "preparation_status")).payload, started.payload)
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-2", script([{ hang: true }])))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "start_conflict"))
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      same((yield* next(core, "preparation_status")).payload, started.payload)
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).runs, [{ run_id: "run-1", kind: "scripted", executor_id: "executor-1", state: "running" }])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("validates the configuration against the declaration before anything native", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const cases: ReadonlyArray<[Parameters<typeof prepareFrame>[1], string]> = [
+        [{ strict_resume: false }, "invalid_configuration"],
+        [{ run_id: "run-x" }, "invalid_configuration"],
+        [{ observe_messages: true }, "unsupported_configuration"],
+        [{ agent_kind: "codex" }, "resource_unavailable"]
+      ]
+      for (const [overrides, code] of cases) {
+        yield* core.toRuntime(prepareFrame(`prep-${code}-${JSON.stringify(overrides).length}`, overrides))
+        same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", code))
+      }
+    }).pipe(Effect.provide(processLayer({ scripted: { disabledCapabilities: ["message_items"] } }))))
+
+  it.effect("refuses preparation when the kind does not declare it, and when it is unavailable", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(prepareFrame("prep-1"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "unsupported_preparation"))
+    }).pipe(Effect.provide(processLayer({ scripted: { disabledCapabilities: ["preparation"] } }))))
+
+  it.effect("refuses a configuration conflict and a busy Executor of the same Session", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(prepareFrame("prep-2"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "resource_unavailable"))
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      yield* next(core, "preparation_status")
+      yield* core.toRuntime(prepareFrame("prep-3", { observe_tool_observations: false }))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "configuration_conflict"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("admits a read-only preparation that cannot start", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const frame = prepareFrame("prep-ro", {})
+      if (frame.type !== "execution_prepare") throw new Error("unreachable")
+      const { disable_execution_environment: _a, execution_controls: _b, observe_tool_observations: _c, ...base } = frame.payload.configuration
+      yield* core.toRuntime({
+        ...frame,
+        payload: {
+          ...frame.payload,
+          configuration: {
+            ...base,
+            workspace_read_only: true,
+            local_environment: { id: "e4b2c1d0-9f8e-4a7b-b6c5-d4e3f2a1b0c9", workspace_directory: "/workspace", capability_sources: null }
+          }
+        }
+      })
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      const ready = yield* next(core, "preparation_status")
+      assert.strictEqual(ready.payload.state, "ready")
+      yield* core.toRuntime(startFrame("prep-ro", "executor-1", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "read_only_preparation"))
+      yield* core.toRuntime(releaseFrame("prep-ro", "handle-1"))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "released")
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a failed preparation publishes failed only after its residue is closed, and no Run frames", () =>
+    Effect.gen(function* () {
+      const { core, fiber } = yield* connect()
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare: "fail_with_residue", close_fails: 1 } } }))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      assert.isTrue(yield* silent(core))
+      yield* adjust(499)
+      assert.isTrue(yield* silent(core))
+      yield* adjust(1)
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 2, state: "failed", error_code: "preparation_failed"
+      })
+      assert.isTrue(yield* silent(core))
+      assert.isUndefined(fiber.pollUnsafe())
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("release while preparing stops the preparation and publishes released after the close", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare_sleep: "1 minute" } } }))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 2, state: "released"
+      })
+      yield* adjust("2 minutes")
+      assert.isTrue(yield* silent(core))
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("keeps at most 64 admission records: terminal ones are pruned first, live ones are never displaced", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      for (let i = 1; i <= 64; i++) {
+        yield* core.toRuntime(prepareFrame(`prep-${i}`, {}, `session-${i}`))
+        yield* next(core, "preparation_status")
+        yield* next(core, "preparation_status")
+      }
+      yield* core.toRuntime(prepareFrame("prep-65", {}, "session-65"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "preparation_capacity"))
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "released")
+      yield* core.toRuntime(prepareFrame("prep-65", {}, "session-65"))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "ready")
+      // The pruned record is gone: its old handle names nothing any more.
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "unknown_preparation"))
+    }).pipe(Effect.provide(processLayer({ maxActive: 100 }))))
+
+  it.effect("closes an idle Executor after the idle expiry, and at once when the idle bound is full", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      yield* next(core, "preparation_status")
+      const board = yield* StatusBoard
+      yield* adjust(599_999)
+      same((yield* board.snapshot).executors.map((e) => e.state), ["idle"])
+      yield* adjust(1)
+      same((yield* board.snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("an Executor that becomes idle beyond the idle bound is closed instead of retained", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      yield* next(core, "preparation_status")
+      yield* adjust(0)
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer({ maxIdleExecutors: 0 }))))
+
+  it.effect("a ready status that cannot be confirmed written within 5 s fails the admission and releases the reservation", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.holdWrites
+      yield* core.toRuntime(prepareFrame("prep-1"))
+      yield* adjust(4_999) // `preparing` still waiting within its own budget
+      yield* adjust(1) // preparing abandoned; `ready` starts its own budget
+      yield* adjust(5_000) // ready abandoned: the admission fails (status_delivery_failed)
+      yield* core.releaseWrites
+      yield* adjust(0)
+      same((yield* core.sent).filter((f) => f.type === "preparation_status").map((f) => f.payload), [{
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "failed", expires_at: 305_000, error_code: "status_delivery_failed"
+      }])
+      yield* next(core, "preparation_status") // consume the failed status seen above
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors.map((e) => e.state), ["idle"])
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", text("x")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "preparation_not_ready"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("refuses preparation for an unavailable kind", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(prepareFrame("prep-1"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "resource_unavailable"))
+    }).pipe(Effect.provide(processLayer({ scripted: { available: false } }))))
+})

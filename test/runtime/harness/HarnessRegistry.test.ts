@@ -1,0 +1,75 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Option, Result } from "effect"
+import { capabilityNames } from "../../../src/proto/Capabilities.js"
+import {
+  CapabilityUnsupported,
+  ContractViolation,
+  guarded,
+  type Harness,
+  NativeFailed,
+  OperationUnsupported
+} from "../../../src/runtime/harness/Harness.js"
+import { HarnessRegistry, toDescriptor } from "../../../src/runtime/harness/HarnessRegistry.js"
+import { scriptedDeclaration } from "../../../src/runtime/harness/scripted/ScriptedHarness.js"
+import { declaration } from "../../support/capabilities.js"
+
+const harness = (kind: string, capabilities: unknown): Harness => ({
+  declaration: { kind, available: true, capabilities: capabilities as Harness["declaration"]["capabilities"] },
+  prepare: () => Effect.die("unused")
+})
+
+describe("HarnessRegistry", () => {
+  it.effect("validates a complete declaration before changing anything", () =>
+    Effect.gen(function* () {
+      const registry = yield* HarnessRegistry.make([harness("a", declaration({ streaming: true }))])
+      const { permissions: _dropped, ...incomplete } = declaration()
+      const failures = [
+        harness("b", incomplete),
+        harness("b", { ...declaration(), extra: true }),
+        harness("b", { ...declaration(), steering: null }),
+        harness("", declaration()),
+        harness("b", undefined)
+      ]
+      for (const h of failures) {
+        const exit = yield* Effect.exit(registry.register(h))
+        assert.isTrue(Exit.isFailure(exit))
+      }
+      assert.deepStrictEqual((yield* registry.declarations).map((d) => d.kind), ["a"])
+      assert.isTrue(Option.isNone(yield* registry.get("b")))
+      yield* registry.register(harness("b", declaration()))
+      assert.deepStrictEqual((yield* registry.declarations).map((d) => d.kind), ["a", "b"])
+    }))
+
+  it("an incomplete declaration never encodes into a heartbeat descriptor", () => {
+    const { usage: _u, ...incomplete } = declaration()
+    assert.isTrue(Result.isFailure(toDescriptor({ kind: "x", available: true, capabilities: incomplete as never })))
+    const ok = toDescriptor(scriptedDeclaration({ disabledCapabilities: ["usage"] }))
+    assert.isTrue(Result.isSuccess(ok))
+    if (Result.isSuccess(ok)) {
+      assert.deepStrictEqual(Object.keys(ok.success.capabilities), [...capabilityNames])
+      assert.isFalse(ok.success.capabilities.usage)
+    }
+  })
+})
+
+describe("Harness guards", () => {
+  const snapshot = scriptedDeclaration({ disabledCapabilities: ["permissions"] })
+
+  it.effect("checks the admitted snapshot before any native call", () =>
+    Effect.gen(function* () {
+      let called = false
+      const exit = yield* Effect.exit(guarded(snapshot, "permissions", Effect.sync(() => {
+        called = true
+      })))
+      assert.deepStrictEqual(exit, Exit.fail(new CapabilityUnsupported({ capability: "permissions" })))
+      assert.isFalse(called)
+    }))
+
+  it.effect("turns a declared operation that answers unsupported into a contract violation, and keeps other errors", () =>
+    Effect.gen(function* () {
+      const violation = yield* Effect.exit(guarded(snapshot, "steering", Effect.fail(new OperationUnsupported({ operation: "steer" }))))
+      assert.deepStrictEqual(violation, Exit.fail(new ContractViolation({ operation: "steer" })))
+      const failed = yield* Effect.exit(guarded(snapshot, "steering", Effect.fail(new NativeFailed({ operation: "steer", reason: "x" }))))
+      assert.deepStrictEqual(failed, Exit.fail(new NativeFailed({ operation: "steer", reason: "x" })))
+    }))
+})
