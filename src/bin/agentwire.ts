@@ -7,16 +7,22 @@ import { Effect } from "effect"
 import { Command } from "effect/cli"
 import { ProtocolVersion } from "../proto/Version.js"
 import { AgentwireVersion } from "./BuildInfo.js"
+import { conformanceCommand } from "./commands/conformance.js"
+import { coreCommand } from "./commands/core.js"
+import { daemonCommand } from "./commands/daemon.js"
+import { demoCommand } from "./commands/demo.js"
+import { statusCommand } from "./commands/status.js"
+import { teardown } from "./Exit.js"
 
 const root = Command.make("agentwire").pipe(
   Command.withDescription(
     "Core <-> Runtime daemon protocol (wire " + ProtocolVersion + "): runtime daemon, dev Core, status and conformance kit"
   ),
-  Command.withSubcommands([])
+  Command.withSubcommands([daemonCommand, statusCommand, coreCommand, demoCommand, conformanceCommand])
 )
 
 const program = Command.run(root, { version: `${AgentwireVersion} (wire ${ProtocolVersion})` }).pipe(
   Effect.provide(NodeServices.layer)
 )
 
-NodeRuntime.runMain(program)
+NodeRuntime.runMain(program, { teardown })

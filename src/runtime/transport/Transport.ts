@@ -1,7 +1,8 @@
 /**
  * The Runtime's view of one physical connection to Core. The daemon loop (Daemon.ts) builds one Transport per
- * connection (a real WebSocket in production, `MemoryWire` in unit tests) and the per-connection logic
- * (Connection.ts, Dispatcher.ts) consumes it. Nothing here imports `ws`: transport/internal/ws.ts does.
+ * connection (WebSocketTransport in production, test/support/runtimeMemoryTransport.ts in unit tests) and the
+ * per-connection logic (Connection.ts, Dispatcher.ts) consumes it. Nothing here imports `ws`: transport/internal/ws.ts
+ * does.
  *
  * Malformed-frame rule for this direction (Core → Runtime): a frame that fails either decode step is handed to
  * the dispatcher as an `InvalidFrame`, which answers with the family's documented reply when the frame's type
@@ -9,8 +10,8 @@
  * otherwise drops it with a log line carrying code, type, id and size, never the payload. The connection stays
  * open.
  */
-import { Context, Duration, type Effect, Schema, type Stream } from "effect"
-import type { Envelope, Messages } from "../../proto/index.js"
+import { Context, Duration, type Effect, Result, Schema, type Stream } from "effect"
+import { Envelope, Messages } from "../../proto/index.js"
 import type { DeviceId } from "../../proto/Ids.js"
 
 /** The connection ended. `code` is the WebSocket close code when one was received. */
@@ -56,3 +57,17 @@ export class ConnectionInfo extends Context.Service<ConnectionInfo, {
 /** The heartbeat cadence to use for a bootstrap value in seconds. */
 export const heartbeatIntervalFrom = (heartbeatSeconds: number | undefined): Duration.Duration =>
   heartbeatSeconds === undefined || !(heartbeatSeconds > 0) ? Duration.seconds(15) : Duration.seconds(heartbeatSeconds)
+
+/**
+ * Decodes one received frame into an `Inbound` item (both decode steps of `Messages`). Never throws and never
+ * keeps the frame text: an `Invalid` item carries only the finite code, the size and a known type and bounded id.
+ * Every Transport implementation uses it, so a frame means the same thing over a socket and in memory.
+ */
+export const decodeInbound = (frame: string | Uint8Array): Inbound => {
+  const raw = Envelope.decodeEnvelope(frame)
+  if (Result.isFailure(raw)) return { _tag: "Invalid", error: raw.failure }
+  const decoded = Messages.decodeCoreToRuntimeEnvelope(raw.success)
+  return Result.isFailure(decoded)
+    ? { _tag: "Invalid", error: decoded.failure }
+    : { _tag: "Message", message: decoded.success, bytes: raw.success.bytes }
+}
