@@ -1,0 +1,181 @@
+/**
+ * `agentwire core`: runs the standalone dev Core (machine routes + operator API over the embedded store)
+ * until a signal stops it; `agentwire core credential create|revoke` manage daemon credentials in the same
+ * data directory without a running server.
+ *
+ *   agentwire core [--host 127.0.0.1] [--port 7400] [--data-dir DIR] [--public-url URL]
+ *                  [--operator-token-file PATH] [--heartbeat-seconds N]
+ *   agentwire core credential create --device-id ID [--data-dir DIR]   prints the credential once, alone on stdout
+ *   agentwire core credential revoke --device-id ID [--data-dir DIR]
+ *
+ * Port 0 picks a free port; the chosen URL is printed on its own line: `agentwire core listening on URL`.
+ * The operator token comes from `--operator-token-file`, else AGENTWIRE_OPERATOR_TOKEN, else
+ * `<data dir>/operator-token` (generated at first start, mode 0600). Only its file path is ever printed.
+ * Exit codes: src/bin/Exit.ts (0 stopped by a signal after a clean shutdown, 2 usage/configuration).
+ */
+import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted, Schema } from "effect"
+import { Command, Flag } from "effect/cli"
+import * as Os from "node:os"
+import { join } from "node:path"
+import * as DevCore from "../../core/dev/DevCore.js"
+import { DevIds } from "../../core/dev/DevIds.js"
+import { DeviceStore } from "../../core/dev/DeviceStore.js"
+import * as OperatorToken from "../../core/dev/OperatorToken.js"
+import * as Store from "../../core/dev/Store.js"
+import { Ids } from "../../proto/index.js"
+import { CommandFailed, ExitCode } from "../Exit.js"
+
+export const CoreEnvVars = {
+  dataDir: "AGENTWIRE_CORE_DATA_DIR",
+  operatorToken: "AGENTWIRE_OPERATOR_TOKEN"
+} as const
+
+/** The default data directory: `~/.agentwire/core`. */
+export const defaultDataDir = (homeDir: string): string => join(homeDir, ".agentwire", "core")
+
+/** The default listen port of `agentwire core` (0 picks a free one). */
+export const DefaultPort = 7400
+
+const dataDirFlag = Flag.String("data-dir").pipe(
+  Flag.withDescription(`Data directory (store, operator token); default ~/.agentwire/core. Env: ${CoreEnvVars.dataDir}`),
+  Flag.withFallbackConfig(Config.String(CoreEnvVars.dataDir)),
+  Flag.optional
+)
+
+const deviceIdFlag = Flag.String("device-id").pipe(Flag.withDescription("The device the credential belongs to"))
+
+const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
+
+const logger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
+
+/** Opens the store of a data directory for one command (no server). */
+const withStore = <A, E>(
+  dataDir: string,
+  effect: Effect.Effect<A, E, Store.StoreServices>
+): Effect.Effect<A, E | CommandFailed> =>
+  Effect.scoped(
+    Effect.gen(function* () {
+      const context = yield* Layer.build(Store.layerDataDir(dataDir).pipe(Layer.provide(DevIds.layer))).pipe(
+        Effect.mapError((e) => usage(e.message))
+      )
+      return yield* Effect.provideContext(effect, context)
+    })
+  )
+
+const isDeviceId = Schema.is(Ids.DeviceId)
+const checkDeviceId = (deviceId: string) =>
+  isDeviceId(deviceId) ? Effect.void : Effect.fail(usage("--device-id must be non-blank and at most 128 bytes"))
+
+/** Resolves the operator token: a file flag, the environment, or the data directory's (generated once). */
+export const resolveOperatorToken = (dataDir: string, tokenFile: Option.Option<string>) =>
+  Effect.gen(function* () {
+    if (Option.isSome(tokenFile)) {
+      const token = yield* OperatorToken.readFile(tokenFile.value).pipe(Effect.mapError((e) => usage(e.message)))
+      return { token, source: tokenFile.value }
+    }
+    const fromEnv = yield* Config.option(Config.Redacted(CoreEnvVars.operatorToken)).pipe(
+      Effect.mapError(() => usage(`${CoreEnvVars.operatorToken} is invalid`))
+    )
+    if (Option.isSome(fromEnv) && Redacted.value(fromEnv.value).trim() !== "") {
+      return { token: Redacted.make(Redacted.value(fromEnv.value).trim()), source: `$${CoreEnvVars.operatorToken}` }
+    }
+    yield* Store.ensureDataDir(dataDir).pipe(Effect.mapError((e) => usage(e.message)))
+    const token = yield* OperatorToken.loadOrCreate(dataDir).pipe(Effect.mapError((e) => usage(e.message)))
+    return { token, source: OperatorToken.tokenFile(dataDir) }
+  })
+
+export const makeCoreCommand = (options: { readonly homeDir: string }) => {
+  const dataDirOf = (flag: Option.Option<string>) => Option.getOrElse(flag, () => defaultDataDir(options.homeDir))
+
+  const create = Command.make(
+    "create",
+    { deviceId: deviceIdFlag, dataDir: dataDirFlag },
+    (input) =>
+      Effect.gen(function* () {
+        yield* checkDeviceId(input.deviceId)
+        const credential = yield* withStore(
+          dataDirOf(input.dataDir),
+          Effect.gen(function* () {
+            return yield* (yield* DeviceStore).issueCredential(input.deviceId)
+          })
+        ).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))))
+        // The one place this credential is ever shown: stdout, alone on its line.
+        yield* Console.log(Redacted.value(credential))
+      })
+  ).pipe(Command.withDescription("Create (or replace) a device's daemon credential; prints it once. Only its digest is stored."))
+
+  const revoke = Command.make(
+    "revoke",
+    { deviceId: deviceIdFlag, dataDir: dataDirFlag },
+    (input) =>
+      Effect.gen(function* () {
+        const known = yield* withStore(
+          dataDirOf(input.dataDir),
+          Effect.gen(function* () {
+            return yield* (yield* DeviceStore).revoke(input.deviceId)
+          })
+        ).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))))
+        if (!known) return yield* usage(`unknown device ${input.deviceId}`)
+        yield* Console.log(`revoked the credentials of device ${input.deviceId}`)
+      })
+  ).pipe(
+    Command.withDescription(
+      "Revoke a device's credentials (its next connection is refused). The operator API's revoke also closes a live connection."
+    )
+  )
+
+  const credential = Command.make("credential").pipe(
+    Command.withDescription("Manage daemon credentials in a data directory"),
+    Command.withSubcommands([create, revoke])
+  )
+
+  return Command.make(
+    "core",
+    {
+      host: Flag.String("host").pipe(Flag.withDescription("Listen address (default 127.0.0.1)"), Flag.withDefault("127.0.0.1")),
+      port: Flag.Int("port").pipe(Flag.withDescription(`Listen port (default ${DefaultPort}; 0 picks a free one)`), Flag.withDefault(DefaultPort)),
+      dataDir: dataDirFlag,
+      publicUrl: Flag.String("public-url").pipe(
+        Flag.withDescription("Base URL daemons dial (default: the listen address)"),
+        Flag.optional
+      ),
+      operatorTokenFile: Flag.String("operator-token-file").pipe(
+        Flag.withDescription(`File holding the operator token (else ${CoreEnvVars.operatorToken}, else <data dir>/operator-token)`),
+        Flag.optional
+      ),
+      heartbeatSeconds: Flag.Int("heartbeat-seconds").pipe(
+        Flag.withDescription("Heartbeat cadence bootstrap tells daemons (default 15)"),
+        Flag.optional
+      )
+    },
+    (input) =>
+      Effect.scoped(Effect.gen(function* () {
+        if (input.port < 0 || input.port > 65535) return yield* usage("--port must be 0..65535")
+        if (Option.isSome(input.heartbeatSeconds) && input.heartbeatSeconds.value < 1) {
+          return yield* usage("--heartbeat-seconds must be at least 1")
+        }
+        const dataDir = dataDirOf(input.dataDir)
+        const { source, token } = yield* resolveOperatorToken(dataDir, input.operatorTokenFile)
+        const context = yield* Layer.build(DevCore.layer({
+          host: input.host,
+          port: input.port,
+          dataDir,
+          operatorToken: token,
+          ...(Option.isSome(input.publicUrl) ? { publicUrl: input.publicUrl.value } : {}),
+          ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})
+        })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${e.message}`)))
+        const info = Context.get(context, DevCore.DevCore)
+        yield* Console.log(`agentwire core listening on ${info.url}`)
+        yield* Console.log(`data directory: ${dataDir}`)
+        yield* Console.log(`operator token: ${source}`)
+        yield* Console.log(`daemons connect with: agentwire daemon --core-url ${info.publicUrl} --device-id ID --credential-file FILE`)
+        return yield* Effect.never
+      })).pipe(Effect.provide(logger))
+  ).pipe(
+    Command.withDescription("Run the standalone dev Core: machine routes and the operator API over an embedded store"),
+    Command.withSubcommands([credential])
+  )
+}
+
+/** The `core` subcommand of the binary. */
+export const coreCommand = makeCoreCommand({ homeDir: Os.homedir() })

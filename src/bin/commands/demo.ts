@@ -1,0 +1,305 @@
+/**
+ * `agentwire demo` (what `npm start` runs): one complete Turn between an embedded dev Core and a real daemon
+ * with the `scripted` harness, shown live.
+ *
+ * Starts the dev Core on 127.0.0.1 (a free port and a temporary data directory unless `--port` / `--data-dir`
+ * say otherwise), issues a device credential into a 0600 file, spawns this same binary as
+ * `agentwire daemon …` (the credential only via `--credential-file`, never argv or the environment; its logs
+ * go to `<data dir>/daemon.log`), waits for its first heartbeat, creates a Session and runs one Turn whose
+ * scripted input streams thinking, deltas, a usage snapshot, waits for a steer (sent through Core's steering
+ * API once the usage frame arrived: `written`, then `accepted`), more deltas, a final usage and `done`. Every
+ * frame is printed as it passes the gateway (FrameTap → LiveView). Then the daemon is stopped with SIGTERM
+ * (it exits 0 after its cleanup) and Core closes.
+ *
+ *   --keep-running   leave Core and the daemon up and print how to talk to them (Ctrl-C stops both)
+ *   --no-daemon      start only Core and print the exact `agentwire daemon …` command for a real daemon
+ *   --port N         listen port (default 0: a free one)
+ *   --data-dir DIR   data directory (default: a temporary one, removed at the end)
+ *
+ * Exit codes: 0 the Turn completed and both sides shut down cleanly; 1 otherwise (the reason is printed).
+ */
+import { Clock, Console, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Redacted, References } from "effect"
+import { Command, Flag } from "effect/cli"
+import { type ChildProcess, spawn } from "node:child_process"
+import { chmodSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs"
+import * as Os from "node:os"
+import { join } from "node:path"
+import * as DevCore from "../../core/dev/DevCore.js"
+import { DeviceDirectory } from "../../core/dev/DeviceDirectory.js"
+import type { TappedFrame } from "../../core/FrameTap.js"
+import { formatFrame, usageSummary } from "../../core/dev/LiveView.js"
+import { Operator } from "../../core/dev/Operator.js"
+import * as OperatorToken from "../../core/dev/OperatorToken.js"
+import { ensureDataDir } from "../../core/dev/Store.js"
+import { Turns } from "../../core/dev/Turns.js"
+import { MessageInput, Version } from "../../proto/index.js"
+import { CommandFailed, ExitCode } from "../Exit.js"
+
+/** The device id the demo's daemon uses. */
+export const DemoDeviceId = "demo-device"
+
+/** The scripted Turn of the demo (README "What `npm start` shows"). */
+export const demoScript = {
+  script: [
+    { thinking: "Plan: stream a short answer, report usage, take one steer, finish." },
+    { delta: "Hello from the scripted harness. " },
+    { delta: "This answer arrives as deltas, " },
+    { delta: "one frame at a time. " },
+    {
+      usage: {
+        tokens: { input_tokens: 42, cached_input_tokens: 0, output_tokens: 18, reasoning_output_tokens: 0, total_tokens: 60 },
+        model: "scripted"
+      }
+    },
+    { await_steer: 1 },
+    { delta: " Steer received; wrapping up." },
+    {
+      usage: {
+        tokens: { input_tokens: 51, cached_input_tokens: 0, output_tokens: 31, reasoning_output_tokens: 0, total_tokens: 82 },
+        model: "scripted"
+      }
+    }
+  ]
+} as const
+
+/** The active input the demo steers the Turn with. */
+export const demoSteerText = "(steer) Please keep it short."
+
+const failed = (text: string) => new CommandFailed({ text, exitCode: ExitCode.failure })
+
+/** Env for the child daemon: without any credential-bearing or demo-overriding variables. */
+const childEnv = (): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith("AGENTWIRE_") || key === "AGENTWIRE_LOG_LEVEL") env[key] = value
+  }
+  return env
+}
+
+interface Daemon {
+  readonly child: ChildProcess
+  readonly exited: Deferred.Deferred<number | null>
+}
+
+/** Spawns `agentwire daemon …`; the scope's end stops it (SIGTERM, then SIGKILL after 20 s). */
+const spawnDaemon = (args: ReadonlyArray<string>, logFile: string) =>
+  Effect.acquireRelease(
+    Effect.gen(function* () {
+      const exited = yield* Deferred.make<number | null>()
+      const child = yield* Effect.try({
+        try: () => {
+          const fd = openSync(logFile, "a", 0o600)
+          try {
+            return spawn(process.execPath, [process.argv[1]!, "daemon", ...args], {
+              stdio: ["ignore", fd, fd],
+              env: childEnv()
+            })
+          } finally {
+            closeSync(fd)
+          }
+        },
+        catch: () => failed("could not start the daemon process")
+      })
+      child.on("exit", (code, signal) => Deferred.doneUnsafe(exited, Exit.succeed(code ?? (signal === null ? null : -1))))
+      child.on("error", () => Deferred.doneUnsafe(exited, Exit.succeed(null)))
+      return { child, exited } satisfies Daemon
+    }),
+    (daemon) => stopDaemon(daemon).pipe(Effect.asVoid)
+  )
+
+/** SIGTERM and wait for the exit (SIGKILL after 20 s); succeeds with the exit code. */
+const stopDaemon = (daemon: Daemon) =>
+  Effect.gen(function* () {
+    const done = yield* Deferred.poll(daemon.exited)
+    if (Option.isSome(done)) return yield* done.value
+    daemon.child.kill("SIGTERM")
+    return yield* Deferred.await(daemon.exited).pipe(
+      Effect.timeoutOrElse({
+        duration: Duration.seconds(20),
+        orElse: () => Effect.sync(() => daemon.child.kill("SIGKILL")).pipe(Effect.andThen(Deferred.await(daemon.exited)))
+      })
+    )
+  })
+
+export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
+  Command.make(
+    "demo",
+    {
+      keepRunning: Flag.Boolean("keep-running").pipe(
+        Flag.withDescription("Leave Core and the daemon running after the Turn and print how to talk to them"),
+        Flag.withDefault(false)
+      ),
+      noDaemon: Flag.Boolean("no-daemon").pipe(
+        Flag.withDescription("Start only Core and print the command that points a real daemon at it"),
+        Flag.withDefault(false)
+      ),
+      port: Flag.Int("port").pipe(Flag.withDescription("Listen port (default 0: a free one)"), Flag.withDefault(0)),
+      dataDir: Flag.String("data-dir").pipe(
+        Flag.withDescription("Data directory (default: a temporary one, removed at the end)"),
+        Flag.optional
+      )
+    },
+    (input) =>
+      Effect.scoped(Effect.gen(function* () {
+        const startMs = yield* Clock.currentTimeMillis
+        const temporary = Option.isNone(input.dataDir)
+        const dataDir = Option.getOrElse(input.dataDir, () => mkdtempSync(join(options.tmpDir, "agentwire-demo-")))
+        // Registered first, so it runs last: after the store closed.
+        if (temporary && !input.keepRunning && !input.noDaemon) {
+          yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dataDir, { recursive: true, force: true })))
+        }
+        yield* ensureDataDir(dataDir).pipe(Effect.mapError((e) => failed(e.message)))
+        const token = yield* OperatorToken.loadOrCreate(dataDir).pipe(Effect.mapError((e) => failed(e.message)))
+
+        const line = (text: string) => Console.log(text)
+        // The live view prints on the tap's own fiber; progress lines wait for the frames they follow.
+        const seen = {
+          heartbeat: yield* Deferred.make<void>(),
+          usage: yield* Deferred.make<void>(),
+          accepted: yield* Deferred.make<void>(),
+          done: yield* Deferred.make<void>()
+        }
+        const signal = (frame: TappedFrame) => {
+          if (frame.direction !== "runtime→core" || frame.message === undefined) return Effect.void
+          const m = frame.message
+          switch (m.type) {
+            case "heartbeat":
+              return Deferred.succeed(seen.heartbeat, undefined)
+            case "usage":
+              return Deferred.succeed(seen.usage, undefined)
+            case "prompt_steer_ack":
+              return m.payload.accepted ? Deferred.succeed(seen.accepted, undefined) : Effect.void
+            case "done":
+              return Deferred.succeed(seen.done, undefined)
+            default:
+              return Effect.void
+          }
+        }
+        const after = (d: Deferred.Deferred<void>) =>
+          Deferred.await(d).pipe(Effect.timeoutOrElse({ duration: Duration.seconds(2), orElse: () => Effect.void }))
+        const context = yield* Layer.build(DevCore.layer({
+          host: "127.0.0.1",
+          port: input.port,
+          dataDir,
+          operatorToken: token,
+          tap: (frame) => Console.log(formatFrame(frame, startMs)).pipe(Effect.andThen(signal(frame)))
+        })).pipe(Effect.mapError((e) => failed(`dev Core failed to start: ${e.message}`)))
+        const core = Context.get(context, DevCore.DevCore)
+        const operator = Context.get(context, Operator)
+        const turns = Context.get(context, Turns)
+        const directory = Context.get(context, DeviceDirectory)
+
+        yield* line(`agentwire demo · wire ${Version.ProtocolVersion}`)
+        yield* line(`  core      ${core.url}   (data directory ${dataDir})`)
+
+        // The credential goes to a 0600 file only; it is never printed.
+        const issued = yield* operator.createCredential(DemoDeviceId).pipe(Effect.mapError((e) => failed(e.message)))
+        const credentialFile = join(dataDir, `${DemoDeviceId}.credential`)
+        yield* Effect.try({
+          try: () => {
+            writeFileSync(credentialFile, Redacted.value(issued.credential) + "\n", { mode: 0o600 })
+            chmodSync(credentialFile, 0o600)
+          },
+          catch: () => failed(`cannot write ${credentialFile}`)
+        })
+        const profile = join(dataDir, "daemon")
+        const daemonArgs = [
+          "--core-url",
+          core.publicUrl,
+          "--device-id",
+          DemoDeviceId,
+          "--credential-file",
+          credentialFile,
+          "--profile",
+          profile
+        ]
+        yield* line(`  device    ${DemoDeviceId}   (credential file ${credentialFile}, mode 0600)`)
+
+        if (input.noDaemon) {
+          yield* line("")
+          yield* line("Core is running without a daemon. Point a daemon at it with:")
+          yield* line(`  agentwire daemon ${daemonArgs.join(" ")}`)
+          yield* line(`Operator API: ${core.url}/api/v1/operator (Authorization: Bearer $(cat ${OperatorToken.tokenFile(dataDir)}))`)
+          yield* line("Frames appear below as they pass. Ctrl-C stops Core.")
+          return yield* Effect.never
+        }
+
+        const logFile = join(dataDir, "daemon.log")
+        const daemon = yield* spawnDaemon(daemonArgs, logFile)
+        yield* line(`  daemon    pid ${daemon.child.pid ?? "?"}   (logs ${logFile})`)
+        yield* line("")
+        yield* line("waiting for the daemon's first heartbeat …")
+        yield* directory.awaitDeclared(DemoDeviceId).pipe(
+          Effect.raceFirst(
+            Effect.flatMap(Deferred.await(daemon.exited), (code) => Effect.fail(failed(`the daemon exited (code ${code}) before it connected; see ${logFile}`)))
+          ),
+          Effect.timeoutOrElse({
+            duration: Duration.seconds(30),
+            orElse: () => Effect.fail(failed(`the daemon did not connect within 30 s; see ${logFile}`))
+          })
+        )
+        yield* after(seen.heartbeat)
+
+        const session = yield* operator.createSession({ agent_kind: "scripted", environment: { type: "none" } }).pipe(
+          Effect.mapError((e) => failed(e.message))
+        )
+        yield* line(`session ${session.session_id} (agent kind scripted, environment none)`)
+        const turn = yield* turns.start(session.session_id, MessageInput.text(JSON.stringify(demoScript))).pipe(
+          Effect.mapError((e) => failed(`the Turn was refused: ${e.message}`))
+        )
+        yield* line(`turn ${turn.turn_id} (run ${turn.run_id}) on ${turn.device_id}`)
+
+        // Steer once the first usage snapshot arrived (the script then waits for it).
+        const steered = yield* Deferred.await(seen.usage).pipe(
+          Effect.andThen(line(`steering the Turn: ${JSON.stringify(demoSteerText)}`)),
+          Effect.andThen(turns.steer(turn.turn_id, MessageInput.text(demoSteerText))),
+          Effect.tap((result) =>
+            result.status === "accepted"
+              ? after(seen.accepted).pipe(Effect.andThen(line(`steer accepted: input cursor → ${result.position}`)))
+              : line(`steer ${result.status}: ${"error_code" in result ? result.error_code : "reason" in result ? result.reason : ""}`)
+          ),
+          Effect.catch((e) => line(`steer not sent: ${e.message}`)),
+          Effect.forkScoped
+        )
+
+        const outcome = yield* turns.awaitOutcome(turn.turn_id).pipe(Effect.mapError((e) => failed(e.message)))
+        yield* Fiber.await(steered)
+        if (outcome.status === "completed") yield* after(seen.done)
+        const o = outcome.outcome
+        yield* line("")
+        yield* line(
+          `outcome: ${outcome.status}${o?.error_code === undefined ? "" : ` (${o.error_code}${o.observation === undefined ? "" : `, ${o.observation}`})`}` +
+            ` · ${usageSummary(o?.usage)} · input cursor ${outcome.inputCursor}`
+        )
+        if (o?.content !== undefined) yield* line(`content: ${JSON.stringify(o.content)}`)
+
+        if (input.keepRunning) {
+          yield* line("")
+          yield* line("Core and the daemon keep running (Ctrl-C stops both).")
+          yield* line(`  operator API  ${core.url}/api/v1/operator`)
+          yield* line(`  token         ${OperatorToken.tokenFile(dataDir)}  (send it as Authorization: Bearer …)`)
+          yield* line(`  try           curl -H "Authorization: Bearer $(cat ${OperatorToken.tokenFile(dataDir)})" ${core.url}/api/v1/operator/devices`)
+          yield* line(`  daemon status agentwire status --profile ${profile}`)
+          return yield* Effect.never
+        }
+
+        yield* line("")
+        yield* line("shutting down: daemon (SIGTERM) …")
+        const code = yield* stopDaemon(daemon)
+        yield* line(`daemon exited with code ${code}; closing Core …`)
+        if (code !== 0) return yield* failed(`the daemon exited with code ${code}; see ${logFile}`)
+        if (outcome.status !== "completed") return yield* failed(`the Turn did not complete (${outcome.status})`)
+      })).pipe(
+        Effect.andThen(Console.log("done.")),
+        // The live view is the output; Core's own log lines (info) would interleave with it.
+        Effect.provideService(References.MinimumLogLevel, "Warn"),
+        Effect.provide(Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)]))
+      )
+  ).pipe(
+    Command.withDescription(
+      "Run one complete Turn between an embedded dev Core and the daemon with the scripted harness, shown live (npm start)"
+    )
+  )
+
+/** The `demo` subcommand of the binary. */
+export const demoCommand = makeDemoCommand({ tmpDir: Os.tmpdir() })

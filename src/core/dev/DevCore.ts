@@ -1,0 +1,140 @@
+/**
+ * The standalone dev Core (docs/dev-core.md): one HTTP server (platform-node) carrying the gateway's machine
+ * routes (`/api/v1/agent-daemon/…`) and the operator API (`/api/v1/operator/…`, OperatorApi.ts), over the
+ * embedded store in a data directory.
+ *
+ * Start order: open and migrate the store, reconcile Turns a previous process left unfinished (Recovery.ts),
+ * bind the server (port 0 picks a free port), derive the gateway's public URL from the bound address (unless
+ * one is given), then serve. Stop order: end every Runtime connection (`gateway_shutdown`) so running Turns
+ * record their outcome, wait for that (bounded), close the server, close the store.
+ *
+ * The operator token never authenticates a machine route: those accept daemon credentials only, checked
+ * against stored device digests, and the token is never stored there.
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Duration, Effect, Layer, type Redacted } from "effect"
+import { HttpRouter, HttpServer, type HttpServerError } from "effect/http"
+import { createServer } from "node:http"
+import { Gateway } from "../Gateway.js"
+import { GatewayConfig, type GatewayConfigInvalid } from "../GatewayConfig.js"
+import * as FrameTap from "../FrameTap.js"
+import * as GatewayHttp from "../transport/GatewayHttp.js"
+import { DevIds } from "./DevIds.js"
+import * as DeviceDirectory from "./DeviceDirectory.js"
+import * as Operator from "./Operator.js"
+import * as OperatorApi from "./OperatorApi.js"
+import { recoverUnfinishedTurns } from "./Recovery.js"
+import * as Store from "./Store.js"
+import type { StoreFailed } from "./StoreErrors.js"
+import * as TurnJournal from "./TurnJournal.js"
+import * as Turns from "./Turns.js"
+
+export interface DevCoreOptions {
+  /** Listen address (default 127.0.0.1). */
+  readonly host?: string
+  /** Listen port; 0 picks a free one (default 0). */
+  readonly port?: number
+  readonly dataDir: string
+  /** The operator API's bearer token (the "Core key"). */
+  readonly operatorToken: Redacted.Redacted<string>
+  /** Public base URL daemons are told to dial; default: the bound address. */
+  readonly publicUrl?: string
+  /** Heartbeat cadence bootstrap returns (default 15 s). */
+  readonly heartbeatSeconds?: number
+  /** Observes every frame the gateway sends or receives (the demo's live view). */
+  readonly tap?: (frame: FrameTap.TappedFrame) => Effect.Effect<void>
+  readonly turns?: Turns.TurnsOptions
+  /** Ids (tests use `DevIds.layerTest`). */
+  readonly ids?: Layer.Layer<DevIds>
+}
+
+/** Why the dev Core could not start (nothing is listening): the store, the reconciliation, the listen or the URL. */
+export type DevCoreStartError = Store.StoreOpenFailed | StoreFailed | HttpServerError.ServeError | GatewayConfigInvalid
+
+export class DevCore extends Context.Service<DevCore, {
+  /** The base URL the server listens on, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string
+  readonly port: number
+  readonly dataDir: string
+  /** The URL daemons should use for `--core-url`. */
+  readonly publicUrl: string
+}>()("agentwire/core/dev/DevCore") {}
+
+/** Every service the dev Core layer provides (the demo drives Turns in-process through them). */
+export type DevCoreServices =
+  | DevCore
+  | Operator.Operator
+  | Turns.Turns
+  | DeviceDirectory.DeviceDirectory
+  | Gateway
+  | Store.StoreServices
+
+/** The dev Core as a layer: listening once built, stopped (in the order above) when its scope closes. */
+export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, DevCoreStartError> => {
+  const host = options.host ?? "127.0.0.1"
+  const ids = options.ids ?? DevIds.layer
+
+  const store = Store.layerDataDir(options.dataDir).pipe(Layer.provideMerge(ids))
+
+  const recovery = Layer.effectDiscard(recoverUnfinishedTurns)
+
+  const server = NodeHttpServer.layer(() => createServer(), {
+    host,
+    port: options.port ?? 0,
+    websocket: GatewayHttp.websocketServerOptions,
+    gracefulShutdownTimeout: Duration.seconds(2)
+  })
+
+  const gatewayConfig = Layer.unwrap(
+    Effect.map(HttpServer.HttpServer, (s: HttpServer.HttpServer["Service"]) =>
+      GatewayConfig.layer({
+        publicUrl: options.publicUrl ?? HttpServer.formatAddress(s.address),
+        ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds })
+      }))
+  )
+
+  const gateway = Gateway.layer.pipe(
+    Layer.provide(options.tap === undefined ? Layer.empty : FrameTap.layer(options.tap))
+  )
+
+  const services = Layer.mergeAll(
+    Operator.layer,
+    Turns.layer(options.turns ?? {})
+  ).pipe(
+    Layer.provideMerge(DeviceDirectory.layer),
+    Layer.provideMerge(TurnJournal.layer)
+  )
+
+  const routes = Layer.mergeAll(GatewayHttp.layer, OperatorApi.layer(options.operatorToken))
+
+  const serve = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
+
+  const devCore = Layer.effect(
+    DevCore,
+    Effect.gen(function* () {
+      const s = yield* HttpServer.HttpServer
+      const config = yield* GatewayConfig
+      const url = HttpServer.formatAddress(s.address)
+      const port = s.address._tag === "UnixPathAddress" ? 0 : s.address.port
+      return DevCore.of({ url, port, dataDir: options.dataDir, publicUrl: config.publicUrl })
+    })
+  )
+
+  // The shutdown hook is built last, so it runs first: end connections and let Turns record before the
+  // server's graceful close waits for them.
+  const shutdownFirst = Layer.effectDiscard(
+    Effect.gen(function* () {
+      const turns = yield* Turns.Turns
+      yield* Effect.addFinalizer(() => turns.shutdown)
+    })
+  )
+
+  return Layer.mergeAll(devCore, serve, shutdownFirst).pipe(
+    Layer.provideMerge(services),
+    Layer.provideMerge(gateway),
+    Layer.provideMerge(gatewayConfig),
+    Layer.provideMerge(server),
+    Layer.provideMerge(recovery),
+    Layer.provideMerge(store)
+  )
+}

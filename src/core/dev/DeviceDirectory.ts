@@ -1,0 +1,150 @@
+/**
+ * The dev Core's view of its devices: stored records (credentials, the latest declaration) joined with the
+ * gateway's live state (online, the live connection's declaration). A background fiber persists each
+ * valid heartbeat's declaration from the gateway's events and forgets it when a connection ended on an
+ * invalid heartbeat. The stored declaration is only a listing cache: admission always reads the live
+ * connection's declaration (protocol "Capability declarations").
+ */
+import { Context, Deferred, Effect, Layer, Option, Stream } from "effect"
+import type { Capabilities, Ids } from "../../proto/index.js"
+import type { Declaration } from "../DeviceSession.js"
+import { Gateway, type GatewayEvent } from "../Gateway.js"
+import { DeviceStore, type StoredDevice } from "./DeviceStore.js"
+import type { StoreFailed } from "./StoreErrors.js"
+
+export interface KindView {
+  readonly kind: string
+  readonly available: boolean
+  readonly version: string | null
+  /** The complete declaration, or null when unknown (an incomplete stored projection). */
+  readonly capabilities: Capabilities.AgentKindCapabilities | null
+}
+
+export interface DeviceView {
+  readonly device_id: string
+  readonly workspace_id: string
+  readonly runtime_type: string
+  readonly created_at_ms: number
+  readonly revoked: boolean
+  readonly has_credential: boolean
+  readonly online: boolean
+  readonly connection_number: number | null
+  /** Null before the first heartbeat (capabilities unknown). From the live connection when online. */
+  readonly declaration: {
+    readonly source: "live" | "stored"
+    readonly daemon_version: string | null
+    readonly active_requests: number
+    readonly heartbeat_ts: number
+    readonly received_at_ms: number
+    readonly kinds: ReadonlyArray<KindView>
+  } | null
+}
+
+export class DeviceDirectory extends Context.Service<DeviceDirectory, {
+  readonly list: Effect.Effect<ReadonlyArray<DeviceView>, StoreFailed>
+  readonly get: (deviceId: string) => Effect.Effect<Option.Option<DeviceView>, StoreFailed>
+  /**
+   * Waits until the device is connected and has sent its first valid heartbeat; succeeds with that
+   * declaration. Interrupting the wait settles nothing.
+   */
+  readonly awaitDeclared: (deviceId: string) => Effect.Effect<Declaration>
+}>()("agentwire/core/dev/DeviceDirectory") {}
+
+const liveView = (declaration: Declaration): NonNullable<DeviceView["declaration"]> => ({
+  source: "live",
+  daemon_version: declaration.daemonVersion ?? null,
+  active_requests: declaration.activeRequests,
+  heartbeat_ts: declaration.ts,
+  received_at_ms: declaration.receivedAtMs,
+  kinds: [...declaration.kinds.values()].map((k) => ({
+    kind: k.kind,
+    available: k.available,
+    version: k.version ?? null,
+    capabilities: k.capabilities
+  }))
+})
+
+const make = Effect.gen(function* () {
+  const gateway = yield* Gateway
+  const store = yield* DeviceStore
+
+  // Persist declarations as they arrive; a store failure is logged and never stops the gateway.
+  const events = yield* gateway.events
+  const persist = (event: GatewayEvent): Effect.Effect<void, StoreFailed> => {
+    switch (event._tag) {
+      case "Declared":
+        return store.recordDeclaration(event.deviceId, event.connectionNumber, event.declaration)
+      case "Disconnected":
+        return event.reason === "invalid_heartbeat" ? store.clearDeclaration(event.deviceId) : Effect.void
+      default:
+        return Effect.void
+    }
+  }
+  yield* events.pipe(
+    Stream.runForEach((event) =>
+      persist(event).pipe(
+        Effect.catch((error) => Effect.logWarning("declaration not persisted").pipe(Effect.annotateLogs({ operation: error.operation })))
+      )
+    ),
+    Effect.forkScoped
+  )
+
+  const view = (device: StoredDevice) =>
+    Effect.gen(function* () {
+      const session = yield* gateway.session(device.deviceId as Ids.DeviceId)
+      const live = Option.isSome(session) ? yield* session.value.declaration : Option.none()
+      const stored = Option.map(device.declaration, (d): NonNullable<DeviceView["declaration"]> => ({
+        source: "stored",
+        daemon_version: d.daemonVersion ?? null,
+        active_requests: d.activeRequests,
+        heartbeat_ts: d.heartbeatTs,
+        received_at_ms: d.receivedAtMs,
+        kinds: d.kinds.map((k) => ({
+          kind: k.kind,
+          available: k.available,
+          version: k.version ?? null,
+          capabilities: Option.getOrNull(k.capabilities)
+        }))
+      }))
+      return {
+        device_id: device.deviceId,
+        workspace_id: device.workspaceId,
+        runtime_type: device.runtimeType,
+        created_at_ms: device.createdAtMs,
+        revoked: device.revokedAtMs !== undefined,
+        has_credential: device.hasActiveCredential,
+        online: Option.isSome(session),
+        connection_number: Option.isSome(session) ? session.value.connectionNumber : null,
+        declaration: Option.isSome(live) ? liveView(live.value) : Option.getOrNull(stored)
+      } satisfies DeviceView
+    })
+
+  const awaitDeclared = (deviceId: string) =>
+    Effect.scoped(Effect.gen(function* () {
+      const done = yield* Deferred.make<Declaration>()
+      const stream = yield* gateway.events
+      yield* stream.pipe(
+        Stream.runForEach((event) =>
+          event._tag === "Declared" && event.deviceId === deviceId ? Deferred.succeed(done, event.declaration) : Effect.void
+        ),
+        Effect.forkScoped
+      )
+      // Already declared before we subscribed?
+      const session = yield* gateway.session(deviceId as Ids.DeviceId)
+      if (Option.isSome(session)) {
+        const current = yield* session.value.declaration
+        if (Option.isSome(current)) yield* Deferred.succeed(done, current.value)
+      }
+      return yield* Deferred.await(done)
+    }))
+
+  return DeviceDirectory.of({
+    list: Effect.flatMap(store.list, Effect.forEach(view)),
+    get: (deviceId) =>
+      Effect.flatMap(store.get(deviceId), (device) =>
+        Option.isNone(device) ? Effect.succeedNone : Effect.map(view(device.value), Option.some)),
+    awaitDeclared
+  })
+})
+
+export const layer: Layer.Layer<DeviceDirectory, never, Gateway | DeviceStore> = Layer.effect(DeviceDirectory, make)

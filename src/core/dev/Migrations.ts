@@ -1,0 +1,183 @@
+/**
+ * The dev Core's schema as an ordered list of migrations, run on every start through `effect/sql`'s
+ * `Migrator` (each pending migration in one transaction; applied ids are recorded in
+ * `agentwire_migrations`). A migration is never edited once released: a change is a new entry.
+ *
+ * Portability (docs/store.md): the DDL uses only types and syntax PostgreSQL accepts as written (TEXT,
+ * BIGINT, INTEGER, BOOLEAN, PRIMARY KEY, REFERENCES, UNIQUE, plain indexes); times are Unix milliseconds in
+ * BIGINT columns named `*_ms`; structured values are JSON text in `*_json` columns; booleans are BOOLEAN
+ * (SQLite stores 0/1, PostgreSQL true/false; the repositories accept both).
+ */
+import { Effect } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
+
+const initial = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // A Runtime device. `revoked_at_ms` is set while no credential may authenticate it.
+  yield* sql`CREATE TABLE devices (
+    device_id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    runtime_type TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    revoked_at_ms BIGINT
+  )`
+  // Daemon credentials: only the SHA-256 digest is stored, never the credential.
+  yield* sql`CREATE TABLE device_credentials (
+    credential_id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL REFERENCES devices (device_id),
+    digest TEXT NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    revoked_at_ms BIGINT
+  )`
+  yield* sql`CREATE INDEX device_credentials_by_device ON device_credentials (device_id)`
+  // The latest valid heartbeat of a device (liveness facts only).
+  yield* sql`CREATE TABLE device_declarations (
+    device_id TEXT PRIMARY KEY REFERENCES devices (device_id),
+    connection_number BIGINT NOT NULL,
+    daemon_version TEXT,
+    active_requests INTEGER NOT NULL,
+    heartbeat_ts BIGINT NOT NULL,
+    received_at_ms BIGINT NOT NULL
+  )`
+  // One row per declared kind of that heartbeat, with the persisted capability projection (one column per field).
+  yield* sql`CREATE TABLE device_kinds (
+    device_id TEXT NOT NULL REFERENCES devices (device_id),
+    kind TEXT NOT NULL,
+    available BOOLEAN NOT NULL,
+    version TEXT,
+    cap_subagent_observations BOOLEAN,
+    cap_streaming BOOLEAN,
+    cap_permissions BOOLEAN,
+    cap_usage BOOLEAN,
+    cap_resume BOOLEAN,
+    cap_native_session_recovery BOOLEAN,
+    cap_workspace_authoring BOOLEAN,
+    cap_steering BOOLEAN,
+    cap_message_items BOOLEAN,
+    cap_tool_observations BOOLEAN,
+    cap_environment_none BOOLEAN,
+    cap_local_environment BOOLEAN,
+    cap_preparation BOOLEAN,
+    cap_workspace_read_preparation BOOLEAN,
+    cap_workspace_output_export BOOLEAN,
+    cap_programmatic_tool_calling_disable BOOLEAN,
+    cap_web_search_control BOOLEAN,
+    cap_execution_controls BOOLEAN,
+    cap_text_verbosity BOOLEAN,
+    cap_structured_output BOOLEAN,
+    cap_tool_search BOOLEAN,
+    cap_message_images BOOLEAN,
+    cap_function_result_images BOOLEAN,
+    cap_subagent_control BOOLEAN,
+    cap_durable_input_receipts BOOLEAN,
+    cap_durable_turns BOOLEAN,
+    cap_function_tools BOOLEAN,
+    cap_mcp_http_tools BOOLEAN,
+    cap_mcp_http_required BOOLEAN,
+    cap_mcp_http_bearer_auth BOOLEAN,
+    PRIMARY KEY (device_id, kind)
+  )`
+  // A Session: Core-owned configuration. `device_id` is bound at its first Turn.
+  yield* sql`CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY,
+    agent_kind TEXT NOT NULL,
+    environment_type TEXT NOT NULL,
+    configuration_json TEXT NOT NULL,
+    device_id TEXT REFERENCES devices (device_id),
+    native_session_id TEXT,
+    created_at_ms BIGINT NOT NULL
+  )`
+  // A Turn and its outcome. `attempt` counts delivery attempts (a preparation_capacity refusal leaves the
+  // Turn unclaimed for another one); `input_cursor` counts accepted active inputs; `outcome_json` keeps the
+  // whole projected outcome (the columns before it are its queryable part).
+  yield* sql`CREATE TABLE turns (
+    turn_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    run_id TEXT NOT NULL UNIQUE,
+    device_id TEXT,
+    status TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    error_code TEXT,
+    observation_reason TEXT,
+    engine_error_code TEXT,
+    engine_http_status INTEGER,
+    usage_json TEXT,
+    content TEXT,
+    native_session_id TEXT,
+    outcome_json TEXT,
+    input_json TEXT NOT NULL,
+    input_cursor INTEGER NOT NULL,
+    created_at_ms BIGINT NOT NULL,
+    dispatched_at_ms BIGINT,
+    completed_at_ms BIGINT
+  )`
+  yield* sql`CREATE INDEX turns_by_session ON turns (session_id, created_at_ms)`
+  yield* sql`CREATE INDEX turns_by_status ON turns (status)`
+  // The ordered journal of a Turn: Run frames as received (`kind` 'frame', the encoded wire frame) and the
+  // delivery layer's other facts (`kind` 'fact', the encoded TurnFact), in one sequence per Turn.
+  yield* sql`CREATE TABLE turn_events (
+    turn_id TEXT NOT NULL REFERENCES turns (turn_id),
+    seq INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    type TEXT NOT NULL,
+    body_json TEXT NOT NULL,
+    received_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (turn_id, seq)
+  )`
+  // Active inputs. `position` is set when the input is accepted (the cursor value it advanced to).
+  yield* sql`CREATE TABLE turn_inputs (
+    turn_id TEXT NOT NULL REFERENCES turns (turn_id),
+    input_id TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error_code TEXT,
+    position INTEGER,
+    created_at_ms BIGINT NOT NULL,
+    updated_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (turn_id, input_id)
+  )`
+  // Permission requests, user-choice asks and function calls, with the answer's delivery outcome.
+  yield* sql`CREATE TABLE interactions (
+    turn_id TEXT NOT NULL REFERENCES turns (turn_id),
+    interaction_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    request_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    delivery_id TEXT,
+    answer_json TEXT,
+    outcome TEXT,
+    outcome_error_code TEXT,
+    created_at_ms BIGINT NOT NULL,
+    answered_at_ms BIGINT,
+    PRIMARY KEY (turn_id, kind, interaction_id)
+  )`
+  // Workspace write reservations (protocol "Workspace operations"): the table only, for later.
+  yield* sql`CREATE TABLE write_reservations (
+    reservation_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    operation_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    digest TEXT,
+    size_bytes BIGINT,
+    created_at_ms BIGINT NOT NULL,
+    settled_at_ms BIGINT
+  )`
+})
+
+/** Every migration, in order. */
+export const migrations = {
+  "1_initial": initial
+} as const
+
+/** The table recording applied migration ids. */
+export const MigrationsTable = "agentwire_migrations"
+
+/**
+ * Runs every pending migration. Success proves the schema is at the latest version; a failure leaves the
+ * failed migration's transaction rolled back.
+ */
+export const migrate = Migrator.make({})({
+  loader: Migrator.fromRecord(migrations),
+  table: MigrationsTable
+})

@@ -1,0 +1,144 @@
+/**
+ * The dev Core's operator operations on devices, credentials and Sessions (Turn operations are in
+ * `Turns.ts`). The operator HTTP API (`OperatorApi.ts`) and the demo call these; both see the same
+ * typed errors (`OperatorErrors.ts`).
+ *
+ * Credentials are printed once: `createCredential` returns the credential `Redacted`, the store keeps only
+ * its digest, and nothing else holds it. Revoking closes the device's live connection with close code 4001
+ * ("runtime retired"), which a daemon treats as permanent; its next connection attempt is refused with
+ * `bad_credential`.
+ */
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Ids, Limits } from "../../proto/index.js"
+import { Gateway } from "../Gateway.js"
+import { DevIds } from "./DevIds.js"
+import { DeviceDirectory, type DeviceView } from "./DeviceDirectory.js"
+import { DeviceStore } from "./DeviceStore.js"
+import { OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
+import {
+  configurationIssue,
+  type CreateSessionRequest,
+  publicConfiguration,
+  type SessionConfiguration
+} from "./SessionConfig.js"
+import { type SessionRecord, SessionStore } from "./SessionStore.js"
+import { StoreFailed } from "./StoreErrors.js"
+
+export interface SessionView {
+  readonly session_id: string
+  readonly agent_kind: string
+  readonly environment: { readonly type: "none" }
+  readonly configuration: Record<string, unknown>
+  readonly device_id: string | null
+  readonly native_session_id: string | null
+  readonly created_at_ms: number
+}
+
+export const sessionView = (session: SessionRecord): SessionView => ({
+  session_id: session.sessionId,
+  agent_kind: session.agentKind,
+  environment: { type: session.environmentType },
+  configuration: publicConfiguration(session.configuration as SessionConfiguration),
+  device_id: session.deviceId ?? null,
+  native_session_id: session.nativeSessionId ?? null,
+  created_at_ms: session.createdAtMs
+})
+
+/** Maps a store failure to the operator error (nothing was decided). */
+export const unavailable = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, StoreFailed> | OperatorUnavailable, R> =>
+  Effect.mapError(effect, (e) =>
+    e instanceof StoreFailed ? new OperatorUnavailable({ operation: e.operation }) : (e as Exclude<E, StoreFailed>))
+
+const isDeviceId = Schema.is(Ids.DeviceId)
+
+export class Operator extends Context.Service<Operator, {
+  /**
+   * Creates the device when missing and issues a fresh credential (an earlier one stops authenticating).
+   * The credential is returned once; only its digest is stored.
+   */
+  readonly createCredential: (
+    deviceId: string
+  ) => Effect.Effect<{ readonly deviceId: string; readonly credential: Redacted.Redacted<string> }, OperatorRequestInvalid | OperatorUnavailable>
+  /** Revokes the device's credentials and closes its live connection (4001). */
+  readonly revokeCredential: (
+    deviceId: string
+  ) => Effect.Effect<{ readonly disconnected: boolean }, OperatorNotFound | OperatorUnavailable>
+  readonly listDevices: Effect.Effect<ReadonlyArray<DeviceView>, OperatorUnavailable>
+  readonly getDevice: (deviceId: string) => Effect.Effect<DeviceView, OperatorNotFound | OperatorUnavailable>
+  readonly createSession: (request: CreateSessionRequest) => Effect.Effect<SessionView, OperatorRequestInvalid | OperatorNotFound | OperatorUnavailable>
+  readonly getSession: (sessionId: string) => Effect.Effect<SessionView, OperatorNotFound | OperatorUnavailable>
+  readonly listSessions: Effect.Effect<ReadonlyArray<SessionView>, OperatorUnavailable>
+}>()("agentwire/core/dev/Operator") {}
+
+const make = Effect.gen(function* () {
+  const devices = yield* DeviceStore
+  const directory = yield* DeviceDirectory
+  const sessions = yield* SessionStore
+  const gateway = yield* Gateway
+  const ids = yield* DevIds
+
+  const createCredential = Effect.fn("Operator.createCredential")(function* (deviceId: string) {
+    if (!isDeviceId(deviceId)) {
+      return yield* new OperatorRequestInvalid({ detail: `device_id must be non-blank and at most ${Limits.MaxCorrelationIdBytes} bytes` })
+    }
+    const credential = yield* unavailable(devices.issueCredential(deviceId))
+    yield* Effect.logInfo("device credential issued").pipe(Effect.annotateLogs({ device_id: deviceId }))
+    return { deviceId, credential }
+  })
+
+  const revokeCredential = Effect.fn("Operator.revokeCredential")(function* (deviceId: string) {
+    const known = yield* unavailable(devices.revoke(deviceId))
+    if (!known) return yield* new OperatorNotFound({ resource: "device", id: deviceId })
+    const session = isDeviceId(deviceId) ? yield* gateway.session(deviceId) : Option.none()
+    if (Option.isSome(session)) yield* session.value.close(Limits.CloseRuntimeRetired, "disconnected")
+    yield* Effect.logInfo("device credential revoked").pipe(
+      Effect.annotateLogs({ device_id: deviceId, disconnected: Option.isSome(session) })
+    )
+    return { disconnected: Option.isSome(session) }
+  })
+
+  const getDevice = Effect.fn("Operator.getDevice")(function* (deviceId: string) {
+    const view = yield* unavailable(directory.get(deviceId))
+    if (Option.isNone(view)) return yield* new OperatorNotFound({ resource: "device", id: deviceId })
+    return view.value
+  })
+
+  const createSession = Effect.fn("Operator.createSession")(function* (request: CreateSessionRequest) {
+    const configuration = request.configuration ?? {}
+    const issue = configurationIssue(configuration)
+    if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `configuration: ${issue.value}` })
+    if (request.device_id !== undefined) {
+      const device = yield* unavailable(devices.get(request.device_id))
+      if (Option.isNone(device)) return yield* new OperatorNotFound({ resource: "device", id: request.device_id })
+    }
+    const sessionId = yield* ids.next("session")
+    const session = yield* unavailable(sessions.create({
+      sessionId,
+      agentKind: request.agent_kind,
+      environmentType: "none",
+      configuration,
+      deviceId: request.device_id
+    }))
+    return sessionView(session)
+  })
+
+  const getSession = Effect.fn("Operator.getSession")(function* (sessionId: string) {
+    const session = yield* unavailable(sessions.get(sessionId))
+    if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    return sessionView(session.value)
+  })
+
+  return Operator.of({
+    createCredential,
+    revokeCredential,
+    listDevices: unavailable(directory.list),
+    getDevice,
+    createSession,
+    getSession,
+    listSessions: Effect.map(unavailable(sessions.list), (all) => all.map(sessionView))
+  })
+})
+
+export const layer = Layer.effect(Operator, make)

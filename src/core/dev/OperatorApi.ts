@@ -1,0 +1,292 @@
+/**
+ * The operator HTTP + JSON API with Server-Sent Events (docs/operator-api.md documents every route with
+ * examples). Every route requires `Authorization: Bearer <operator token>`; nothing else authenticates here,
+ * and the operator token authenticates nowhere else (the machine routes accept daemon credentials only).
+ *
+ * Status rule: 4xx means nothing was sent to a Runtime (a malformed request, an unknown resource, a state
+ * conflict, an admission refusal); 200 after a dispatch carries a body that says what is proven (an input
+ * `accepted` / `rejected` / `unknown`, a cancellation `cancelled` / `unconfirmed`, …), never an error status.
+ * Error bodies are `{error, detail}`; details never echo a credential, a payload or unbounded peer text.
+ */
+import { ByteSize, Effect, Layer, Redacted, Schema, Stream } from "effect"
+import { Sse } from "effect/encoding"
+import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { MessageInput } from "../../proto/index.js"
+import type { AdmissionRejection, ConfigurationRejected } from "../Outcome.js"
+import { Operator } from "./Operator.js"
+import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
+import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
+import * as OperatorToken from "./OperatorToken.js"
+import { CreateSessionRequest } from "./SessionConfig.js"
+import type { JournalItem } from "./TurnJournal.js"
+import { Turns, turnView } from "./Turns.js"
+
+/** Every operator route lives under this prefix. */
+export const OperatorPrefix = "/api/v1/operator"
+
+/** Request bodies larger than this are refused (inline images make inputs large; the wire frame is 4 MiB). */
+export const MaxOperatorBodyBytes = 4 * 1024 * 1024
+
+export type OperatorError =
+  | OperatorRequestInvalid
+  | OperatorNotFound
+  | OperatorConflict
+  | OperatorUnavailable
+  | AdmissionRejection
+  | ConfigurationRejected
+
+const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
+const errorBody = (status: number, error: string, detail: string) => json(status, { error, detail })
+
+/** The HTTP answer of each operator error. */
+export const errorResponse = (error: OperatorError): HttpServerResponse.HttpServerResponse => {
+  switch (error._tag) {
+    case "OperatorRequestInvalid":
+      return errorBody(400, "invalid_request", error.detail)
+    case "OperatorNotFound":
+      return errorBody(404, "not_found", `${error.resource} not found`)
+    case "OperatorConflict":
+      return errorBody(409, error.reason, error.detail)
+    case "OperatorUnavailable":
+      return errorBody(500, "internal", error.operation)
+    case "CapabilitiesUnknown":
+      return errorBody(422, "capabilities_unknown", error.message)
+    case "HarnessUnavailable":
+      return errorBody(422, "harness_unavailable", error.message)
+    case "BindingInvalid":
+      return errorBody(422, "binding_invalid", error.message)
+    case "CapabilityUnsupported":
+      return json(422, { error: "capability_unsupported", detail: error.message, capability: error.capability, source: error.source })
+    case "ConfigurationRejected":
+      return errorBody(422, "configuration_rejected", error.message)
+  }
+}
+
+const strict = { onExcessProperty: "error" } as const
+
+/** Reads and strictly decodes a JSON body (at most 4 MiB); a failure never echoes the body. */
+export const readBody = <S extends Schema.Top>(request: HttpServerRequest.HttpServerRequest, schema: S) => {
+  const decode = Schema.decodeUnknownEffect(schema as unknown as Schema.Codec<S["Type"], unknown>, strict)
+  return request.text.pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxOperatorBodyBytes)),
+    Effect.mapError(() => new RequestInvalid({ detail: "the body could not be read (at most 4 MiB)" })),
+    Effect.flatMap((text) =>
+      Effect.try({ try: () => (text.trim() === "" ? {} : JSON.parse(text)) as unknown, catch: () => new RequestInvalid({ detail: "the body is not JSON" }) })
+    ),
+    Effect.flatMap((body) =>
+      decode(body).pipe(
+        Effect.mapError((issue) => new RequestInvalid({ detail: `the body does not match the schema: ${String(issue.message).slice(0, 300)}` }))
+      )
+    )
+  ) as Effect.Effect<S["Type"], OperatorRequestInvalid>
+}
+
+const param = (name: string) =>
+  Effect.map(HttpRouter.params, (params) => params[name] ?? "")
+
+/** One SSE event for a journal item. Entries carry their seq as the SSE id (for `Last-Event-ID`). */
+export const sseEvent = (item: JournalItem): string => {
+  switch (item._tag) {
+    case "entry":
+      return Sse.encoder.write({
+        _tag: "Event",
+        id: String(item.seq),
+        event: item.kind === "frame" ? "frame" : "fact",
+        data: item.bodyJson
+      })
+    case "notice":
+      return Sse.encoder.write({ _tag: "Event", id: undefined, event: item.event, data: JSON.stringify(item.data) })
+    case "outcome":
+      return Sse.encoder.write({ _tag: "Event", id: undefined, event: "outcome", data: JSON.stringify(turnView(item.turn)) })
+  }
+}
+
+const encoder = new TextEncoder()
+
+const SteerBody = Schema.Struct({ input: MessageInput.MessageInput, input_id: Schema.optionalKey(Schema.String) })
+const StartTurnBody = Schema.Struct({ input: MessageInput.MessageInput })
+const PermissionBody = Schema.Struct({
+  approved: Schema.Boolean,
+  message: Schema.optionalKey(Schema.String),
+  updated_input: Schema.optionalKey(Schema.Record(Schema.String, Schema.Json))
+})
+const UserChoiceBody = Schema.Struct({
+  question_answers: Schema.optionalKey(
+    Schema.Array(Schema.Struct({ question_id: Schema.String, answers: Schema.Array(Schema.String) }))
+  ),
+  cancelled: Schema.optionalKey(Schema.Boolean),
+  reason: Schema.optionalKey(Schema.String)
+})
+const FunctionResultBody = Schema.Struct({
+  /** Text, or ordered content parts. */
+  output: Schema.optionalKey(Schema.Union([Schema.String, Schema.Array(MessageInput.InputContent)])),
+  /** Set when the function failed: appended as a text part and `success` is false. */
+  error: Schema.optionalKey(Schema.String)
+})
+
+/**
+ * The operator routes, registered on the current `HttpRouter`. `token` is the operator token; it is compared
+ * in constant time and never logged.
+ */
+export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, never, HttpRouter.HttpRouter | Operator | Turns> =>
+  HttpRouter.use((router) =>
+    Effect.gen(function* () {
+      const operator = yield* Operator
+      const turns = yield* Turns
+
+      const authorized = (request: HttpServerRequest.HttpServerRequest): boolean => {
+        const header = request.headers["authorization"]
+        if (header === undefined || !header.startsWith("Bearer ")) return false
+        return OperatorToken.matches(token, header.slice("Bearer ".length).trim())
+      }
+
+      /** Wraps a handler: authorization first, then the typed errors as JSON answers. */
+      const route = <R>(
+        handler: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, OperatorError, R>
+      ) =>
+      (request: HttpServerRequest.HttpServerRequest) =>
+        authorized(request)
+          ? Effect.catch(handler(request), (error) => Effect.succeed(errorResponse(error)))
+          : Effect.succeed(errorBody(401, "unauthorized", "Authorization: Bearer <operator token> required"))
+
+      const p = (path: string) => `${OperatorPrefix}${path}` as HttpRouter.PathInput
+
+      // ------------------------------------------------------------------------------------ devices
+      yield* router.add("GET", p("/devices"), route(() => Effect.map(operator.listDevices, (devices) => json(200, { devices }))))
+      yield* router.add(
+        "GET",
+        p("/devices/:device_id"),
+        route(() => Effect.flatMap(param("device_id"), (id) => Effect.map(operator.getDevice(id), (device) => json(200, device))))
+      )
+      yield* router.add(
+        "POST",
+        p("/devices/:device_id/credential"),
+        route(() =>
+          Effect.flatMap(param("device_id"), (id) =>
+            Effect.map(operator.createCredential(id), (issued) =>
+              // The one place the credential leaves the process: this response body, once.
+              json(201, { device_id: issued.deviceId, credential: Redacted.value(issued.credential) })))
+        )
+      )
+      yield* router.add(
+        "DELETE",
+        p("/devices/:device_id/credential"),
+        route(() =>
+          Effect.flatMap(param("device_id"), (id) =>
+            Effect.map(operator.revokeCredential(id), (r) => json(200, { device_id: id, revoked: true, disconnected: r.disconnected })))
+        )
+      )
+
+      // ------------------------------------------------------------------------------------ sessions
+      yield* router.add(
+        "POST",
+        p("/sessions"),
+        route((request) =>
+          Effect.flatMap(readBody(request, CreateSessionRequest), (body) =>
+            Effect.map(operator.createSession(body), (session) => json(201, session))))
+      )
+      yield* router.add("GET", p("/sessions"), route(() => Effect.map(operator.listSessions, (sessions) => json(200, { sessions }))))
+      yield* router.add(
+        "GET",
+        p("/sessions/:session_id"),
+        route(() =>
+          Effect.flatMap(param("session_id"), (id) =>
+            Effect.gen(function* () {
+              const session = yield* operator.getSession(id)
+              const list = yield* turns.listBySession(id)
+              return json(200, { ...session, turns: list })
+            })))
+      )
+
+      // ------------------------------------------------------------------------------------ turns
+      yield* router.add(
+        "POST",
+        p("/sessions/:session_id/turns"),
+        route((request) =>
+          Effect.gen(function* () {
+            const id = yield* param("session_id")
+            const body = yield* readBody(request, StartTurnBody)
+            return json(202, yield* turns.start(id, body.input))
+          }))
+      )
+      yield* router.add(
+        "GET",
+        p("/turns/:turn_id"),
+        route(() => Effect.flatMap(param("turn_id"), (id) => Effect.map(turns.get(id), (turn) => json(200, turn))))
+      )
+      yield* router.add(
+        "GET",
+        p("/turns/:turn_id/outcome"),
+        route(() => Effect.flatMap(param("turn_id"), (id) => Effect.map(turns.get(id), (turn) => json(200, turn.outcome))))
+      )
+      yield* router.add(
+        "GET",
+        p("/turns/:turn_id/events"),
+        route((request) =>
+          Effect.gen(function* () {
+            const id = yield* param("turn_id")
+            yield* turns.get(id) // 404 before the stream starts
+            const url = new URL(request.url, "http://operator.invalid")
+            const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0"
+            const after = Number.parseInt(lastEventId, 10)
+            const body = turns.follow(id, Number.isFinite(after) && after > 0 ? after : 0).pipe(
+              Stream.map((item) => encoder.encode(sseEvent(item))),
+              Stream.catch(() => Stream.make(encoder.encode(Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" }))))
+            )
+            return HttpServerResponse.stream(body, {
+              contentType: "text/event-stream",
+              headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+            })
+          }))
+      )
+      yield* router.add(
+        "POST",
+        p("/turns/:turn_id/steer"),
+        route((request) =>
+          Effect.gen(function* () {
+            const id = yield* param("turn_id")
+            const body = yield* readBody(request, SteerBody)
+            return json(200, yield* turns.steer(id, body.input, body.input_id))
+          }))
+      )
+      yield* router.add(
+        "POST",
+        p("/turns/:turn_id/cancel"),
+        route(() => Effect.flatMap(param("turn_id"), (id) => Effect.map(turns.cancel(id), (r) => json(200, r))))
+      )
+      yield* router.add(
+        "POST",
+        p("/turns/:turn_id/permissions/:request_id"),
+        route((request) =>
+          Effect.gen(function* () {
+            const id = yield* param("turn_id")
+            const interaction = yield* param("request_id")
+            const body = yield* readBody(request, PermissionBody)
+            return json(200, yield* turns.answerPermission(id, interaction, body))
+          }))
+      )
+      yield* router.add(
+        "POST",
+        p("/turns/:turn_id/questions/:ask_id"),
+        route((request) =>
+          Effect.gen(function* () {
+            const id = yield* param("turn_id")
+            const interaction = yield* param("ask_id")
+            const body = yield* readBody(request, UserChoiceBody)
+            return json(200, yield* turns.answerUserChoice(id, interaction, body))
+          }))
+      )
+      yield* router.add(
+        "POST",
+        p("/turns/:turn_id/functions/:call_id"),
+        route((request) =>
+          Effect.gen(function* () {
+            const id = yield* param("turn_id")
+            const call = yield* param("call_id")
+            const body = yield* readBody(request, FunctionResultBody)
+            return json(200, yield* turns.functionResult(id, call, body))
+          }))
+      )
+    })
+  )
+

@@ -1,0 +1,51 @@
+/**
+ * Errors of the dev Core's operator operations, each with the HTTP status the operator API answers. Every
+ * one of them is definite and happened before anything was sent to a Runtime: an operation that dispatched
+ * something answers 200 with a body that says what is proven (docs/operator-api.md), never an error.
+ */
+import { Schema } from "effect"
+
+/** The request is malformed (bad JSON, a schema violation, an invalid MessageInput). 400. */
+export class OperatorRequestInvalid extends Schema.TaggedError<OperatorRequestInvalid>()("OperatorRequestInvalid", {
+  detail: Schema.String
+}) {
+  override get message() {
+    return `invalid request: ${this.detail}`
+  }
+}
+
+/** No such device, Session, Turn or interaction. 404. */
+export class OperatorNotFound extends Schema.TaggedError<OperatorNotFound>()("OperatorNotFound", {
+  resource: Schema.Literals(["device", "session", "turn", "interaction"]),
+  id: Schema.String
+}) {
+  override get message() {
+    return `${this.resource} not found`
+  }
+}
+
+/** The resource is not in a state that allows the operation (a finished Turn, an answered interaction, …). 409. */
+export class OperatorConflict extends Schema.TaggedError<OperatorConflict>()("OperatorConflict", {
+  reason: Schema.Literals([
+    "turn_not_running",
+    "turn_active", // the Session already has an unfinished Turn
+    "interaction_not_pending",
+    "device_offline",
+    "device_mismatch", // the Session is bound to another device
+    "answer_outstanding" // another answer of this Turn is still awaiting its receipt
+  ]),
+  detail: Schema.String
+}) {
+  override get message() {
+    return `conflict (${this.reason}): ${this.detail}`
+  }
+}
+
+/** The store failed; nothing was decided. 500. */
+export class OperatorUnavailable extends Schema.TaggedError<OperatorUnavailable>()("OperatorUnavailable", {
+  operation: Schema.String
+}) {
+  override get message() {
+    return `internal error (${this.operation})`
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Start-up reconciliation (protocol "Failures, retries and cleanup": Core keeps the durable truth and
+ * reconciles from confirmed facts). A Turn a previous process left unfinished lost its observer: this process
+ * holds no subscription for its Run, and a reconnection never replays. Its stored journal (the facts of its
+ * latest delivery attempt) is replayed through the delivery layer's projection (`Outcome.project`) with one
+ * more fact, `RunObservationEnded{reason: "core_restarted"}`, so restart and live delivery share one rule:
+ *
+ * | stored facts                                          | projected outcome                                   |
+ * |-------------------------------------------------------|-----------------------------------------------------|
+ * | the Run was dispatched and Run frames were observed    | failed, `event_stream_incomplete`, `core_restarted` |
+ * | dispatched, nothing observed afterwards                | failed, `delivery_unknown`, `core_restarted`        |
+ * | only the preparation was dispatched                    | failed, `delivery_unknown` / `preparation_interrupted` |
+ * | `done` (or a cancellation receipt) was already stored | what it proves (completed, cancelled, …)             |
+ * | nothing was dispatched                                | failed, `delivery_failed` (definite: nothing sent)  |
+ *
+ * Never invented as completed or as an engine failure; the stored events stay as they are. A Turn the
+ * previous process left unclaimed (a `preparation_capacity` refusal) stays queued for another attempt.
+ * Inputs still waiting for a receipt become `unknown` (the cursor does not move); answers still waiting for
+ * a receipt become `unknown`; open interactions are abandoned with the Turn.
+ */
+import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Outcome from "../Outcome.js"
+import type { StoreFailed } from "./StoreErrors.js"
+import { storeFailed } from "./StoreErrors.js"
+import { fromEntry } from "./TurnJournal.js"
+import { TurnStore } from "./TurnStore.js"
+
+export interface RecoveredTurn {
+  readonly turnId: string
+  /** `requeued` when the Turn stays unclaimed for another attempt. */
+  readonly outcome: Outcome.TurnOutcome | "requeued"
+}
+
+/** The outcome of a Turn whose journal proves nothing was dispatched. */
+const notDispatched: Outcome.TurnOutcome = {
+  status: "failed",
+  error_code: "delivery_failed",
+  detail: "core_restarted",
+  observation: "core_restarted"
+}
+
+/** Reconciles every unfinished Turn as described above; succeeds with what it recorded. */
+export const recoverUnfinishedTurns: Effect.Effect<
+  ReadonlyArray<RecoveredTurn>,
+  StoreFailed,
+  TurnStore | SqlClient.SqlClient
+> = Effect.gen(function* () {
+  const turns = yield* TurnStore
+  const sql = yield* SqlClient.SqlClient
+  const unfinished = yield* turns.listUnfinished
+  const recovered: Array<RecoveredTurn> = []
+  for (const turn of unfinished) {
+    const entries = (yield* turns.events(turn.turnId, 0)).filter((e) => e.attempt === turn.attempt)
+    const facts = entries.flatMap((e) => Option.toArray(fromEntry(e)))
+    const resolution = Outcome.project([...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])
+    yield* sql`UPDATE turn_inputs SET status = 'unknown' WHERE turn_id = ${turn.turnId} AND status IN ('sending', 'written')`.pipe(
+      storeFailed("recover_inputs")
+    )
+    yield* sql`UPDATE interactions SET status = 'answered', outcome = 'unknown'
+      WHERE turn_id = ${turn.turnId} AND status = 'answering'`.pipe(storeFailed("recover_interactions"))
+    if (resolution._tag === "Unclaimed") {
+      yield* sql`UPDATE turns SET status = 'queued' WHERE turn_id = ${turn.turnId}`.pipe(storeFailed("requeue_turn"))
+      recovered.push({ turnId: turn.turnId, outcome: "requeued" })
+      continue
+    }
+    const outcome = resolution._tag === "Settled" ? resolution.outcome : notDispatched
+    if (yield* turns.complete(turn.turnId, outcome)) recovered.push({ turnId: turn.turnId, outcome })
+  }
+  if (recovered.length > 0) {
+    yield* Effect.logWarning("reconciled Turns left unfinished by a previous process").pipe(
+      Effect.annotateLogs({ turns: recovered.length })
+    )
+  }
+  return recovered
+})

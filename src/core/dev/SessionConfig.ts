@@ -1,0 +1,96 @@
+/**
+ * The operator API's Session model and how it becomes the gateway's `ExecutionSpec`: an agent kind, the
+ * Environment (type `none` for now) and the Agent configuration the admission table reads. `agent_options`
+ * is secret-bearing (it may carry provider keys): it is stored, sent in the execution configuration, and
+ * never returned by the API, logged or shown in the live view.
+ *
+ * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows one: the
+ * `scripted` harness, which qualifies every public feature and declares both controls. Any other kind gets
+ * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
+ * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
+ */
+import { Option, Schema } from "effect"
+import { Checks, Execution, Ids } from "../../proto/index.js"
+import { type AgentConfiguration, type EngineProfile, publicFeatures } from "../CapabilityPolicy.js"
+import type { ExecutionSpec } from "../ExecutionRequest.js"
+
+export const MultiAgent = Schema.Struct({
+  enabled: Schema.Boolean,
+  max_concurrent_subagents: Schema.optionalKey(Checks.NonNegativeInt)
+})
+
+/** The Agent configuration of a Session (every member optional; absent means the default). */
+export const SessionConfiguration = Schema.Struct({
+  /** Opaque engine options (model, system prompt, provider). Secret-bearing: stored, sent, never returned. */
+  agent_options: Schema.optionalKey(Checks.JsonObject),
+  text_verbosity: Schema.optionalKey(Execution.TextVerbosity),
+  output_format: Schema.optionalKey(Execution.OutputFormat),
+  multi_agent: Schema.optionalKey(MultiAgent),
+  tool_search: Schema.optionalKey(Schema.Boolean),
+  function_tools: Schema.optionalKey(Schema.Array(Execution.FunctionTool)),
+  disable_programmatic_tool_calling: Schema.optionalKey(Schema.Boolean)
+})
+export type SessionConfiguration = typeof SessionConfiguration.Type
+
+export const EnvironmentSpec = Schema.Struct({ type: Schema.Literal("none") })
+
+/** `POST /api/v1/operator/sessions`. */
+export const CreateSessionRequest = Schema.Struct({
+  agent_kind: Schema.String.check(Checks.isNonBlank, Checks.isMaxBytes(128)),
+  environment: Schema.optionalKey(EnvironmentSpec),
+  configuration: Schema.optionalKey(SessionConfiguration),
+  /** Pin the Session to one device (otherwise the first admitting online device is chosen at its first Turn). */
+  device_id: Schema.optionalKey(Ids.DeviceId)
+})
+export type CreateSessionRequest = typeof CreateSessionRequest.Type
+
+/** The engine profiles the dev Core knows. */
+export const engineProfileFor = (agentKind: string): EngineProfile =>
+  agentKind === "scripted"
+    ? { controls: { web_search: true, text_verbosity: true }, qualifies: new Set(publicFeatures) }
+    : { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
+
+/** The admission table's view of a stored configuration. */
+export const agentConfiguration = (config: SessionConfiguration): AgentConfiguration => ({
+  multi_agent: config.multi_agent ?? { enabled: false },
+  ...(config.output_format === undefined ? {} : { output_format: config.output_format }),
+  tool_search: config.tool_search ?? false,
+  function_tools: config.function_tools ?? [],
+  disable_programmatic_tool_calling: config.disable_programmatic_tool_calling ?? false,
+  mcp_http_servers: [],
+  ...(config.text_verbosity === undefined ? {} : { text_verbosity: config.text_verbosity })
+})
+
+/** The shared configuration rules checked at creation, so a Session that can never run is refused at once. */
+export const configurationIssue = (config: SessionConfiguration): Option.Option<string> =>
+  Execution.validateConfiguration({
+    agent_kind: "check",
+    conversation_id: "",
+    run_id: "",
+    disable_execution_environment: true,
+    ...(config.function_tools === undefined ? {} : { function_tools: config.function_tools }),
+    ...(config.tool_search === undefined ? {} : { tool_search: config.tool_search })
+  })
+
+/** The frozen execution spec of one Turn of a Session. */
+export const executionSpec = (session: {
+  readonly sessionId: string
+  readonly agentKind: string
+  readonly configuration: SessionConfiguration
+  readonly hasStartedTurn: boolean
+  readonly nativeSessionId: string | undefined
+}): ExecutionSpec => ({
+  session_id: Ids.unsafeMake.sessionId(session.sessionId),
+  agent_kind: session.agentKind,
+  ...(session.configuration.agent_options === undefined ? {} : { agent_options: session.configuration.agent_options }),
+  engine: engineProfileFor(session.agentKind),
+  agent: agentConfiguration(session.configuration),
+  environment: { type: "none" },
+  session: { has_started_turn: session.hasStartedTurn, native_session_id: session.nativeSessionId }
+})
+
+/** The configuration as the API returns it: `agent_options` is replaced by whether it is set. */
+export const publicConfiguration = (config: SessionConfiguration): Record<string, unknown> => {
+  const { agent_options, ...rest } = config
+  return { ...rest, agent_options_set: agent_options !== undefined }
+}

@@ -1,0 +1,186 @@
+/**
+ * The journal of each Turn: every fact the delivery layer reports, persisted in order as it arrives
+ * (`turn_events`, seq 1, 2, …; Run frames as the encoded wire frame, other facts encoded) and published to
+ * live subscribers, plus Core-side notices (an input's receipt fact, an interaction's answer outcome) and,
+ * last, the Turn's outcome. The same entries are what a restart replays through `Outcome.project`.
+ *
+ * `follow` replays what is stored and then continues live without a gap or a duplicate: it subscribes to the
+ * live hub first, then reads the store, then passes on only live entries with a larger seq. It ends after the
+ * outcome. A Turn already finished (also one finished by a previous process) replays and ends at once.
+ *
+ * Ownership: the Turn's runner is the only writer of its journal (one `open` per Turn). A subscriber that
+ * goes away settles nothing; the journal never waits for a subscriber (hubs are unbounded per Turn and
+ * dropped once the outcome is published).
+ */
+import { Context, Effect, Layer, Option, PubSub, Ref, Result, Schema, Semaphore, Stream } from "effect"
+import { Messages } from "../../proto/index.js"
+import type { RunEvent } from "../DeviceSession.js"
+import * as Outcome from "../Outcome.js"
+import type { StoreFailed } from "./StoreErrors.js"
+import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
+
+export type JournalItem =
+  /** A journal entry with its position: a Run frame as received (`kind` frame) or another delivery fact. */
+  | { readonly _tag: "entry"; readonly seq: number; readonly kind: JournalKind; readonly type: string; readonly bodyJson: string }
+  /** A Core-side fact about an active input or an interaction that the frame journal does not carry. */
+  | { readonly _tag: "notice"; readonly event: "input" | "interaction"; readonly data: unknown }
+  /** The Turn's terminal record; the last item of every stream. */
+  | { readonly _tag: "outcome"; readonly turn: TurnRecord }
+
+export interface JournalWriter {
+  readonly turnId: string
+  /** The delivery attempt this writer records under. */
+  readonly attempt: number
+  /**
+   * Persists one fact at the next seq (a `RunEvent` fact as the encoded frame), then publishes it. Success
+   * proves it is stored.
+   */
+  readonly record: (fact: Outcome.TurnFact) => Effect.Effect<number, StoreFailed>
+  /** Publishes a notice to live subscribers (not stored). */
+  readonly notify: (event: "input" | "interaction", data: unknown) => Effect.Effect<void>
+  /** Publishes the stored outcome (read back from the store) and retires the live hub. */
+  readonly finish: Effect.Effect<void, StoreFailed>
+}
+
+export class TurnJournal extends Context.Service<TurnJournal, {
+  /** The writer of one Turn's journal for one delivery attempt, continuing after the last stored seq. */
+  readonly open: (turnId: string, attempt: number) => Effect.Effect<JournalWriter, StoreFailed>
+  /**
+   * Stored entries after `afterSeq`, then live items, ending with the outcome. The stream fails with
+   * `StoreFailed` when the store cannot be read; it ends without an outcome only for an unknown Turn.
+   */
+  readonly follow: (turnId: string, afterSeq: number) => Stream.Stream<JournalItem, StoreFailed>
+}>()("agentwire/core/dev/TurnJournal") {}
+
+/** Encodes a received Run frame for the journal (the wire form of the decoded message). */
+export const encodeFrame = (event: RunEvent): string => {
+  const encoded = Messages.encodeMessage(event)
+  return encoded._tag === "Success" ? encoded.success : JSON.stringify({ type: event.type, id: event.id })
+}
+
+const encodeFact = Schema.encodeUnknownSync(Outcome.TurnFact)
+const decodeFact = Schema.decodeUnknownResult(Outcome.TurnFact)
+
+/** The stored form of a fact: Run events as frames, the rest as encoded facts. */
+export const toEntry = (fact: Outcome.TurnFact): { readonly kind: JournalKind; readonly type: string; readonly bodyJson: string } =>
+  fact._tag === "RunEvent"
+    ? { kind: "frame", type: fact.event.type, bodyJson: encodeFrame(fact.event) }
+    : { kind: "fact", type: fact._tag, bodyJson: JSON.stringify(encodeFact(fact)) }
+
+/** Reads a stored entry back as a fact; `None` for an entry that no longer decodes (kept, but not replayed). */
+export const fromEntry = (entry: StoredEvent): Option.Option<Outcome.TurnFact> => {
+  if (entry.kind === "frame") {
+    const decoded = Messages.decodeRuntimeToCore(entry.bodyJson)
+    return Result.isSuccess(decoded) && isRunEvent(decoded.success)
+      ? Option.some({ _tag: "RunEvent", event: decoded.success })
+      : Option.none()
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(entry.bodyJson)
+  } catch {
+    return Option.none()
+  }
+  return Result.getSuccess(decodeFact(parsed))
+}
+
+const runEventTypes: ReadonlySet<string> = new Set<RunEvent["type"]>([
+  "delta",
+  "thinking",
+  "output_message",
+  "tool_call",
+  "usage",
+  "error",
+  "done",
+  "permission_request",
+  "permission_cancel",
+  "prompt_for_user_choice",
+  "function_call",
+  "subagent_identity",
+  "subagent_lifecycle",
+  "subagent_turn",
+  "subagent_item",
+  "subagent_coordination"
+])
+const isRunEvent = (message: Messages.RuntimeToCore): message is RunEvent => runEventTypes.has(message.type)
+
+const itemOf = (e: StoredEvent): JournalItem => ({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson })
+
+const make = Effect.gen(function* () {
+  const store = yield* TurnStore
+  const hubs = yield* Ref.make(new Map<string, PubSub.PubSub<JournalItem>>())
+
+  const hubFor = (turnId: string) =>
+    Effect.gen(function* () {
+      const existing = (yield* Ref.get(hubs)).get(turnId)
+      if (existing !== undefined) return existing
+      const hub = yield* PubSub.unbounded<JournalItem>()
+      return yield* Ref.modify(hubs, (m) => {
+        const raced = m.get(turnId)
+        return raced !== undefined ? [raced, m] : [hub, new Map(m).set(turnId, hub)]
+      })
+    })
+
+  const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number) {
+    const hub = yield* hubFor(turnId)
+    const seq = yield* Ref.make(yield* store.lastSeq(turnId))
+    const lock = yield* Semaphore.make(1)
+    const writer: JournalWriter = {
+      turnId,
+      attempt,
+      record: (fact) =>
+        lock.withPermit(Effect.gen(function* () {
+          const next = (yield* Ref.get(seq)) + 1
+          const entry = toEntry(fact)
+          yield* store.appendEvent(turnId, { seq: next, attempt, ...entry })
+          yield* Ref.set(seq, next)
+          yield* PubSub.publish(hub, { _tag: "entry", seq: next, ...entry })
+          return next
+        })),
+      notify: (event, data) => Effect.asVoid(PubSub.publish(hub, { _tag: "notice", event, data })),
+      finish: Effect.gen(function* () {
+        const turn = yield* store.get(turnId)
+        if (Option.isSome(turn)) yield* PubSub.publish(hub, { _tag: "outcome", turn: turn.value })
+        yield* Ref.update(hubs, (m) => {
+          const next = new Map(m)
+          next.delete(turnId)
+          return next
+        })
+      })
+    }
+    return writer
+  })
+
+  /** What is stored after `afterSeq`, then the outcome (for a Turn already terminal). */
+  const replayFinished = (turnId: string, afterSeq: number, turn: TurnRecord) =>
+    Effect.map(store.events(turnId, afterSeq), (stored): Stream.Stream<JournalItem> =>
+      Stream.fromIterable([...stored.map(itemOf), { _tag: "outcome" as const, turn }]))
+
+  const follow = (turnId: string, afterSeq: number): Stream.Stream<JournalItem, StoreFailed> =>
+    Stream.unwrap(
+      Effect.gen(function* () {
+        const first = yield* store.get(turnId)
+        if (Option.isNone(first)) return Stream.empty
+        if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
+        // Subscribe before reading the store, so nothing published in between is missed. The hub is created
+        // here when the Turn's writer has not opened it yet.
+        const subscription = yield* PubSub.subscribe(yield* hubFor(turnId))
+        const turn = yield* store.get(turnId)
+        if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
+          return yield* replayFinished(turnId, afterSeq, turn.value)
+        }
+        const stored = yield* store.events(turnId, afterSeq)
+        const last = stored.length > 0 ? stored[stored.length - 1]!.seq : afterSeq
+        const live = Stream.fromSubscription(subscription).pipe(
+          Stream.filter((item) => item._tag !== "entry" || item.seq > last),
+          Stream.takeUntil((item) => item._tag === "outcome")
+        )
+        return Stream.concat(Stream.fromIterable(stored.map(itemOf)), live)
+      })
+    )
+
+  return TurnJournal.of({ open, follow })
+})
+
+
+export const layer: Layer.Layer<TurnJournal, never, TurnStore> = Layer.effect(TurnJournal, make)

@@ -1,0 +1,438 @@
+/**
+ * Turns and everything recorded under them: the outcome, the ordered journal of Run frames as received,
+ * active inputs with the Turn's input cursor, and interactions (permission requests, user-choice asks,
+ * function calls) with the delivery outcome of their answer.
+ *
+ * Rules this store keeps:
+ * - A terminal outcome is written once: `complete` never overwrites completed, failed or cancelled.
+ * - The input cursor advances only through `acceptInput` (an `accepted` receipt), exactly once per input;
+ *   `written`, a send failure or an unknown outcome never move it.
+ * - The journal is append-only and ordered by `seq` (1, 2, …), one writer per Turn. It holds the Run frames
+ *   as received (`frame`) and the delivery layer's other facts (`fact`), tagged with the delivery attempt.
+ */
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { MessageInput } from "../../proto/MessageInput.js"
+import type { TurnOutcome } from "../Outcome.js"
+import { StoreFailed, storeFailed, toInt, toIntOrUndefined, toStringOrUndefined } from "./StoreErrors.js"
+
+/** `queued`: recorded, the Run not yet dispatched; `running`: execution_start / prompt_request dispatched. */
+export type TurnStatus = "queued" | "running" | "completed" | "failed" | "cancelled"
+export const isTerminalStatus = (status: TurnStatus): boolean =>
+  status === "completed" || status === "failed" || status === "cancelled"
+
+export interface TurnRecord {
+  readonly turnId: string
+  readonly sessionId: string
+  readonly runId: string
+  readonly deviceId: string | undefined
+  readonly status: TurnStatus
+  /** Delivery attempts so far (1 once the first one began). */
+  readonly attempt: number
+  readonly errorCode: string | undefined
+  readonly observationReason: string | undefined
+  readonly engineErrorCode: string | undefined
+  readonly engineHttpStatus: number | undefined
+  readonly usage: unknown
+  readonly content: string | undefined
+  readonly nativeSessionId: string | undefined
+  /** The whole projected outcome once terminal. */
+  readonly outcome: TurnOutcome | undefined
+  readonly input: MessageInput
+  readonly inputCursor: number
+  readonly createdAtMs: number
+  readonly dispatchedAtMs: number | undefined
+  readonly completedAtMs: number | undefined
+}
+
+export type JournalKind = "frame" | "fact"
+
+export interface StoredEvent {
+  readonly seq: number
+  readonly attempt: number
+  /** `frame`: a Run frame as received; `fact`: another delivery fact (dispatch, status, receipt). */
+  readonly kind: JournalKind
+  /** The frame's message type, or the fact's tag. */
+  readonly type: string
+  /** The encoded wire frame, or the encoded fact. */
+  readonly bodyJson: string
+  readonly receivedAtMs: number
+}
+
+/** `sending`: persisted before the send; the rest are the receipts' facts. */
+export type InputStatus = "sending" | "not_sent" | "written" | "accepted" | "rejected" | "unknown"
+
+export interface InputRecord {
+  readonly inputId: string
+  readonly input: MessageInput
+  readonly status: InputStatus
+  readonly errorCode: string | undefined
+  /** The cursor value this input advanced the Turn to (accepted inputs only). */
+  readonly position: number | undefined
+  readonly createdAtMs: number
+  readonly updatedAtMs: number
+}
+
+export type InteractionKind = "permission" | "user_choice" | "function_call"
+/** `pending` → `answering` (answer persisted, being delivered) → `answered`; `withdrawn` by permission_cancel; `abandoned` when the Turn ended first. */
+export type InteractionStatus = "pending" | "answering" | "answered" | "withdrawn" | "abandoned"
+/** The answer's delivery outcome: applied / rejected (definite), unknown (no receipt), not_sent (definite). */
+export type AnswerOutcome = "applied" | "rejected" | "unknown" | "not_sent"
+
+export interface InteractionRecord {
+  readonly kind: InteractionKind
+  readonly interactionId: string
+  /** The request payload as received. */
+  readonly request: unknown
+  readonly status: InteractionStatus
+  readonly deliveryId: string | undefined
+  readonly answer: unknown
+  readonly outcome: AnswerOutcome | undefined
+  readonly outcomeErrorCode: string | undefined
+  readonly createdAtMs: number
+  readonly answeredAtMs: number | undefined
+}
+
+export class TurnStore extends Context.Service<TurnStore, {
+  readonly create: (turn: {
+    readonly turnId: string
+    readonly sessionId: string
+    readonly runId: string
+    readonly input: MessageInput
+  }) => Effect.Effect<TurnRecord, StoreFailed>
+  readonly get: (turnId: string) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
+  readonly listBySession: (sessionId: string) => Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
+  /** Turns not in a terminal state (queued or running). */
+  readonly listUnfinished: Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
+  /** Starts the next delivery attempt on `deviceId` (status `running`); succeeds with the attempt's number. */
+  readonly beginAttempt: (turnId: string, deviceId: string) => Effect.Effect<number, StoreFailed>
+  /** Records when the Run itself (execution_start / prompt_request) entered the send queue (first time only). */
+  readonly markDispatched: (turnId: string) => Effect.Effect<void, StoreFailed>
+  /** An attempt ended unclaimed (nothing executed): the Turn is queued again. */
+  readonly requeue: (turnId: string) => Effect.Effect<void, StoreFailed>
+  /** Writes the terminal outcome unless one is recorded already; succeeds with whether it wrote. */
+  readonly complete: (turnId: string, outcome: TurnOutcome) => Effect.Effect<boolean, StoreFailed>
+  readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed>
+  /** Journal entries after `afterSeq`, in order; only frames when `kind` is "frame". */
+  readonly events: (turnId: string, afterSeq: number, kind?: JournalKind) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreFailed>
+  readonly lastSeq: (turnId: string) => Effect.Effect<number, StoreFailed>
+  /** Persists an active input before it is sent (status `sending`). */
+  readonly insertInput: (turnId: string, inputId: string, input: MessageInput) => Effect.Effect<void, StoreFailed>
+  /** Records a non-accepting receipt fact (`written`, `not_sent`, `rejected`, `unknown`); never moves the cursor. */
+  readonly setInputStatus: (
+    turnId: string,
+    inputId: string,
+    status: Exclude<InputStatus, "accepted" | "sending">,
+    errorCode?: string
+  ) => Effect.Effect<void, StoreFailed>
+  /** `accepted`: advances the Turn's cursor by one, once per input; succeeds with the input's position. */
+  readonly acceptInput: (turnId: string, inputId: string) => Effect.Effect<number, StoreFailed>
+  readonly inputs: (turnId: string) => Effect.Effect<ReadonlyArray<InputRecord>, StoreFailed>
+  /** Records a request as pending; a repeated request id keeps the first record (succeeds with false). */
+  readonly recordInteraction: (
+    turnId: string,
+    kind: InteractionKind,
+    interactionId: string,
+    request: unknown
+  ) => Effect.Effect<boolean, StoreFailed>
+  /**
+   * Claims a pending interaction for an answer: `pending` → `answering` with the delivery id and answer.
+   * Succeeds with false when it is not pending (already answered, withdrawn or abandoned).
+   */
+  readonly beginAnswer: (
+    turnId: string,
+    kind: InteractionKind,
+    interactionId: string,
+    deliveryId: string,
+    answer: unknown
+  ) => Effect.Effect<boolean, StoreFailed>
+  readonly finishAnswer: (
+    turnId: string,
+    kind: InteractionKind,
+    interactionId: string,
+    outcome: AnswerOutcome,
+    errorCode?: string
+  ) => Effect.Effect<void, StoreFailed>
+  /** permission_cancel: a pending permission request is withdrawn. */
+  readonly withdrawInteraction: (turnId: string, kind: InteractionKind, interactionId: string) => Effect.Effect<void, StoreFailed>
+  /** Marks every still-pending interaction of a Turn abandoned (the Turn ended first). */
+  readonly abandonInteractions: (turnId: string) => Effect.Effect<void, StoreFailed>
+  readonly interactions: (turnId: string) => Effect.Effect<ReadonlyArray<InteractionRecord>, StoreFailed>
+  readonly getInteraction: (
+    turnId: string,
+    kind: InteractionKind,
+    interactionId: string
+  ) => Effect.Effect<Option.Option<InteractionRecord>, StoreFailed>
+}>()("agentwire/core/dev/TurnStore") {}
+
+const parseJson = (value: unknown): unknown => (value === null || value === undefined ? undefined : JSON.parse(String(value)))
+
+const readTurn = (row: Record<string, unknown>): TurnRecord => ({
+  turnId: String(row.turn_id),
+  sessionId: String(row.session_id),
+  runId: String(row.run_id),
+  deviceId: toStringOrUndefined(row.device_id),
+  status: String(row.status) as TurnStatus,
+  attempt: toInt(row.attempt),
+  errorCode: toStringOrUndefined(row.error_code),
+  observationReason: toStringOrUndefined(row.observation_reason),
+  engineErrorCode: toStringOrUndefined(row.engine_error_code),
+  engineHttpStatus: toIntOrUndefined(row.engine_http_status),
+  usage: parseJson(row.usage_json),
+  content: toStringOrUndefined(row.content),
+  nativeSessionId: toStringOrUndefined(row.native_session_id),
+  outcome: parseJson(row.outcome_json) as TurnOutcome | undefined,
+  input: JSON.parse(String(row.input_json)) as MessageInput,
+  inputCursor: toInt(row.input_cursor),
+  createdAtMs: toInt(row.created_at_ms),
+  dispatchedAtMs: toIntOrUndefined(row.dispatched_at_ms),
+  completedAtMs: toIntOrUndefined(row.completed_at_ms)
+})
+
+const readInput = (row: Record<string, unknown>): InputRecord => ({
+  inputId: String(row.input_id),
+  input: JSON.parse(String(row.input_json)) as MessageInput,
+  status: String(row.status) as InputStatus,
+  errorCode: toStringOrUndefined(row.error_code),
+  position: toIntOrUndefined(row.position),
+  createdAtMs: toInt(row.created_at_ms),
+  updatedAtMs: toInt(row.updated_at_ms)
+})
+
+const readInteraction = (row: Record<string, unknown>): InteractionRecord => ({
+  kind: String(row.kind) as InteractionKind,
+  interactionId: String(row.interaction_id),
+  request: parseJson(row.request_json),
+  status: String(row.status) as InteractionStatus,
+  deliveryId: toStringOrUndefined(row.delivery_id),
+  answer: parseJson(row.answer_json),
+  outcome: toStringOrUndefined(row.outcome) as AnswerOutcome | undefined,
+  outcomeErrorCode: toStringOrUndefined(row.outcome_error_code),
+  createdAtMs: toInt(row.created_at_ms),
+  answeredAtMs: toIntOrUndefined(row.answered_at_ms)
+})
+
+const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const now = Clock.currentTimeMillis
+
+  const get = (turnId: string) =>
+    sql`SELECT * FROM turns WHERE turn_id = ${turnId}`.pipe(
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), readTurn)),
+      storeFailed("get_turn")
+    )
+
+  return TurnStore.of({
+    create: Effect.fn("TurnStore.create")(function* (turn) {
+      const createdAtMs = yield* now
+      yield* sql`INSERT INTO turns ${
+        sql.insert({
+          turn_id: turn.turnId,
+          session_id: turn.sessionId,
+          run_id: turn.runId,
+          device_id: null,
+          status: "queued",
+          attempt: 0,
+          input_json: JSON.stringify(turn.input),
+          input_cursor: 0,
+          created_at_ms: createdAtMs
+        })
+      }`.pipe(storeFailed("create_turn"))
+      return {
+        turnId: turn.turnId,
+        sessionId: turn.sessionId,
+        runId: turn.runId,
+        deviceId: undefined,
+        status: "queued",
+        attempt: 0,
+        errorCode: undefined,
+        observationReason: undefined,
+        engineErrorCode: undefined,
+        engineHttpStatus: undefined,
+        usage: undefined,
+        content: undefined,
+        nativeSessionId: undefined,
+        outcome: undefined,
+        input: turn.input,
+        inputCursor: 0,
+        createdAtMs,
+        dispatchedAtMs: undefined,
+        completedAtMs: undefined
+      } satisfies TurnRecord
+    }),
+    get,
+    listBySession: (sessionId) =>
+      sql`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY created_at_ms, turn_id`.pipe(
+        Effect.map((rows) => rows.map(readTurn)),
+        storeFailed("list_turns")
+      ),
+    listUnfinished: sql`SELECT * FROM turns WHERE status IN ('queued', 'running') ORDER BY created_at_ms, turn_id`.pipe(
+      Effect.map((rows) => rows.map(readTurn)),
+      storeFailed("list_unfinished_turns")
+    ),
+    beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId) {
+      return yield* sql.withTransaction(Effect.gen(function* () {
+        yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId}
+          WHERE turn_id = ${turnId} AND status IN ('queued', 'running')`
+        const rows = yield* sql`SELECT attempt FROM turns WHERE turn_id = ${turnId}`
+        return toInt(rows[0]?.attempt ?? 0)
+      })).pipe(storeFailed("begin_attempt"))
+    }),
+    markDispatched: Effect.fn("TurnStore.markDispatched")(function* (turnId) {
+      const at = yield* now
+      yield* sql`UPDATE turns SET dispatched_at_ms = ${at} WHERE turn_id = ${turnId} AND dispatched_at_ms IS NULL`.pipe(
+        storeFailed("mark_dispatched")
+      )
+    }),
+    requeue: (turnId) =>
+      sql`UPDATE turns SET status = 'queued' WHERE turn_id = ${turnId} AND status = 'running'`.pipe(
+        Effect.asVoid,
+        storeFailed("requeue_turn")
+      ),
+    complete: Effect.fn("TurnStore.complete")(function* (turnId, outcome) {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function* () {
+        const rows = yield* sql`SELECT status FROM turns WHERE turn_id = ${turnId}`
+        const status = rows[0]?.status
+        if (status === undefined || isTerminalStatus(String(status) as TurnStatus)) return false
+        yield* sql`UPDATE turns SET
+            status = ${outcome.status},
+            error_code = ${outcome.error_code ?? null},
+            observation_reason = ${outcome.observation ?? null},
+            engine_error_code = ${outcome.engine_error_code ?? null},
+            engine_http_status = ${outcome.engine_http_status ?? null},
+            usage_json = ${outcome.usage === undefined ? null : JSON.stringify(outcome.usage)},
+            content = ${outcome.content ?? null},
+            native_session_id = ${outcome.native_session_id ?? null},
+            outcome_json = ${JSON.stringify(outcome)},
+            completed_at_ms = ${at}
+          WHERE turn_id = ${turnId}`
+        yield* sql`UPDATE interactions SET status = 'abandoned' WHERE turn_id = ${turnId} AND status = 'pending'`
+        return true
+      })).pipe(storeFailed("complete_turn"))
+    }),
+    appendEvent: Effect.fn("TurnStore.appendEvent")(function* (turnId, event) {
+      const at = yield* now
+      yield* sql`INSERT INTO turn_events ${
+        sql.insert({
+          turn_id: turnId,
+          seq: event.seq,
+          attempt: event.attempt,
+          kind: event.kind,
+          type: event.type,
+          body_json: event.bodyJson,
+          received_at_ms: at
+        })
+      }`.pipe(storeFailed("append_event"))
+    }),
+    events: (turnId, afterSeq, kind) =>
+      (kind === undefined
+        ? sql`SELECT * FROM turn_events WHERE turn_id = ${turnId} AND seq > ${afterSeq} ORDER BY seq`
+        : sql`SELECT * FROM turn_events WHERE turn_id = ${turnId} AND seq > ${afterSeq} AND kind = ${kind} ORDER BY seq`).pipe(
+          Effect.map((rows) =>
+            rows.map((row): StoredEvent => ({
+              seq: toInt(row.seq),
+              attempt: toInt(row.attempt),
+              kind: String(row.kind) as JournalKind,
+              type: String(row.type),
+              bodyJson: String(row.body_json),
+              receivedAtMs: toInt(row.received_at_ms)
+            }))
+          ),
+          storeFailed("list_events")
+        ),
+    lastSeq: (turnId) =>
+      sql`SELECT MAX(seq) AS last_seq FROM turn_events WHERE turn_id = ${turnId}`.pipe(
+        Effect.map((rows) => toIntOrUndefined(rows[0]?.last_seq) ?? 0),
+        storeFailed("last_event")
+      ),
+    insertInput: Effect.fn("TurnStore.insertInput")(function* (turnId, inputId, input) {
+      const at = yield* now
+      yield* sql`INSERT INTO turn_inputs ${
+        sql.insert({
+          turn_id: turnId,
+          input_id: inputId,
+          input_json: JSON.stringify(input),
+          status: "sending",
+          error_code: null,
+          position: null,
+          created_at_ms: at,
+          updated_at_ms: at
+        })
+      }`.pipe(storeFailed("insert_input"))
+    }),
+    setInputStatus: Effect.fn("TurnStore.setInputStatus")(function* (turnId, inputId, status, errorCode) {
+      const at = yield* now
+      // An accepted input stays accepted: a late or duplicate receipt never rewinds it.
+      yield* sql`UPDATE turn_inputs SET status = ${status}, error_code = ${errorCode ?? null}, updated_at_ms = ${at}
+        WHERE turn_id = ${turnId} AND input_id = ${inputId} AND status <> 'accepted'`.pipe(storeFailed("set_input_status"))
+    }),
+    acceptInput: Effect.fn("TurnStore.acceptInput")(function* (turnId, inputId) {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function* () {
+        const rows = yield* sql`SELECT status, position FROM turn_inputs WHERE turn_id = ${turnId} AND input_id = ${inputId}`
+        const existing = rows[0]
+        if (existing !== undefined && String(existing.status) === "accepted") return toInt(existing.position)
+        const cursor = yield* sql`SELECT input_cursor FROM turns WHERE turn_id = ${turnId}`
+        const position = toInt(cursor[0]?.input_cursor ?? 0) + 1
+        yield* sql`UPDATE turns SET input_cursor = ${position} WHERE turn_id = ${turnId}`
+        yield* sql`UPDATE turn_inputs SET status = 'accepted', error_code = NULL, position = ${position}, updated_at_ms = ${at}
+          WHERE turn_id = ${turnId} AND input_id = ${inputId}`
+        return position
+      })).pipe(storeFailed("accept_input"))
+    }),
+    inputs: (turnId) =>
+      sql`SELECT * FROM turn_inputs WHERE turn_id = ${turnId} ORDER BY created_at_ms, input_id`.pipe(
+        Effect.map((rows) => rows.map(readInput)),
+        storeFailed("list_inputs")
+      ),
+    recordInteraction: Effect.fn("TurnStore.recordInteraction")(function* (turnId, kind, interactionId, request) {
+      const at = yield* now
+      const rows = yield* sql`INSERT INTO interactions
+          (turn_id, interaction_id, kind, request_json, status, created_at_ms)
+        VALUES (${turnId}, ${interactionId}, ${kind}, ${JSON.stringify(request)}, 'pending', ${at})
+        ON CONFLICT (turn_id, kind, interaction_id) DO NOTHING
+        RETURNING interaction_id`.pipe(storeFailed("record_interaction"))
+      return rows.length > 0
+    }),
+    beginAnswer: Effect.fn("TurnStore.beginAnswer")(function* (turnId, kind, interactionId, deliveryId, answer) {
+      const at = yield* now
+      const rows = yield* sql`UPDATE interactions SET status = 'answering', delivery_id = ${deliveryId},
+          answer_json = ${JSON.stringify(answer)}, answered_at_ms = ${at}
+        WHERE turn_id = ${turnId} AND kind = ${kind} AND interaction_id = ${interactionId} AND status = 'pending'
+        RETURNING interaction_id`.pipe(storeFailed("begin_answer"))
+      return rows.length > 0
+    }),
+    finishAnswer: Effect.fn("TurnStore.finishAnswer")(function* (turnId, kind, interactionId, outcome, errorCode) {
+      // not_sent is definite: nothing left Core, so the interaction can be answered again.
+      const status = outcome === "not_sent" ? "pending" : "answered"
+      yield* sql`UPDATE interactions SET status = ${status}, outcome = ${outcome}, outcome_error_code = ${errorCode ?? null}
+        WHERE turn_id = ${turnId} AND kind = ${kind} AND interaction_id = ${interactionId} AND status = 'answering'`.pipe(
+        storeFailed("finish_answer")
+      )
+    }),
+    withdrawInteraction: (turnId, kind, interactionId) =>
+      sql`UPDATE interactions SET status = 'withdrawn'
+        WHERE turn_id = ${turnId} AND kind = ${kind} AND interaction_id = ${interactionId} AND status = 'pending'`.pipe(
+        Effect.asVoid,
+        storeFailed("withdraw_interaction")
+      ),
+    abandonInteractions: (turnId) =>
+      sql`UPDATE interactions SET status = 'abandoned' WHERE turn_id = ${turnId} AND status = 'pending'`.pipe(
+        Effect.asVoid,
+        storeFailed("abandon_interactions")
+      ),
+    interactions: (turnId) =>
+      sql`SELECT * FROM interactions WHERE turn_id = ${turnId} ORDER BY created_at_ms, interaction_id`.pipe(
+        Effect.map((rows) => rows.map(readInteraction)),
+        storeFailed("list_interactions")
+      ),
+    getInteraction: (turnId, kind, interactionId) =>
+      sql`SELECT * FROM interactions WHERE turn_id = ${turnId} AND kind = ${kind} AND interaction_id = ${interactionId}`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), readInteraction)),
+        storeFailed("get_interaction")
+      )
+  })
+})
+
+export const layer = Layer.effect(TurnStore, make)

@@ -1,0 +1,240 @@
+/**
+ * Turns over the real gateway and an in-memory scripted Runtime (no daemon), with the store in memory and
+ * every timer on TestClock.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
+import { DevIds } from "../../../src/core/dev/DevIds.js"
+import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
+import { SessionStore } from "../../../src/core/dev/SessionStore.js"
+import * as Store from "../../../src/core/dev/Store.js"
+import * as TurnJournal from "../../../src/core/dev/TurnJournal.js"
+import * as Turns from "../../../src/core/dev/Turns.js"
+import { TurnStore } from "../../../src/core/dev/TurnStore.js"
+import { Gateway } from "../../../src/core/Gateway.js"
+import { GatewayConfig } from "../../../src/core/GatewayConfig.js"
+import { Ids, type Messages, MessageInput } from "../../../src/proto/index.js"
+import { yieldTimes } from "../../support/coreFakeSession.js"
+import { connectMemory, device, frames, heartbeat, kind } from "../../support/coreScriptedRuntime.js"
+
+const gateway = Gateway.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ publicUrl: "http://core.test" })))
+const store = Store.layerFile(":memory:").pipe(Layer.provideMerge(DevIds.layerTest))
+const services = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store)
+)
+
+const flush = yieldTimes(300)
+
+/** A connected scripted Runtime declaring the scripted kind, and a Session. */
+const setup = Effect.gen(function* () {
+  yield* (yield* DeviceStore).issueCredential("dev-1")
+  const connection = yield* connectMemory(device("dev-1"))
+  yield* connection.runtime.send(heartbeat([kind("scripted")]))
+  yield* flush
+  yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+  return connection.runtime
+})
+
+const expectType = <T extends Messages.CoreToRuntimeType>(message: Messages.CoreToRuntime, type: T) => {
+  assert.strictEqual(message.type, type)
+  return message as Messages.MessageOfType<T>
+}
+
+const turnStatus = Effect.gen(function* () {
+  const turn = Option.getOrThrow(yield* (yield* TurnStore).get("turn-1"))
+  return [turn.status, turn.attempt] as const
+})
+
+/** Answers an execution_prepare with preparing + ready. */
+const ready = (request: string) => [
+  frames.status(request, { state: "preparing", revision: 1, handle: Ids.unsafeMake.admissionHandle("h1"), executor_id: Ids.unsafeMake.executorId("x1") }),
+  frames.status(request, {
+    state: "ready",
+    revision: 2,
+    handle: Ids.unsafeMake.admissionHandle("h1"),
+    executor_id: Ids.unsafeMake.executorId("x1"),
+    expires_at: 300_000
+  })
+]
+
+describe("Turns", () => {
+  it.effect("retries a Turn refused with preparation_capacity only after the backoff, then completes it", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      const started = yield* turns.start("s1", MessageInput.text("hello"))
+      assert.deepStrictEqual([started.turn_id, started.run_id, started.device_id], ["turn-1", "run-1", "dev-1"])
+      const first = expectType(yield* runtime.receive, "execution_prepare")
+      yield* runtime.send(frames.status(first.id, { state: "rejected", revision: 0, operation: "execution_prepare", error_code: "preparation_capacity" }))
+      yield* flush
+      assert.deepStrictEqual(yield* turnStatus, ["queued", 1])
+      // one millisecond before the backoff: nothing is sent again
+      yield* TestClock.adjust("999 millis")
+      yield* flush
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+      yield* TestClock.adjust("1 millis")
+      const second = expectType(yield* runtime.receive, "execution_prepare")
+      assert.notStrictEqual(second.id, first.id)
+      assert.deepStrictEqual(yield* turnStatus, ["running", 2])
+      for (const status of ready(second.id)) yield* runtime.send(status)
+      const start = expectType(yield* runtime.receive, "execution_start")
+      assert.strictEqual(start.payload.run_id, "run-1")
+      yield* runtime.send(frames.delta("run-1", "hel", 1))
+      yield* runtime.send(frames.done("run-1", "hello"))
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.deepStrictEqual([record.status, record.outcome?.content, record.attempt], ["completed", "hello", 2])
+      // the journal holds both attempts' facts, the Run frames as received, in one sequence
+      const events = yield* (yield* TurnStore).events("turn-1", 0)
+      assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
+      assert.deepStrictEqual(events.filter((e) => e.kind === "frame").map((e) => e.type), ["delta", "done"])
+      assert.deepStrictEqual([...new Set(events.map((e) => e.attempt))], [1, 2])
+    }).pipe(Effect.provide(services)))
+
+  it.effect("abandons a queued Turn on cancel without sending anything more", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      yield* runtime.send(frames.status(prepare.id, { state: "rejected", revision: 0, operation: "execution_prepare", error_code: "preparation_capacity" }))
+      yield* flush
+      const cancel = yield* turns.cancel("turn-1")
+      assert.deepStrictEqual(cancel, { status: "cancelled", delivery_id: null, abandoned: true })
+      yield* TestClock.adjust("10 seconds")
+      yield* flush
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.strictEqual(record.status, "cancelled")
+    }).pipe(Effect.provide(services)))
+
+  it.effect("records interactions from the Run and answers a permission request with its receipt", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.permissionRequest("run-1", "perm-1"))
+      yield* flush
+      const pending = yield* turns.get("turn-1")
+      assert.deepStrictEqual(pending.interactions.map((i) => [i.kind, i.interaction_id, i.status]), [["permission", "perm-1", "pending"]])
+      const answering = yield* Effect.forkChild(turns.answerPermission("turn-1", "perm-1", { approved: true }))
+      const decision = expectType(yield* runtime.receive, "permission_decision")
+      assert.deepStrictEqual([decision.id, decision.payload.approved, decision.payload.delivery_id], ["perm-1", true, "delivery-1"])
+      yield* runtime.send(frames.decisionAck("perm-1", "delivery-1"))
+      assert.deepStrictEqual(yield* Fiber.join(answering), { interaction_id: "perm-1", delivery_id: "delivery-1", outcome: "applied" })
+      // a second answer is a conflict: nothing is sent
+      const again = yield* Effect.flip(turns.answerPermission("turn-1", "perm-1", { approved: false }))
+      assert.strictEqual(again._tag, "OperatorConflict")
+      yield* runtime.send(frames.done("run-1", "ok"))
+      yield* turns.awaitOutcome("turn-1")
+      const done = yield* turns.get("turn-1")
+      assert.deepStrictEqual(done.interactions.map((i) => [i.status, i.outcome, i.delivery_id]), [["answered", "applied", "delivery-1"]])
+    }).pipe(Effect.provide(services)))
+
+  it.effect("answers a function call with its result and records the receipt; an unknown call is 404", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send({
+        type: "function_call",
+        id: Ids.unsafeMake.runId("run-1"),
+        payload: { call_id: Ids.unsafeMake.callId("call-1"), name: "lookup", arguments: { q: "x" } }
+      })
+      yield* flush
+      const missing = yield* Effect.flip(turns.functionResult("turn-1", "call-9", { output: "nothing" }))
+      assert.strictEqual(missing._tag, "OperatorNotFound")
+      const answering = yield* Effect.forkChild(turns.functionResult("turn-1", "call-1", { output: "42" }))
+      const result = expectType(yield* runtime.receive, "function_result")
+      assert.deepStrictEqual(result.payload, {
+        delivery_id: Ids.unsafeMake.deliveryId("delivery-1"),
+        call_id: Ids.unsafeMake.callId("call-1"),
+        success: true,
+        content: [{ type: "input_text", text: "42" }]
+      })
+      yield* runtime.send(frames.decisionAck("run-1", "delivery-1"))
+      assert.deepStrictEqual(yield* Fiber.join(answering), { interaction_id: "call-1", delivery_id: "delivery-1", outcome: "applied" })
+      const detail = yield* turns.get("turn-1")
+      assert.deepStrictEqual(detail.interactions.map((i) => [i.kind, i.status, i.outcome]), [["function_call", "answered", "applied"]])
+    }).pipe(Effect.provide(services)))
+
+  it.effect("an answer without its receipt within 15 s is unknown, never applied", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.permissionRequest("run-1", "perm-1"))
+      yield* flush
+      const answering = yield* Effect.forkChild(turns.answerPermission("turn-1", "perm-1", { approved: true }))
+      expectType(yield* runtime.receive, "permission_decision")
+      yield* TestClock.adjust("14999 millis")
+      yield* flush
+      assert.isUndefined(answering.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Fiber.join(answering), {
+        interaction_id: "perm-1",
+        delivery_id: "delivery-1",
+        outcome: "unknown",
+        reason: "no_receipt"
+      })
+    }).pipe(Effect.provide(services)))
+
+  it.effect("records a lost connection as event_stream_incomplete and never as completed", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.delta("run-1", "partial", 1))
+      yield* flush
+      yield* runtime.close(1006, "dropped")
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.deepStrictEqual(
+        [record.status, record.errorCode, record.observationReason],
+        ["failed", "event_stream_incomplete", "disconnected"]
+      )
+    }).pipe(Effect.provide(services)))
+
+  it.effect("on shutdown records a running Turn with the observation gateway_shutdown, and leaves a queued one queued", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.delta("run-1", "partial", 1))
+      yield* flush
+      yield* turns.shutdown
+      const record = Option.getOrThrow(yield* (yield* TurnStore).get("turn-1"))
+      assert.deepStrictEqual(
+        [record.status, record.errorCode, record.observationReason],
+        ["failed", "event_stream_incomplete", "gateway_shutdown"]
+      )
+    }).pipe(Effect.provide(services)))
+
+  it.effect("refuses a Turn the capability policy does not admit, recording and sending nothing", () =>
+    Effect.gen(function* () {
+      yield* setup
+      yield* (yield* SessionStore).create({ sessionId: "s2", agentKind: "codex", environmentType: "none", configuration: {}, deviceId: undefined })
+      const turns = yield* Turns.Turns
+      const refused = yield* Effect.flip(turns.start("s2", MessageInput.text("hello")))
+      assert.strictEqual(refused._tag, "HarnessUnavailable")
+      assert.deepStrictEqual(yield* (yield* TurnStore).listBySession("s2"), [])
+      const invalid = yield* Effect.flip(turns.start("s1", []))
+      assert.strictEqual(invalid._tag, "OperatorRequestInvalid")
+    }).pipe(Effect.provide(services)))
+})
