@@ -1,0 +1,213 @@
+/**
+ * `agentwire daemon`: runs the Runtime daemon until Core asks it to shut down, Core refuses it permanently, or a
+ * signal stops it. Builds the process graph once (config, logger, StatusBoard, RuntimeProcess, connector, local
+ * status socket) and hands it to `Daemon.run`; the per-connection graph is built inside the loop.
+ *
+ * Flags fall back to environment variables (RuntimeConfig.EnvVars). The credential has no flag: it comes from a
+ * file (`--credential-file` / AGENTWIRE_CREDENTIAL_FILE) or AGENTWIRE_CREDENTIAL, and never appears on a command
+ * line, in a log line or in an error. Exit codes: src/bin/Exit.ts.
+ */
+import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References, Schema } from "effect"
+import { Command, Flag, GlobalFlag } from "effect/cli"
+import * as Os from "node:os"
+import { ProtocolVersion } from "../../proto/Version.js"
+import * as ControlServer from "../../runtime/control/ControlServer.js"
+import * as Daemon from "../../runtime/Daemon.js"
+import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
+import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
+import { StatusBoard } from "../../runtime/StatusBoard.js"
+import { Connector } from "../../runtime/transport/Connector.js"
+import { AgentwireVersion } from "../BuildInfo.js"
+import { CommandFailed, ExitCode } from "../Exit.js"
+
+const { env, EnvVars } = RuntimeConfig
+
+/** The daemon's flags; each falls back to its environment variable. */
+export const daemonFlags = {
+  coreUrl: Flag.String("core-url").pipe(
+    Flag.withDescription(`Core origin or machine API base (…/api/v1). Env: ${EnvVars.coreUrl}`),
+    Flag.withFallbackConfig(env.coreUrl),
+    Flag.optional
+  ),
+  deviceId: Flag.String("device-id").pipe(
+    Flag.withDescription(`Device id the credential belongs to. Env: ${EnvVars.deviceId}`),
+    Flag.withFallbackConfig(env.deviceId),
+    Flag.optional
+  ),
+  credentialFile: Flag.String("credential-file").pipe(
+    Flag.withDescription(
+      `File holding the daemon credential (one trailing newline is ignored). Env: ${EnvVars.credentialFile}; or put the credential itself in ${EnvVars.credential}`
+    ),
+    Flag.withFallbackConfig(env.credentialFile),
+    Flag.optional
+  ),
+  profile: Flag.String("profile").pipe(
+    Flag.withDescription(`State directory (default ~/.agentwire); holds agentwire.sock. Env: ${EnvVars.profile}`),
+    Flag.withFallbackConfig(env.profile),
+    Flag.optional
+  ),
+  maxActive: Flag.Int("max-active").pipe(
+    Flag.withDescription(`Bound on active preparations and executions (default 4). Env: ${EnvVars.maxActive}`),
+    Flag.withFallbackConfig(env.maxActive),
+    Flag.optional
+  ),
+  maxIdleExecutors: Flag.Int("max-idle-executors").pipe(
+    Flag.withDescription(`Bound on idle retained Executors (default 16). Env: ${EnvVars.maxIdleExecutors}`),
+    Flag.withFallbackConfig(env.maxIdleExecutors),
+    Flag.optional
+  ),
+  idleExecutorTtl: Flag.String("idle-executor-ttl").pipe(
+    Flag.withSchema(Schema.DurationFromString),
+    Flag.withDescription(`Idle Executor expiry, e.g. "10 minutes" (default). Env: ${EnvVars.idleExecutorTtl}`),
+    Flag.withFallbackConfig(env.idleExecutorTtl),
+    Flag.optional
+  ),
+  logFormat: Flag.Literals("log-format", ["text", "json"]).pipe(
+    Flag.withDescription(`Log format on stderr: text (logfmt, default) or json. Env: ${EnvVars.logFormat}`),
+    Flag.withFallbackConfig(env.logFormat),
+    Flag.optional
+  ),
+  scriptedDisable: Flag.String("scripted-disable").pipe(
+    Flag.withDescription(
+      `Comma-separated capability names the scripted harness declares unsupported (e.g. steering,permissions). Env: ${EnvVars.scriptedDisable}`
+    ),
+    Flag.withFallbackConfig(env.scriptedDisable),
+    Flag.optional
+  ),
+  scriptedUnavailable: Flag.Boolean("scripted-unavailable").pipe(
+    Flag.withDescription(`Declare the scripted harness unavailable. Env: ${EnvVars.scriptedUnavailable}`),
+    Flag.withFallbackConfig(env.scriptedUnavailable),
+    Flag.withDefault(false)
+  )
+}
+
+/** The parsed flag values. */
+export type DaemonFlags = {
+  readonly [K in keyof typeof daemonFlags]: (typeof daemonFlags)[K] extends Flag.Flag<infer A> ? A : never
+}
+
+/** Merges the parsed flags (already falling back to env) with the env-only inputs into a validated config. */
+export const resolveConfig = (
+  input: DaemonFlags,
+  homeDir: string
+) =>
+  Effect.gen(function* () {
+    const credential = yield* RuntimeConfig.credentialFromEnv
+    const flagLevel = yield* GlobalFlag.LogLevel
+    const envLevelText = yield* Config.option(env.logLevel).pipe(
+      Effect.mapError(() => new RuntimeConfig.DaemonConfigInvalid({ setting: EnvVars.logLevel, problem: "cannot be read" }))
+    )
+    const envLevel: Option.Option<LogLevel.LogLevel> = Option.isNone(envLevelText)
+      ? Option.none()
+      : RuntimeConfig.parseLogLevel(envLevelText.value)
+    if (Option.isSome(envLevelText) && Option.isNone(envLevel)) {
+      return yield* new RuntimeConfig.DaemonConfigInvalid({
+        setting: EnvVars.logLevel,
+        problem: "expected one of all, trace, debug, info, warn, error, fatal, none"
+      })
+    }
+    return yield* RuntimeConfig.resolve({
+      coreUrl: input.coreUrl,
+      deviceId: input.deviceId,
+      credential,
+      credentialFile: input.credentialFile,
+      profile: input.profile,
+      maxActive: input.maxActive,
+      maxIdleExecutors: input.maxIdleExecutors,
+      idleExecutorTtl: input.idleExecutorTtl,
+      logLevel: Option.orElse(flagLevel, () => envLevel),
+      logFormat: input.logFormat,
+      scriptedDisable: input.scriptedDisable,
+      scriptedUnavailable: input.scriptedUnavailable
+    }, { homeDir })
+  })
+
+export interface DaemonProcess {
+  readonly pid: number
+}
+
+/**
+ * Runs the daemon with a validated config: creates the profile directory (0700), serves the status socket,
+ * and runs the reconnect loop. Fails with `CommandFailed` (exit 2 for a profile in use, 3 for a permanent
+ * rejection).
+ */
+export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProcess) => {
+  const logger = config.logFormat === "json"
+    ? Logger.withConsoleError(Logger.formatJson)
+    : Logger.withConsoleError(Logger.formatLogFmt)
+  const userAgent = `agentwire/${AgentwireVersion}`
+  return Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.makeDirectory(config.profileDir, { recursive: true, mode: 0o700 }).pipe(
+      Effect.mapError(() =>
+        new CommandFailed({ text: `cannot create the profile directory ${config.profileDir}`, exitCode: ExitCode.usage })
+      )
+    )
+    yield* Effect.logInfo("agentwire daemon starting").pipe(
+      Effect.annotateLogs({
+        version: AgentwireVersion,
+        wire_version: ProtocolVersion,
+        core_url: config.core.origin,
+        profile: config.profileDir,
+        pid: proc.pid
+      })
+    )
+    // The process graph, built once: every connection shares it (style guide §8).
+    const processLayer = Layer.mergeAll(
+      ControlServer.layer(config.socketPath),
+      Connector.layer({
+        apiBase: config.core.apiBase,
+        deviceId: config.deviceId,
+        credential: config.credential,
+        userAgent
+      }),
+      RuntimeProcess.layer({
+        maxActive: config.maxActive,
+        maxIdleExecutors: config.maxIdleExecutors,
+        idleExecutorTtl: config.idleExecutorTtl,
+        scripted: config.scripted
+      })
+    ).pipe(
+      Layer.provideMerge(StatusBoard.layer({
+        daemonVersion: AgentwireVersion,
+        wireVersion: ProtocolVersion,
+        pid: proc.pid,
+        deviceId: config.deviceId,
+        coreUrl: config.core.origin
+      })),
+      Layer.provideMerge(RuntimeConfig.RuntimeConfig.layer(config))
+    )
+    yield* Daemon.run({ deviceId: config.deviceId, coreOrigin: config.core.origin }).pipe(Effect.provide(processLayer))
+  }).pipe(
+    Effect.catchTags({
+      DaemonRejected: (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.rejected })),
+      ControlSocketUnavailable: (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.usage }))
+    }),
+    Effect.annotateLogs({ device_id: config.deviceId }),
+    Effect.provide(Logger.layer([logger])),
+    Option.isSome(config.logLevel) ? Effect.provideService(References.MinimumLogLevel, config.logLevel.value) : (e) => e
+  )
+}
+
+/**
+ * Builds the command. `homeDir` locates the default profile; `run` is replaceable so tests can check the
+ * resolved configuration without starting a daemon.
+ */
+export const makeDaemonCommand = (options: {
+  readonly homeDir: string
+  readonly pid: number
+  readonly run?: (config: RuntimeConfig.DaemonConfig) => Effect.Effect<void, CommandFailed, FileSystem.FileSystem>
+}) =>
+  Command.make("daemon", daemonFlags, (input) =>
+    resolveConfig(input, options.homeDir).pipe(
+      Effect.catchTag("DaemonConfigInvalid", (e) =>
+        Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.usage }))),
+      Effect.flatMap((config) => (options.run ?? ((c) => runDaemon(c, { pid: options.pid })))(config))
+    )).pipe(
+      Command.withDescription(
+        "Run the Runtime daemon: bootstrap, connect to Core over WebSocket, serve Harness work, reconnect with backoff. Exit codes: 0 shutdown requested or signal (after confirmed cleanup), 2 usage/configuration, 3 permanently rejected by Core."
+      )
+    )
+
+/** The `daemon` subcommand of the binary. */
+export const daemonCommand = makeDaemonCommand({ homeDir: Os.homedir(), pid: process.pid })

@@ -1,0 +1,41 @@
+/**
+ * The narrow view of an open WebSocket that WebSocketTransport builds on. `ws.ts` adapts the `ws` package to it;
+ * tests implement it directly to control exactly when a local write completes. Callback-based on purpose: it is
+ * the boundary to Node's event emitters, and everything above it is Effect.
+ */
+
+/** How the connection ended, as the socket saw it. */
+export interface FrameSocketEnd {
+  /** The close code of a close frame the peer sent (absent: no close frame, or one without a code). */
+  readonly code?: number
+  /** True when the connection failed (socket error, protocol violation, abnormal closure) rather than closed. */
+  readonly error: boolean
+}
+
+export interface FrameListener {
+  /** One received data frame. `data` is the frame's bytes (or text); `isBinary` is false for a text frame. */
+  readonly onFrame: (data: Uint8Array | string, isBinary: boolean) => void
+  /** A pong (or any other proof the peer is reading and answering). */
+  readonly onPong: () => void
+  /** The connection is gone; called once. */
+  readonly onEnd: (end: FrameSocketEnd) => void
+}
+
+export interface FrameSocket {
+  /**
+   * Queues one text frame. `written` fires once: without an error when the write completed locally (handed to the
+   * operating system), with one when it did not. Frames are written in call order.
+   */
+  readonly send: (text: string, written: (error?: Error) => void) => void
+  /** Starts the closing handshake with a close frame (sent after every queued frame). */
+  readonly close: (code: number, reason: string) => void
+  /** Destroys the connection at once, without a closing handshake. */
+  readonly terminate: () => void
+  /** Stops reading from the network (backpressure); `resume` starts again. */
+  readonly pause: () => void
+  readonly resume: () => void
+  /** Sends a ping; the peer's pong arrives as `onPong`. */
+  readonly ping: () => void
+  /** Starts delivering events. Events that happened earlier are delivered first, in order. Call once. */
+  readonly listen: (listener: FrameListener) => void
+}

@@ -1,0 +1,153 @@
+/**
+ * The only module that imports `ws`. Opens a client WebSocket with the Bearer header and adapts it to
+ * `FrameSocket`. A refused upgrade surfaces with its status and (at most 64 KiB of) its body, which Effect's own
+ * `Socket` cannot give us; a send reports completion from `ws.send`'s callback, i.e. when the write completed
+ * locally.
+ *
+ * Never: follows redirects (a Bearer header must not travel to another origin), compresses (no
+ * permessage-deflate), or keeps the Authorization value anywhere but the request it is written into.
+ */
+import { Effect } from "effect"
+import WebSocket from "ws"
+import { systemErrorCode } from "../ConnectError.js"
+import type { FrameListener, FrameSocket, FrameSocketEnd } from "./frameSocket.js"
+
+export interface DialOptions {
+  /** The full URL to dial, query parameters included (never a credential). */
+  readonly url: string
+  /** The value of the Authorization header. */
+  readonly authorization: string
+  readonly userAgent: string
+  /** Largest inbound message accepted; a larger one fails the connection (close 1009). */
+  readonly maxPayload: number
+  /** At most this many bytes of a refused upgrade's body are kept. */
+  readonly maxRefusalBody: number
+}
+
+/** Why the dial did not produce an open socket. */
+export type DialError =
+  | { readonly _tag: "Refused"; readonly status: number; readonly body: Uint8Array | undefined }
+  | { readonly _tag: "Failed"; readonly reason: "network" | "handshake"; readonly detail: string | undefined }
+
+type Buffered =
+  | { readonly _tag: "frame"; readonly data: Uint8Array | string; readonly isBinary: boolean }
+  | { readonly _tag: "pong" }
+  | { readonly _tag: "end"; readonly end: FrameSocketEnd }
+
+const toBytes = (data: WebSocket.RawData): Uint8Array =>
+  Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
+
+/** Adapts an open `ws` client to FrameSocket; events before `listen` are buffered. */
+const adapt = (ws: WebSocket): FrameSocket => {
+  let listener: FrameListener | undefined
+  let buffered: Array<Buffered> = []
+  let failed = false
+  let ended = false
+  const deliver = (event: Buffered) => {
+    if (listener === undefined) {
+      buffered.push(event)
+      return
+    }
+    if (event._tag === "frame") listener.onFrame(event.data, event.isBinary)
+    else if (event._tag === "pong") listener.onPong()
+    else listener.onEnd(event.end)
+  }
+  ws.on("message", (data, isBinary) => deliver({ _tag: "frame", data: toBytes(data), isBinary }))
+  ws.on("pong", () => deliver({ _tag: "pong" }))
+  ws.on("error", () => {
+    failed = true
+  })
+  ws.on("close", (code) => {
+    if (ended) return
+    ended = true
+    // 1006: no close frame (abnormal); 1005: a close frame without a code.
+    const end: FrameSocketEnd = failed || code === 1006
+      ? { error: true }
+      : code === 1005
+      ? { error: false }
+      : { code, error: false }
+    deliver({ _tag: "end", end })
+  })
+  return {
+    send: (text, written) => {
+      if (ws.readyState !== WebSocket.OPEN) {
+        written(new Error("socket not open"))
+        return
+      }
+      ws.send(text, { binary: false }, (error) => written(error ?? undefined))
+    },
+    close: (code, reason) => {
+      if (ws.readyState === WebSocket.OPEN) ws.close(code, reason)
+    },
+    terminate: () => ws.terminate(),
+    pause: () => ws.pause(),
+    resume: () => ws.resume(),
+    ping: () => {
+      if (ws.readyState === WebSocket.OPEN) ws.ping()
+    },
+    listen: (next) => {
+      listener = next
+      const earlier = buffered
+      buffered = []
+      for (const event of earlier) deliver(event)
+    }
+  }
+}
+
+/**
+ * Dials once. Succeeds with an open socket (the upgrade returned 101); the caller owns it and must close or
+ * terminate it. Fails with `Refused` (any other HTTP status, with its bounded body) or `Failed`. Interrupting
+ * the dial destroys the half-open connection. No timeout here: the caller bounds it on the Effect clock.
+ */
+export const dial = (options: DialOptions): Effect.Effect<FrameSocket, DialError> =>
+  Effect.callback<FrameSocket, DialError>((resume) => {
+    let settled = false
+    const settle = (effect: Effect.Effect<FrameSocket, DialError>) => {
+      if (settled) return
+      settled = true
+      resume(effect)
+    }
+    const ws = new WebSocket(options.url, {
+      headers: { Authorization: options.authorization, "User-Agent": options.userAgent },
+      maxPayload: options.maxPayload,
+      perMessageDeflate: false,
+      followRedirects: false
+    })
+    // Errors after settling are reported through `close`; this listener keeps them from becoming uncaught.
+    ws.on("error", (error) => {
+      const message = error instanceof Error ? error.message : ""
+      const detail = systemErrorCode(error)
+      settle(Effect.fail({
+        _tag: "Failed",
+        reason: detail !== undefined || /ECONN|ENOTFOUND|EAI_AGAIN|socket hang up/.test(message) ? "network" : "handshake",
+        detail
+      }))
+    })
+    ws.on("unexpected-response", (_request, response) => {
+      const chunks: Array<Buffer> = []
+      let size = 0
+      let truncated = false
+      const finish = () => {
+        const body = truncated ? undefined : new Uint8Array(Buffer.concat(chunks))
+        settle(Effect.fail({ _tag: "Refused", status: response.statusCode ?? 0, body }))
+        ws.terminate()
+      }
+      response.on("data", (chunk: Buffer) => {
+        if (truncated) return
+        size += chunk.byteLength
+        if (size > options.maxRefusalBody) {
+          truncated = true
+          finish()
+        } else chunks.push(chunk)
+      })
+      response.on("end", finish)
+      response.on("error", finish)
+    })
+    ws.on("open", () => settle(Effect.succeed(adapt(ws))))
+    return Effect.sync(() => {
+      if (!settled) {
+        settled = true
+        ws.terminate()
+      }
+    })
+  })

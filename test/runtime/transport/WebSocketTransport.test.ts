@@ -1,0 +1,317 @@
+/**
+ * The Transport built over a controlled FrameSocket: here a test decides exactly when a local write completes,
+ * when Core closes and when a pong arrives. Real-socket behaviour is in WebSocketDial.test.ts.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { InvalidFrame } from "../../../src/proto/Envelope.js"
+import { Ids, Messages } from "../../../src/proto/index.js"
+import type { Inbound } from "../../../src/runtime/transport/Transport.js"
+import { TransportClosed } from "../../../src/runtime/transport/Transport.js"
+import {
+  type FrameListener,
+  type FrameSocket,
+  fromSocket,
+  type TransportOptions
+} from "../../../src/runtime/transport/WebSocketTransport.js"
+
+interface Write {
+  readonly text: string
+  readonly written: (error?: Error) => void
+}
+
+/** A FrameSocket whose every effect is recorded and whose events the test fires. */
+const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
+  let listener: FrameListener | undefined
+  let ended = false
+  const endOnce = (end: { readonly code?: number; readonly error: boolean }) => {
+    if (ended) return
+    ended = true
+    listener?.onEnd(end)
+  }
+  // Like ws: once Core's close frame arrived, writes fail at once and the close event carries Core's code.
+  let closeFrameCode: number | undefined
+  const writes: Array<Write> = []
+  const calls: Array<string> = []
+  const socket: FrameSocket = {
+    send: (text, written) => {
+      if (closeFrameCode !== undefined) written(new Error("socket not open"))
+      else writes.push({ text, written })
+    },
+    close: (code, reason) => {
+      calls.push(`close ${code} ${reason}`)
+      if (options.answersClose !== false) endOnce({ code, error: false })
+    },
+    terminate: () => {
+      calls.push("terminate")
+      // like ws: destroying the socket emits close, with Core's code when its close frame already arrived
+      endOnce(closeFrameCode === undefined ? { error: true } : { code: closeFrameCode, error: false })
+    },
+    pause: () => {
+      calls.push("pause")
+    },
+    resume: () => {
+      calls.push("resume")
+    },
+    ping: () => {
+      calls.push("ping")
+    },
+    listen: (l) => {
+      listener = l
+    }
+  }
+  return {
+    socket,
+    writes,
+    calls,
+    frame: (text: string) => listener!.onFrame(Buffer.from(text, "utf8"), false),
+    binary: (bytes: Uint8Array) => listener!.onFrame(bytes, true),
+    pong: () => listener!.onPong(),
+    closeFrame: (code: number) => {
+      closeFrameCode = code
+    },
+    end: (code?: number, error = false) => endOnce(code === undefined ? { error } : { code, error })
+  }
+}
+
+/** Pulls inbound items one at a time (the stream hands out everything buffered per pull). */
+const reader = (inbound: Stream.Stream<Inbound, TransportClosed>) =>
+  Effect.map(Stream.toPull(inbound), (pull) => {
+    let buffer: Array<Inbound> = []
+    return Effect.suspend(() => {
+      const head = buffer.shift()
+      if (head !== undefined) return Effect.succeed(head)
+      return Effect.map(pull, (chunk) => {
+        buffer = chunk.slice(1)
+        return chunk[0]!
+      })
+    })
+  })
+
+const noLiveness: TransportOptions = { livenessTimeout: false }
+const runId = Ids.unsafeMake.runId("run-1")
+const delta = (text: string, sequence = 1): Messages.RuntimeToCore => ({
+  type: "delta",
+  id: runId,
+  payload: { delta: text, sequence }
+})
+
+describe("WebSocketTransport.fromSocket", () => {
+  it.effect("send resolves only after the socket reports the write completed locally", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const fiber = yield* Effect.forkChild(transport.send(delta("hello")))
+      yield* Effect.yieldNow
+      assert.strictEqual(fake.writes.length, 1)
+      assert.isUndefined(fiber.pollUnsafe())
+      fake.writes[0]!.written()
+      assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.void)
+      assert.deepStrictEqual(JSON.parse(fake.writes[0]!.text), { type: "delta", id: "run-1", payload: { delta: "hello", sequence: 1 } })
+    }))
+
+  it.effect("writes frames in the order send was called, without waiting for earlier callbacks", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const fibers = yield* Effect.forEach([1, 2, 3], (n) => Effect.forkChild(transport.send(delta(`d${n}`, n))))
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(fake.writes.map((w) => JSON.parse(w.text).payload.sequence), [1, 2, 3])
+      for (const w of fake.writes) w.written()
+      for (const f of fibers) assert.deepStrictEqual(yield* Fiber.await(f), Exit.void)
+    }))
+
+  it.effect("a write that does not complete within 10 s fails as write_failed and destroys the socket", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const next = yield* reader(transport.inbound)
+      const fiber = yield* Effect.forkChild(transport.send(delta("stuck")))
+      yield* Effect.yieldNow
+      yield* TestClock.adjust("9999 millis")
+      assert.isUndefined(fiber.pollUnsafe())
+      assert.deepStrictEqual(fake.calls, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Effect.flip(Fiber.join(fiber)), new TransportClosed({ reason: "write_failed" }))
+      assert.deepStrictEqual(fake.calls, ["terminate"])
+      assert.deepStrictEqual(yield* Effect.flip(next), new TransportClosed({ reason: "write_failed" }))
+      assert.deepStrictEqual(
+        yield* Effect.flip(transport.send(delta("after"))),
+        new TransportClosed({ reason: "write_failed" })
+      )
+      assert.strictEqual(fake.writes.length, 1)
+    }))
+
+  it.effect("a write the socket reports as failed fails the send and ends the transport", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const fiber = yield* Effect.forkChild(transport.send(delta("x")))
+      yield* Effect.yieldNow
+      fake.writes[0]!.written(new Error("EPIPE"))
+      assert.deepStrictEqual(yield* Effect.flip(Fiber.join(fiber)), new TransportClosed({ reason: "write_failed" }))
+      assert.deepStrictEqual(fake.calls, ["terminate"])
+    }))
+
+  it.effect("refuses a frame over 4 MiB, and an invalid message, before writing anything", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const big = yield* Effect.flip(transport.send(delta("x".repeat(4 * 1024 * 1024))))
+      assert.strictEqual(big._tag, "OutgoingFrameRejected")
+      assert.deepStrictEqual(
+        big,
+        new Messages.OutgoingFrameRejected({ type: "delta", reason: "frame_too_large", bytes: 4 * 1024 * 1024 + 54 })
+      )
+      const invalid = yield* Effect.flip(transport.send({ type: "delta", id: runId, payload: { delta: "x", sequence: -1 } }))
+      assert.deepStrictEqual(invalid, new Messages.OutgoingFrameRejected({ type: "delta", reason: "invalid_message" }))
+      assert.strictEqual(fake.writes.length, 0)
+    }))
+
+  it.effect("decodes text frames; an invalid or binary frame arrives as Invalid without its text", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const next = yield* reader(transport.inbound)
+      const cancel = JSON.stringify({ type: "prompt_cancel", id: "run-9", payload: {} })
+      const garbage = "{\"type\": SECRET-PAYLOAD-TEXT"
+      const unknownMember = JSON.stringify({ type: "prompt_cancel", id: "run-9", payload: { nope: "SECRET-PAYLOAD-TEXT" } })
+      fake.frame(cancel)
+      fake.frame(garbage)
+      fake.frame(unknownMember)
+      fake.binary(new TextEncoder().encode(cancel))
+      assert.deepStrictEqual(yield* next, {
+        _tag: "Message",
+        message: { type: "prompt_cancel", id: Ids.unsafeMake.runId("run-9"), payload: {} },
+        bytes: cancel.length
+      })
+      const notJson = yield* next
+      assert.deepStrictEqual(notJson, { _tag: "Invalid", error: new InvalidFrame({ code: "not_json", bytes: garbage.length }) })
+      const badPayload = yield* next
+      assert.deepStrictEqual(badPayload, {
+        _tag: "Invalid",
+        error: new InvalidFrame({ code: "invalid_payload", type: "prompt_cancel", id: "run-9", bytes: unknownMember.length })
+      })
+      assert.notInclude(JSON.stringify(badPayload), "SECRET")
+      assert.notInclude(String(badPayload._tag === "Invalid" ? badPayload.error.message : ""), "SECRET")
+      assert.deepStrictEqual(yield* next, {
+        _tag: "Invalid",
+        error: new InvalidFrame({ code: "not_json", bytes: cancel.length })
+      })
+    }))
+
+  it.effect("pauses the socket when the inbound buffer is full and resumes once it is drained", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, { ...noLiveness, inboundHighWaterFrames: 2 })
+      const pull = yield* Stream.toPull(transport.inbound)
+      const cancel = JSON.stringify({ type: "prompt_cancel", id: "run-9", payload: {} })
+      fake.frame(cancel)
+      assert.deepStrictEqual(fake.calls, [])
+      fake.frame(cancel)
+      assert.deepStrictEqual(fake.calls, ["pause"])
+      fake.frame(cancel) // already in flight when the socket paused: still buffered, never dropped
+      const chunk = yield* pull
+      assert.strictEqual(chunk.length, 3)
+      assert.deepStrictEqual(fake.calls, ["pause", "resume"])
+    }))
+
+  it.effect("Core's close code ends inbound after the buffered frames; later sends fail the same way", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const next = yield* reader(transport.inbound)
+      fake.frame(JSON.stringify({ type: "prompt_cancel", id: "run-9", payload: {} }))
+      fake.end(4001)
+      assert.strictEqual((yield* next)._tag, "Message")
+      const closed = new TransportClosed({ reason: "closed_by_peer", code: 4001 })
+      assert.deepStrictEqual(yield* Effect.flip(next), closed)
+      assert.deepStrictEqual(yield* Effect.flip(transport.send(delta("late"))), closed)
+      assert.strictEqual(fake.writes.length, 0)
+    }))
+
+  it.effect("Core's close code wins over a write that failed because the close frame arrived first", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      fake.closeFrame(4001)
+      assert.deepStrictEqual(
+        yield* Effect.flip(transport.send(delta("heartbeat-ish"))),
+        new TransportClosed({ reason: "write_failed" })
+      )
+      assert.deepStrictEqual(
+        yield* Effect.flip(Stream.runDrain(transport.inbound)),
+        new TransportClosed({ reason: "closed_by_peer", code: 4001 })
+      )
+    }))
+
+  it.effect("a connection that fails (no close frame) ends as read_failed", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      fake.end(undefined, true)
+      assert.deepStrictEqual(
+        yield* Effect.flip(Stream.runDrain(transport.inbound)),
+        new TransportClosed({ reason: "read_failed" })
+      )
+    }))
+
+  it.effect("close sends the given code once; inbound then ends as closed_locally", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket({ answersClose: false })
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      yield* transport.close(4000, "going away")
+      yield* transport.close(4000, "again")
+      assert.deepStrictEqual(fake.calls, ["close 4000 going away"])
+      assert.deepStrictEqual(
+        yield* Effect.flip(Stream.runDrain(transport.inbound)),
+        new TransportClosed({ reason: "closed_locally" })
+      )
+      fake.end(4000)
+    }))
+
+  it.effect("closing the connection scope sends the courtesy close 1000 \"client closing\"", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const scope = yield* Scope.make()
+      yield* fromSocket(fake.socket, noLiveness).pipe(Scope.provide(scope))
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(fake.calls, ["close 1000 client closing"])
+    }))
+
+  it.effect("destroys the socket when Core does not answer the courtesy close within 1 s", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket({ answersClose: false })
+      const scope = yield* Scope.make()
+      yield* fromSocket(fake.socket, noLiveness).pipe(Scope.provide(scope))
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* Effect.yieldNow
+      yield* TestClock.adjust("999 millis")
+      assert.isUndefined(closing.pollUnsafe())
+      assert.deepStrictEqual(fake.calls, ["close 1000 client closing"])
+      yield* TestClock.adjust("1 millis")
+      yield* Fiber.join(closing)
+      assert.deepStrictEqual(fake.calls, ["close 1000 client closing", "terminate"])
+    }))
+
+  it.effect("pings every 15 s and ends as liveness after 45 s without a pong or frame", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket)
+      yield* TestClock.adjust("15 seconds")
+      assert.deepStrictEqual(fake.calls, ["ping"])
+      fake.pong()
+      yield* TestClock.adjust("15 seconds")
+      yield* TestClock.adjust("15 seconds")
+      assert.deepStrictEqual(fake.calls, ["ping", "ping", "ping"])
+      yield* TestClock.adjust("29999 millis")
+      assert.deepStrictEqual(fake.calls, ["ping", "ping", "ping", "ping"])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(fake.calls, ["ping", "ping", "ping", "ping", "terminate"])
+      assert.deepStrictEqual(
+        yield* Effect.flip(Stream.runDrain(transport.inbound)),
+        new TransportClosed({ reason: "liveness" })
+      )
+    }))
+})
