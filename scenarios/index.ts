@@ -1,0 +1,80 @@
+/**
+ * Every wire scenario, in replay order (connection rules first, then admission, Runs, receipts, interactions
+ * and connection loss; the scenarios that stop the Runtime for good come last, so a conformance kit serving one
+ * Runtime process can run them after all others).
+ */
+import activeInputUnknown from "./active-input-unknown.js"
+import activeInputWriteTimeout from "./active-input-write-timeout.js"
+import activeInputWrittenAccepted from "./active-input-written-accepted.js"
+import admissionExpiry from "./admission-expiry.js"
+import badCredential from "./bad-credential.js"
+import cancelTimeoutKeepsOwnership from "./cancel-timeout-keeps-ownership.js"
+import cancelUnconfirmed from "./cancel-unconfirmed.js"
+import cancellationSettlesWithoutDone from "./cancellation-settles-without-done.js"
+import cancellationWaitsForSettlement from "./cancellation-waits-for-settlement.js"
+import cleanupFailureKeptAndRetried from "./cleanup-failure-kept-and-retried.js"
+import connectionLossNoInventedTerminal from "./connection-loss-no-invented-terminal.js"
+import connectionReplacement from "./connection-replacement.js"
+import decisionWaiterTimeout from "./decision-waiter-timeout.js"
+import duplicateAndStaleReceipts from "./duplicate-and-stale-receipts.js"
+import errorThenDone from "./error-then-done.js"
+import functionResults from "./function-results.js"
+import heartbeatAndDeclaration from "./heartbeat-and-declaration.js"
+import incompatibleVersion from "./incompatible-version.js"
+import interactionDecisionsInvalid from "./interaction-decisions-invalid.js"
+import interactionDecisionsValid from "./interaction-decisions-valid.js"
+import invalidHeartbeatCloses from "./invalid-heartbeat-closes.js"
+import malformedRequests from "./malformed-requests.js"
+import newerConnectionReplacesOlder from "./newer-connection-replaces-older.js"
+import preparationCapacity from "./preparation-capacity.js"
+import preparationFailureCleansUp from "./preparation-failure-cleans-up.js"
+import preparationReadyStartDone from "./preparation-ready-start-done.js"
+import promptRequestEveryEvent from "./prompt-request-every-event.js"
+import reconnectionWithoutReplay from "./reconnection-without-replay.js"
+import releaseBeforeStart from "./release-before-start.js"
+import shutdown from "./shutdown.js"
+import staleAndDuplicateHandles from "./stale-and-duplicate-handles.js"
+import strayFramesTolerated from "./stray-frames-tolerated.js"
+import usageSnapshots from "./usage-snapshots.js"
+import type { WireScenario } from "./WireScenario.js"
+
+export * from "./WireScenario.js"
+
+export const allScenarios: ReadonlyArray<WireScenario> = [
+  heartbeatAndDeclaration,
+  invalidHeartbeatCloses,
+  strayFramesTolerated,
+  malformedRequests,
+  preparationReadyStartDone,
+  preparationFailureCleansUp,
+  preparationCapacity,
+  releaseBeforeStart,
+  admissionExpiry,
+  staleAndDuplicateHandles,
+  promptRequestEveryEvent,
+  errorThenDone,
+  usageSnapshots,
+  cancellationWaitsForSettlement,
+  cancellationSettlesWithoutDone,
+  cancelUnconfirmed,
+  cancelTimeoutKeepsOwnership,
+  activeInputWrittenAccepted,
+  activeInputWriteTimeout,
+  activeInputUnknown,
+  duplicateAndStaleReceipts,
+  interactionDecisionsValid,
+  interactionDecisionsInvalid,
+  decisionWaiterTimeout,
+  functionResults,
+  cleanupFailureKeptAndRetried,
+  connectionLossNoInventedTerminal,
+  reconnectionWithoutReplay,
+  connectionReplacement,
+  newerConnectionReplacesOlder,
+  shutdown,
+  incompatibleVersion,
+  badCredential
+]
+
+/** A scenario by name. */
+export const scenarioNamed = (name: string): WireScenario | undefined => allScenarios.find((s) => s.name === name)

@@ -1,0 +1,70 @@
+/**
+ * End to end: `agentwire conformance runtime` (the bundled binary) serves a scripted Core, and the bundled
+ * `agentwire daemon` is pointed at it exactly as the kit instructs. Proves the kit against agentwire's own
+ * Runtime: a passing report for a selection of scenarios (each one a fresh connection after the daemon's
+ * reconnect backoff, so real time passes), a stopping scenario last (426: the daemon exits 3), and a
+ * divergence reported with its step, frame and values when the Runtime declares something else.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { type Proc, start, tempDir } from "../support/conformanceLive.js"
+
+const daemonArgsFrom = (instructions: string): Array<string> => {
+  const match = /agentwire daemon (--core-url \S+ --device-id \S+ --credential-file \S+)\)/.exec(instructions)
+  assert.isNotNull(match, instructions)
+  return match![1]!.split(" ")
+}
+
+const withProcs = async (f: (track: (p: Proc) => Proc) => Promise<void>) => {
+  const procs: Array<Proc> = []
+  try {
+    await f((p) => {
+      procs.push(p)
+      return p
+    })
+  } finally {
+    for (const p of procs) p.kill()
+  }
+}
+
+describe("agentwire conformance runtime (live, against agentwire daemon)", () => {
+  it("passes the selected scenarios and ends with the Runtime stopped by the version scenario", async () => {
+    await withProcs(async (track) => {
+      const scenarios = ["malformed-requests", "preparation-ready-start-done", "function-results", "connection-replacement", "incompatible-version"]
+      const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--json", ...scenarios.flatMap((s) => ["--scenario", s])]))
+      const instructions = await kit.line(/for agentwire itself/, 10_000)
+      const profile = tempDir()
+      const daemon = track(start(["daemon", ...daemonArgsFrom(instructions), "--profile", profile]))
+      assert.strictEqual(await kit.exited(60_000), 0, kit.stderr())
+      const report = JSON.parse(kit.stdout()) as { summary: { passed: number; failed: number }; results: Array<{ scenario: string; verdict: { _tag: string } }> }
+      assert.deepStrictEqual(report.results.map((r) => [r.scenario, r.verdict._tag]), scenarios.map((s) => [s, "Pass"]))
+      assert.deepStrictEqual(report.summary, { passed: 5, failed: 0, skipped: 0 } as never)
+      // The 426 is permanent for the daemon: it stops with its "rejected" exit code, and never printed the credential.
+      assert.strictEqual(await daemon.exited(10_000), 3)
+      const credentialFile = daemonArgsFrom(instructions)[5]!
+      const credential = Fs.readFileSync(credentialFile, "utf8").trim()
+      for (const text of [kit.stdout(), kit.stderr(), daemon.stdout(), daemon.stderr()]) assert.notInclude(text, credential)
+      assert.strictEqual(Fs.statSync(credentialFile).mode & 0o777, 0o600)
+      Fs.rmSync(profile, { recursive: true, force: true })
+      Fs.rmSync(Path.dirname(credentialFile), { recursive: true, force: true })
+    })
+  }, 90_000)
+
+  it("reports the first divergent frame and exits 1 when the Runtime declares another declaration", async () => {
+    await withProcs(async (track) => {
+      const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--scenario", "preparation-ready-start-done"]))
+      const instructions = await kit.line(/for agentwire itself/, 10_000)
+      const profile = tempDir()
+      track(start(["daemon", ...daemonArgsFrom(instructions), "--profile", profile, "--scripted-disable", "permissions"]))
+      assert.strictEqual(await kit.exited(30_000), 1, kit.stderr())
+      const table = kit.stdout()
+      assert.match(
+        table,
+        /preparation-ready-start-done\s+FAIL\s+step 2 \(Runtime\): frame differs at payload\.supported_agent_kinds\[0\]\.capabilities\.permissions \[heartbeat\]; expected true; got false/
+      )
+      assert.include(table, "0 passed, 1 failed, 0 skipped (runtime under test)")
+      Fs.rmSync(profile, { recursive: true, force: true })
+    })
+  }, 60_000)
+})
