@@ -11,7 +11,7 @@
  * `permissions`, `workspace_authoring`, `usage` or `resume` declaration as an admission rule (Core has none).
  */
 import { Option, Redacted, Result } from "effect"
-import type { Capabilities, Execution } from "../proto/index.js"
+import { Capabilities, type Execution } from "../proto/index.js"
 import type { Declaration } from "./DeviceSession.js"
 import {
   type AdmissionRejection,
@@ -157,15 +157,7 @@ const deferred = (agent: AgentConfiguration) => agent.function_tools.some((t) =>
 export const rows: ReadonlyArray<Row> = [
   {
     name: "always",
-    capabilities: [
-      "streaming",
-      "steering",
-      "durable_turns",
-      "durable_input_receipts",
-      "preparation",
-      "execution_controls",
-      "tool_observations"
-    ],
+    capabilities: Capabilities.alwaysRequired,
     when: (i) => i.operation === "execution"
   },
   { name: "environment_none", capabilities: ["environment_none"], when: (i) => i.operation === "execution" && i.environment.type === "none" },

@@ -19,7 +19,8 @@ import * as Correlator from "./Correlator.js"
 import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
 import type { GatewayConfigShape } from "./GatewayConfig.js"
-import { makePreparationRoutes, makeRunRoutes, runEventTypes } from "./Subscriptions.js"
+import { isRunEventType, type RunEvent } from "./RunEvent.js"
+import { makePreparationRoutes, makeRunRoutes } from "./Subscriptions.js"
 
 /** The latest valid declaration of a connection. Kinds missing from it are not advertised. */
 export interface Declaration {
@@ -32,29 +33,8 @@ export interface Declaration {
   readonly receivedAtMs: number
 }
 
-/** Frames routed to a Run's subscriber (Envelope.id = Run id, or an interaction id Core maps to its Run). */
-export type RunEvent = Extract<
-  Messages.RuntimeToCore,
-  {
-    readonly type:
-      | "delta"
-      | "thinking"
-      | "output_message"
-      | "tool_call"
-      | "usage"
-      | "error"
-      | "done"
-      | "permission_request"
-      | "permission_cancel"
-      | "prompt_for_user_choice"
-      | "function_call"
-      | "subagent_identity"
-      | "subagent_lifecycle"
-      | "subagent_turn"
-      | "subagent_item"
-      | "subagent_coordination"
-  }
->
+/** A frame routed to a Run's subscriber (defined in RunEvent.ts, re-exported here as part of the contract). */
+export type { RunEvent } from "./RunEvent.js"
 
 /** Reply families delivered through the one Correlator, with the key each is correlated by. */
 export interface ReplyFamilies {
@@ -414,7 +394,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
       let observerFailed = false
       if (error.type !== undefined && error.id !== undefined) {
         const { id, type } = error
-        if (runEventTypes.has(type)) observerFailed = runs.failFrame(type, id, invalidFrame)
+        if (isRunEventType(type)) observerFailed = runs.failFrame(type, id, invalidFrame)
         else if (type === "preparation_status") observerFailed = preparations.fail(id, invalidFrame)
         else if (replyTypesKeyedById.has(type)) observerFailed = replies.failKey(type as ReplyKeyedById, id, invalidFrame)
         else if (type === "prompt_steer_ack") {

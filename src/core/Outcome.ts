@@ -21,7 +21,7 @@ import {
   Preparation,
   RunEvents
 } from "../proto/index.js"
-import type { RunEvent } from "./DeviceSession.js"
+import { type RunEvent, runEventTypes } from "./RunEvent.js"
 import { ObservationLostReason } from "./Errors.js"
 
 // ---------------------------------------------------------------------------------------------- admission errors
@@ -360,25 +360,6 @@ export const DispatchType = Schema.Literals([
   "prompt_steer"
 ])
 export type DispatchType = typeof DispatchType.Type
-
-const runEventTypes = [
-  "delta",
-  "thinking",
-  "output_message",
-  "tool_call",
-  "usage",
-  "error",
-  "done",
-  "permission_request",
-  "permission_cancel",
-  "prompt_for_user_choice",
-  "function_call",
-  "subagent_identity",
-  "subagent_lifecycle",
-  "subagent_turn",
-  "subagent_item",
-  "subagent_coordination"
-] as const satisfies ReadonlyArray<RunEvent["type"]>
 
 /** The wire schema of a Run event (persisted facts decode with it). */
 export const RunEventSchema = Schema.Union(runEventTypes.map((t) => Messages.runtimeToCore[t].schema)) as unknown as Schema.Codec<

@@ -14,7 +14,7 @@
  */
 import { Cause, Effect, Queue, Scope, Stream } from "effect"
 import { Preparation, type Ids, type Messages } from "../proto/index.js"
-import type { RunEvent } from "./DeviceSession.js"
+import type { RunEvent } from "./RunEvent.js"
 import { ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 
 // ---------------------------------------------------------------------------------------------- subscriber
@@ -66,29 +66,6 @@ export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>
   })
 
 // ---------------------------------------------------------------------------------------------- Run routes
-
-// Every Run-scoped type, checked exhaustively against `RunEvent` by the compiler.
-const runEventTypeTable: { readonly [K in RunEvent["type"]]: true } = {
-  delta: true,
-  thinking: true,
-  output_message: true,
-  tool_call: true,
-  usage: true,
-  error: true,
-  done: true,
-  permission_request: true,
-  permission_cancel: true,
-  prompt_for_user_choice: true,
-  function_call: true,
-  subagent_identity: true,
-  subagent_lifecycle: true,
-  subagent_turn: true,
-  subagent_item: true,
-  subagent_coordination: true
-}
-
-/** Run-scoped frame types (Envelope.id = Run id, except permission_cancel whose id is an interaction id). */
-export const runEventTypes: ReadonlySet<string> = new Set(Object.keys(runEventTypeTable))
 
 /** What happened to a routed frame (for the caller's log line). */
 export type RouteResult = "delivered" | "no_subscriber" | "overflow" | "stale"

@@ -14,7 +14,7 @@
  */
 import { Context, Effect, Layer, Option, PubSub, Ref, Result, Schema, Semaphore, Stream } from "effect"
 import { Messages } from "../../proto/index.js"
-import type { RunEvent } from "../DeviceSession.js"
+import { isRunEvent, type RunEvent } from "../RunEvent.js"
 import * as Outcome from "../Outcome.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
@@ -83,26 +83,6 @@ export const fromEntry = (entry: StoredEvent): Option.Option<Outcome.TurnFact> =
   }
   return Result.getSuccess(decodeFact(parsed))
 }
-
-const runEventTypes: ReadonlySet<string> = new Set<RunEvent["type"]>([
-  "delta",
-  "thinking",
-  "output_message",
-  "tool_call",
-  "usage",
-  "error",
-  "done",
-  "permission_request",
-  "permission_cancel",
-  "prompt_for_user_choice",
-  "function_call",
-  "subagent_identity",
-  "subagent_lifecycle",
-  "subagent_turn",
-  "subagent_item",
-  "subagent_coordination"
-])
-const isRunEvent = (message: Messages.RuntimeToCore): message is RunEvent => runEventTypes.has(message.type)
 
 const itemOf = (e: StoredEvent): JournalItem => ({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson })
 
