@@ -1,0 +1,19 @@
+/**
+ * Roles the bench bundle plays when spawned as a child process (`--child=<role>`).
+ */
+import { gatewayHost } from "./children/gatewayHost.js"
+import { load } from "./children/load.js"
+import { runtimePeer } from "./children/runtimePeer.js"
+
+export const runChild = async (role: string, _argv: ReadonlyArray<string>): Promise<void> => {
+  switch (role) {
+    case "runtime-peer":
+      return runtimePeer()
+    case "gateway-host":
+      return gatewayHost()
+    case "load":
+      return load()
+    default:
+      throw new Error(`unknown bench child role: ${role}`)
+  }
+}

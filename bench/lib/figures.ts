@@ -1,0 +1,110 @@
+/**
+ * What a bench reports: figures with min / median / max over repeated runs, the baseline measured in the same
+ * process run, their ratio and the target. Pure; covered by test/bench/bench.test.ts.
+ */
+import { type Summary, summarize } from "./stats.js"
+
+/**
+ * A target is checked on the median: `on: "ratio"` compares the figure's ratio to its baseline,
+ * `on: "value"` the figure itself (in its unit).
+ */
+export interface Target {
+  readonly on: "ratio" | "value"
+  readonly op: ">=" | "<=" | "<"
+  readonly value: number
+}
+
+export interface Baseline {
+  readonly name: string
+  readonly value: Summary
+}
+
+export interface Figure {
+  readonly suite: string
+  readonly name: string
+  readonly unit: string
+  readonly value: Summary
+  readonly baseline?: Baseline
+  /** value / baseline per round (paired), when the two were measured together. */
+  readonly ratio?: Summary
+  readonly target?: Target
+  /** Whether the median meets the target; absent without a target. */
+  readonly meets?: boolean
+  readonly note?: string
+}
+
+const compare = (op: Target["op"], a: number, b: number): boolean =>
+  op === ">=" ? a >= b : op === "<=" ? a <= b : a < b
+
+/** Whether a figure's median meets its target (false when the compared number is missing or NaN). */
+export const meetsTarget = (target: Target, value: Summary, ratio: Summary | undefined): boolean => {
+  const x = target.on === "ratio" ? ratio?.median : value.median
+  return x !== undefined && !Number.isNaN(x) && compare(target.op, x, target.value)
+}
+
+export interface FigureInput {
+  readonly suite: string
+  readonly name: string
+  readonly unit: string
+  readonly samples: ReadonlyArray<number>
+  readonly baseline?: { readonly name: string; readonly samples: ReadonlyArray<number> }
+  /** Paired ratios; computed from samples / baseline samples when omitted and both have the same length. */
+  readonly ratios?: ReadonlyArray<number>
+  readonly target?: Target
+  readonly note?: string
+}
+
+/** Builds a figure from raw samples: summaries, paired ratio, target verdict. */
+export const figure = (input: FigureInput): Figure => {
+  const value = summarize(input.samples)
+  const baseline = input.baseline === undefined
+    ? undefined
+    : { name: input.baseline.name, value: summarize(input.baseline.samples) }
+  const ratios = input.ratios ??
+    (input.baseline !== undefined && input.baseline.samples.length === input.samples.length
+      ? input.samples.map((x, i) => x / input.baseline!.samples[i]!)
+      : undefined)
+  const ratio = ratios === undefined ? undefined : summarize(ratios)
+  return {
+    suite: input.suite,
+    name: input.name,
+    unit: input.unit,
+    value,
+    ...(baseline === undefined ? {} : { baseline }),
+    ...(ratio === undefined ? {} : { ratio }),
+    ...(input.target === undefined ? {} : { target: input.target, meets: meetsTarget(input.target, value, ratio) }),
+    ...(input.note === undefined ? {} : { note: input.note })
+  }
+}
+
+/** "ratio ≥ 50 %", "< 1 ms". */
+export const describeTarget = (target: Target, unit: string): string =>
+  target.on === "ratio"
+    ? `ratio ${target.op === ">=" ? "≥" : target.op === "<=" ? "≤" : "<"} ${formatPercent(target.value)}`
+    : `${target.op === ">=" ? "≥" : target.op === "<=" ? "≤" : "<"} ${formatNumber(target.value)} ${unit}`
+
+/** Three significant digits, with k / M suffixes from 10 000 up. */
+export const formatNumber = (x: number): string => {
+  if (Number.isNaN(x)) return "n/a"
+  if (!Number.isFinite(x)) return x > 0 ? "∞" : "-∞"
+  const abs = Math.abs(x)
+  if (abs >= 1e7) return `${significant(x / 1e6)}M`
+  if (abs >= 1e4) return `${significant(x / 1e3)}k`
+  return significant(x)
+}
+
+/** Three significant digits below 100, whole numbers from 100 up, never an exponent. */
+const significant = (x: number): string => {
+  const abs = Math.abs(x)
+  if (abs === 0) return "0"
+  if (abs >= 99.95) return String(Math.round(x))
+  if (abs < 0.001) return x.toFixed(6).replace(/\.?0+$/, "")
+  const digits = Math.max(0, 2 - Math.floor(Math.log10(abs)))
+  return x.toFixed(digits).replace(/\.0+$/, "").replace(/(\.\d*?)0+$/, "$1")
+}
+
+export const formatPercent = (x: number): string => (Number.isNaN(x) ? "n/a" : `${formatNumber(x * 100)} %`)
+
+/** "median (min–max)", or the median alone when there is one sample or all are equal. */
+export const formatSummary = (s: Summary, format: (x: number) => string = formatNumber): string =>
+  s.n <= 1 || s.min === s.max ? format(s.median) : `${format(s.median)} (${format(s.min)}–${format(s.max)})`

@@ -1,0 +1,111 @@
+/**
+ * `npm run bench`: runs the suites one after another, prints a table and writes bench/results/latest.json.
+ * Every figure is compared with a baseline measured in the same run. Loopback only; bounded in time and count.
+ *
+ *   node dist/bench.mjs [--quick] [--only=codec,relay,scale,coldstart] [--out=path] [--markdown] [--keep-logs]
+ *   node dist/bench.mjs --render=bench/results/reference.json   (markdown tables of a results file)
+ *
+ * The same bundle is also the entry of the bench's child processes (`--child=<role>`), so `npm run bench`
+ * needs nothing beyond the build.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { dirname, join, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+import { runChild } from "./children.js"
+import type { Figure } from "./lib/figures.js"
+import { describeMachine, machine } from "./lib/machine.js"
+import type { Suite } from "./lib/suite.js"
+import { removeBenchTempDir } from "./support/processes.js"
+import { codecMatrix, figureRows, renderMarkdown, renderTable } from "./lib/table.js"
+import { codecSuite } from "./suites/codec.js"
+import { coldStartSuite } from "./suites/coldstart.js"
+import { relaySuite } from "./suites/relay.js"
+import { scaleSuite } from "./suites/scale.js"
+
+const suites: ReadonlyArray<Suite> = [codecSuite, relaySuite, scaleSuite, coldStartSuite]
+
+const argValue = (name: string): string | undefined => {
+  const prefix = `--${name}=`
+  return process.argv.find((a) => a.startsWith(prefix))?.slice(prefix.length)
+}
+const flag = (name: string): boolean => process.argv.includes(`--${name}`)
+
+const main = async () => {
+  const child = argValue("child")
+  if (child !== undefined) return runChild(child, process.argv.slice(2))
+  const render = argValue("render")
+  if (render !== undefined) return renderResults(render)
+
+  const self = fileURLToPath(import.meta.url)
+  const root = resolve(dirname(self), "..")
+  const quick = flag("quick")
+  const only = argValue("only")?.split(",")
+  const selected = only === undefined ? suites : suites.filter((s) => only.includes(s.name))
+  if (only !== undefined && selected.length !== only.length) {
+    throw new Error(`unknown suite in --only (known: ${suites.map((s) => s.name).join(", ")})`)
+  }
+  const log = (line: string) => process.stderr.write(`[bench] ${line}\n`)
+  const startMachine = machine()
+  const startedAt = new Date()
+  log(`${describeMachine(startMachine)}${quick ? " (quick)" : ""}`)
+
+  const figures: Array<Figure> = []
+  const notes: Array<string> = []
+  const timings: Record<string, number> = {}
+  for (const suite of selected) {
+    const t0 = performance.now()
+    log(`suite ${suite.name}: ${suite.describe}`)
+    const result = await suite.run({ quick, root, self, log })
+    figures.push(...result.figures)
+    notes.push(...result.notes)
+    timings[suite.name] = Math.round(performance.now() - t0)
+  }
+  const endMachine = machine()
+  const rows = figureRows(figures)
+  process.stdout.write(`\nmachine: ${describeMachine(startMachine)}; load at end ${endMachine.loadAverage.join(" / ")}\n\n`)
+  process.stdout.write(`${flag("markdown") ? renderMarkdown(rows) : renderTable(rows)}\n\n`)
+  for (const note of notes) process.stdout.write(`- ${note}\n`)
+
+  const out = argValue("out") ?? join(root, "bench", "results", "latest.json")
+  mkdirSync(dirname(out), { recursive: true })
+  writeFileSync(
+    out,
+    JSON.stringify(
+      {
+        startedAt: startedAt.toISOString(),
+        durationMs: Math.round(Date.now() - startedAt.getTime()),
+        mode: quick ? "quick" : "full",
+        machine: { ...startMachine, loadAverageAtEnd: endMachine.loadAverage },
+        suites: timings,
+        figures,
+        notes
+      },
+      null,
+      2
+    ) + "\n"
+  )
+  // Logs and cold-start profiles are kept only on request (a failure keeps them: the error names them).
+  if (!flag("keep-logs")) removeBenchTempDir()
+  const missed = figures.filter((f) => f.meets === false).map((f) => `${f.suite}/${f.name}`)
+  process.stdout.write(`\nwrote ${out}; ${figures.length} figures, ${missed.length === 0 ? "all targets met" : `targets missed: ${missed.join(", ")}`}\n`)
+}
+
+/** `--render=<results.json>`: prints a results file as markdown (the README's tables), without measuring. */
+const renderResults = (path: string) => {
+  const results = JSON.parse(readFileSync(path, "utf8")) as {
+    readonly startedAt: string
+    readonly machine: ReturnType<typeof machine> & { readonly loadAverageAtEnd: ReadonlyArray<number> }
+    readonly figures: ReadonlyArray<Figure>
+  }
+  const m = results.machine
+  process.stdout.write(
+    `Measured ${results.startedAt.slice(0, 10)} on ${describeMachine(m)} (load at end ${m.loadAverageAtEnd.join(" / ")}).\n\n`
+  )
+  process.stdout.write(`${renderMarkdown(codecMatrix(results.figures))}\n\n`)
+  process.stdout.write(`${renderMarkdown(figureRows(results.figures.filter((f) => f.suite !== "codec")))}\n`)
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  process.exitCode = 1
+})

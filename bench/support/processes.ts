@@ -1,0 +1,122 @@
+/**
+ * Child processes of the bench: the bench bundle forked with `--child=<role>` and an IPC channel (configuration,
+ * including bench credentials, travels over IPC, never argv or the environment). Their stdout and stderr go to
+ * a log file under the OS temp directory, named in failures.
+ */
+import { type ChildProcess, fork } from "node:child_process"
+import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+export interface Child {
+  readonly process: ChildProcess
+  readonly logFile: string
+  readonly send: (message: unknown) => void
+  /** The next IPC message that satisfies `match` (rejects on an `{op: "error"}` message or an early exit). */
+  readonly next: <A>(match: (message: unknown) => message is A, timeoutMs?: number) => Promise<A>
+  /** Asks the child to exit (`{op: "exit"}`), then kills it after `graceMs`. */
+  readonly stop: (graceMs?: number) => Promise<void>
+}
+
+let logDir: string | undefined
+/** The run's temporary directory (child logs, cold-start profiles and their throwaway credential files). */
+export const benchTempDir = (): string => (logDir ??= mkdtempSync(join(tmpdir(), "agentwire-bench-")))
+/** Removes the run's temporary directory, if one was created. */
+export const removeBenchTempDir = (): void => {
+  if (logDir !== undefined) rmSync(logDir, { recursive: true, force: true })
+  logDir = undefined
+}
+
+export const spawnChild = (self: string, role: string, options: { readonly execArgv?: ReadonlyArray<string> } = {}): Child => {
+  const logFile = join(benchTempDir(), `${role}-${Date.now()}.log`)
+  const fd = openSync(logFile, "a", 0o600)
+  const child = fork(self, [`--child=${role}`], {
+    stdio: ["ignore", fd, fd, "ipc"],
+    // BENCH_CHILD_CPU_PROF=<dir> profiles every child (npx node --cpu-prof …): docs/performance.md.
+    execArgv: [
+      ...(options.execArgv ?? []),
+      ...(process.env["BENCH_CHILD_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_CHILD_CPU_PROF"]}`] : [])
+    ],
+    env: { ...process.env, NODE_OPTIONS: "" }
+  })
+  closeSync(fd)
+  const inbox: Array<unknown> = []
+  const waiters = new Set<(message: unknown) => boolean>()
+  let exited: string | undefined
+  const failAll = new Set<(error: Error) => void>()
+  child.on("message", (message) => {
+    for (const waiter of waiters) if (waiter(message)) return
+    inbox.push(message)
+  })
+  child.on("exit", (code, signal) => {
+    exited = `child ${role} exited (${code ?? signal}); log: ${logFile}`
+    for (const fail of failAll) fail(new Error(exited))
+  })
+  const next = <A>(match: (message: unknown) => message is A, timeoutMs = 60_000): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      const isError = (m: unknown): m is { op: "error"; message: string } =>
+        typeof m === "object" && m !== null && (m as { op?: unknown }).op === "error"
+      const i = inbox.findIndex((m) => match(m) || isError(m))
+      if (i >= 0) {
+        const [m] = inbox.splice(i, 1)
+        return isError(m) ? reject(new Error(`child ${role}: ${m.message}; log: ${logFile}`)) : resolve(m as A)
+      }
+      if (exited !== undefined) return reject(new Error(exited))
+      const cleanup = () => {
+        clearTimeout(timer)
+        waiters.delete(waiter)
+        failAll.delete(fail)
+      }
+      const waiter = (m: unknown) => {
+        if (isError(m)) {
+          cleanup()
+          reject(new Error(`child ${role}: ${m.message}; log: ${logFile}`))
+          return true
+        }
+        if (!match(m)) return false
+        cleanup()
+        resolve(m)
+        return true
+      }
+      const fail = (error: Error) => {
+        cleanup()
+        reject(error)
+      }
+      const timer = setTimeout(() => fail(new Error(`child ${role}: no reply within ${timeoutMs} ms; log: ${logFile}`)), timeoutMs)
+      waiters.add(waiter)
+      failAll.add(fail)
+    })
+  const stop = async (graceMs = 10_000) => {
+    if (exited !== undefined) return
+    const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+    try {
+      child.send({ op: "exit" })
+    } catch {
+      // the channel is already closed
+    }
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs)
+    await gone
+    clearTimeout(timer)
+  }
+  return { process: child, logFile, send: (message) => child.send(message as object), next, stop }
+}
+
+/** A predicate for an IPC message with the given `op`. */
+export const op = <O extends string>(name: O) => (message: unknown): message is { readonly op: O } & Record<string, unknown> =>
+  typeof message === "object" && message !== null && (message as { op?: unknown }).op === name
+
+/** Rejects with a message naming `what` when `promise` does not settle within `ms`. */
+export const withTimeout = <A>(promise: Promise<A>, ms: number, what: string): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms)
+    promise.then(
+      (a) => {
+        clearTimeout(timer)
+        resolve(a)
+      },
+      (e: unknown) => {
+        clearTimeout(timer)
+        reject(e)
+      }
+    )
+  })

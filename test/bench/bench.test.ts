@@ -1,0 +1,183 @@
+/**
+ * The bench harness's pure parts (bench/lib): statistics, target verdicts, number formatting and the table.
+ * No timing here: the benches themselves run only in `npm run bench`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { describeTarget, figure, formatNumber, formatPercent, formatSummary, meetsTarget } from "../../bench/lib/figures.js"
+import { distribution, pairedRatios, percentile, percentileSorted, summarize } from "../../bench/lib/stats.js"
+import { codecMatrix, figureRow, figureRows, renderMarkdown, renderTable } from "../../bench/lib/table.js"
+
+describe("bench stats", () => {
+  it("summarizes min, median and max regardless of input order", () => {
+    assert.deepStrictEqual(summarize([5, 1, 3]), { n: 3, min: 1, median: 3, max: 5 })
+    assert.deepStrictEqual(summarize([4, 1, 3, 2]), { n: 4, min: 1, median: 2.5, max: 4 })
+    assert.deepStrictEqual(summarize([7]), { n: 1, min: 7, median: 7, max: 7 })
+  })
+
+  it("gives NaN for an empty summary instead of throwing", () => {
+    const s = summarize([])
+    assert.strictEqual(s.n, 0)
+    assert.isNaN(s.min)
+    assert.isNaN(s.median)
+    assert.isNaN(s.max)
+  })
+
+  it("interpolates percentiles between closest ranks and clamps at the ends", () => {
+    const sorted = [10, 20, 30, 40, 50]
+    assert.strictEqual(percentileSorted(sorted, 0), 10)
+    assert.strictEqual(percentileSorted(sorted, 50), 30)
+    assert.strictEqual(percentileSorted(sorted, 100), 50)
+    assert.strictEqual(percentileSorted(sorted, 25), 20)
+    assert.strictEqual(percentileSorted(sorted, 90), 46)
+    assert.strictEqual(percentile([50, 10, 40, 20, 30], 75), 40)
+    assert.isNaN(percentileSorted([], 50))
+  })
+
+  it("reports p50, p90, p99 and max of a latency sample", () => {
+    const values = Array.from({ length: 101 }, (_, i) => i) // 0..100
+    assert.deepStrictEqual(distribution(values), { n: 101, p50: 50, p90: 90, p99: 99, max: 100 })
+  })
+
+  it("pairs ratios round by round and refuses unpaired samples", () => {
+    assert.deepStrictEqual(pairedRatios([2, 9], [4, 3]), [0.5, 3])
+    assert.throws(() => pairedRatios([1, 2], [1]))
+  })
+})
+
+describe("bench figures", () => {
+  it("builds a figure with its baseline, the paired ratio and the target verdict on the median", () => {
+    const f = figure({
+      suite: "codec",
+      name: "decode delta",
+      unit: "frames/s",
+      samples: [60, 50, 40],
+      baseline: { name: "JSON.parse", samples: [100, 100, 100] },
+      target: { on: "ratio", op: ">=", value: 0.5 }
+    })
+    assert.deepStrictEqual(f.value, { n: 3, min: 40, median: 50, max: 60 })
+    assert.deepStrictEqual(f.baseline, { name: "JSON.parse", value: { n: 3, min: 100, median: 100, max: 100 } })
+    assert.deepStrictEqual(f.ratio, { n: 3, min: 0.4, median: 0.5, max: 0.6 })
+    assert.strictEqual(f.meets, true)
+  })
+
+  it("misses a ratio target just below it and meets a value target just below its bound", () => {
+    const below = figure({
+      suite: "s",
+      name: "n",
+      unit: "u",
+      samples: [49],
+      baseline: { name: "b", samples: [100] },
+      target: { on: "ratio", op: ">=", value: 0.5 }
+    })
+    assert.strictEqual(below.meets, false)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1 }, summarize([0.999]), undefined), true)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1 }, summarize([1]), undefined), false)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<=", value: 1.25 }, summarize([1.25]), undefined), true)
+  })
+
+  it("uses explicit ratios when given, and has no ratio without a paired baseline", () => {
+    const explicit = figure({
+      suite: "s",
+      name: "n",
+      unit: "ms",
+      samples: [0.2],
+      baseline: { name: "raw", samples: [0.1] },
+      ratios: [3]
+    })
+    assert.deepStrictEqual(explicit.ratio, { n: 1, min: 3, median: 3, max: 3 })
+    const unpaired = figure({ suite: "s", name: "n", unit: "ms", samples: [1, 2], baseline: { name: "raw", samples: [1] } })
+    assert.isUndefined(unpaired.ratio)
+    assert.isUndefined(unpaired.meets)
+  })
+
+  it("fails a target whose number is missing", () => {
+    assert.strictEqual(meetsTarget({ on: "ratio", op: ">=", value: 0.5 }, summarize([1]), undefined), false)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1 }, summarize([]), undefined), false)
+  })
+
+  it("formats numbers with three significant digits and k / M suffixes", () => {
+    assert.strictEqual(formatNumber(0), "0")
+    assert.strictEqual(formatNumber(0.4291), "0.429")
+    assert.strictEqual(formatNumber(3.2349), "3.23")
+    assert.strictEqual(formatNumber(9.996), "10")
+    assert.strictEqual(formatNumber(51.25), "51.3")
+    assert.strictEqual(formatNumber(707.4), "707")
+    assert.strictEqual(formatNumber(9735), "9735")
+    assert.strictEqual(formatNumber(52_100), "52.1k")
+    assert.strictEqual(formatNumber(1_159_000), "1159k")
+    assert.strictEqual(formatNumber(12_345_678), "12.3M")
+    assert.strictEqual(formatNumber(Number.NaN), "n/a")
+    assert.strictEqual(formatNumber(Number.POSITIVE_INFINITY), "∞")
+    assert.strictEqual(formatPercent(0.529), "52.9 %")
+  })
+
+  it("shows median (min–max), or the median alone when the samples agree", () => {
+    assert.strictEqual(formatSummary({ n: 3, min: 1, median: 2, max: 3 }), "2 (1–3)")
+    assert.strictEqual(formatSummary({ n: 2, min: 5, median: 5, max: 5 }), "5")
+    assert.strictEqual(formatSummary({ n: 3, min: 0.4, median: 0.5, max: 0.6 }, formatPercent), "50 % (40 %–60 %)")
+  })
+
+  it("describes targets in words a reader checks against the table", () => {
+    assert.strictEqual(describeTarget({ on: "ratio", op: ">=", value: 0.6 }, "frames/s"), "ratio ≥ 60 %")
+    assert.strictEqual(describeTarget({ on: "value", op: "<", value: 1 }, "ms"), "< 1 ms")
+    assert.strictEqual(describeTarget({ on: "value", op: "<=", value: 1.25 }, "×"), "≤ 1.25 ×")
+  })
+})
+
+describe("bench table", () => {
+  it("pads columns to the widest cell, counting characters like ≥ and – once", () => {
+    const text = renderTable([
+      ["a", "bb"],
+      ["ccc", "≥"]
+    ])
+    assert.strictEqual(text, ["a    bb", "---  --", "ccc  ≥"].join("\n"))
+  })
+
+  it("renders markdown with escaped pipes", () => {
+    assert.strictEqual(renderMarkdown([["x", "y"], ["a|b", "c"]]), ["| x | y |", "| --- | --- |", "| a\\|b | c |"].join("\n"))
+    assert.strictEqual(renderTable([]), "")
+  })
+
+  it("writes one row per figure with verdict, baseline and ratio", () => {
+    const f = figure({
+      suite: "relay",
+      name: "deltas",
+      unit: "frames/s",
+      samples: [10_000, 12_000, 11_000],
+      baseline: { name: "raw ws", samples: [50_000, 50_000, 50_000] },
+      target: { on: "ratio", op: ">=", value: 0.6 }
+    })
+    assert.deepStrictEqual(figureRow(f), [
+      "relay",
+      "deltas",
+      "11k (10k–12k)",
+      "frames/s",
+      "raw ws: 50k",
+      "22 % (20 %–24 %)",
+      "ratio ≥ 60 %",
+      "NO"
+    ])
+    assert.strictEqual(figureRows([f]).length, 2)
+    assert.deepStrictEqual(figureRow(figure({ suite: "s", name: "n", unit: "KiB", samples: [1] })).slice(4), ["", "", "", ""])
+  })
+
+  it("condenses the codec figures to one row per frame kind", () => {
+    const pair = (name: string, x: number, target?: number) =>
+      figure({
+        suite: "codec",
+        name,
+        unit: "frames/s",
+        samples: [x],
+        baseline: { name: "b", samples: [100] },
+        ...(target === undefined ? {} : { target: { on: "ratio", op: ">=", value: target } })
+      })
+    const rows = codecMatrix([
+      pair("decode delta", 70, 0.5),
+      pair("decode delta vs ajv", 80),
+      pair("schema-only decode delta", 20),
+      pair("encode delta", 65),
+      figure({ suite: "relay", name: "decode x", unit: "u", samples: [1] })
+    ])
+    assert.deepStrictEqual(rows.slice(1), [["delta", "70", "70 %", "ratio ≥ 50 % yes", "80 %", "20 %", "65 %"]])
+  })
+})
