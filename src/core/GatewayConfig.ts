@@ -98,7 +98,7 @@ export const makeConfig = (options: GatewayConfigOptions): Result.Result<Gateway
       livenessTimeout: options.livenessTimeout ?? Limits.LivenessTimeout,
       sendQueueCapacity: options.sendQueueCapacity ?? Limits.CoreSendQueueCapacity,
       writeDeadline: options.writeDeadline ?? Limits.FrameWriteDeadline,
-      runSubscriptionBuffer: options.runSubscriptionBuffer ?? 256,
+      runSubscriptionBuffer: options.runSubscriptionBuffer ?? 1024,
       maxRunSubscriptions: options.maxRunSubscriptions ?? 1024,
       replyBuffer: options.replyBuffer ?? 16,
       maxReplyWaiters: options.maxReplyWaiters ?? 1024,

@@ -151,6 +151,21 @@ describe("DeviceSession Run subscriptions", () => {
       assert.deepStrictEqual(events.exit, Exit.fail(new SubscriberOverflow({ capacity: 2 })))
     }).pipe(Effect.provide(gatewayLayer({ runSubscriptionBuffer: 2 }))))
 
+  it.effect("delivers a burst read in one socket read to a consuming subscriber without overflowing its buffer", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      const stream = yield* connection.session.subscribeDurable(runId("run-1"))
+      const consumer = yield* Effect.forkChild(collect(stream))
+      yield* Effect.yieldNow
+      // 2000 deltas and a done arrive before the session pulls: one read, far more than the 64-event buffer
+      for (let i = 1; i <= 2000; i++) yield* connection.runtime.send(frames.delta("run-1", "x", i))
+      yield* connection.runtime.send(frames.done("run-1"))
+      const events = yield* Fiber.join(consumer)
+      assert.deepStrictEqual(events.exit, Exit.void)
+      assert.strictEqual(events.items.length, 2001)
+      assert.deepStrictEqual(events.items[1999], frames.delta("run-1", "x", 2000))
+    }).pipe(Effect.provide(gatewayLayer({ runSubscriptionBuffer: 64 }))))
+
   it.effect("rejects a duplicate subscription and accepts it again once the first one's scope closed", () =>
     Effect.gen(function*() {
       const { session } = yield* connectMemory(device("dev-1"))
