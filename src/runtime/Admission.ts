@@ -108,6 +108,8 @@ export interface AdmissionDeps {
   readonly background: FiberSet.FiberSet<unknown, unknown>
   /** True once device_shutdown began: new admissions are refused. */
   readonly shuttingDown: () => boolean
+  /** Run after a record is added, changes state or is pruned (the status board's `touch`). */
+  readonly onChange?: Effect.Effect<void>
 }
 
 const invalidCode: Record<ControlOperation, PreparationErrorCode> = {
@@ -119,6 +121,7 @@ const invalidCode: Record<ControlOperation, PreparationErrorCode> = {
 export const make = (deps: AdmissionDeps) =>
   Effect.gen(function* () {
     const { outbound, executors, runs, registry, ids, ownership, background } = deps
+    const changed = deps.onChange ?? Effect.void
     const records = new Map<PreparationRequestId, AdmissionRecord>()
     /** Preparation fibers and expiry timers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
@@ -162,9 +165,12 @@ export const make = (deps: AdmissionDeps) =>
           ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
         }
         record.last = status
-        return outbound.sendWithin(
-          withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
-          StatusSendBudget
+        return Effect.andThen(
+          changed,
+          outbound.sendWithin(
+            withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
+            StatusSendBudget
+          )
         )
       })
 
@@ -179,16 +185,16 @@ export const make = (deps: AdmissionDeps) =>
     const locked = <A>(record: AdmissionRecord, effect: Effect.Effect<A>) => record.lock.withPermits(1)(effect)
 
     /** Frees room for one more record: prunes terminal records, oldest first. */
-    const roomForRecord = () => {
-      if (records.size < MaxAdmissionRecords) return true
+    const roomForRecord: Effect.Effect<boolean> = Effect.suspend(() => {
+      if (records.size < MaxAdmissionRecords) return Effect.succeed(true)
       for (const [id, record] of records) {
         if (terminal.has(record.state)) {
           records.delete(id)
-          if (records.size < MaxAdmissionRecords) return true
+          if (records.size < MaxAdmissionRecords) return Effect.as(changed, true)
         }
       }
-      return records.size < MaxAdmissionRecords
-    }
+      return Effect.succeed(false)
+    })
 
     /** `ready` with a fresh expiry; an unconfirmed ready fails the admission and releases the reservation. */
     const grant = (record: AdmissionRecord) =>
@@ -296,7 +302,7 @@ export const make = (deps: AdmissionDeps) =>
               return yield* reply("native_session_conflict")
             }
             if (config.require_existing_native_session === true && Option.isNone(native)) return yield* reply("history_unavailable")
-            if (!roomForRecord()) return yield* reply("preparation_capacity")
+            if (!(yield* roomForRecord)) return yield* reply("preparation_capacity")
             const admitted = yield* executors.admitIdle(entry)
             if (admitted._tag === "Failure") {
               return yield* reply(admitted.failure === "not_idle" ? "resource_unavailable" : admitted.failure)
@@ -305,7 +311,7 @@ export const make = (deps: AdmissionDeps) =>
             return yield* fork(locked(record, grant(record)))
           }
         }
-        if (!roomForRecord()) return yield* reply("preparation_capacity")
+        if (!(yield* roomForRecord)) return yield* reply("preparation_capacity")
         const reserved = yield* executors.reserve(yield* ids.executorId, {
           sessionId: payload.session_id,
           kind: config.agent_kind,
@@ -356,6 +362,7 @@ export const make = (deps: AdmissionDeps) =>
           last: undefined
         }
         records.set(requestId, record)
+        yield* changed
         return record
       })
 
@@ -400,6 +407,7 @@ export const make = (deps: AdmissionDeps) =>
           onStartFailed: (refusal) =>
             locked(record, Effect.gen(function* () {
               record.state = "failed"
+              yield* changed
               yield* reject("execution_start", record.requestId, refusal.code, trace, {
                 handle: record.handle,
                 executor_id: record.entry.id

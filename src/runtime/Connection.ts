@@ -49,7 +49,7 @@ const connection = (info: ConnectionInfo["Service"]) => Effect.gen(function* () 
   let view: Effect.Effect<RuntimeView> = Effect.succeed(emptyView)
   yield* board.attachView(Effect.suspend(() => view))
   yield* board.setKinds((yield* registry.declarations).map(kindStatus))
-  const executors = yield* Executors.make
+  const executors = yield* Executors.makeWith({ onChange: board.touch })
   yield* Effect.addFinalizer(() => executors.closeAll)
   const background = yield* FiberSet.make<unknown, unknown>()
 
@@ -64,6 +64,7 @@ const connection = (info: ConnectionInfo["Service"]) => Effect.gen(function* () 
     outbound,
     executors,
     background,
+    onChange: board.touch,
     hooks: {
       onEmit: (run, event) =>
         Effect.andThen(interactions.onEmit(run, event), functions === undefined ? Effect.void : functions.onEmit(run, event)),
@@ -81,7 +82,8 @@ const connection = (info: ConnectionInfo["Service"]) => Effect.gen(function* () 
     ids,
     ownership,
     background,
-    shuttingDown: () => shuttingDown
+    shuttingDown: () => shuttingDown,
+    onChange: board.touch
   })
   const direct = DirectRuns.make({ outbound, runs, executors, registry, ids, background, shuttingDown: () => shuttingDown })
 
@@ -123,6 +125,7 @@ const connection = (info: ConnectionInfo["Service"]) => Effect.gen(function* () 
       unconfirmed: yield* ownership.unconfirmed
     }
   })
+  yield* board.touch // the attached view now reports this connection's state
 
   yield* Heartbeat.run({
     outbound,

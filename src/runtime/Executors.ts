@@ -14,7 +14,7 @@ import { Deferred, Effect, FiberMap, FiberSet, Option, Result } from "effect"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
 import type { Executor, HarnessDeclaration, Residue } from "./harness/Harness.js"
-import { closeUntilConfirmed, Ownership } from "./Ownership.js"
+import { closeUntilConfirmed, observed, Ownership } from "./Ownership.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 import type { ExecutorStatus } from "./StatusBoard.js"
 
@@ -108,12 +108,18 @@ const viewState = (entry: ExecutorEntry, unconfirmed: boolean): (typeof Executor
   }
 }
 
+export interface ExecutorsOptions {
+  /** Run after every state change of an entry or its ownership record (the status board's `touch`). */
+  readonly onChange?: Effect.Effect<void>
+}
+
 /**
  * Builds the table for one connection. Its fibers (closers, idle timers) live in the given scope; create it
  * before anything that may still use Executors while the connection closes.
  */
-export const make = Effect.gen(function* () {
-  const ownership = yield* Ownership
+export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
+  const changed = options.onChange ?? Effect.void
+  const ownership = options.onChange === undefined ? yield* Ownership : observed(yield* Ownership, options.onChange)
   const policy: RuntimePolicyShape = yield* RuntimePolicy
   const closers = yield* FiberSet.make<void, never>()
   const idleTimers = yield* FiberMap.make<ExecutorId, void, never>()
@@ -141,6 +147,7 @@ export const make = Effect.gen(function* () {
         yield* ownership.confirmed(entry.id)
       }
       entries.delete(entry.id)
+      yield* changed
       yield* Deferred.succeed(entry.closed, undefined)
     }).pipe(Effect.uninterruptible)
 
@@ -150,6 +157,7 @@ export const make = Effect.gen(function* () {
       if (entry.closing) return
       entry.closing = true
       entry.state = "closing"
+      yield* changed
       yield* FiberSet.run(closers, closeEntry(entry))
     })
 
@@ -165,6 +173,7 @@ export const make = Effect.gen(function* () {
         return yield* startClose(entry)
       }
       entry.state = "idle"
+      yield* changed
       yield* FiberMap.run(
         idleTimers,
         entry.id,
@@ -214,12 +223,15 @@ export const make = Effect.gen(function* () {
         if (entry.closing || entry.state !== "idle") return Result.fail("not_idle" as const)
         if (counts().active >= policy.maxActive) return Result.fail<CapacityRejection>("preparation_capacity")
         entry.state = "admitted"
+        yield* changed
         yield* FiberMap.remove(idleTimers, entry.id)
         return Result.void
       }),
     setState: (entry, state) =>
-      Effect.sync(() => {
-        if (!entry.closing) entry.state = state
+      Effect.suspend(() => {
+        if (entry.closing || entry.state === state) return Effect.void
+        entry.state = state
+        return changed
       }),
     toIdle,
     close,
@@ -242,3 +254,6 @@ export const make = Effect.gen(function* () {
   }
   return executors
 })
+
+/** `makeWith` without change notification. */
+export const make = makeWith({})

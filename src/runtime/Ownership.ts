@@ -78,6 +78,19 @@ export class Ownership extends Context.Service<Ownership, {
 }
 
 /**
+ * The same records, with `onChange` run after every change of them (a connection passes its status board's
+ * `touch`, so a failed or confirmed cleanup wakes whoever waits on the board). Reads are unchanged.
+ */
+export const observed = (ownership: Ownership["Service"], onChange: Effect.Effect<void>): Ownership["Service"] =>
+  Ownership.of({
+    ...ownership,
+    acquire: (resource, kind) => Effect.andThen(ownership.acquire(resource, kind), onChange),
+    closing: (resource) => Effect.andThen(ownership.closing(resource), onChange),
+    attemptFailed: (resource, cause) => Effect.andThen(ownership.attemptFailed(resource, cause), onChange),
+    confirmed: (resource) => Effect.andThen(ownership.confirmed(resource), onChange)
+  })
+
+/**
  * Closes a resource until the close is confirmed. Each attempt is bounded by the policy's close timeout (a
  * timeout is a failed attempt); each failure is recorded in `Ownership` and logged, then retried with the
  * policy's capped backoff, forever. Uninterruptible: closing a scope that runs it waits for confirmation,

@@ -118,6 +118,8 @@ export interface RunsDeps {
   readonly hooks: RunHooks
   /** Connection-owned fibers (receipt waiters, native cancel requests). */
   readonly background: FiberSet.FiberSet<unknown, unknown>
+  /** Run after a Run is added, changes phase or is removed (the status board's `touch`). */
+  readonly onChange?: Effect.Effect<void>
 }
 
 /** A Run event as its wire frame, after opt-ins; `undefined` when the Run's opt-ins drop it. */
@@ -162,6 +164,7 @@ const toMessage = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | u
 export const make = (deps: RunsDeps) =>
   Effect.gen(function* () {
     const { outbound, executors, hooks } = deps
+    const changed = deps.onChange ?? Effect.void
     const fibers = yield* FiberMap.make<RunId, void, never>()
     const table = new Map<RunId, RunRecord>()
 
@@ -209,6 +212,7 @@ export const make = (deps: RunsDeps) =>
             }
             yield* Deferred.succeed(run.finished, undefined)
             table.delete(run.runId)
+            yield* changed
             yield* hooks.onEnd(run)
           })
 
@@ -216,6 +220,7 @@ export const make = (deps: RunsDeps) =>
         if (Result.isFailure(acquired)) return yield* refuse(acquired.failure)
         const entry = acquired.success
         run.executor = entry
+        yield* changed
         yield* executors.setState(entry, "busy")
         const native = entry.native
         if (native === undefined) {
@@ -239,6 +244,7 @@ export const make = (deps: RunsDeps) =>
         const turn = started.success
         run.turn = turn
         run.phase = "running"
+        yield* changed
         yield* Deferred.succeed(run.turnReady, turn)
         yield* spec.onStarted
 
@@ -246,6 +252,7 @@ export const make = (deps: RunsDeps) =>
         // Input and function admission close here; cancellation receipts waiting now own the outcome.
         run.phase = "settling"
         run.receiptsOwnOutcome = run.receiptWaiters > 0
+        yield* changed
         yield* Result.isSuccess(settlement)
           ? Deferred.succeed(run.nativeSettled, settlement.success)
           : Deferred.fail(run.nativeSettled, settlement.failure)
@@ -261,6 +268,7 @@ export const make = (deps: RunsDeps) =>
         run.phase = "finished"
         yield* Deferred.succeed(run.finished, undefined)
         table.delete(run.runId)
+        yield* changed
         yield* hooks.onEnd(run)
         yield* releaseExecutor(entry, Result.isSuccess(settlement) && settlement.success.reusable)
       })
@@ -271,6 +279,7 @@ export const make = (deps: RunsDeps) =>
         run.phase = "finished"
         table.delete(run.runId)
         if (wasFinished) return
+        yield* changed
         yield* Deferred.fail(run.turnReady, new NoTurn())
         let reusable = false
         const turn = run.turn
@@ -328,6 +337,7 @@ export const make = (deps: RunsDeps) =>
           return
         }
         run.cancelRequested = true
+        yield* changed
         if (deliveryId !== undefined) run.receiptWaiters++
         // The native cancel request belongs to the connection, not to the waiter: a waiter that times out
         // stops observing and never interrupts the request.
@@ -421,6 +431,7 @@ export const make = (deps: RunsDeps) =>
             thinkingSequence: 0
           }
           table.set(spec.runId, run)
+          yield* changed
           yield* FiberMap.run(fibers, spec.runId, runFiber(run, spec))
           return Result.succeed(run)
         }),

@@ -3,8 +3,13 @@
  * loop publishes the connection state; the per-connection logic attaches a live view of its admissions,
  * Executors, Runs and unconfirmed cleanups for as long as its scope is open (including while that scope is
  * closing and waiting for confirmed cleanup). Reading a snapshot never changes anything.
+ *
+ * Change notification: every `setConnection`, `setKinds`, attach or detach of a view, and every `touch` (the
+ * per-connection modules call it where their admissions, Executors, Runs or ownership records change state)
+ * bumps a version and wakes whoever armed `changes`. Tools and tests wait on it instead of polling. A touch
+ * with nobody waiting is a counter increment; the board never computes a view to detect a change.
  */
-import { Context, Effect, Layer, Ref, Schema, type Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Ref, Schema, type Scope } from "effect"
 
 export const ConnectionState = Schema.Literals(["starting", "connecting", "connected", "backoff", "stopped"])
 export type ConnectionState = typeof ConnectionState.Type
@@ -86,6 +91,40 @@ export type StatusSnapshot = typeof StatusSnapshot.Type
 
 const emptyView: RuntimeView = { active_runs: 0, admissions: [], executors: [], runs: [], unconfirmed: [] }
 
+/** Change notifications of a board. */
+export interface BoardChanges {
+  /**
+   * Registers interest now and returns the wait: it completes at the first change after this call (at once
+   * when one already happened). Arm before reading a snapshot, then await, so a change between the read and
+   * the wait is never missed. A wait that is never awaited holds nothing.
+   */
+  readonly arm: Effect.Effect<Effect.Effect<void>>
+  /** How many changes happened so far (monotonic). */
+  readonly version: Effect.Effect<number>
+}
+
+/** The signal behind `changes`: one shared Deferred per generation, created only when someone arms. */
+const makeSignal = () => {
+  let version = 0
+  let next: Deferred.Deferred<void> | undefined
+  const notify = () => {
+    version++
+    const armed = next
+    if (armed !== undefined) {
+      next = undefined
+      Deferred.doneUnsafe(armed, Exit.void)
+    }
+  }
+  const changes: BoardChanges = {
+    arm: Effect.sync(() => {
+      if (next === undefined) next = Deferred.makeUnsafe<void>()
+      return Deferred.await(next)
+    }),
+    version: Effect.sync(() => version)
+  }
+  return { notify: Effect.sync(notify), changes }
+}
+
 export class StatusBoard extends Context.Service<StatusBoard, {
   /** Replaces the connection section (the daemon loop calls it on every state change). */
   readonly setConnection: (status: ConnectionStatus) => Effect.Effect<void>
@@ -95,6 +134,13 @@ export class StatusBoard extends Context.Service<StatusBoard, {
   readonly attachView: (view: Effect.Effect<RuntimeView>) => Effect.Effect<void, never, Scope.Scope>
   /** A consistent snapshot of everything above. */
   readonly snapshot: Effect.Effect<StatusSnapshot>
+  /**
+   * The attached view's state changed (an admission, Executor, Run or ownership record moved). Cheap: call it
+   * at state transitions, never per frame.
+   */
+  readonly touch: Effect.Effect<void>
+  /** Wakes waiters on every change of the snapshot's inputs (see `BoardChanges`). */
+  readonly changes: BoardChanges
 }>()("agentwire/runtime/StatusBoard") {
   /** A board for this process. */
   static readonly make = (info: { readonly daemonVersion: string; readonly wireVersion: string; readonly pid: number; readonly deviceId: string; readonly coreUrl: string }) =>
@@ -108,16 +154,19 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       })
       const kinds = yield* Ref.make<ReadonlyArray<typeof KindStatus.Type>>([])
       const views = yield* Ref.make<ReadonlyArray<{ readonly token: object; readonly view: Effect.Effect<RuntimeView> }>>([])
+      const { changes, notify } = makeSignal()
       return StatusBoard.of({
-        setConnection: (status) => Ref.set(connection, status),
-        setKinds: (next) => Ref.set(kinds, next),
+        setConnection: (status) => Effect.andThen(Ref.set(connection, status), notify),
+        setKinds: (next) => Effect.andThen(Ref.set(kinds, next), notify),
         attachView: (view) => {
           const token = {}
           return Effect.acquireRelease(
-            Ref.update(views, (vs) => [...vs, { token, view }]),
-            () => Ref.update(views, (vs) => vs.filter((v) => v.token !== token))
+            Effect.andThen(Ref.update(views, (vs) => [...vs, { token, view }]), notify),
+            () => Effect.andThen(Ref.update(views, (vs) => vs.filter((v) => v.token !== token)), notify)
           )
         },
+        touch: notify,
+        changes,
         snapshot: Effect.gen(function* () {
           const attached = yield* Ref.get(views)
           const latest = attached[attached.length - 1]

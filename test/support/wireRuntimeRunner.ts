@@ -3,8 +3,13 @@
  * bootstrap and WebSocket transport, the scripted harness, deterministic ids) in-process against the scripted
  * Core over loopback. Time is the test's TestClock; the scripted Core's own waits run on the live clock.
  * Imports the daemon and the conformance kit, never the gateway.
+ *
+ * Waiting is event-driven: a check re-evaluates only when the daemon's StatusBoard reports a change or the
+ * daemon fiber ends, bounded by a live-clock safety deadline that turns into a divergence. The TestClock
+ * moves only when the scenario says so, when the daemon is in reconnect backoff (to its next attempt) and,
+ * after the scenario, while the daemon confirms its cleanup. No real sleeps.
  */
-import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import type { Fact, WireScenario } from "../../scenarios/WireScenario.js"
 import { type Hooks, replay, type StepFailure } from "../../src/conformance/Replay.js"
@@ -15,39 +20,58 @@ import { ProtocolVersion } from "../../src/proto/Version.js"
 import * as Daemon from "../../src/runtime/Daemon.js"
 import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSignals.js"
 import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
+import { RuntimePolicy, type RuntimePolicyShape } from "../../src/runtime/RuntimePolicy.js"
 import { StatusBoard, type StatusSnapshot } from "../../src/runtime/StatusBoard.js"
 import { Connector } from "../../src/runtime/transport/Connector.js"
 
 export const DeviceId = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
 export const Credential = Redacted.make("awdc_wire-runtime-runner-credential")
 
-/** Polls a condition on the live clock until it holds (bounded): state changes after a frame are asynchronous. */
-const eventually = (
+/** How long (live) a check waits for the daemon's state to get there before reporting a divergence. */
+const SafetyBound = Duration.seconds(5)
+
+type DaemonFiber = Fiber.Fiber<void, Daemon.DaemonRejected>
+
+/**
+ * Re-checks `condition` after every board change and when the daemon stops, until it returns None; fails with
+ * the last reason after `SafetyBound` (live), or at once when the daemon stopped and the state is final.
+ */
+const eventually = (board: StatusBoard["Service"], daemon: DaemonFiber) =>
+(
   what: string,
   condition: Effect.Effect<Option.Option<string>>
 ): Effect.Effect<void, StepFailure> =>
   Effect.gen(function* () {
     let last = "not observed"
-    for (let i = 0; i < 400; i++) {
-      const failure = yield* condition
-      if (Option.isNone(failure)) return
-      last = failure.value
-      yield* TestClock.withLive(Effect.sleep("5 millis"))
-    }
-    return yield* Effect.fail<StepFailure>({ reason: `${what}: ${last}` })
+    const loop: Effect.Effect<boolean> = Effect.gen(function* () {
+      while (true) {
+        const stopped = daemon.pollUnsafe() !== undefined // before the check: then the check saw the final state
+        const changed = yield* board.changes.arm // armed before the check: no change between the two is missed
+        const failure = yield* condition
+        if (Option.isNone(failure)) return true
+        last = failure.value
+        if (stopped) return false
+        yield* Effect.raceFirst(changed, Fiber.await(daemon))
+      }
+    })
+    const done = yield* TestClock.withLive(
+      loop.pipe(Effect.timeoutOrElse({ duration: SafetyBound, orElse: () => Effect.succeed(false) }))
+    )
+    if (!done) return yield* Effect.fail<StepFailure>({ reason: `${what}: ${last}` })
   })
 
 const checkFact = (
   fact: Fact,
   board: StatusBoard["Service"],
-  daemon: Fiber.Fiber<void, Daemon.DaemonRejected>
+  daemon: DaemonFiber
 ): Effect.Effect<void, StepFailure> => {
   const snapshot = board.snapshot
+  const eventually_ = eventually(board, daemon)
   const when = (what: string, f: (s: StatusSnapshot) => string | undefined) =>
-    eventually(what, Effect.map(snapshot, (s) => Option.fromNullishOr(f(s))))
+    eventually_(what, Effect.map(snapshot, (s) => Option.fromNullishOr(f(s))))
   switch (fact._tag) {
     case "DaemonStopped":
-      return eventually(
+      return eventually_(
         `the daemon did not stop with ${fact.reason}`,
         Effect.sync(() => {
           const exit = daemon.pollUnsafe()
@@ -87,6 +111,35 @@ const checkFact = (
   }
 }
 
+/** The cleanup retry delay after `attempts` failed attempts, from the daemon's policy (its Schedule, stepped). */
+const cleanupRetryDelay = (policy: RuntimePolicyShape, attempts: number): Effect.Effect<Duration.Duration> =>
+  Effect.gen(function* () {
+    const step = yield* Schedule.toStep(policy.cleanupBackoff)
+    let delay = Duration.zero
+    for (let i = 0; i < Math.max(1, attempts); i++) {
+      const next = yield* step(0, undefined).pipe(Effect.option)
+      if (Option.isNone(next)) break
+      delay = next.value[1]
+    }
+    return delay
+  })
+
+/**
+ * How far to move the clock while the daemon closes after the scenario: to the next cleanup retry when a
+ * cleanup is unconfirmed; to the end of the attempt bound while a close is in flight; else one second (other
+ * bounded waits: a Turn's settlement after a local stop, the transport's close grace).
+ */
+const cleanupStep = (policy: RuntimePolicyShape, s: StatusSnapshot): Effect.Effect<Duration.Duration> => {
+  if (s.unconfirmed.length > 0) {
+    return cleanupRetryDelay(policy, Math.min(...s.unconfirmed.map((u) => u.attempts)))
+  }
+  if (s.executors.some((e) => e.state === "closing")) return Effect.succeed(policy.closeAttemptTimeout)
+  return Effect.succeed(Duration.seconds(1))
+}
+
+/** Bound on the test time the daemon may take to confirm its cleanup after a scenario. */
+const MaxCleanupTime = Duration.minutes(5)
+
 /**
  * Replays one scenario against the real daemon. The daemon and the scripted Core live in the caller's scope.
  */
@@ -116,18 +169,33 @@ export const runRuntimeScenario = (scenario: WireScenario): Effect.Effect<Verdic
       )
       const signals = Context.get(context, ScriptedSignals)
       const board = Context.get(context, StatusBoard)
+      const policy = Context.get(context, RuntimePolicy)
       const daemon = yield* Daemon.run({ deviceId, coreOrigin: core.coreUrl }).pipe(
         Effect.provide(context),
         Effect.forkScoped
       )
 
-      /** While the scripted Core waits for a redial: once the daemon is in backoff, jump to its next attempt. */
+      /**
+       * Repeated while the scripted Core waits for a redial: once the board says backoff, jump to the daemon's
+       * next attempt; then wait for the next change. Never returns once the daemon stopped (the scripted
+       * Core's deadline reports the missing connection).
+       */
       const nudge = Effect.gen(function* () {
+        const changed = yield* board.changes.arm
+        if (daemon.pollUnsafe() !== undefined) return yield* Effect.never
         const s = yield* board.snapshot
-        if (s.connection.state === "backoff" && s.connection.next_attempt_ms !== undefined) {
-          yield* TestClock.setTime(s.connection.next_attempt_ms)
+        const next = s.connection.next_attempt_ms
+        if (s.connection.state === "backoff" && next !== undefined) {
+          if ((yield* Clock.currentTimeMillis) < next) yield* TestClock.setTime(next)
+          // setTime runs woken fibers until they suspend: still in the same backoff means the daemon started its
+          // sleep only after the clock moved (a scheduling race), so that sleep ends one delay later.
+          const after = yield* board.snapshot
+          if (after.connection.state === "backoff" && after.connection.since_ms === s.connection.since_ms &&
+            after.connection.connection_number === s.connection.connection_number) {
+            yield* TestClock.adjust(Duration.millis(Math.max(1, next - s.connection.since_ms)))
+          }
         }
-        yield* TestClock.withLive(Effect.sleep("2 millis"))
+        yield* Effect.raceFirst(changed, Fiber.await(daemon))
       })
 
       const hooks: Hooks = {
@@ -140,20 +208,23 @@ export const runRuntimeScenario = (scenario: WireScenario): Effect.Effect<Verdic
         mode: "in-process"
       }
       const verdict = yield* replay(scenario, core.endpoint, hooks)
-      yield* Fiber.interrupt(daemon).pipe(
-        Effect.timeoutOrElse({ duration: Duration.seconds(60), orElse: () => Effect.void }),
-        Effect.forkChild,
-        Effect.flatMap((interrupting) =>
-          Effect.gen(function* () {
-            // Cleanup retries run on the TestClock: move it until the daemon confirmed its cleanup and stopped.
-            for (let i = 0; i < 120 && interrupting.pollUnsafe() === undefined; i++) {
-              yield* TestClock.adjust("1 second")
-              yield* TestClock.withLive(Effect.sleep("1 millis"))
-            }
-            yield* Fiber.join(interrupting)
-          })
-        )
+
+      // Stop the daemon. Its cleanup (close retries, bounded waits) runs on the TestClock: move the clock by
+      // what the board says is pending until the daemon fiber ended. Each move runs the fibers it wakes until
+      // they suspend, so no change is waited for in between; the final wait is bounded on the live clock.
+      const interrupting = yield* Fiber.interrupt(daemon).pipe(Effect.forkChild)
+      let moved = Duration.zero
+      while (interrupting.pollUnsafe() === undefined && Duration.isLessThan(moved, MaxCleanupTime)) {
+        const step = yield* cleanupStep(policy, yield* board.snapshot)
+        yield* TestClock.adjust(step)
+        moved = Duration.sum(moved, step)
+      }
+      const stopped = yield* TestClock.withLive(
+        Fiber.await(interrupting).pipe(Effect.as(true), Effect.timeoutOrElse({ duration: SafetyBound, orElse: () => Effect.succeed(false) }))
       )
+      if (!stopped) {
+        return yield* Effect.die(new Error(`the daemon did not stop within ${Duration.format(moved)} of test time after the scenario`))
+      }
       return verdict
     })
   )

@@ -1,0 +1,168 @@
+/**
+ * The StatusBoard's change signal: every kind of change wakes an armed wait (connection, kinds, attach,
+ * detach, touch), a wait armed before a change returns even when awaited after it, nothing else wakes it
+ * (reads, TestClock advances), and the per-connection modules touch the board where their state moves.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import { type ConnectionStatus, StatusBoard } from "../../src/runtime/StatusBoard.js"
+import {
+  adjust,
+  cancelFrame,
+  connect,
+  next,
+  prepareFrame,
+  prepareReady,
+  promptFrame,
+  processLayer,
+  releaseFrame,
+  same,
+  script,
+  settle,
+  startFrame,
+  until
+} from "../support/runtimeTestWire.js"
+
+const makeBoard = StatusBoard.make({ daemonVersion: "t", wireVersion: "0.10.0", pid: 1, deviceId: "device-1", coreUrl: "http://core" })
+
+const connected: ConnectionStatus = {
+  state: "connected",
+  device_id: "device-1",
+  core_url: "http://core",
+  connection_number: 1,
+  since_ms: 0
+}
+
+const emptyView = { active_runs: 0, admissions: [], executors: [], runs: [], unconfirmed: [] }
+
+/** Whether an armed wait has returned once every runnable fiber had its turn (no time passes). */
+const fired = (wait: Effect.Effect<void>) =>
+  Effect.gen(function* () {
+    const fiber = yield* Effect.forkChild(wait)
+    yield* settle
+    const done = fiber.pollUnsafe() !== undefined
+    if (!done) yield* Fiber.interrupt(fiber)
+    return done
+  })
+
+describe("StatusBoard changes", () => {
+  it.effect("fires on setConnection, setKinds, attach, detach and touch, one version each", () =>
+    Effect.gen(function* () {
+      const board = yield* makeBoard
+      const scope = yield* Scope.make()
+      const actions: ReadonlyArray<readonly [string, Effect.Effect<void>]> = [
+        ["setConnection", board.setConnection(connected)],
+        ["setKinds", board.setKinds([{ kind: "scripted", available: true, supported: ["streaming"] }])],
+        ["attachView", Scope.provide(board.attachView(Effect.succeed(emptyView)), scope)],
+        ["detach", Scope.close(scope, Exit.void)],
+        ["touch", board.touch]
+      ]
+      for (const [name, action] of actions) {
+        const before = yield* board.changes.version
+        const wait = yield* board.changes.arm
+        assert.isFalse(yield* fired(wait), `${name}: nothing changed yet`)
+        yield* action
+        assert.isTrue(yield* fired(wait), `${name} wakes the armed wait`)
+        assert.strictEqual(yield* board.changes.version, before + 1, `${name} is one change`)
+      }
+    }))
+
+  it.effect("a wait armed before a change returns when awaited after it; one change wakes every armed wait", () =>
+    Effect.gen(function* () {
+      const board = yield* makeBoard
+      const first = yield* board.changes.arm
+      const second = yield* board.changes.arm
+      yield* board.touch
+      // Awaited after the change: not missed.
+      yield* first
+      yield* second
+      // Armed after the change: waits for the next one.
+      const third = yield* board.changes.arm
+      assert.isFalse(yield* fired(third))
+      yield* board.setConnection(connected)
+      yield* third
+    }))
+
+  it.effect("without a change an armed wait does not return, whatever the TestClock does; reads change nothing", () =>
+    Effect.gen(function* () {
+      const board = yield* makeBoard
+      const wait = yield* board.changes.arm
+      const fiber = yield* Effect.forkChild(wait)
+      yield* TestClock.adjust("1 hour")
+      yield* board.snapshot
+      yield* settle
+      assert.isUndefined(fiber.pollUnsafe())
+      assert.strictEqual(yield* board.changes.version, 0)
+      yield* board.touch
+      yield* Fiber.join(fiber)
+    }))
+})
+
+describe("StatusBoard changes from a connection", () => {
+  it.effect("attach, admissions, Runs, cancellation, idle expiry and failed cleanups wake armed waits", () =>
+    Effect.gen(function* () {
+      const board = yield* StatusBoard
+      const armed = board.changes.arm
+      // Attaching the view and publishing the declared kinds are changes.
+      let wait = yield* armed
+      const { core } = yield* connect()
+      assert.isTrue(yield* fired(wait), "connection start")
+
+      // An admission (Admission records, Executors reserve): the status is published after the change.
+      wait = yield* armed
+      yield* core.toRuntime(prepareFrame("prep-1"))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "ready")
+      assert.isTrue(yield* fired(wait), "preparing, ready")
+      same((yield* board.snapshot).admissions.map((a) => a.state), ["ready"])
+
+      // A release returns the Executor to the idle pool.
+      wait = yield* armed
+      yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "released")
+      assert.isTrue(yield* fired(wait), "released")
+      same((yield* board.snapshot).executors.map((e) => e.state), ["idle"])
+
+      // Idle expiry closes the Executor (only the Executor table changes).
+      wait = yield* armed
+      yield* adjust("10 minutes")
+      assert.isTrue(yield* fired(wait), "idle expiry")
+      same((yield* board.snapshot).executors, [])
+
+      // A Run that hangs, then its cancellation request (the Run's own state).
+      yield* prepareReady(core, "prep-2")
+      wait = yield* armed
+      yield* core.toRuntime(startFrame("prep-2", "executor-2", "handle-2", "run-1", script([{ hang: true }])))
+      yield* until(core, "preparation_status")
+      yield* settle
+      assert.isTrue(yield* fired(wait), "run started")
+      same((yield* board.snapshot).runs.map((r) => [r.run_id, r.state]), [["run-1", "running"]])
+      wait = yield* armed
+      yield* core.toRuntime(cancelFrame("run-1"))
+      yield* settle
+      assert.isTrue(yield* fired(wait), "cancellation requested")
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("each failed cleanup attempt wakes armed waits (ownership records), and so does the confirmation", () =>
+    Effect.gen(function* () {
+      const board = yield* StatusBoard
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([{ close_fails: 2 }, { delta: "x" }])))
+      yield* until(core, "done")
+      yield* adjust(0)
+      same((yield* board.snapshot).unconfirmed.map((u) => u.attempts), [1])
+      // Only the ownership record moves on a retry that fails again.
+      let wait = yield* board.changes.arm
+      yield* adjust(499)
+      assert.isFalse(yield* fired(wait), "no retry 1 ms before the backoff")
+      yield* adjust(1)
+      assert.isTrue(yield* fired(wait), "second failed attempt")
+      same((yield* board.snapshot).unconfirmed.map((u) => u.attempts), [2])
+      wait = yield* board.changes.arm
+      yield* adjust(750)
+      assert.isTrue(yield* fired(wait), "confirmed")
+      same((yield* board.snapshot).unconfirmed, [])
+      same((yield* board.snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer())))
+})
