@@ -3,6 +3,9 @@
  * Every figure is compared with a baseline measured in the same run. Loopback only; bounded in time and count.
  *
  *   node dist/bench.mjs [--quick] [--only=codec,relay,scale,coldstart] [--out=path] [--markdown] [--keep-logs]
+ *
+ * Child logs and cold-start profiles go to one `<tmpdir>/agentwire-bench-*` directory, removed when the run ends
+ * (success, failure, SIGINT/SIGTERM) unless `--keep-logs` is given.
  *   node dist/bench.mjs --render=bench/results/reference.json   (markdown tables of a results file)
  *
  * The same bundle is also the entry of the bench's child processes (`--child=<role>`), so `npm run bench`
@@ -15,7 +18,7 @@ import { runChild } from "./children.js"
 import type { Figure } from "./lib/figures.js"
 import { describeMachine, machine } from "./lib/machine.js"
 import type { Suite } from "./lib/suite.js"
-import { removeBenchTempDir } from "./support/processes.js"
+import { removeBenchTempDirOnExit, tailBenchLogs } from "./support/processes.js"
 import { codecMatrix, figureRows, renderMarkdown, renderTable } from "./lib/table.js"
 import { codecSuite } from "./suites/codec.js"
 import { coldStartSuite } from "./suites/coldstart.js"
@@ -45,6 +48,8 @@ const main = async () => {
     throw new Error(`unknown suite in --only (known: ${suites.map((s) => s.name).join(", ")})`)
   }
   const log = (line: string) => process.stderr.write(`[bench] ${line}\n`)
+  // The run's temporary directory goes when the process ends (also on failure or a signal), unless --keep-logs.
+  removeBenchTempDirOnExit(flag("keep-logs"), log)
   const startMachine = machine()
   const startedAt = new Date()
   log(`${describeMachine(startMachine)}${quick ? " (quick)" : ""}`)
@@ -84,8 +89,6 @@ const main = async () => {
       2
     ) + "\n"
   )
-  // Logs and cold-start profiles are kept only on request (a failure keeps them: the error names them).
-  if (!flag("keep-logs")) removeBenchTempDir()
   const missed = figures.filter((f) => f.meets === false).map((f) => `${f.suite}/${f.name}`)
   process.stdout.write(`\nwrote ${out}; ${figures.length} figures, ${missed.length === 0 ? "all targets met" : `targets missed: ${missed.join(", ")}`}\n`)
 }
@@ -107,5 +110,10 @@ const renderResults = (path: string) => {
 
 main().catch((error: unknown) => {
   process.stderr.write(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+  // The logs named above are removed at exit unless --keep-logs: show the end of each one first.
+  if (!flag("keep-logs")) {
+    for (const { file, tail } of tailBenchLogs()) process.stderr.write(`[bench] end of ${file}:\n${tail}\n`)
+    process.stderr.write(`[bench] (rerun with --keep-logs to keep the full logs)\n`)
+  }
   process.exitCode = 1
 })

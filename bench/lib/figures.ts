@@ -5,18 +5,22 @@
 import { type Summary, summarize } from "./stats.js"
 
 /**
- * A target is checked on the median: `on: "ratio"` compares the figure's ratio to its baseline,
- * `on: "value"` the figure itself (in its unit).
+ * A target: `on: "ratio"` compares the figure's ratio to its baseline, `on: "value"` the figure itself (in its
+ * unit). `over: "median"` (the default) checks the median of the rounds; `over: "every"` requires every round to
+ * meet it, i.e. checks the worst round (the max for `<` / `<=`, the min for `>=`).
  */
 export interface Target {
   readonly on: "ratio" | "value"
   readonly op: ">=" | "<=" | "<"
   readonly value: number
+  readonly over?: "median" | "every"
 }
 
 export interface Baseline {
   readonly name: string
   readonly value: Summary
+  /** The baseline's individual measurements, paired with the figure's (absent in older results files). */
+  readonly samples?: ReadonlyArray<number>
 }
 
 export interface Figure {
@@ -24,11 +28,16 @@ export interface Figure {
   readonly name: string
   readonly unit: string
   readonly value: Summary
+  /**
+   * The individual measurements the summary is over (one per round, or per Turn where the note says so), in
+   * order; absent in results files written before they were recorded.
+   */
+  readonly samples?: ReadonlyArray<number>
   readonly baseline?: Baseline
   /** value / baseline per round (paired), when the two were measured together. */
   readonly ratio?: Summary
   readonly target?: Target
-  /** Whether the median meets the target; absent without a target. */
+  /** Whether the figure meets the target (on the median, or on every round); absent without a target. */
   readonly meets?: boolean
   readonly note?: string
 }
@@ -36,9 +45,13 @@ export interface Figure {
 const compare = (op: Target["op"], a: number, b: number): boolean =>
   op === ">=" ? a >= b : op === "<=" ? a <= b : a < b
 
-/** Whether a figure's median meets its target (false when the compared number is missing or NaN). */
+/**
+ * Whether a figure meets its target: its median, or with `over: "every"` its worst round (false when the
+ * compared number is missing or NaN).
+ */
 export const meetsTarget = (target: Target, value: Summary, ratio: Summary | undefined): boolean => {
-  const x = target.on === "ratio" ? ratio?.median : value.median
+  const s = target.on === "ratio" ? ratio : value
+  const x = s === undefined ? undefined : target.over === "every" ? (target.op === ">=" ? s.min : s.max) : s.median
   return x !== undefined && !Number.isNaN(x) && compare(target.op, x, target.value)
 }
 
@@ -59,7 +72,7 @@ export const figure = (input: FigureInput): Figure => {
   const value = summarize(input.samples)
   const baseline = input.baseline === undefined
     ? undefined
-    : { name: input.baseline.name, value: summarize(input.baseline.samples) }
+    : { name: input.baseline.name, value: summarize(input.baseline.samples), samples: [...input.baseline.samples] }
   const ratios = input.ratios ??
     (input.baseline !== undefined && input.baseline.samples.length === input.samples.length
       ? input.samples.map((x, i) => x / input.baseline!.samples[i]!)
@@ -70,6 +83,7 @@ export const figure = (input: FigureInput): Figure => {
     name: input.name,
     unit: input.unit,
     value,
+    samples: [...input.samples],
     ...(baseline === undefined ? {} : { baseline }),
     ...(ratio === undefined ? {} : { ratio }),
     ...(input.target === undefined ? {} : { target: input.target, meets: meetsTarget(input.target, value, ratio) }),
@@ -77,11 +91,12 @@ export const figure = (input: FigureInput): Figure => {
   }
 }
 
-/** "ratio ≥ 50 %", "< 1 ms". */
+/** "ratio ≥ 50 %", "< 1 ms", "< 1 ms every round". */
 export const describeTarget = (target: Target, unit: string): string =>
-  target.on === "ratio"
+  (target.on === "ratio"
     ? `ratio ${target.op === ">=" ? "≥" : target.op === "<=" ? "≤" : "<"} ${formatPercent(target.value)}`
-    : `${target.op === ">=" ? "≥" : target.op === "<=" ? "≤" : "<"} ${formatNumber(target.value)} ${unit}`
+    : `${target.op === ">=" ? "≥" : target.op === "<=" ? "≤" : "<"} ${formatNumber(target.value)} ${unit}`) +
+  (target.over === "every" ? " every round" : "")
 
 /** Three significant digits, with k / M suffixes from 10 000 up. */
 export const formatNumber = (x: number): string => {

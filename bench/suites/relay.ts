@@ -8,12 +8,14 @@
  *   of N deltas), against N prebuilt frames of the same shape sent with `ws.send` as fast as it takes them.
  * - per-frame latency: the `stamped` harness writes the CLOCK_MONOTONIC time of each emission into its delta;
  *   Core takes the difference when the subscriber sees it. Frames are paced (one per `intervalMs`), so this is
- *   latency without queueing. The raw baseline stamps at `ws.send`. Added = daemon − raw, per percentile.
+ *   latency without queueing. The raw baseline stamps at `ws.send`. Reported per round: the through-daemon and
+ *   raw p50 and p99; the added latency is the difference of the medians (daemon p50 − raw p50); the p99 target
+ *   (< 1 ms) is judged on daemon p99 − raw p99 in every round, i.e. on the worst round.
  * - Turn start: prepare → ready → start → first delta of a one-delta script (zero harness latency), Core's
  *   clock; the baseline is two raw round trips (the two request / reply exchanges a Turn start needs).
  */
 
-import { figure, type Figure } from "../lib/figures.js"
+import { figure, type Figure, formatNumber } from "../lib/figures.js"
 import { distribution, percentile } from "../lib/stats.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
 import { makeDevices, runTurn, sessionOf, startCore, watchDeclared } from "../support/core.js"
@@ -114,24 +116,45 @@ export const relaySuite: Suite = {
       figures.push(
         figure({
           suite: "latency",
-          name: "added per-frame latency p50",
+          name: "per-frame latency p50 through daemon",
           unit: "ms",
-          samples: added50,
+          samples: daemon50,
           baseline: { name: "raw ws p50", samples: raw50 },
-          ratios: daemon50.map((x, i) => x / raw50[i]!),
-          note: "daemon p50 − raw p50; ratio is daemon p50 / raw p50"
+          note: "p50 of each round's frames; ratio is daemon p50 / raw p50 of the same round"
         }),
         figure({
           suite: "latency",
-          name: "added per-frame latency p99",
+          name: "per-frame latency p99 through daemon",
+          unit: "ms",
+          samples: daemon99,
+          baseline: { name: "raw ws p99", samples: raw99 },
+          note: "p99 of each round's frames; ratio is daemon p99 / raw p99 of the same round"
+        }),
+        figure({
+          suite: "latency",
+          name: "added per-frame latency (daemon p50 − raw p50)",
+          unit: "ms",
+          samples: added50,
+          note: "the difference of the two medians per round (not a percentile of per-frame differences: the two paths " +
+            "carry different frames)"
+        }),
+        figure({
+          suite: "latency",
+          name: "added p99 (daemon p99 − raw p99), worst round",
           unit: "ms",
           samples: added99,
-          baseline: { name: "raw ws p99", samples: raw99 },
-          ratios: daemon99.map((x, i) => x / raw99[i]!),
-          target: { on: "value", op: "<", value: 1 },
-          note: "daemon p99 − raw p99; ratio is daemon p99 / raw p99"
+          target: { on: "value", op: "<", value: 1, over: "every" },
+          note: "judged on every round (the max); a negative round only means raw ws had the larger tail in that round"
         })
       )
+      const roundNotes: Array<string> = []
+      for (let r = 0; r < daemon50.length; r++) {
+        roundNotes.push(
+          `latency round ${r + 1}: through daemon p50 ${formatNumber(daemon50[r]!)} / p99 ${formatNumber(daemon99[r]!)} ms; ` +
+            `raw ws p50 ${formatNumber(raw50[r]!)} / p99 ${formatNumber(raw99[r]!)} ms; added p50 ` +
+            `${formatNumber(added50[r]!)} ms, p99 difference ${formatNumber(added99[r]!)} ms`
+        )
+      }
 
       // ------------------------------------------------------------------ Turn start
       const startScript = script([{ delta: "x" }])
@@ -167,7 +190,8 @@ export const relaySuite: Suite = {
           `${SubscriberBuffer} (default 256 overflows under a burst); ${p.relayRounds} rounds of ` +
           `${p.relayFrames} deltas of ${DeltaText.length} characters each way, alternating raw and daemon`,
         `latency: ${p.latencyRounds} rounds of ${p.latencyFrames} frames paced every ${p.intervalMs} ms; one-way times from ` +
-          `CLOCK_MONOTONIC stamps (same host); Turn start over ${p.turns} Turns on a retained Executor`
+          `CLOCK_MONOTONIC stamps (same host); Turn start over ${p.turns} Turns on a retained Executor`,
+        ...roundNotes
       )
     } finally {
       await child.stop()

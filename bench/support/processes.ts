@@ -1,10 +1,11 @@
 /**
  * Child processes of the bench: the bench bundle forked with `--child=<role>` and an IPC channel (configuration,
  * including bench credentials, travels over IPC, never argv or the environment). Their stdout and stderr go to
- * a log file under the OS temp directory, named in failures.
+ * a log file in the run's temporary directory, named in failures; the directory is removed when the bench
+ * ends unless `--keep-logs` is given (a failure prints the end of each log first).
  */
 import { type ChildProcess, fork } from "node:child_process"
-import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs"
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -19,12 +20,48 @@ export interface Child {
 }
 
 let logDir: string | undefined
-/** The run's temporary directory (child logs, cold-start profiles and their throwaway credential files). */
+/**
+ * The run's temporary directory (`<tmpdir>/agentwire-bench-*`: child logs, cold-start profiles and their
+ * throwaway credential files), created on first use; the same directory until `removeBenchTempDir`.
+ */
 export const benchTempDir = (): string => (logDir ??= mkdtempSync(join(tmpdir(), "agentwire-bench-")))
-/** Removes the run's temporary directory, if one was created. */
+/** The run's temporary directory if one was created. */
+export const currentBenchTempDir = (): string | undefined => logDir
+/** Removes the run's temporary directory, if one was created. Synchronous, so it can run in an `exit` handler. */
 export const removeBenchTempDir = (): void => {
   if (logDir !== undefined) rmSync(logDir, { recursive: true, force: true })
   logDir = undefined
+}
+
+/**
+ * The end of the last lines of each child log of the run (at most `maxBytes` per file), for a failure report
+ * before the directory is removed. Child logs carry frame types, ids and sizes, never payloads or credentials.
+ */
+export const tailBenchLogs = (maxBytes = 2048): Array<{ readonly file: string; readonly tail: string }> => {
+  if (logDir === undefined) return []
+  const dir = logDir
+  return readdirSync(dir)
+    .filter((name) => name.endsWith(".log"))
+    .map((name) => {
+      const text = readFileSync(join(dir, name), "utf8")
+      return { file: name, tail: text.length > maxBytes ? text.slice(text.length - maxBytes) : text }
+    })
+    .filter((log) => log.tail.trim() !== "")
+}
+
+/**
+ * Removes the run's temporary directory whenever the bench process ends (normal end, failure, SIGINT or
+ * SIGTERM), unless `keep` (`--keep-logs`), in which case its path is printed. Call once, first thing.
+ */
+export const removeBenchTempDirOnExit = (keep: boolean, log: (line: string) => void): void => {
+  process.once("exit", () => {
+    if (keep) {
+      if (logDir !== undefined) log(`logs kept in ${logDir}`)
+    } else removeBenchTempDir()
+  })
+  for (const [signal, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+    process.once(signal, () => process.exit(code))
+  }
 }
 
 export const spawnChild = (self: string, role: string, options: { readonly execArgv?: ReadonlyArray<string> } = {}): Child => {

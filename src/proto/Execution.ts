@@ -9,7 +9,13 @@ import { Option, Schema } from "effect"
 import { fitsUtf8Bytes, isCanonicalUuidString, isMaxBytes, isNonBlank, JsonObject, NonNegativeInt } from "./Checks.js"
 import type { CapabilityName } from "./Capabilities.js"
 import { DeliveryId } from "./Ids.js"
-import { MaxCapabilitySources, MaxCorrelationIdBytes, MaxPathBytes } from "./Limits.js"
+import {
+  MaxCapabilitySources,
+  MaxCorrelationIdBytes,
+  MaxFunctionNameBytes,
+  MaxFunctionTools,
+  MaxPathBytes
+} from "./Limits.js"
 import { hasImages, MessageInput } from "./MessageInput.js"
 
 // ---------------------------------------------------------------------------------------------- controls
@@ -155,12 +161,15 @@ export type ConfigurationIssue =
   | "mcp_origin_service" // a service-origin server without Environment type none
   | "mcp_origin_environment" // an environment-origin server without a networked local Environment
   | "tool_search_pairing" // tool_search and deferred functions must appear together
+  | "too_many_functions" // more than MaxFunctionTools (64) function tools
   | "duplicate_function" // two function tools with one name
   | "blank_function_name"
+  | "function_name_too_long" // a function name over MaxFunctionNameBytes (512) UTF-8 bytes
 
 /**
- * The Environment, MCP-origin and tool-search rules (`ValidateConnectionOrigin`, `ValidateToolSearch`),
- * checked before a factory is selected.
+ * The Environment, MCP-origin, function-tool and tool-search rules (`ValidateConnectionOrigin`,
+ * `ValidateToolSearch`, at most 64 function tools with unique, non-blank names of at most 512 UTF-8 bytes),
+ * checked before a factory is selected. Returns the first issue found; pure, never throws.
  */
 export const validateConfiguration = (config: PromptRequestPayload): Option.Option<ConfigurationIssue> => {
   const local = config.local_environment !== undefined
@@ -174,9 +183,11 @@ export const validateConfiguration = (config: PromptRequestPayload): Option.Opti
     ) return Option.some("mcp_origin_environment")
   }
   const tools = config.function_tools ?? []
+  if (tools.length > MaxFunctionTools) return Option.some("too_many_functions")
   const names = new Set<string>()
   for (const tool of tools) {
     if (tool.name.trim().length === 0) return Option.some("blank_function_name")
+    if (!fitsUtf8Bytes(tool.name, MaxFunctionNameBytes)) return Option.some("function_name_too_long")
     if (names.has(tool.name)) return Option.some("duplicate_function")
     names.add(tool.name)
   }

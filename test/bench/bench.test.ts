@@ -1,11 +1,16 @@
 /**
- * The bench harness's pure parts (bench/lib): statistics, target verdicts, number formatting and the table.
+ * The bench harness's pure parts (bench/lib): statistics, target verdicts, number formatting and the table;
+ * and the run's temporary directory (bench/support/processes.ts), which a run removes unless --keep-logs.
  * No timing here: the benches themselves run only in `npm run bench`.
  */
 import { assert, describe, it } from "@effect/vitest"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { describeTarget, figure, formatNumber, formatPercent, formatSummary, meetsTarget } from "../../bench/lib/figures.js"
 import { distribution, pairedRatios, percentile, percentileSorted, summarize } from "../../bench/lib/stats.js"
 import { codecMatrix, figureRow, figureRows, renderMarkdown, renderTable } from "../../bench/lib/table.js"
+import { benchTempDir, currentBenchTempDir, removeBenchTempDir, tailBenchLogs } from "../../bench/support/processes.js"
 
 describe("bench stats", () => {
   it("summarizes min, median and max regardless of input order", () => {
@@ -55,7 +60,12 @@ describe("bench figures", () => {
       target: { on: "ratio", op: ">=", value: 0.5 }
     })
     assert.deepStrictEqual(f.value, { n: 3, min: 40, median: 50, max: 60 })
-    assert.deepStrictEqual(f.baseline, { name: "JSON.parse", value: { n: 3, min: 100, median: 100, max: 100 } })
+    assert.deepStrictEqual(f.baseline, {
+      name: "JSON.parse",
+      value: { n: 3, min: 100, median: 100, max: 100 },
+      samples: [100, 100, 100]
+    })
+    assert.deepStrictEqual(f.samples, [60, 50, 40])
     assert.deepStrictEqual(f.ratio, { n: 3, min: 0.4, median: 0.5, max: 0.6 })
     assert.strictEqual(f.meets, true)
   })
@@ -73,6 +83,25 @@ describe("bench figures", () => {
     assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1 }, summarize([0.999]), undefined), true)
     assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1 }, summarize([1]), undefined), false)
     assert.strictEqual(meetsTarget({ on: "value", op: "<=", value: 1.25 }, summarize([1.25]), undefined), true)
+  })
+
+  it("judges an every-round target on the worst round: the max below a bound, the min above one", () => {
+    const below = (samples: ReadonlyArray<number>) =>
+      figure({ suite: "latency", name: "p99 difference", unit: "ms", samples, target: { on: "value", op: "<", value: 1, over: "every" } })
+    // The median (0.2) meets "< 1" but one round does not: an every-round target misses.
+    assert.strictEqual(below([-0.2, 0.2, 3.61]).meets, false)
+    assert.strictEqual(below([-0.205, 0.217, 0.952]).meets, true)
+    assert.strictEqual(below([0.5, 0.999]).meets, true)
+    assert.strictEqual(below([0.5, 1]).meets, false)
+    // The same samples judged on the median (the default) meet.
+    assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1 }, summarize([-0.2, 0.2, 3.61]), undefined), true)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1, over: "median" }, summarize([-0.2, 0.2, 3.61]), undefined), true)
+    // At or above a bound: the worst round is the min; on the ratio when the target is on the ratio.
+    assert.strictEqual(meetsTarget({ on: "ratio", op: ">=", value: 0.6, over: "every" }, summarize([1]), summarize([0.6, 0.9])), true)
+    assert.strictEqual(meetsTarget({ on: "ratio", op: ">=", value: 0.6, over: "every" }, summarize([1]), summarize([0.599, 0.9])), false)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<=", value: 1.25, over: "every" }, summarize([1, 1.25]), undefined), true)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<=", value: 1.25, over: "every" }, summarize([1, 1.26]), undefined), false)
+    assert.strictEqual(meetsTarget({ on: "value", op: "<", value: 1, over: "every" }, summarize([]), undefined), false)
   })
 
   it("uses explicit ratios when given, and has no ratio without a paired baseline", () => {
@@ -121,6 +150,8 @@ describe("bench figures", () => {
     assert.strictEqual(describeTarget({ on: "ratio", op: ">=", value: 0.6 }, "frames/s"), "ratio ≥ 60 %")
     assert.strictEqual(describeTarget({ on: "value", op: "<", value: 1 }, "ms"), "< 1 ms")
     assert.strictEqual(describeTarget({ on: "value", op: "<=", value: 1.25 }, "×"), "≤ 1.25 ×")
+    assert.strictEqual(describeTarget({ on: "value", op: "<", value: 1, over: "every" }, "ms"), "< 1 ms every round")
+    assert.strictEqual(describeTarget({ on: "ratio", op: ">=", value: 0.6, over: "median" }, "frames/s"), "ratio ≥ 60 %")
   })
 })
 
@@ -158,6 +189,14 @@ describe("bench table", () => {
       "NO"
     ])
     assert.strictEqual(figureRows([f]).length, 2)
+    const worst = figure({
+      suite: "latency",
+      name: "added p99 (daemon p99 − raw p99), worst round",
+      unit: "ms",
+      samples: [-0.2, 0.2, 3.61],
+      target: { on: "value", op: "<", value: 1, over: "every" }
+    })
+    assert.deepStrictEqual(figureRow(worst).slice(2), ["0.2 (-0.2–3.61)", "ms", "", "", "< 1 ms every round", "NO"])
     assert.deepStrictEqual(figureRow(figure({ suite: "s", name: "n", unit: "KiB", samples: [1] })).slice(4), ["", "", "", ""])
   })
 
@@ -179,5 +218,36 @@ describe("bench table", () => {
       figure({ suite: "relay", name: "decode x", unit: "u", samples: [1] })
     ])
     assert.deepStrictEqual(rows.slice(1), [["delta", "70", "70 %", "ratio ≥ 50 % yes", "80 %", "20 %", "65 %"]])
+  })
+})
+
+describe("bench temporary directory", () => {
+  it("is one agentwire-bench-* directory per run, and removeBenchTempDir deletes it with its logs", () => {
+    removeBenchTempDir()
+    assert.isUndefined(currentBenchTempDir())
+    assert.deepStrictEqual(tailBenchLogs(), [])
+    const dir = benchTempDir()
+    try {
+      assert.strictEqual(benchTempDir(), dir)
+      assert.strictEqual(currentBenchTempDir(), dir)
+      assert.strictEqual(Path.dirname(dir), Os.tmpdir())
+      assert.match(Path.basename(dir), /^agentwire-bench-/)
+      Fs.writeFileSync(Path.join(dir, "runtime-peer-1.log"), "x".repeat(5000) + "last line\n")
+      Fs.writeFileSync(Path.join(dir, "load-1.log"), "")
+      Fs.mkdirSync(Path.join(dir, "profile"))
+      const tails = tailBenchLogs(100)
+      assert.deepStrictEqual(tails.map((t) => t.file), ["runtime-peer-1.log"])
+      assert.strictEqual(tails[0]!.tail.length, 100)
+      assert.isTrue(tails[0]!.tail.endsWith("last line\n"))
+    } finally {
+      removeBenchTempDir()
+    }
+    assert.isFalse(Fs.existsSync(dir))
+    assert.isUndefined(currentBenchTempDir())
+    // The next run gets a new directory.
+    const next = benchTempDir()
+    removeBenchTempDir()
+    assert.notStrictEqual(next, dir)
+    assert.isFalse(Fs.existsSync(next))
   })
 })

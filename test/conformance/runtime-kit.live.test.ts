@@ -3,7 +3,8 @@
  * `agentwire daemon` is pointed at it exactly as the kit instructs. Proves the kit against agentwire's own
  * Runtime: a passing report for a selection of scenarios (each one a fresh connection after the daemon's
  * reconnect backoff, so real time passes), a stopping scenario last (426: the daemon exits 3), and a
- * divergence reported with its step, frame and values when the Runtime declares something else.
+ * divergence reported with its step, frame and values when the Runtime declares something else. The
+ * throwaway credential directory the kit creates is gone once the kit has exited (pass, fail or SIGTERM).
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
@@ -34,6 +35,11 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
       const scenarios = ["malformed-requests", "preparation-ready-start-done", "function-results", "connection-replacement", "incompatible-version"]
       const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--json", ...scenarios.flatMap((s) => ["--scenario", s])]))
       const instructions = await kit.line(/for agentwire itself/, 10_000)
+      // The throwaway credential exists (0600) while the kit runs; read it now, it is removed on exit.
+      const credentialFile = daemonArgsFrom(instructions)[5]!
+      assert.match(Path.basename(Path.dirname(credentialFile)), /^agentwire-conformance-/)
+      const credential = Fs.readFileSync(credentialFile, "utf8").trim()
+      assert.strictEqual(Fs.statSync(credentialFile).mode & 0o777, 0o600)
       const profile = tempDir()
       const daemon = track(start(["daemon", ...daemonArgsFrom(instructions), "--profile", profile]))
       assert.strictEqual(await kit.exited(60_000), 0, kit.stderr())
@@ -42,12 +48,10 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
       assert.deepStrictEqual(report.summary, { passed: 5, failed: 0, skipped: 0 } as never)
       // The 426 is permanent for the daemon: it stops with its "rejected" exit code, and never printed the credential.
       assert.strictEqual(await daemon.exited(10_000), 3)
-      const credentialFile = daemonArgsFrom(instructions)[5]!
-      const credential = Fs.readFileSync(credentialFile, "utf8").trim()
       for (const text of [kit.stdout(), kit.stderr(), daemon.stdout(), daemon.stderr()]) assert.notInclude(text, credential)
-      assert.strictEqual(Fs.statSync(credentialFile).mode & 0o777, 0o600)
+      // The kit removed its throwaway credential directory when it exited.
+      assert.isFalse(Fs.existsSync(Path.dirname(credentialFile)), `${Path.dirname(credentialFile)} is left on disk`)
       Fs.rmSync(profile, { recursive: true, force: true })
-      Fs.rmSync(Path.dirname(credentialFile), { recursive: true, force: true })
     })
   }, 90_000)
 
@@ -64,7 +68,21 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
         /preparation-ready-start-done\s+FAIL\s+step 2 \(Runtime\): frame differs at payload\.supported_agent_kinds\[0\]\.capabilities\.permissions \[heartbeat\]; expected true; got false/
       )
       assert.include(table, "0 passed, 1 failed, 0 skipped (runtime under test)")
+      // A failing run removes its throwaway credential directory too.
+      assert.isFalse(Fs.existsSync(Path.dirname(daemonArgsFrom(instructions)[5]!)))
       Fs.rmSync(profile, { recursive: true, force: true })
     })
   }, 60_000)
+
+  it("removes its throwaway credential directory when stopped by SIGTERM before any Runtime connects", async () => {
+    await withProcs(async (track) => {
+      const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--scenario", "heartbeat-and-declaration"]))
+      const instructions = await kit.line(/for agentwire itself/, 10_000)
+      const directory = Path.dirname(daemonArgsFrom(instructions)[5]!)
+      assert.isTrue(Fs.existsSync(directory))
+      kit.child.kill("SIGTERM")
+      assert.strictEqual(await kit.exited(10_000), 0, kit.stderr())
+      assert.isFalse(Fs.existsSync(directory), `${directory} is left on disk`)
+    })
+  }, 30_000)
 })

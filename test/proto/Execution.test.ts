@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import { Capabilities, Execution } from "../../src/proto/index.js"
+import { Capabilities, Execution, Limits } from "../../src/proto/index.js"
 
 type Config = Execution.PromptRequestPayload
 const SESSION = "c41e9b72-0d3a-4f58-9e6b-2a7d5c8f1b03"
@@ -81,6 +81,41 @@ describe("Execution.validateConfiguration", () => {
   it("refuses two functions with one name and a blank function name", () => {
     assert.deepStrictEqual(Execution.validateConfiguration({ ...minimal, function_tools: [fn("a"), fn("a")] }), Option.some("duplicate_function"))
     assert.deepStrictEqual(Execution.validateConfiguration({ ...minimal, function_tools: [fn(" ")] }), Option.some("blank_function_name"))
+  })
+
+  it("admits 64 function tools and refuses 65 (Limits.MaxFunctionTools)", () => {
+    const tools = (n: number) => Array.from({ length: n }, (_, i) => fn(`f${i}`))
+    assert.strictEqual(Limits.MaxFunctionTools, 64)
+    assert.deepStrictEqual(Execution.validateConfiguration({ ...minimal, function_tools: tools(64) }), Option.none())
+    assert.deepStrictEqual(Execution.validateConfiguration({ ...minimal, function_tools: tools(65) }), Option.some("too_many_functions"))
+    // The count is checked first: 65 tools with a duplicate are still "too many".
+    assert.deepStrictEqual(
+      Execution.validateConfiguration({ ...minimal, function_tools: [...tools(64), fn("f0")] }),
+      Option.some("too_many_functions")
+    )
+  })
+
+  it("admits a function name of 512 UTF-8 bytes and refuses 513, counting bytes, not characters (Limits.MaxFunctionNameBytes)", () => {
+    assert.strictEqual(Limits.MaxFunctionNameBytes, 512)
+    const check = (name: string) => Execution.validateConfiguration({ ...minimal, function_tools: [fn(name)] })
+    assert.deepStrictEqual(check("a".repeat(512)), Option.none())
+    assert.deepStrictEqual(check("a".repeat(513)), Option.some("function_name_too_long"))
+    // "é" is 2 bytes: 256 of them are 512 bytes (256 characters), 256 plus one ASCII letter are 513.
+    assert.deepStrictEqual(check("é".repeat(256)), Option.none())
+    assert.deepStrictEqual(check("é".repeat(256) + "a"), Option.some("function_name_too_long"))
+    // A 4-byte character: 128 × "😀" is 512 bytes in 256 UTF-16 units.
+    assert.deepStrictEqual(check("😀".repeat(128)), Option.none())
+    assert.deepStrictEqual(check("😀".repeat(128) + "a"), Option.some("function_name_too_long"))
+  })
+
+  it("applies the function-tool bounds to executable preparations too", () => {
+    const config: Config = {
+      ...minimal,
+      agent_state_key: `agents-api-${SESSION}`,
+      strict_resume: true,
+      function_tools: [fn("x".repeat(513))]
+    }
+    assert.deepStrictEqual(Execution.validatePreparationConfiguration(SESSION, config), Option.some("function_name_too_long"))
   })
 })
 

@@ -2,17 +2,19 @@
  * `agentwire conformance`: the wire conformance kit for other implementations (src/conformance/Kit.ts).
  *
  *   agentwire conformance runtime [--listen 127.0.0.1:PORT] [--device-id ID] [--credential-file PATH]
- *                                 [--scenario NAME]... [--max-active N] [--json]
+ *                                 [--scenario NAME]... [--max-active N] [--connect-timeout D]
+ *                                 [--frame-timeout D] [--silence D] [--json]
  *     Serves a scripted Core on PORT (0 picks a free one) and prints, on stderr, the Core URL, device id and
  *     credential file a Runtime must be started with; then replays every scenario the Runtime side can replay
  *     from the wire alone, one connection after another, as the Runtime connects and reconnects.
- *   agentwire conformance core --url URL --device-id ID --credential-file PATH [--scenario NAME]... [--json]
+ *   agentwire conformance core --url URL --device-id ID --credential-file PATH [--scenario NAME]...
+ *                              [--frame-timeout D] [--silence D] [--json]
  *     Acts as a scripted Runtime against a Core, for the scenarios Core can be checked on without a driver
  *     (connection rules, heartbeats and declarations, invalid frames, replacement).
  *
  * The report (a table, or JSON with --json) goes to stdout; progress and instructions go to stderr. Without
  * --credential-file the runtime kit generates a throwaway credential into a new 0600 file and prints only its
- * path: a credential is never printed. Exit codes: 0 no scenario failed, 1 at least one failed, 2 usage.
+ * path: a credential is never printed. That file's temporary directory is removed when the command exits. Exit codes: 0 no scenario failed, 1 at least one failed, 2 usage.
  */
 import { Console, Duration, Effect, FileSystem, Option, Path, Redacted, Schema } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -64,11 +66,15 @@ const readCredential = (file: string) =>
     return Redacted.make(value)
   })
 
-/** A throwaway credential in a new 0600 file; returns the credential and the file path. */
+/**
+ * A throwaway credential in a new 0600 file inside a new 0700 temporary directory; returns the credential and
+ * the file path. The directory belongs to the caller's Scope: it is removed, with the file, when the command
+ * ends (success, failure, or SIGINT/SIGTERM), so no credential is left on disk.
+ */
 const throwawayCredential = Effect.gen(function* () {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
-  const dir = yield* fs.makeTempDirectory({ prefix: "agentwire-conformance-" }).pipe(
+  const dir = yield* fs.makeTempDirectoryScoped({ prefix: "agentwire-conformance-" }).pipe(
     Effect.mapError(() => usage("cannot create a temporary directory for the credential"))
   )
   const file = path.join(dir, "credential")
@@ -113,7 +119,8 @@ const runtimeCommand = Command.make(
     ...timingFlags
   },
   (input) =>
-    Effect.gen(function* () {
+    // Scoped: the throwaway credential directory lives exactly as long as the command.
+    Effect.scoped(Effect.gen(function* () {
       const match = /^(.+):(\d+)$/.exec(input.listen)
       const port = match === null ? Number.NaN : Number(match[2])
       if (match === null || !(port >= 0 && port <= 65535)) return yield* usage("--listen must be HOST:PORT (port 0..65535)")
@@ -142,7 +149,7 @@ const runtimeCommand = Command.make(
         onResult: progress(input.json)
       })).pipe(Effect.mapError((e) => usage(e.message)))
       return yield* finish(report, input.json)
-    })
+    }))
 ).pipe(
   Command.withDescription(
     "Act as a scripted Core: point any Runtime at it and get a pass/fail report per wire scenario. Exit codes: 0 no failure, 1 a scenario failed, 2 usage."
