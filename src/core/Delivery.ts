@@ -13,12 +13,20 @@
  * (`NotDispatched` facts, `…Rejected`); after it, a disconnect, overflow or timeout is the family's
  * `…Unknown` unless an application receipt proves otherwise. A definite `preparation_capacity` rejection
  * leaves the Turn unclaimed for retry; nothing else authorizes a replay, and nothing here ever replays.
+ * Each request that carries or may start the Run (`execution_prepare`, `execution_start`, `prompt_request`)
+ * is preceded by a `Dispatching` fact; with `durableDispatch` the send waits until the consumer of `facts`
+ * confirmed that fact journaled, so a journal without a following `Dispatched` / `NotDispatched` means "may
+ * have left" (unknown), and one without `Dispatching` means "never left".
  *
  * A delivered Turn is a typed handle: `facts` (every observation and dispatch, in order, for the dev Core to
  * persist; `Outcome.project` replays them after a restart), `settled` / `resolution` / `result`, and the
  * operations that change the outcome while it runs: `steer` (active input) and `cancel` (release before
  * start, `prompt_cancel` after). Those operations run in the Turn's scope: interrupting a caller only stops
  * it observing; the dispatched operation keeps its waiter until its own budget ends.
+ *
+ * `facts` is bounded: when more than `factBuffer` facts wait for the consumer, the Turn stops observing its Run
+ * (`RunObservationEnded{subscriber_overflow}`, as when its own subscriber overflows) instead of buffering
+ * without end; what follows is bounded by the Turn's own operations (release, abort, receipts).
  *
  * Never: a synthetic error or done; a status from an engine failure code; replay after loss.
  */
@@ -53,7 +61,25 @@ export interface DeliveryOptions {
   readonly steerRetryInterval?: Duration.Input
   /** How long receipts already on their way may arrive after the Run's stream ended. Default 1 s. */
   readonly inputGraceAfterTurnEnd?: Duration.Input
+  /**
+   * Durable dispatch boundary, for a consumer that journals `facts` (the dev Core). The `Dispatching` fact
+   * before `execution_prepare`, `execution_start` or `prompt_request` must be confirmed journaled
+   * (`Turn.journaled`, once per fact in order) before the envelope is handed to the send queue. When the
+   * consumer gives up instead (`Turn.endObservation`), nothing is sent: `NotDispatched{journal_unavailable}`.
+   * Default false: the send follows `Dispatching` at once.
+   */
+  readonly durableDispatch?: boolean
+  /**
+   * How many facts may wait for the consumer (not yet confirmed with `durableDispatch`, otherwise not yet
+   * taken) before the Turn stops taking Run events: observation ends with `subscriber_overflow`. Default 4096.
+   */
+  readonly factBuffer?: number
 }
+
+/** Default bound of the facts waiting for their consumer. */
+export const DefaultFactBuffer = 4096
+/** Run events taken off the session's subscriber ahead of the driver; a slower driver pushes back into it. */
+const RunQueueCapacity = 1024
 
 /** What `cancel` did. */
 export type CancelResult =
@@ -77,6 +103,20 @@ export interface Turn {
   readonly result: Effect.Effect<Outcome.TurnOutcome, Outcome.TurnError>
   /** The reducer state so far (diagnostics, tests). */
   readonly snapshot: Effect.Effect<Outcome.TurnState>
+  /**
+   * The consumer of `facts` confirms that the next fact, in order, is journaled (call it once per fact).
+   * Only `durableDispatch` waits for it; without that option it only feeds the `factBuffer` bound.
+   */
+  readonly journaled: Effect.Effect<void>
+  /**
+   * Ends observation by the consumer's decision (its journal is unavailable). A dispatch boundary still
+   * waiting is refused (`NotDispatched{journal_unavailable}`: nothing sent), a preparation is abandoned
+   * (released once its handle is known), and `RunObservationEnded{reason}` is recorded, so the projection
+   * says what is known (`delivery_failed` when nothing left, else `delivery_unknown`,
+   * `preparation_interrupted` or `event_stream_incomplete`). Afterwards only a release or the best-effort
+   * abort is sent. Idempotent; after the Turn resolved it only refuses later boundaries.
+   */
+  readonly endObservation: (reason: Outcome.ObservationEnd) => Effect.Effect<void>
   /**
    * Delivers one active input after the Run was dispatched (waits for that); see `Steering.deliver`. The
    * outcome is journaled (`InputWritten` / `InputAccepted` / `InputRejected` / `InputUnknown`).
@@ -105,6 +145,14 @@ interface Driver {
   readonly session: DeviceSession
   readonly runId: Ids.RunId
   readonly record: (fact: Outcome.TurnFact) => Effect.Effect<void>
+  /**
+   * Records `Dispatching{type}`; succeeds with true once the send may follow (at once, or with
+   * `durableDispatch` when the consumer confirmed it journaled), false when it was refused (the
+   * `NotDispatched` fact is already recorded).
+   */
+  readonly boundary: (type: Outcome.DispatchType) => Effect.Effect<boolean>
+  /** True when more facts wait for the consumer than `factBuffer` allows. */
+  readonly backlogFull: () => boolean
   readonly state: () => Outcome.TurnState
   readonly settled: Deferred.Deferred<Outcome.TurnResolution>
   readonly turnEnded: Deferred.Deferred<void>
@@ -144,9 +192,14 @@ const dispatch = (d: Driver, type: Outcome.DispatchType, send: Effect.Effect<voi
     onSuccess: () => Effect.as(d.record({ _tag: "Dispatched", type }), true)
   })
 
+/** A request that carries or may start the Run: `Dispatching` first (durable when asked), then the send. */
+const dispatchRun = (d: Driver, type: "execution_prepare" | "execution_start" | "prompt_request", send: Effect.Effect<void, NotSent>) =>
+  Effect.flatMap(d.boundary(type), (go) => (go ? dispatch(d, type, send) : Effect.succeed(false)))
+
 /** Step 4: consume Run events until done, loss, or another fact settled the Turn (a cancellation receipt). */
 const consumeRun = (d: Driver, runQueue: Queue.Dequeue<RunEvent, unknown>) =>
   Effect.gen(function*() {
+    let overflowed = false
     while (true) {
       if (Deferred.isDoneUnsafe(d.settled)) break
       // Hot path: take what is buffered without forking; race the settlement only when idle.
@@ -160,6 +213,15 @@ const consumeRun = (d: Driver, runQueue: Queue.Dequeue<RunEvent, unknown>) =>
       if (next._tag === "Settled") break
       const exit = next.exit
       if (Exit.isSuccess(exit)) {
+        if (d.backlogFull()) {
+          // The consumer of the facts fell behind its bound: stop observing rather than buffer without end.
+          overflowed = true
+          yield* Effect.logWarning("turn facts consumer fell behind; observation ended").pipe(
+            Effect.annotateLogs({ reason: "subscriber_overflow" })
+          )
+          yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
+          break
+        }
         yield* d.record({ _tag: "RunEvent", event: exit.value })
         if (exit.value.type === "done") break
         continue
@@ -172,8 +234,8 @@ const consumeRun = (d: Driver, runQueue: Queue.Dequeue<RunEvent, unknown>) =>
     yield* Deferred.succeed(d.turnEnded, undefined)
     // A pending cancellation (≤ 15 s) or in-flight input (grace) still owns the settlement.
     yield* Deferred.await(d.settled)
-    // Events already buffered after settlement are evidence only (journal draining).
-    while (true) {
+    // Events already buffered after settlement are evidence only (journal draining), within the bound.
+    while (!overflowed && !d.backlogFull()) {
       const polled = yield* Queue.poll(runQueue)
       if (Option.isNone(polled)) break
       yield* d.record({ _tag: "RunEvent", event: polled.value })
@@ -226,8 +288,9 @@ const preparedDriver = (
     // Step 1: subscribe to the preparation status, then send execution_prepare.
     const prepStream = yield* Effect.result(session.subscribePreparation(plan.request_id))
     if (Result.isFailure(prepStream)) return yield* d.record(notDispatched("execution_prepare", prepStream.failure))
+    // At most 16 statuses per subscription (the session's buffer); terminal states end it.
     const prepQueue = yield* Stream.toQueue(prepStream.success, { capacity: "unbounded" })
-    if (!(yield* dispatch(d, "execution_prepare", session.send(prepare)))) return
+    if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return
 
     // Step 2: preparing / ready.
     let handle: Ids.AdmissionHandle | undefined
@@ -269,8 +332,8 @@ const preparedDriver = (
       yield* d.record(notDispatched("execution_start", runStream.failure))
       return yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
     }
-    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: "unbounded" })
-    const sent = yield* dispatch(d, "execution_start", session.send(start.success))
+    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
+    const sent = yield* dispatchRun(d, "execution_start", session.send(start.success))
     yield* Deferred.succeed(d.runDispatched, sent)
     if (!sent) return yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
     d.phase = "started"
@@ -310,8 +373,8 @@ const directDriver = (d: Driver, plan: DirectPlan, request: Request.PromptMessag
       yield* Deferred.succeed(d.runDispatched, false)
       return yield* d.record(notDispatched("prompt_request", runStream.failure))
     }
-    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: "unbounded" })
-    const sent = yield* dispatch(d, "prompt_request", d.session.send(request))
+    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
+    const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request))
     yield* Deferred.succeed(d.runDispatched, sent)
     if (!sent) return
     d.phase = "started"
@@ -333,24 +396,68 @@ const makeTurn = (
 ): Effect.Effect<Turn, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
+    // Never full: the driver stops taking Run events once `factBuffer` facts wait (see consumeRun), and
+    // what follows is bounded by the Turn's own operations. Recording never waits, so settlement is immediate.
     const facts = yield* Queue.unbounded<Outcome.TurnFact, Cause.Done>()
     const settled = yield* Deferred.make<Outcome.TurnResolution>()
     const finished = yield* Deferred.make<Outcome.TurnResolution>()
     let state = Outcome.initial
+    const durable = options.durableDispatch === true
+    const factBuffer = Math.max(1, options.factBuffer ?? DefaultFactBuffer)
+    /** Facts recorded so far, and how many of them the consumer confirmed journaled. */
+    let offered = 0
+    let confirmed = 0
+    /** Set by endObservation: every later boundary is refused. */
+    let refusing = false
+    /** The boundary waiting for its fact's confirmation (the driver is sequential: at most one). */
+    let barrier: { readonly index: number; readonly type: Outcome.DispatchType; readonly go: Deferred.Deferred<boolean> } | undefined
 
     // Facts come from several fibers; each is applied and journaled in one synchronous step.
+    const recordUnsafe = (fact: Outcome.TurnFact): number => {
+      const before = Outcome.isResolved(state)
+      state = Outcome.step(state, fact)
+      Queue.offerUnsafe(facts, fact)
+      offered++
+      if (!before && Outcome.isResolved(state)) Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
+      return offered
+    }
     const record = (fact: Outcome.TurnFact) =>
       Effect.sync(() => {
-        const before = Outcome.isResolved(state)
-        state = Outcome.step(state, fact)
-        Queue.offerUnsafe(facts, fact)
-        if (!before && Outcome.isResolved(state)) Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
+        recordUnsafe(fact)
       })
+
+    const refuse = (type: Outcome.DispatchType) => {
+      recordUnsafe({ _tag: "NotDispatched", type, reason: "journal_unavailable" })
+    }
+
+    const boundary = (type: Outcome.DispatchType): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        if (refusing) {
+          refuse(type)
+          return Effect.succeed(false)
+        }
+        const index = recordUnsafe({ _tag: "Dispatching", type })
+        if (!durable || confirmed >= index) return Effect.succeed(true)
+        const go = Deferred.makeUnsafe<boolean>()
+        barrier = { index, type, go }
+        return Deferred.await(go)
+      })
+
+    const journaled = Effect.sync(() => {
+      confirmed++
+      if (barrier !== undefined && confirmed >= barrier.index) {
+        const go = barrier.go
+        barrier = undefined
+        Deferred.doneUnsafe(go, Exit.succeed(true))
+      }
+    })
 
     const d: Driver = {
       session,
       runId,
       record,
+      boundary,
+      backlogFull: () => (durable ? offered - confirmed : Queue.sizeUnsafe(facts)) >= factBuffer,
       state: () => state,
       settled,
       turnEnded: yield* Deferred.make<void>(),
@@ -360,6 +467,8 @@ const makeTurn = (
     }
 
     const finish = Effect.sync(() => {
+      if (barrier !== undefined) Deferred.doneUnsafe(barrier.go, Exit.succeed(false))
+      barrier = undefined
       Deferred.doneUnsafe(d.runDispatched, Exit.succeed(false))
       Deferred.doneUnsafe(d.turnEnded, Exit.void)
       Deferred.doneUnsafe(finished, Exit.succeed(state.resolution))
@@ -480,6 +589,25 @@ const makeTurn = (
         return yield* Fiber.join(yield* Effect.forkIn(work, scope))
       })
 
+    const endObservation: Turn["endObservation"] = (reason) =>
+      Effect.sync(() => {
+        if (refusing) return
+        refusing = true
+        if (barrier !== undefined) {
+          // Refused before its send: recorded first, so the journal proves nothing left.
+          const waiting = barrier
+          barrier = undefined
+          refuse(waiting.type)
+          Deferred.doneUnsafe(waiting.go, Exit.succeed(false))
+        }
+        if (Outcome.isResolved(state)) return
+        recordUnsafe({ _tag: "RunObservationEnded", reason })
+        if (d.phase === "preparing") {
+          d.phase = "abandoned"
+          Deferred.doneUnsafe(d.abandon, Exit.void)
+        }
+      })
+
     const resolution = Deferred.await(finished)
     const turn: Turn = {
       runId,
@@ -493,6 +621,8 @@ const makeTurn = (
         return mapped._tag === "Success" ? Effect.succeed(mapped.outcome) : Effect.fail(mapped.error)
       }),
       snapshot: Effect.sync(() => state),
+      journaled,
+      endObservation,
       steer,
       cancel
     }

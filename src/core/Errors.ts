@@ -1,7 +1,8 @@
 /**
  * Errors Core's gateway returns, named by what they prove (style guide §6): `…Rejected` is definite and
  * happened before any effect; `…Unknown` / `ObservationLost` mean dispatched without proof either way.
- * Outcome errors of whole operations (delivery, steering, interactions) live in Outcome.ts.
+ * Outcome errors of whole operations (delivery, steering, interactions) live in TurnErrors.ts (re-exported
+ * by Outcome.ts).
  */
 import { Schema } from "effect"
 
@@ -51,14 +52,5 @@ export class SubscriptionRejected extends Schema.TaggedError<SubscriptionRejecte
 }) {
   override get message() {
     return `subscription rejected (${this.reason})`
-  }
-}
-
-/** No live connection for the device. Definite: nothing was sent. */
-export class DeviceOffline extends Schema.TaggedError<DeviceOffline>()("DeviceOffline", {
-  device_id: Schema.String
-}) {
-  override get message() {
-    return `device ${this.device_id} is not connected`
   }
 }

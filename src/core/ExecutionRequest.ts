@@ -145,13 +145,26 @@ const issue = <I extends string>(o: Option.Option<I>): Result.Result<void, Confi
 export type PrepareMessage = Messages.MessageOfType<"execution_prepare">
 export type PromptMessage = Messages.MessageOfType<"prompt_request">
 
-/** Validates an initial or active input with the shared rules (definite, before anything is sent). */
+/**
+ * Validates an initial or active input with the shared rules (definite, before anything is sent): the
+ * MessageInput rules, then the public inline image profile for every image part.
+ */
 export const validateInput = (input: MessageInput.MessageInput): Result.Result<void, ConfigurationRejected> =>
   issue(inputIssue(input))
 
-/** The shared MessageInput rules (non-empty, meaningful content, no blank image reference), as an issue code. */
-const inputIssue = (input: MessageInput.MessageInput): Option.Option<string> =>
-  Option.map(MessageInput.validateMessageInput(input), (i) => `input_${i}`)
+/**
+ * The shared MessageInput rules (non-empty, meaningful content, no blank image reference) and the public
+ * inline image profile (`data:image/png|jpeg;base64,…`, canonical base64, bytes of that format), as a finite
+ * issue code: `input_<MessageInputIssue>` or `input_image_media_type` / `input_image_base64` /
+ * `input_image_format_mismatch`.
+ */
+export type InputIssue = `input_${MessageInput.MessageInputIssue | MessageInput.ImageIssue}`
+
+const inputIssue = (input: MessageInput.MessageInput): Option.Option<InputIssue> =>
+  Option.orElse(
+    Option.map(MessageInput.validateMessageInput(input), (i): InputIssue => `input_${i}`),
+    () => Option.map(MessageInput.validateInlineImages(input), (i): InputIssue => `input_${i}`)
+  )
 
 /**
  * `execution_prepare` for a Session: the configuration with no Run identity and no input, validated with the

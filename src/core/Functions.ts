@@ -5,8 +5,9 @@
  * Identities never interchange: the call id names the native call, the delivery id the resolve attempt
  * (default `function:<call id>`), the Run id the envelope. At most one function_result is outstanding per
  * Run. Content: a string output becomes one `input_text` part, an array output is used as parts, an error
- * string is appended as an `input_text` part (then `success` is false). Images need `function_result_images`
- * in the admitted declaration (and the engine's qualification).
+ * string is appended as an `input_text` part (then `success` is false). Images must pass the public inline
+ * image profile (`MessageInput.validateInlineImage`) and need `function_result_images` in the admitted
+ * declaration (and the engine's qualification); both are checked before anything is sent.
  *
  * What the ack proves: `applied: true` = the Runtime applied the result. No ack within 15 s is
  * `FunctionResultUnknown` (success never inferred, no automatic retry); `applied: false` is the definite
@@ -142,6 +143,10 @@ const answerOne = (
       }
       if (Option.isSome(MessageInput.validateContentParts(content))) {
         return yield* new FunctionResultInvalid({ run_id: runId, call_id: callId, issue: "blank_image_url" })
+      }
+      const imageIssue = MessageInput.validateInlineImages([{ content }])
+      if (Option.isSome(imageIssue)) {
+        return yield* new FunctionResultInvalid({ run_id: runId, call_id: callId, issue: imageIssue.value })
       }
       if (MessageInput.contentHasImages(content)) {
         const supported = requireFeature(options.admitted, options.engine, "function_result_images")

@@ -1,20 +1,20 @@
 /**
- * Typed results of Core's operations and the public Turn outcome projection (protocol "Failures, retries and
- * cleanup", "Native failure classification", "What each acknowledgement proves").
+ * The public Turn outcome projection (protocol "Failures, retries and cleanup", "Native failure
+ * classification", "What each acknowledgement proves").
  *
- * Owns: the error classes Core's callers see, named by what is known (`…Rejected` / `…Invalid` definite and
- * before any effect, `…Failed` definite after it ran, `…Unknown` / `…Unconfirmed` dispatched without proof),
- * the `TurnFact` journal a Turn records as it goes, and the pure reducer `project(facts)` that turns the
- * journal into a `TurnResolution`. The dev Core persists the facts and replays them through `project` after a
- * restart, so delivery and journal draining share one projection (and one engine-failure extraction,
- * `RunEvents.normalizeEngineFailure`, already applied when the error frame decoded).
+ * Owns: the `TurnFact` journal a Turn records as it goes, the pure reducer `project(facts)` that turns the
+ * journal into a `TurnResolution`, and `toResult`, which maps a resolution to the typed error that says what
+ * is known. The error classes live in `TurnErrors.ts` and are re-exported here. The dev Core persists the
+ * facts and replays them through `project` after a restart, so delivery and journal draining share one
+ * projection (and one engine-failure extraction, `RunEvents.normalizeEngineFailure`, already applied when the
+ * error frame decoded).
  *
- * Never: one generic tag mixing Unknown and Failed; an engine failure code deciding the status; a `done`
- * overriding a cancellation receipt; inventing usage (absent = unknown).
+ * Never: an engine failure code deciding the status; a `done` overriding a cancellation receipt; inventing
+ * usage (absent = unknown).
  */
 import { Schema } from "effect"
 import {
-  Capabilities,
+  type Capabilities,
   ErrorCodes,
   Interaction,
   Messages,
@@ -22,331 +22,28 @@ import {
   RunEvents
 } from "../proto/index.js"
 import { type RunEvent, runEventTypes } from "./RunEvent.js"
-import { ObservationLostReason } from "./Errors.js"
+import {
+  type AdmissionRejection,
+  BindingInvalid,
+  type BindingInvalidReason,
+  CancelUnconfirmed,
+  CapabilitiesUnknown,
+  CapabilityUnsupported,
+  ConfigurationRejected,
+  DeliveryRefused,
+  DeliveryUnknown,
+  ExecutionFailed,
+  ExecutionUnknown,
+  HarnessUnavailable,
+  InputOutcomeUnknown,
+  InputUnknownReason,
+  ObservationEnd,
+  PreparationFailed,
+  PreparationRejected,
+  PreparationUnknown
+} from "./TurnErrors.js"
 
-// ---------------------------------------------------------------------------------------------- admission errors
-
-/** No heartbeat yet on the selected connection: capabilities are unknown and admit nothing. Definite, nothing sent. */
-export class CapabilitiesUnknown extends Schema.TaggedError<CapabilitiesUnknown>()("CapabilitiesUnknown", {
-  kind: Schema.String
-}) {
-  override get message() {
-    return `capabilities of ${this.kind} are unknown (no heartbeat yet)`
-  }
-}
-
-/** The Harness kind is not advertised or not available on the selected connection. Definite, nothing sent. */
-export class HarnessUnavailable extends Schema.TaggedError<HarnessUnavailable>()("HarnessUnavailable", {
-  kind: Schema.String,
-  reason: Schema.Literals(["not_advertised", "unavailable"])
-}) {
-  override get message() {
-    return `harness ${this.kind} is ${this.reason === "unavailable" ? "unavailable" : "not advertised"}`
-  }
-}
-
-/** Why an Environment binding cannot be used for the operation. */
-export const BindingInvalidReason = Schema.Literals([
-  "missing_binding", // a hosted Environment type without its exact binding
-  "no_workspace_binding", // an idle Files read on an Environment of type none
-  "mcp_origin_service", // a service-origin MCP server needs Environment type none
-  "mcp_origin_environment" // an environment-origin MCP server needs a networked local binding
-])
-export type BindingInvalidReason = typeof BindingInvalidReason.Type
-
-/** The Environment binding is invalid for this request. Definite, nothing sent; never select another Harness. */
-export class BindingInvalid extends Schema.TaggedError<BindingInvalid>()("BindingInvalid", {
-  reason: BindingInvalidReason
-}) {
-  override get message() {
-    return `environment binding invalid (${this.reason})`
-  }
-}
-
-/**
- * A capability Core requires is not declared by the Runtime (`declaration`) or not qualified by the Harness's
- * engine profile (`engine_profile`). Definite, nothing sent; never select another Harness.
- */
-export class CapabilityUnsupported extends Schema.TaggedError<CapabilityUnsupported>()("CapabilityUnsupported", {
-  kind: Schema.String,
-  capability: Schema.Literals(Capabilities.capabilityNames),
-  source: Schema.Literals(["declaration", "engine_profile"])
-}) {
-  override get message() {
-    return `${this.kind} does not support ${this.capability} (${this.source})`
-  }
-}
-
-/** The request Core built violates a shared configuration or input rule. Definite, nothing sent (a Core bug or bad Agent). */
-export class ConfigurationRejected extends Schema.TaggedError<ConfigurationRejected>()("ConfigurationRejected", {
-  issue: Schema.String
-}) {
-  override get message() {
-    return `configuration rejected (${this.issue})`
-  }
-}
-
-/** Every definite refusal of the admission policy. */
-export type AdmissionRejection = CapabilitiesUnknown | HarnessUnavailable | BindingInvalid | CapabilityUnsupported
-
-// ---------------------------------------------------------------------------------------------- delivery errors
-
-/** The Runtime refused a control operation (`rejected` status). Definite; only `preparation_capacity` is retry-safe. */
-export class PreparationRejected extends Schema.TaggedError<PreparationRejected>()("PreparationRejected", {
-  operation: Preparation.ControlOperation,
-  code: ErrorCodes.PreparationErrorCode
-}) {
-  /** True only for a `preparation_capacity` refusal of execution_prepare: the Turn stays unclaimed for retry. */
-  get isRetrySafe(): boolean {
-    return this.operation === "execution_prepare" && ErrorCodes.isRetrySafePreparationCode(this.code)
-  }
-  override get message() {
-    return `${this.operation} rejected (${this.code})`
-  }
-}
-
-/** The admission ended before start (`failed`, `expired`, or `released` without Core asking). Definite, no Run input submitted. */
-export class PreparationFailed extends Schema.TaggedError<PreparationFailed>()("PreparationFailed", {
-  state: Schema.Literals(["failed", "expired", "released"]),
-  code: Schema.optionalKey(ErrorCodes.PreparationErrorCode)
-}) {
-  override get message() {
-    return `preparation ${this.state}${this.code === undefined ? "" : ` (${this.code})`}`
-  }
-}
-
-/** Why observation ended: a connection-level reason, or this subscriber's own overflow. */
-export const ObservationEnd = Schema.Literals([...ObservationLostReason.literals, "subscriber_overflow"])
-export type ObservationEnd = typeof ObservationEnd.Type
-
-/**
- * Observation ended during preparation, after a status proved the Runtime owned it and before Core sent
- * execution_start. No Run input was submitted; the admission's own fate is unknown (connection-local).
- */
-export class PreparationUnknown extends Schema.TaggedError<PreparationUnknown>()("PreparationUnknown", {
-  reason: ObservationEnd
-}) {
-  override get message() {
-    return `preparation outcome unknown (${this.reason})`
-  }
-}
-
-/** A request entered the send queue and observation ended before any reply proved delivery. The native effect is unknown. */
-export class DeliveryUnknown extends Schema.TaggedError<DeliveryUnknown>()("DeliveryUnknown", {
-  run_id: Schema.String,
-  reason: ObservationEnd
-}) {
-  override get message() {
-    return `delivery of run ${this.run_id} unknown (${this.reason})`
-  }
-}
-
-/** The Run was observed and its event stream ended without `done`. The native effect is unknown, not failed. */
-export class ExecutionUnknown extends Schema.TaggedError<ExecutionUnknown>()("ExecutionUnknown", {
-  run_id: Schema.String,
-  reason: ObservationEnd
-}) {
-  override get message() {
-    return `run ${this.run_id} outcome unknown: event stream incomplete (${this.reason})`
-  }
-}
-
-/** The Run reported an execution error and completed with `done`. Definite; the classification is metadata. */
-export class ExecutionFailed extends Schema.TaggedError<ExecutionFailed>()("ExecutionFailed", {
-  run_id: Schema.String,
-  engine_error_code: Schema.optionalKey(ErrorCodes.EngineFailureCode),
-  engine_http_status: Schema.optionalKey(Schema.Int)
-}) {
-  override get message() {
-    return `run ${this.run_id} failed${this.engine_error_code === undefined ? "" : ` (${this.engine_error_code})`}`
-  }
-}
-
-// ---------------------------------------------------------------------------------------------- active input errors
-
-/** The input is invalid or needs a capability the Turn was not admitted with. Definite, nothing sent; the cursor stays. */
-export class InputInvalid extends Schema.TaggedError<InputInvalid>()("InputInvalid", {
-  run_id: Schema.String,
-  input_id: Schema.String,
-  issue: Schema.String
-}) {
-  override get message() {
-    return `input ${this.input_id} invalid (${this.issue})`
-  }
-}
-
-/**
- * The Runtime definitely did not apply the input (a receipt error code). The cursor stays. `isRetryable`
- * (not_ready, busy) means the identical payload may be delivered again later.
- */
-export class InputRejected extends Schema.TaggedError<InputRejected>()("InputRejected", {
-  run_id: Schema.String,
-  input_id: Schema.String,
-  code: ErrorCodes.SteerErrorCode
-}) {
-  get isRetryable(): boolean {
-    return ErrorCodes.isRetryableSteerCode(this.code)
-  }
-  override get message() {
-    return `input ${this.input_id} rejected (${this.code})`
-  }
-}
-
-/** Why an active input's outcome is unknown. */
-export const InputUnknownReason = Schema.Literals([
-  "written_ack_timeout", // no `written` within 30 s of delivery
-  "connection_lost", // the receipt stream ended with the connection
-  "receipt_overflow", // this waiter fell behind its buffer
-  "runtime_outcome_unknown", // the Runtime itself reported outcome_unknown
-  "turn_ended" // the Turn ended before `accepted`
-])
-export type InputUnknownReason = typeof InputUnknownReason.Type
-
-/** The input was dispatched and its outcome is unknown. Never a failure; never redelivered automatically; the cursor stays. */
-export class InputOutcomeUnknown extends Schema.TaggedError<InputOutcomeUnknown>()("InputOutcomeUnknown", {
-  run_id: Schema.String,
-  input_id: Schema.String,
-  reason: InputUnknownReason
-}) {
-  override get message() {
-    return `input ${this.input_id} outcome unknown (${this.reason})`
-  }
-}
-
-// ---------------------------------------------------------------------------------------------- cancellation errors
-
-/** The Runtime answered the cancellation with `run_inactive`: no such active Run. Definite; nothing was cancelled. */
-export class CancelRejected extends Schema.TaggedError<CancelRejected>()("CancelRejected", {
-  run_id: Schema.String,
-  delivery_id: Schema.String,
-  code: Schema.Literal("run_inactive")
-}) {
-  override get message() {
-    return `cancellation of ${this.run_id} rejected (${this.code})`
-  }
-}
-
-/**
- * Cancellation was sent and not proven: no receipt within 15 s, the connection ended, or the Runtime reported
- * a non-applied code (`code`). Cancellation may have happened; this neither establishes success nor
- * authorizes another execution.
- */
-export class CancelUnconfirmed extends Schema.TaggedError<CancelUnconfirmed>()("CancelUnconfirmed", {
-  run_id: Schema.String,
-  delivery_id: Schema.String,
-  reason: Schema.Literals(["no_receipt", "connection_lost", "receipt_overflow", "not_applied"]),
-  code: Schema.optionalKey(ErrorCodes.CancelErrorCode)
-}) {
-  override get message() {
-    return `cancellation of ${this.run_id} unconfirmed (${this.code ?? this.reason})`
-  }
-}
-
-// ---------------------------------------------------------------------------------------------- interaction errors
-
-/** A decision failed local validation before any send (shape or binding to the emitted questions). Definite. */
-export class DecisionInvalid extends Schema.TaggedError<DecisionInvalid>()("DecisionInvalid", {
-  interaction_id: Schema.String,
-  issue: Schema.Literals([
-    "invalid_shape",
-    "cancelled_with_answers",
-    "blank_question_id",
-    "duplicate_question_id",
-    "unknown_question_id"
-  ])
-}) {
-  override get message() {
-    return `decision for ${this.interaction_id} invalid (${this.issue})`
-  }
-}
-
-/** The Runtime answered `applied: false` with a code. Definite. `isRetryable` for not_ready / runtime_error. */
-export class InteractionRejected extends Schema.TaggedError<InteractionRejected>()("InteractionRejected", {
-  interaction_id: Schema.String,
-  delivery_id: Schema.String,
-  code: ErrorCodes.DecisionErrorCode
-}) {
-  get isRetryable(): boolean {
-    return this.code === "not_ready" || this.code === "runtime_error"
-  }
-  override get message() {
-    return `decision for ${this.interaction_id} not applied (${this.code})`
-  }
-}
-
-/** Why an acknowledgement never arrived. */
-export const AckUnknownReason = Schema.Literals(["no_receipt", "connection_lost", "receipt_overflow"])
-export type AckUnknownReason = typeof AckUnknownReason.Type
-
-/** The decision was sent and no correlated acknowledgement arrived. Success is never inferred; the interaction stays retryable. */
-export class InteractionAckUnknown extends Schema.TaggedError<InteractionAckUnknown>()("InteractionAckUnknown", {
-  interaction_id: Schema.String,
-  delivery_id: Schema.String,
-  reason: AckUnknownReason
-}) {
-  override get message() {
-    return `decision ack for ${this.interaction_id} unknown (${this.reason})`
-  }
-}
-
-// ---------------------------------------------------------------------------------------------- function errors
-
-/** A function result failed local validation (content, images without the capability). Definite, nothing sent. */
-export class FunctionResultInvalid extends Schema.TaggedError<FunctionResultInvalid>()("FunctionResultInvalid", {
-  run_id: Schema.String,
-  call_id: Schema.String,
-  issue: Schema.Literals(["blank_image_url", "images_unsupported", "invalid_shape"])
-}) {
-  override get message() {
-    return `function result for ${this.call_id} invalid (${this.issue})`
-  }
-}
-
-/** Another function_result of this Run is still awaiting its acknowledgement. Definite, nothing sent. */
-export class FunctionResultOutstanding extends Schema.TaggedError<FunctionResultOutstanding>()(
-  "FunctionResultOutstanding",
-  { run_id: Schema.String, call_id: Schema.String }
-) {
-  override get message() {
-    return `a function result of run ${this.run_id} is still outstanding`
-  }
-}
-
-/** The Runtime answered `applied: false`. Definite. `isRetryable` for not_ready / runtime_error. */
-export class FunctionResultRejected extends Schema.TaggedError<FunctionResultRejected>()("FunctionResultRejected", {
-  run_id: Schema.String,
-  call_id: Schema.String,
-  delivery_id: Schema.String,
-  code: ErrorCodes.FunctionResultErrorCode
-}) {
-  get isRetryable(): boolean {
-    return this.code === "not_ready" || this.code === "runtime_error"
-  }
-  override get message() {
-    return `function result for ${this.call_id} not applied (${this.code})`
-  }
-}
-
-/** The function result was sent and no correlated acknowledgement arrived. Success is never inferred. */
-export class FunctionResultUnknown extends Schema.TaggedError<FunctionResultUnknown>()("FunctionResultUnknown", {
-  run_id: Schema.String,
-  call_id: Schema.String,
-  delivery_id: Schema.String,
-  reason: AckUnknownReason
-}) {
-  override get message() {
-    return `function result ack for ${this.call_id} unknown (${this.reason})`
-  }
-}
-
-/** The Turn already settled (or never started); the operation was not sent. Definite. */
-export class TurnNotActive extends Schema.TaggedError<TurnNotActive>()("TurnNotActive", {
-  run_id: Schema.String
-}) {
-  override get message() {
-    return `turn ${this.run_id} is not active`
-  }
-}
+export * from "./TurnErrors.js"
 
 // ---------------------------------------------------------------------------------------------- facts
 
@@ -384,6 +81,12 @@ export const TurnFact = Schema.Union([
     ]),
     detail: Schema.String
   }),
+  /**
+   * Core is about to hand a Run-carrying request (`execution_prepare`, `execution_start`, `prompt_request`)
+   * to the send queue. Journaled before the send when the boundary is durable: alone (no `Dispatched` /
+   * `NotDispatched` after it) it means the request may have left.
+   */
+  Schema.TaggedStruct("Dispatching", { type: DispatchType }),
   /** The envelope entered the send queue (proves nothing more). */
   Schema.TaggedStruct("Dispatched", {
     type: DispatchType,
@@ -398,7 +101,8 @@ export const TurnFact = Schema.Union([
       "connection_closed",
       "invalid_message",
       "frame_too_large",
-      "subscription_rejected"
+      "subscription_rejected",
+      "journal_unavailable" // the durable boundary was refused: the journal could not record `Dispatching`
     ]),
     delivery_id: Schema.optionalKey(Schema.String),
     input_id: Schema.optionalKey(Schema.String)
@@ -501,6 +205,10 @@ export interface TurnState {
   readonly prepareSent: boolean
   readonly startSent: boolean
   readonly directSent: boolean
+  /** `Dispatching` for execution_prepare without its outcome yet: it may have left. */
+  readonly prepareMaybeSent: boolean
+  /** `Dispatching` for execution_start / prompt_request without its outcome yet: the Run may have left. */
+  readonly runMaybeSent: boolean
   readonly abandoned: boolean
   readonly prepCursor: Preparation.RevisionCursor | undefined
   readonly prepSeen: boolean
@@ -529,6 +237,8 @@ export const initial: TurnState = {
   prepareSent: false,
   startSent: false,
   directSent: false,
+  prepareMaybeSent: false,
+  runMaybeSent: false,
   abandoned: false,
   prepCursor: undefined,
   prepSeen: false,
@@ -640,8 +350,10 @@ const observationEnded = (s: TurnState, reason: ObservationEnd): TurnState => {
     return settleFromDone({ ...next, inputs: new Map() })
   }
   if (s.runEvidence) return settle(s, { status: "failed", error_code: "event_stream_incomplete", observation: reason })
-  if (s.startSent || s.directSent) return settle(s, { status: "failed", error_code: "delivery_unknown", observation: reason })
-  if (s.prepareSent) {
+  if (s.startSent || s.directSent || s.runMaybeSent) {
+    return settle(s, { status: "failed", error_code: "delivery_unknown", observation: reason })
+  }
+  if (s.prepareSent || s.prepareMaybeSent) {
     return settle(s, {
       status: "failed",
       error_code: s.prepSeen ? "preparation_interrupted" : "delivery_unknown",
@@ -800,6 +512,16 @@ export const step = (s: TurnState, fact: TurnFact): TurnState => {
           return settle(s, { status: "failed", error_code: fact.rejection, detail: fact.detail })
       }
     }
+    case "Dispatching":
+      switch (fact.type) {
+        case "execution_prepare":
+          return { ...s, prepareMaybeSent: true }
+        case "execution_start":
+        case "prompt_request":
+          return { ...s, runMaybeSent: true }
+        default:
+          return s
+      }
     case "Dispatched":
       switch (fact.type) {
         case "execution_prepare":
@@ -831,8 +553,8 @@ export const step = (s: TurnState, fact: TurnFact): TurnState => {
     case "PreparationStatus":
       return onPreparation(s, fact.status)
     case "PreparationObservationEnded":
-      // After start was sent the Run subscription decides.
-      return s.startSent ? s : observationEnded(s, fact.reason)
+      // After start was (or may have been) sent the Run subscription decides.
+      return s.startSent || s.runMaybeSent ? s : observationEnded(s, fact.reason)
     case "RunEvent":
       return onRunEvent(s, fact.event)
     case "RunObservationEnded":
@@ -926,16 +648,6 @@ export type TurnError =
   | ExecutionFailed
   | InputOutcomeUnknown
   | CancelUnconfirmed
-
-/** The first request of the Turn never entered the send queue. Definite: nothing was sent. */
-export class DeliveryRefused extends Schema.TaggedError<DeliveryRefused>()("DeliveryRefused", {
-  run_id: Schema.String,
-  reason: Schema.String
-}) {
-  override get message() {
-    return `delivery of run ${this.run_id} refused before sending (${this.reason})`
-  }
-}
 
 /**
  * Maps a resolution to the typed error channel: `completed` and `cancelled` succeed with the outcome, every

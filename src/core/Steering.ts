@@ -108,7 +108,8 @@ const deliverOne = (
       const grace = Duration.fromInputUnsafe(options.graceAfterTurnEnd ?? Duration.seconds(1))
       const retryInterval = Duration.fromInputUnsafe(options.retryInterval ?? Duration.millis(250))
 
-      // ---- before dispatch: every failure is definite
+      // ---- before dispatch: every failure is definite (the shared input rules and the inline image
+      // profile in `promptSteer`, then the capability)
       const built = promptSteer(runId, inputId, input)
       if (Result.isFailure(built)) return yield* new InputInvalid({ ...ids, issue: built.failure.issue })
       if (Input.hasImages(input)) {

@@ -180,7 +180,11 @@ export const makeRunRoutes = (options: {
 
 export type PreparationStatus = Messages.MessageOfType<"preparation_status">["payload"]
 
-/** Preparation request id → subscriber, applying `Preparation.applyRevision` per request. */
+/**
+ * Preparation request id → subscriber, applying `Preparation.applyRevision` per request. Kept apart from the
+ * Correlator because the revision cursor per request id and the end at a terminal state are routing rules a
+ * plain reply waiter does not have (docs/gateway.md); the subscriber is the same `makeSubscriber`.
+ */
 export interface PreparationRoutes {
   readonly subscribe: (
     requestId: Ids.PreparationRequestId

@@ -87,10 +87,20 @@ export interface CoreProc extends Proc {
   readonly dataDir: string
 }
 
-/** Starts `agentwire core --port PORT --data-dir DIR` and waits for its "listening on" line. */
+/**
+ * Starts `agentwire core --port PORT --data-dir DIR` and reads the URL from its first stdout line (the URL
+ * alone, as a script would), checking the human-readable line that follows names the same URL.
+ */
 export const startCore = async (dataDir: string, port = 0): Promise<CoreProc> => {
   const proc = run(["core", "--port", String(port), "--data-dir", dataDir, "--heartbeat-seconds", "1"])
-  const url = await eventually(() => /agentwire core listening on (http:\/\/\S+)/.exec(proc.stdout)?.[1], 20_000, "core to listen")
+  const lines = await eventually(() => {
+    const all = proc.stdout.split("\n")
+    return all.length > 2 ? all : undefined
+  }, 20_000, "core to listen")
+  const url = lines[0]!
+  if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(url) || lines[1] !== `agentwire core listening on ${url}`) {
+    throw new Error(`unexpected first lines of agentwire core: ${JSON.stringify(lines.slice(0, 2))}`)
+  }
   return Object.assign(proc, { url, port: Number(new URL(url).port), dataDir })
 }
 

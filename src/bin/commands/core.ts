@@ -8,7 +8,9 @@
  *   agentwire core credential create --device-id ID [--data-dir DIR]   prints the credential once, alone on stdout
  *   agentwire core credential revoke --device-id ID [--data-dir DIR]
  *
- * Port 0 picks a free port; the chosen URL is printed on its own line: `agentwire core listening on URL`.
+ * Port 0 picks a free port. The first stdout line is the chosen URL alone (`http://127.0.0.1:PORT`, for
+ * scripts: `read -r url`); human-readable lines follow (`agentwire core listening on URL`, data directory,
+ * operator token source, the daemon command).
  * The operator token comes from `--operator-token-file`, else AGENTWIRE_OPERATOR_TOKEN, else
  * `<data dir>/operator-token` (generated at first start, mode 0600). Only its file path is ever printed.
  * Exit codes: src/bin/Exit.ts (0 stopped by a signal after a clean shutdown, 2 usage/configuration).
@@ -165,6 +167,8 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
           ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})
         })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${e.message}`)))
         const info = Context.get(context, DevCore.DevCore)
+        // The URL alone first, so a script can read one line; the human text follows on lines of its own.
+        yield* Console.log(info.url)
         yield* Console.log(`agentwire core listening on ${info.url}`)
         yield* Console.log(`data directory: ${dataDir}`)
         yield* Console.log(`operator token: ${source}`)

@@ -7,9 +7,8 @@
  * `<data dir>/operator-token` with mode 0600 and reused afterwards. It stays `Redacted` everywhere; it is
  * never printed in a log line, and `agentwire core` prints only the file's path.
  */
-import { Effect, Redacted, Schema } from "effect"
+import { Effect, FileSystem, Redacted, Schema } from "effect"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 
 /** Prefix of every generated operator token (so a leaked one is recognizable and never mistaken for a daemon credential). */
@@ -33,38 +32,43 @@ export const generate = (): Redacted.Redacted<string> =>
   Redacted.make(OperatorTokenPrefix + randomBytes(32).toString("base64url"))
 
 /** Reads a token file (trimmed); an empty file is refused. */
-export const readFile = (path: string): Effect.Effect<Redacted.Redacted<string>, OperatorTokenUnavailable> =>
-  Effect.try({
-    try: () => readFileSync(path, "utf8").trim(),
-    catch: () => new OperatorTokenUnavailable({ path, reason: "read_failed" })
-  }).pipe(
-    Effect.flatMap((text) =>
-      text.length === 0 ? Effect.fail(new OperatorTokenUnavailable({ path, reason: "empty" })) : Effect.succeed(Redacted.make(text))
+export const readFile = (
+  path: string
+): Effect.Effect<Redacted.Redacted<string>, OperatorTokenUnavailable, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const text = yield* fs.readFileString(path).pipe(
+      Effect.mapError(() => new OperatorTokenUnavailable({ path, reason: "read_failed" }))
     )
-  )
+    const token = text.trim()
+    if (token.length === 0) return yield* new OperatorTokenUnavailable({ path, reason: "empty" })
+    return Redacted.make(token)
+  })
 
 /**
  * The data directory's token: read when the file exists, otherwise generated and written with mode 0600
  * (created exclusively, so two processes starting together never overwrite each other's token).
  */
-export const loadOrCreate = (dataDir: string): Effect.Effect<Redacted.Redacted<string>, OperatorTokenUnavailable> => {
-  const path = tokenFile(dataDir)
-  return Effect.suspend(() => {
-    if (existsSync(path)) return readFile(path)
+export const loadOrCreate = (
+  dataDir: string
+): Effect.Effect<Redacted.Redacted<string>, OperatorTokenUnavailable, FileSystem.FileSystem> =>
+  Effect.gen(function* () {
+    const fs = yield* FileSystem.FileSystem
+    const path = tokenFile(dataDir)
+    const exists = fs.exists(path).pipe(Effect.orElseSucceed(() => false))
+    if (yield* exists) return yield* readFile(path)
     const token = generate()
-    return Effect.try({
-      try: () => {
-        writeFileSync(path, Redacted.value(token) + "\n", { mode: 0o600, flag: "wx" })
-        chmodSync(path, 0o600)
-      },
-      catch: () => new OperatorTokenUnavailable({ path, reason: "write_failed" })
-    }).pipe(
-      Effect.as(token),
-      // Lost a creation race: the other process's token wins.
-      Effect.catch((error) => (existsSync(path) ? readFile(path) : Effect.fail(error)))
+    const written = yield* Effect.result(
+      fs.writeFileString(path, Redacted.value(token) + "\n", { flag: "wx", mode: 0o600 }).pipe(
+        // The mode of a new file is subject to the umask; set it exactly.
+        Effect.andThen(fs.chmod(path, 0o600))
+      )
     )
+    if (written._tag === "Success") return token
+    // Lost a creation race: the other process's token wins.
+    if (yield* exists) return yield* readFile(path)
+    return yield* new OperatorTokenUnavailable({ path, reason: "write_failed" })
   })
-}
 
 const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
 

@@ -5,14 +5,20 @@
  * latest delivery attempt) is replayed through the delivery layer's projection (`Outcome.project`) with one
  * more fact, `RunObservationEnded{reason: "core_restarted"}`, so restart and live delivery share one rule:
  *
- * | stored facts                                          | projected outcome                                   |
- * |-------------------------------------------------------|-----------------------------------------------------|
- * | the Run was dispatched and Run frames were observed    | failed, `event_stream_incomplete`, `core_restarted` |
- * | dispatched, nothing observed afterwards                | failed, `delivery_unknown`, `core_restarted`        |
- * | only the preparation was dispatched                    | failed, `delivery_unknown` / `preparation_interrupted` |
- * | `done` (or a cancellation receipt) was already stored | what it proves (completed, cancelled, …)             |
- * | nothing was dispatched                                | failed, `delivery_failed` (definite: nothing sent)  |
+ * | stored facts                                                        | projected outcome                                   |
+ * |---------------------------------------------------------------------|-----------------------------------------------------|
+ * | the Run was dispatched and Run frames were observed                  | failed, `event_stream_incomplete`, `core_restarted` |
+ * | dispatched, nothing observed afterwards                              | failed, `delivery_unknown`, `core_restarted`        |
+ * | `Dispatching` for start / prompt_request, nothing after it           | failed, `delivery_unknown`, `core_restarted`        |
+ * | only the preparation was (or may have been) dispatched               | failed, `delivery_unknown` / `preparation_interrupted` |
+ * | `done` (or a cancellation receipt) was already stored               | what it proves (completed, cancelled, …)             |
+ * | a `NotDispatched` for the Turn's first request                       | failed, `delivery_failed` (definite: nothing sent)  |
+ * | a delivery attempt began and nothing more was stored                 | failed, `delivery_unknown`, `core_restarted`        |
+ * | no delivery attempt began                                            | failed, `delivery_failed` (definite: nothing sent)  |
  *
+ * A definite `delivery_failed` needs proof: a stored `NotDispatched`, or no attempt at all. An attempt that
+ * began with nothing stored may have crashed between a send and its journal write (a journal written before
+ * the durable `Dispatching` boundary existed, or a store that failed), so it is unknown, never failed.
  * Never invented as completed or as an engine failure; the stored events stay as they are. A Turn the
  * previous process left unclaimed (a `preparation_capacity` refusal) stays queued for another attempt.
  * Inputs still waiting for a receipt become `unknown` (the cursor does not move); answers still waiting for
@@ -32,11 +38,18 @@ export interface RecoveredTurn {
   readonly outcome: Outcome.TurnOutcome | "requeued"
 }
 
-/** The outcome of a Turn whose journal proves nothing was dispatched. */
+/** The outcome of a Turn no delivery attempt of which began: nothing was sent. */
 const notDispatched: Outcome.TurnOutcome = {
   status: "failed",
   error_code: "delivery_failed",
   detail: "core_restarted",
+  observation: "core_restarted"
+}
+
+/** The outcome of an attempt that began without any stored fact: a request may have left. */
+const attemptUnproven: Outcome.TurnOutcome = {
+  status: "failed",
+  error_code: "delivery_unknown",
   observation: "core_restarted"
 }
 
@@ -64,7 +77,8 @@ export const recoverUnfinishedTurns: Effect.Effect<
       recovered.push({ turnId: turn.turnId, outcome: "requeued" })
       continue
     }
-    const outcome = resolution._tag === "Settled" ? resolution.outcome : notDispatched
+    // Still pending: the journal holds no dispatch fact and no refusal of the latest attempt.
+    const outcome = resolution._tag === "Settled" ? resolution.outcome : turn.attempt === 0 ? notDispatched : attemptUnproven
     if (yield* turns.complete(turn.turnId, outcome)) recovered.push({ turnId: turn.turnId, outcome })
   }
   if (recovered.length > 0) {

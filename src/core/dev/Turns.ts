@@ -10,6 +10,15 @@
  * A `preparation_capacity` refusal leaves the Turn unclaimed: it is queued again and retried with capped
  * backoff (nothing was executed); no other outcome is ever retried or replayed.
  *
+ * The dispatch boundary is durable (`durableDispatch`): a Run-carrying request leaves only after its
+ * `Dispatching` fact is stored, so a restart can tell "never sent" from "may have been sent".
+ *
+ * Store writes of the runner are never dropped: a failed write is retried with capped backoff (100 ms
+ * doubling to 5 s by default) while later facts wait in the delivery layer's bounded buffer. When one write
+ * keeps failing for `journalStallBudget` (30 s), the runner logs an error with the Turn id and ends the
+ * Turn's observation (`journal_unavailable`): nothing more is dispatched, and the outcome it settles on is
+ * written only after every fact before it is stored (or reconciled from the journal at the next start).
+ *
  * Operations that dispatch (steer, cancel, answers) answer with what is proven — accepted / rejected /
  * unknown, cancelled / unconfirmed, applied / rejected / unknown — and fail with an operator error only when
  * nothing was sent. A caller that goes away stops observing only: the dispatched operation keeps its waiter
@@ -19,7 +28,7 @@
  * `gateway_shutdown`, so running Turns settle with that observation reason and are recorded), waits a bounded
  * time for the runners to record, then interrupts what is left (such a Turn is reconciled at the next start).
  */
-import { Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Schema, Semaphore, Stream } from "effect"
+import { Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Schedule, Schema, Semaphore, Stream } from "effect"
 import { type Functions as FunctionsProto, Ids, type Interaction, MessageInput } from "../../proto/index.js"
 import { type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
 import * as Delivery from "../Delivery.js"
@@ -169,8 +178,9 @@ export class Turns extends Context.Service<Turns, {
     output: Functions.FunctionOutput
   ) => Effect.Effect<AnswerResult, TurnOperationError | Outcome.CapabilityUnsupported>
   /**
-   * Ends every Runtime connection (`gateway_shutdown`) so running Turns settle and record, and waits for
-   * that (bounded by `shutdownGrace`). Idempotent; also runs when the service's scope closes.
+   * Ends every Runtime connection (`gateway_shutdown`) so running Turns settle and record, waits for that
+   * (bounded by `shutdownGrace`), then interrupts the runners left (their Turns are reconciled at the next
+   * start). Idempotent; also runs when the service's scope closes.
    */
   readonly shutdown: Effect.Effect<void>
 }>()("agentwire/core/dev/Turns") {}
@@ -182,6 +192,16 @@ export interface TurnsOptions {
   readonly maxRetryDelay?: Duration.Input
   /** How long shutdown waits for running Turns to record their outcome. Default 20 s (a cancellation may hold 15 s). */
   readonly shutdownGrace?: Duration.Input
+  /** First wait before a failed store write of a Turn is retried; doubles up to `maxStoreRetryDelay`. Default 100 ms. */
+  readonly storeRetryDelay?: Duration.Input
+  /** Default 5 s. */
+  readonly maxStoreRetryDelay?: Duration.Input
+  /**
+   * How long one store write of a Turn may keep failing before the Turn's observation ends with
+   * `journal_unavailable` (the write keeps being retried). Default 30 s.
+   */
+  readonly journalStallBudget?: Duration.Input
+  /** Delivery tunables; `durableDispatch` is always on in the dev Core. */
   readonly delivery?: Delivery.DeliveryOptions
 }
 
@@ -229,20 +249,49 @@ const make = (options: TurnsOptions) =>
     const retryDelay = Duration.fromInputUnsafe(options.retryDelay ?? Duration.seconds(1))
     const maxRetryDelay = Duration.fromInputUnsafe(options.maxRetryDelay ?? Duration.seconds(10))
 
-    const logged = <A>(operation: string, effect: Effect.Effect<A, StoreFailed>) =>
-      effect.pipe(
-        Effect.asVoid,
-        Effect.catch((e) => Effect.logError("turn record not persisted", { operation, store_operation: e.operation }))
-      )
+    const storeRetry = Schedule.min([
+      Schedule.exponential(Duration.fromInputUnsafe(options.storeRetryDelay ?? Duration.millis(100)), 2),
+      Schedule.spaced(Duration.fromInputUnsafe(options.maxStoreRetryDelay ?? Duration.seconds(5)))
+    ])
+    const stallBudget = Duration.fromInputUnsafe(options.journalStallBudget ?? Duration.seconds(30))
+
+    /**
+     * A store write of a Turn's runner, retried with capped backoff until it succeeds (never dropped; only
+     * shutdown interrupts it). When it keeps failing for the stall budget, the Turn's observation ends with
+     * `journal_unavailable` and an error is logged with the Turn id; the retries go on.
+     */
+    const durable = <A>(a: Active, operation: string, effect: Effect.Effect<A, StoreFailed>): Effect.Effect<A> =>
+      Effect.catch(effect, (first) =>
+        Effect.scoped(Effect.gen(function* () {
+          yield* Effect.logWarning("turn record not persisted yet; retrying").pipe(
+            Effect.annotateLogs({ turn_id: a.turnId, operation, store_operation: first.operation })
+          )
+          yield* Effect.forkScoped(Effect.sleep(stallBudget).pipe(Effect.andThen(stalled(a, operation))))
+          // The failed first attempt counts: the next one runs after the schedule's first delay.
+          let pending = true
+          const again = Effect.suspend(() => (pending ? ((pending = false), Effect.fail(first)) : effect))
+          const result = yield* Effect.retry(again, storeRetry).pipe(Effect.orDie) // the schedule never ends
+          yield* Effect.logInfo("turn record persisted after retrying").pipe(Effect.annotateLogs({ turn_id: a.turnId, operation }))
+          return result
+        })))
+
+    /** A write of this Turn kept failing for the stall budget: make it visible and stop observing the Turn. */
+    const stalled = (a: Active, operation: string) =>
+      Effect.gen(function* () {
+        yield* Effect.logError("turn record not persisted: the store stays unavailable; observation of the turn ends").pipe(
+          Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, operation, observation: "journal_unavailable" })
+        )
+        if (a.current !== undefined) yield* a.current.delivery.endObservation("journal_unavailable")
+      })
 
     // -------------------------------------------------------------------------------------- facts
 
     const onFact = (a: Active, writer: JournalWriter, fact: Outcome.TurnFact) =>
       Effect.gen(function* () {
-        yield* logged("journal", writer.record(fact))
+        yield* durable(a, "journal", writer.record(fact))
         switch (fact._tag) {
           case "Dispatched":
-            if (fact.type === "execution_start" || fact.type === "prompt_request") yield* logged("dispatch", store.markDispatched(a.turnId))
+            if (fact.type === "execution_start" || fact.type === "prompt_request") yield* durable(a, "dispatch", store.markDispatched(a.turnId))
             return
           case "NotDispatched":
             if (fact.type === "prompt_steer" && fact.input_id !== undefined) {
@@ -252,8 +301,8 @@ const make = (options: TurnsOptions) =>
           case "InputWritten":
             return yield* inputStatus(a, writer, fact.input_id, "written")
           case "InputAccepted": {
-            const position = yield* Effect.option(store.acceptInput(a.turnId, fact.input_id))
-            return yield* writer.notify("input", { input_id: fact.input_id, status: "accepted", position: Option.getOrNull(position) })
+            const position = yield* durable(a, "input", store.acceptInput(a.turnId, fact.input_id))
+            return yield* writer.notify("input", { input_id: fact.input_id, status: "accepted", position })
           }
           case "InputRejected":
             return yield* inputStatus(a, writer, fact.input_id, "rejected", fact.code)
@@ -274,7 +323,7 @@ const make = (options: TurnsOptions) =>
       code?: string
     ) =>
       Effect.gen(function* () {
-        yield* logged("input", store.setInputStatus(a.turnId, inputId, status, code))
+        yield* durable(a, "input", store.setInputStatus(a.turnId, inputId, status, code))
         yield* writer.notify("input", { input_id: inputId, status, ...(code === undefined ? {} : { detail: code }) })
       })
 
@@ -283,7 +332,7 @@ const make = (options: TurnsOptions) =>
         a.pending = Interactions.trackInteractions(a.pending, event)
         const record = (kind: InteractionKind, id: string, request: unknown) =>
           Effect.gen(function* () {
-            yield* logged("interaction", store.recordInteraction(a.turnId, kind, id, request))
+            yield* durable(a, "interaction", store.recordInteraction(a.turnId, kind, id, request))
             yield* writer.notify("interaction", { kind, interaction_id: id, status: "pending" })
           })
         switch (event.type) {
@@ -295,7 +344,7 @@ const make = (options: TurnsOptions) =>
             a.calls.set(event.payload.call_id, event.payload)
             return yield* record("function_call", event.payload.call_id, event.payload)
           case "permission_cancel":
-            yield* logged("interaction", store.withdrawInteraction(a.turnId, "permission", event.id))
+            yield* durable(a, "interaction", store.withdrawInteraction(a.turnId, "permission", event.id))
             return yield* writer.notify("interaction", { kind: "permission", interaction_id: event.id, status: "withdrawn" })
           default:
             return
@@ -306,12 +355,12 @@ const make = (options: TurnsOptions) =>
 
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
-        yield* logged("complete", store.complete(a.turnId, outcome))
+        yield* durable(a, "complete", store.complete(a.turnId, outcome))
         if (outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
-          yield* logged("native_session", sessions.setNativeSessionId(a.sessionId, outcome.native_session_id))
+          yield* durable(a, "native_session", sessions.setNativeSessionId(a.sessionId, outcome.native_session_id))
         }
-        const w = writer ?? (yield* Effect.option(journal.open(a.turnId, 0))).pipe(Option.getOrUndefined)
-        if (w !== undefined) yield* logged("finish", w.finish)
+        const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))
+        yield* durable(a, "finish", w.finish)
         active.delete(a.turnId)
         yield* Deferred.succeed(a.finished, undefined)
         yield* Effect.logInfo("turn finished").pipe(
@@ -343,13 +392,10 @@ const make = (options: TurnsOptions) =>
 
     const abandonQueued = (a: Active) =>
       Effect.gen(function* () {
-        const writer = yield* Effect.option(journal.open(a.turnId, (yield* Effect.option(store.get(a.turnId))).pipe(
-          Option.flatten,
-          Option.map((t) => t.attempt),
-          Option.getOrElse(() => 0)
-        )))
-        if (Option.isSome(writer)) yield* logged("journal", writer.value.record({ _tag: "Abandoned" }))
-        yield* finish(a, { status: "cancelled" }, Option.getOrUndefined(writer))
+        const attempt = Option.match(yield* durable(a, "get", store.get(a.turnId)), { onNone: () => 0, onSome: (t) => t.attempt })
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
+        yield* durable(a, "journal", writer.record({ _tag: "Abandoned" }))
+        yield* finish(a, { status: "cancelled" }, writer)
       })
 
     /** Shutdown while queued: the Turn stays queued in the store; the next start runs it again. */
@@ -366,14 +412,14 @@ const make = (options: TurnsOptions) =>
           const found = yield* connection(a)
           if (found === "cancelled") return yield* abandonQueued(a)
           if (found === "stopping") return yield* leaveQueued(a)
-          const attempt = yield* store.beginAttempt(a.turnId, a.deviceId)
-          const writer = yield* journal.open(a.turnId, attempt)
+          const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId))
+          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
           const resolution = yield* Effect.scoped(Effect.gen(function* () {
             const delivery = yield* Delivery.deliverPrepared(
               found,
               { request_id: requestId, run_id: a.runId, spec: a.spec, input: a.input },
-              options.delivery ?? {}
+              { ...options.delivery, durableDispatch: true }
             )
             const functions = Option.isSome(delivery.admitted)
               ? yield* Functions.make(found, a.runId, { admitted: delivery.admitted.value, engine: a.spec.engine })
@@ -382,7 +428,9 @@ const make = (options: TurnsOptions) =>
             yield* Effect.logInfo("turn delivery started").pipe(
               Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, device_id: a.deviceId, attempt })
             )
-            yield* Stream.runForEach(delivery.facts, (fact) => onFact(a, writer, fact))
+            // One fact at a time: stored (and its records updated), then confirmed to the delivery layer,
+            // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
+            yield* Stream.runForEach(delivery.facts, (fact) => Effect.andThen(onFact(a, writer, fact), delivery.journaled))
             return yield* delivery.resolution
           }))
           a.current = undefined
@@ -394,7 +442,7 @@ const make = (options: TurnsOptions) =>
               return
             case "Unclaimed": {
               // Nothing was executed: queue it again and retry with capped backoff.
-              yield* store.requeue(a.turnId)
+              yield* durable(a, "requeue", store.requeue(a.turnId))
               yield* Effect.logInfo("turn unclaimed; queued for another attempt").pipe(
                 Effect.annotateLogs({ turn_id: a.turnId, reason: resolution.reason, retry_in_ms: Duration.toMillis(delay) })
               )
@@ -406,12 +454,7 @@ const make = (options: TurnsOptions) =>
             }
           }
         }
-      }).pipe(
-        Effect.catch((e: StoreFailed) =>
-          Effect.logError("turn runner stopped: the store failed", { turn_id: a.turnId, operation: e.operation })
-        ),
-        Effect.annotateLogs({ turn_id: a.turnId })
-      )
+      }).pipe(Effect.annotateLogs({ turn_id: a.turnId }))
 
     const launch = (a: Active) =>
       Effect.gen(function* () {
@@ -799,6 +842,9 @@ const make = (options: TurnsOptions) =>
       yield* Deferred.succeed(stopping, undefined)
       yield* gateway.shutdown
       yield* FiberSet.awaitEmpty(runners).pipe(Effect.timeoutOrElse({ duration: grace, orElse: () => Effect.void }))
+      // What did not record within the grace is interrupted now (a second call then returns at once); the
+      // next start reconciles such a Turn from its journal.
+      yield* FiberSet.clear(runners)
     })
     yield* Effect.addFinalizer(() => shutdown)
 

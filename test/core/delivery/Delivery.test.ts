@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Option, Stream } from "effect"
+import { Effect, Fiber, Option, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Delivery from "../../../src/core/Delivery.js"
 import * as Outcome from "../../../src/core/Outcome.js"
@@ -85,9 +85,10 @@ describe("Delivery", () => {
         assert.deepStrictEqual(yield* turn.result, { status: "completed", content: "Hi", native_session_id: "thread-9" })
         const facts = yield* Stream.runCollect(turn.facts)
         // Statuses and Run events travel on two subscriptions: each keeps its own order.
+        // Each Run-carrying request is announced (Dispatching) before it enters the send queue (Dispatched).
         assert.deepStrictEqual(
-          facts.flatMap((f) => (f._tag === "Dispatched" ? [f.type] : [])),
-          ["execution_prepare", "execution_start"]
+          facts.flatMap((f) => (f._tag === "Dispatching" || f._tag === "Dispatched" ? [`${f._tag} ${f.type}`] : [])),
+          ["Dispatching execution_prepare", "Dispatched execution_prepare", "Dispatching execution_start", "Dispatched execution_start"]
         )
         assert.deepStrictEqual(
           facts.flatMap((f) => (f._tag === "PreparationStatus" ? [f.status.state] : [])),
@@ -164,8 +165,7 @@ describe("Delivery", () => {
         const first = yield* Delivery.deliverPrepared(fake.session, plan)
         yield* fake.receive
         yield* fake.emit(status({ revision: 0, state: "rejected", operation: "execution_prepare", error_code: "preparation_capacity" }))
-        const resolution = yield* first.resolution
-        assert.strictEqual(resolution._tag, "Unclaimed")
+        assert.deepStrictEqual(yield* first.resolution, { _tag: "Unclaimed", reason: "preparation_capacity" })
         const retryPlan = { ...plan, request_id: Ids.unsafeMake.preparationRequestId("prep-2") }
         const second = yield* Delivery.deliverPrepared(fake.session, retryPlan)
         const prepare = yield* fake.receive
@@ -285,6 +285,106 @@ describe("Delivery", () => {
       }))
   })
 
+  describe("the durable dispatch boundary", () => {
+    /** The consumer side of `facts`: take one fact at a time, confirm it when the test says so. */
+    const factsOf = (turn: Delivery.Turn) =>
+      Effect.gen(function*() {
+        const queue = yield* Queue.unbounded<Outcome.TurnFact>()
+        yield* Effect.forkChild(Stream.runForEach(turn.facts, (f) => Queue.offer(queue, f)))
+        return { next: Queue.take(queue) }
+      })
+
+    it.effect("hands each Run-carrying request to the send queue only after its Dispatching fact is journaled", () =>
+      Effect.gen(function*() {
+        const fake = yield* fakeWithKinds()
+        const turn = yield* Delivery.deliverPrepared(fake.session, plan, { durableDispatch: true })
+        const facts = yield* factsOf(turn)
+        assert.deepStrictEqual(yield* facts.next, { _tag: "Dispatching", type: "execution_prepare" })
+        yield* expectNothingSent(fake)
+        yield* turn.journaled
+        assert.strictEqual((yield* fake.receive).type, "execution_prepare")
+        assert.deepStrictEqual(yield* facts.next, { _tag: "Dispatched", type: "execution_prepare" })
+        yield* turn.journaled
+        yield* fake.emit(preparing)
+        yield* fake.emit(ready)
+        for (const state of ["preparing", "ready"]) {
+          const fact = yield* facts.next
+          assert.isTrue(fact._tag === "PreparationStatus" && fact.status.state === state)
+          yield* turn.journaled
+        }
+        assert.deepStrictEqual(yield* facts.next, { _tag: "Dispatching", type: "execution_start" })
+        yield* expectNothingSent(fake)
+        yield* turn.journaled
+        assert.strictEqual((yield* fake.receive).type, "execution_start")
+        assert.deepStrictEqual(yield* facts.next, { _tag: "Dispatched", type: "execution_start" })
+      }))
+
+    it.effect("sends nothing when the consumer ends observation while a boundary waits: delivery_failed, definite", () =>
+      Effect.gen(function*() {
+        const fake = yield* fakeWithKinds()
+        const turn = yield* Delivery.deliverPrepared(fake.session, plan, { durableDispatch: true })
+        const facts = yield* factsOf(turn)
+        assert.deepStrictEqual(yield* facts.next, { _tag: "Dispatching", type: "execution_prepare" })
+        yield* turn.endObservation("journal_unavailable")
+        const resolution = yield* turn.resolution
+        assert.deepStrictEqual(resolution, {
+          _tag: "Settled",
+          outcome: { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" }
+        })
+        // The refusal is a fact of its own, so the journal proves nothing left.
+        assert.deepStrictEqual(yield* facts.next, { _tag: "NotDispatched", type: "execution_prepare", reason: "journal_unavailable" })
+        assert.deepStrictEqual(
+          Outcome.project([{ _tag: "Dispatching", type: "execution_prepare" }, { _tag: "NotDispatched", type: "execution_prepare", reason: "journal_unavailable" }]),
+          resolution
+        )
+        assert.deepStrictEqual(yield* fake.calls, [{ op: "subscribePreparation", requestId: REQ }])
+        yield* turn.journaled // a late confirmation sends nothing either
+        yield* expectNothingSent(fake)
+      }))
+
+    it.effect("ends observation of a started Turn by the consumer's decision and aborts the unobserved Run", () =>
+      Effect.gen(function*() {
+        const fake = yield* fakeWithKinds()
+        const turn = yield* Delivery.deliverPrepared(fake.session, plan)
+        yield* prepareAndStart(fake)
+        yield* fake.emit(delta("par", 1))
+        yield* fake.flush
+        yield* turn.endObservation("journal_unavailable")
+        assert.deepStrictEqual(
+          yield* Effect.flip(turn.result),
+          new Outcome.ExecutionUnknown({ run_id: RUN, reason: "journal_unavailable" })
+        )
+        assert.deepStrictEqual(yield* fake.receive, { type: "prompt_cancel", id: RUN, payload: {} })
+        // Observation ended: a late done establishes nothing.
+        yield* fake.emit(done("late"))
+        yield* fake.flush
+        assert.deepStrictEqual(yield* turn.resolution, {
+          _tag: "Settled",
+          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "journal_unavailable" }
+        })
+      }))
+
+    it.effect("stops taking Run events once factBuffer facts wait for the consumer (subscriber_overflow)", () =>
+      Effect.gen(function*() {
+        const fake = yield* fakeWithKinds()
+        // Six facts up to the start (Dispatching / Dispatched twice, preparing, ready), then room for two events.
+        const turn = yield* Delivery.deliverPrepared(fake.session, plan, { factBuffer: 8 })
+        yield* prepareAndStart(fake)
+        for (let n = 1; n <= 10; n++) {
+          yield* fake.emit(delta(`d${n}`, n))
+          yield* fake.flush
+        }
+        assert.deepStrictEqual(yield* turn.resolution, {
+          _tag: "Settled",
+          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "subscriber_overflow" }
+        })
+        assert.deepStrictEqual(yield* fake.receive, { type: "prompt_cancel", id: RUN, payload: {} })
+        const facts = yield* Stream.runCollect(turn.facts)
+        assert.deepStrictEqual(facts.flatMap((f) => (f._tag === "RunEvent" && f.event.type === "delta" ? [f.event.payload.delta] : [])), ["d1", "d2"])
+        assert.deepStrictEqual(facts.slice(8).map((f) => f._tag), ["RunObservationEnded", "Dispatched"])
+      }))
+  })
+
   describe("final admission check", () => {
     it.effect("leaves the Turn unclaimed before the first heartbeat and sends nothing", () =>
       Effect.gen(function*() {
@@ -312,6 +412,26 @@ describe("Delivery", () => {
         const fake = yield* fakeWithKinds()
         const turn = yield* Delivery.deliverPrepared(fake.session, { ...plan, input: [] })
         assert.deepStrictEqual(yield* Effect.flip(turn.result), new Outcome.ConfigurationRejected({ issue: "input_empty_input" }))
+        assert.deepStrictEqual(yield* fake.calls, [])
+      }))
+  })
+
+  describe("the inline image profile", () => {
+    const remote = [{ content: [{ type: "input_image" as const, image_url: "https://example.com/cat.png" }] }]
+
+    it.effect("refuses a prepared Turn whose input image is outside the profile, before anything is sent", () =>
+      Effect.gen(function*() {
+        const fake = yield* fakeWithKinds()
+        const turn = yield* Delivery.deliverPrepared(fake.session, { ...plan, input: remote })
+        assert.deepStrictEqual(yield* Effect.flip(turn.result), new Outcome.ConfigurationRejected({ issue: "input_image_media_type" }))
+        assert.deepStrictEqual(yield* fake.calls, [])
+      }))
+
+    it.effect("refuses a direct prompt_request whose input image is outside the profile, before anything is sent", () =>
+      Effect.gen(function*() {
+        const fake = yield* fakeWithKinds()
+        const turn = yield* Delivery.deliverDirect(fake.session, { run_id: RUN, spec: spec(), input: remote })
+        assert.deepStrictEqual(yield* Effect.flip(turn.result), new Outcome.ConfigurationRejected({ issue: "input_image_media_type" }))
         assert.deepStrictEqual(yield* fake.calls, [])
       }))
   })

@@ -424,6 +424,33 @@ describe("Outcome.project", () => {
       assert.deepStrictEqual(Outcome.project(replayed), Outcome.project(facts))
     })
 
+    it("reads a Dispatching fact without its outcome as 'may have left' and one with NotDispatched as definite", () => {
+      const dispatching = (type: Outcome.DispatchType): Fact => ({ _tag: "Dispatching", type })
+      const ready = started.slice(0, 3)
+      // start being dispatched: unknown, never preparation_interrupted (which says no Run input was submitted)
+      assert.deepStrictEqual(settled([...ready, dispatching("execution_start"), lost("core_restarted")]), {
+        status: "failed",
+        error_code: "delivery_unknown",
+        observation: "core_restarted"
+      })
+      assert.deepStrictEqual(settled([dispatching("execution_prepare"), lost("core_restarted")]), {
+        status: "failed",
+        error_code: "delivery_unknown",
+        observation: "core_restarted"
+      })
+      assert.deepStrictEqual(settled([dispatching("prompt_request"), lost("core_restarted")]), {
+        status: "failed",
+        error_code: "delivery_unknown",
+        observation: "core_restarted"
+      })
+      assert.deepStrictEqual(
+        settled([dispatching("execution_prepare"), { _tag: "NotDispatched", type: "execution_prepare", reason: "journal_unavailable" }, lost("core_restarted")]),
+        { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" }
+      )
+      // nothing dispatched at all: observation loss alone settles nothing
+      assert.deepStrictEqual(Outcome.project([lost("core_restarted")]), { _tag: "Pending" })
+    })
+
     it("settles an in-flight Turn as event_stream_incomplete with core_restarted", () => {
       assert.deepStrictEqual(settled([...started, delta("x", 1), lost("core_restarted")]), {
         status: "failed",

@@ -2,9 +2,10 @@
  * The operator HTTP API over a real loopback server in this process (the dev Core layer on port 0, ids from
  * the test layer). No daemon: Turn delivery is covered by Turns.test.ts and the end-to-end tests.
  */
+import { NodeFileSystem } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { mkdtempSync, rmSync, statSync } from "node:fs"
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { digestCredential } from "../../../src/core/DeviceCredentials.js"
@@ -147,5 +148,28 @@ describe("OperatorToken", () => {
       } finally {
         rmSync(dir, { recursive: true, force: true })
       }
-    }))
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
+
+  it.effect("refuses an empty or unreadable token file with what went wrong, never the token", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "agentwire-token-"))
+      try {
+        const empty = join(dir, "empty")
+        writeFileSync(empty, "  \n")
+        assert.deepStrictEqual(
+          yield* Effect.flip(OperatorToken.readFile(empty)),
+          new OperatorToken.OperatorTokenUnavailable({ path: empty, reason: "empty" })
+        )
+        const missing = join(dir, "missing")
+        assert.deepStrictEqual(
+          yield* Effect.flip(OperatorToken.readFile(missing)),
+          new OperatorToken.OperatorTokenUnavailable({ path: missing, reason: "read_failed" })
+        )
+        const given = join(dir, "given")
+        writeFileSync(given, "awop_given-token\n")
+        assert.strictEqual(Redacted.value(yield* OperatorToken.readFile(given)), "awop_given-token")
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }).pipe(Effect.provide(NodeFileSystem.layer)))
 })

@@ -70,12 +70,60 @@ describe("Recovery", () => {
       assert.deepStrictEqual([o.status, o.error_code, o.observation], ["failed", "delivery_unknown", "core_restarted"])
     }).pipe(Effect.provide(memory)))
 
-  it.effect("records a Turn whose Run was never dispatched as delivery_failed (definite)", () =>
+  it.effect("records a Turn no delivery attempt of which began as delivery_failed (definite)", () =>
     Effect.gen(function* () {
       yield* leftRunning([], { attempt: false })
       yield* recoverUnfinishedTurns
       const o = yield* outcomeOf
-      assert.deepStrictEqual([o.status, o.error_code, o.observation], ["failed", "delivery_failed", "core_restarted"])
+      assert.deepStrictEqual(o.outcome, { status: "failed", error_code: "delivery_failed", detail: "core_restarted", observation: "core_restarted" })
+    }).pipe(Effect.provide(memory)))
+
+  it.effect("records an attempt that began with nothing journaled as delivery_unknown, never as a definite failure", () =>
+    Effect.gen(function* () {
+      // A crash between a send and its journal write leaves exactly this: the attempt, no fact.
+      yield* leftRunning([])
+      const recovered = yield* recoverUnfinishedTurns
+      const unknown = { status: "failed", error_code: "delivery_unknown", observation: "core_restarted" } as const
+      assert.deepStrictEqual(recovered, [{ turnId: "t1", outcome: unknown }])
+      assert.deepStrictEqual((yield* outcomeOf).outcome, unknown)
+    }).pipe(Effect.provide(memory)))
+
+  it.effect("records a Turn whose execution_start was being dispatched, nothing after, as delivery_unknown", () =>
+    Effect.gen(function* () {
+      // Without the Dispatching fact this journal would read as preparation_interrupted (no Run input submitted).
+      yield* leftRunning([...prepared, { _tag: "Dispatching", type: "execution_start" }])
+      yield* recoverUnfinishedTurns
+      assert.deepStrictEqual((yield* outcomeOf).outcome, {
+        status: "failed",
+        error_code: "delivery_unknown",
+        observation: "core_restarted"
+      })
+    }).pipe(Effect.provide(memory)))
+
+  it.effect("records a Turn whose execution_prepare was being dispatched, nothing after, as delivery_unknown", () =>
+    Effect.gen(function* () {
+      yield* leftRunning([{ _tag: "Dispatching", type: "execution_prepare" }])
+      yield* recoverUnfinishedTurns
+      assert.deepStrictEqual((yield* outcomeOf).outcome, {
+        status: "failed",
+        error_code: "delivery_unknown",
+        observation: "core_restarted"
+      })
+    }).pipe(Effect.provide(memory)))
+
+  it.effect("records a stored NotDispatched as the definite delivery_failed", () =>
+    Effect.gen(function* () {
+      yield* leftRunning([
+        ...prepared,
+        { _tag: "Dispatching", type: "execution_start" },
+        { _tag: "NotDispatched", type: "execution_start", reason: "journal_unavailable" }
+      ])
+      yield* recoverUnfinishedTurns
+      assert.deepStrictEqual((yield* outcomeOf).outcome, {
+        status: "failed",
+        error_code: "delivery_failed",
+        detail: "journal_unavailable"
+      })
     }).pipe(Effect.provide(memory)))
 
   it.effect("keeps what a stored done proves, never inventing a failure", () =>

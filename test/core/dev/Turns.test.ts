@@ -3,7 +3,7 @@
  * every timer on TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Option } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
@@ -11,12 +11,16 @@ import { SessionStore } from "../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import * as TurnJournal from "../../../src/core/dev/TurnJournal.js"
 import * as Turns from "../../../src/core/dev/Turns.js"
+import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "../../../src/core/dev/OperatorErrors.js"
+import { StoreFailed } from "../../../src/core/dev/StoreErrors.js"
 import { TurnStore } from "../../../src/core/dev/TurnStore.js"
 import { Gateway } from "../../../src/core/Gateway.js"
 import { GatewayConfig } from "../../../src/core/GatewayConfig.js"
+import { HarnessUnavailable } from "../../../src/core/Outcome.js"
 import { Ids, type Messages, MessageInput } from "../../../src/proto/index.js"
 import { yieldTimes } from "../../support/coreFakeSession.js"
 import { connectMemory, device, frames, heartbeat, kind } from "../../support/coreScriptedRuntime.js"
+import { captureLogs } from "../gateway/helpers.js"
 
 const gateway = Gateway.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ publicUrl: "http://core.test" })))
 const store = Store.layerFile(":memory:").pipe(Layer.provideMerge(DevIds.layerTest))
@@ -27,6 +31,49 @@ const services = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds
 )
 
 const flush = yieldTimes(300)
+
+/** A store outage: while `down`, every journal append fails (nothing is written); `appends` counts attempts. */
+class Outage extends Context.Service<Outage, { readonly down: Ref.Ref<boolean>; readonly appends: Ref.Ref<number> }>()(
+  "test/core/dev/Outage"
+) {
+  static readonly layer = Layer.effect(Outage, Effect.map(Effect.all([Ref.make(false), Ref.make(0)]), ([down, appends]) => Outage.of({ down, appends })))
+}
+const flakyTurnStore = Layer.effect(
+  TurnStore,
+  Effect.gen(function* () {
+    const real = yield* TurnStore
+    const outage = yield* Outage
+    return TurnStore.of({
+      ...real,
+      appendEvent: (turnId, event) =>
+        Effect.gen(function* () {
+          yield* Ref.update(outage.appends, (n) => n + 1)
+          if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
+          return yield* real.appendEvent(turnId, event)
+        })
+    })
+  })
+).pipe(Layer.provide(store))
+/** Default shutdown grace (20 s), explicit store retry tunables (their defaults). */
+const flakyServices = Turns.layer({
+  retryDelay: "1 second",
+  storeRetryDelay: "100 millis",
+  maxStoreRetryDelay: "5 seconds",
+  journalStallBudget: "30 seconds"
+}).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(flakyTurnStore),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store),
+  Layer.provideMerge(Outage.layer)
+)
+const appends = Effect.gen(function* () {
+  return yield* Ref.get((yield* Outage).appends)
+})
+const setDown = (down: boolean) =>
+  Effect.gen(function* () {
+    yield* Ref.set((yield* Outage).down, down)
+  })
 
 /** A connected scripted Runtime declaring the scripted kind, and a Session. */
 const setup = Effect.gen(function* () {
@@ -129,7 +176,7 @@ describe("Turns", () => {
       assert.deepStrictEqual(yield* Fiber.join(answering), { interaction_id: "perm-1", delivery_id: "delivery-1", outcome: "applied" })
       // a second answer is a conflict: nothing is sent
       const again = yield* Effect.flip(turns.answerPermission("turn-1", "perm-1", { approved: false }))
-      assert.strictEqual(again._tag, "OperatorConflict")
+      assert.deepStrictEqual(again, new OperatorConflict({ reason: "interaction_not_pending", detail: "interaction perm-1 is not pending" }))
       yield* runtime.send(frames.done("run-1", "ok"))
       yield* turns.awaitOutcome("turn-1")
       const done = yield* turns.get("turn-1")
@@ -151,7 +198,7 @@ describe("Turns", () => {
       })
       yield* flush
       const missing = yield* Effect.flip(turns.functionResult("turn-1", "call-9", { output: "nothing" }))
-      assert.strictEqual(missing._tag, "OperatorNotFound")
+      assert.deepStrictEqual(missing, new OperatorNotFound({ resource: "interaction", id: "call-9" }))
       const answering = yield* Effect.forkChild(turns.functionResult("turn-1", "call-1", { output: "42" }))
       const result = expectType(yield* runtime.receive, "function_result")
       assert.deepStrictEqual(result.payload, {
@@ -226,15 +273,120 @@ describe("Turns", () => {
       )
     }).pipe(Effect.provide(services)))
 
+  it.effect("sends execution_prepare only once its Dispatching fact is stored, retrying the write with capped backoff", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* setDown(true)
+      yield* turns.start("s1", MessageInput.text("hello"))
+      yield* flush
+      assert.strictEqual(yield* appends, 1)
+      assert.isTrue(Option.isNone(yield* runtime.poll)) // the boundary is not journaled: nothing leaves
+      // retries 100 ms, then 200, 400, 800, 1600, 3200 after each failure (6300 ms in all)
+      yield* TestClock.adjust("99 millis")
+      yield* flush
+      assert.strictEqual(yield* appends, 1)
+      yield* TestClock.adjust("1 millis")
+      yield* flush
+      assert.strictEqual(yield* appends, 2)
+      yield* TestClock.adjust("6199 millis") // t = 6299
+      yield* flush
+      assert.strictEqual(yield* appends, 6)
+      yield* TestClock.adjust("1 millis") // t = 6300
+      yield* flush
+      assert.strictEqual(yield* appends, 7)
+      // the next delay is capped at 5 s (not 6.4 s)
+      yield* TestClock.adjust("4999 millis")
+      yield* flush
+      assert.strictEqual(yield* appends, 7)
+      yield* TestClock.adjust("1 millis") // t = 11300
+      yield* flush
+      assert.strictEqual(yield* appends, 8)
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+      // the store is back: the fact is stored at the next retry, then the request leaves
+      yield* setDown(false)
+      yield* TestClock.adjust("5 seconds")
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.done("run-1", "hello"))
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.deepStrictEqual(record.outcome, { status: "completed", content: "hello" })
+      const events = yield* (yield* TurnStore).events("turn-1", 0)
+      assert.deepStrictEqual(events.map((e) => e.type).slice(0, 2), ["Dispatching", "Dispatched"])
+      assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
+    }).pipe(Effect.provide(flakyServices)))
+
+  it.effect("ends the Turn's observation when a write keeps failing for the stall budget, and records the outcome once stored", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* setDown(true)
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const outcome = yield* Effect.forkChild(turns.awaitOutcome("turn-1"))
+      yield* flush
+      // one millisecond before the budget: still waiting, nothing sent, nothing claimed
+      yield* TestClock.adjust("29999 millis")
+      yield* flush
+      assert.isUndefined(outcome.pollUnsafe())
+      assert.isFalse(logs.lines.some((l) => l.includes("store stays unavailable")))
+      assert.deepStrictEqual(yield* turnStatus, ["running", 1])
+      // at the budget: an error names the Turn, and its observation ends (nothing was sent: the boundary is refused)
+      yield* TestClock.adjust("1 millis")
+      yield* flush
+      const errors = logs.lines.map((l) => JSON.parse(l)).filter((l) => l.level === "Error")
+      assert.deepStrictEqual(errors.map((l) => [l.message, l.annotations.turn_id, l.annotations.observation]), [
+        [["turn record not persisted: the store stays unavailable; observation of the turn ends"], "turn-1", "journal_unavailable"]
+      ])
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+      // the outcome is not claimed while its facts are not stored
+      assert.isUndefined(outcome.pollUnsafe())
+      assert.deepStrictEqual(yield* turnStatus, ["running", 1])
+      // the store comes back: every held fact is stored in order, then the outcome
+      yield* setDown(false)
+      yield* TestClock.adjust("5 seconds")
+      const record = yield* Fiber.join(outcome)
+      assert.deepStrictEqual(record.outcome, { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" })
+      const events = yield* (yield* TurnStore).events("turn-1", 0)
+      assert.deepStrictEqual(events.map((e) => e.type), ["Dispatching", "NotDispatched"])
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+    }).pipe(Effect.provide(Layer.merge(flakyServices, logs.layer)))
+  })
+
+  it.effect("waits the 20 s shutdown grace for running Turns to record, and not a millisecond longer", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* flush
+      // the store goes away: the runner cannot record the Turn's outcome
+      yield* setDown(true)
+      const shutdown = yield* Effect.forkChild(turns.shutdown)
+      yield* flush
+      yield* TestClock.adjust("19999 millis")
+      yield* flush
+      assert.isUndefined(shutdown.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      yield* flush
+      assert.deepStrictEqual(yield* Fiber.await(shutdown), Exit.void)
+      // not recorded: the next start reconciles it from the journal
+      assert.deepStrictEqual(yield* turnStatus, ["running", 1])
+    }).pipe(Effect.provide(flakyServices)))
+
   it.effect("refuses a Turn the capability policy does not admit, recording and sending nothing", () =>
     Effect.gen(function* () {
       yield* setup
       yield* (yield* SessionStore).create({ sessionId: "s2", agentKind: "codex", environmentType: "none", configuration: {}, deviceId: undefined })
       const turns = yield* Turns.Turns
       const refused = yield* Effect.flip(turns.start("s2", MessageInput.text("hello")))
-      assert.strictEqual(refused._tag, "HarnessUnavailable")
+      assert.deepStrictEqual(refused, new HarnessUnavailable({ kind: "codex", reason: "not_advertised" }))
       assert.deepStrictEqual(yield* (yield* TurnStore).listBySession("s2"), [])
       const invalid = yield* Effect.flip(turns.start("s1", []))
-      assert.strictEqual(invalid._tag, "OperatorRequestInvalid")
+      assert.deepStrictEqual(invalid, new OperatorRequestInvalid({ detail: "input: empty_input" }))
+      assert.deepStrictEqual(yield* (yield* TurnStore).listBySession("s1"), [])
     }).pipe(Effect.provide(services)))
 })

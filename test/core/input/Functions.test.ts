@@ -167,6 +167,24 @@ describe("Functions", () => {
       assert.deepStrictEqual(yield* fake.calls, [])
     }))
 
+  it.effect("refuses an image part outside the public inline profile before sending, with a finite issue code", () =>
+    Effect.gen(function*() {
+      const fake = yield* makeFake()
+      const functions = yield* Functions.make(fake.session, RUN, { admitted, engine: engine() })
+      const cases = [
+        ["https://example.com/chart.png", "image_media_type"],
+        ["data:image/jpeg;base64,abc", "image_base64"],
+        ["data:image/jpeg;base64," + PNG.slice("data:image/png;base64,".length), "image_format_mismatch"]
+      ] as const
+      for (const [url, issue] of cases) {
+        assert.deepStrictEqual(
+          yield* Effect.flip(functions.answer(CALL, { output: [{ type: "input_text", text: "chart" }, { type: "input_image", image_url: url }] })),
+          new Outcome.FunctionResultInvalid({ run_id: RUN, call_id: CALL, issue })
+        )
+      }
+      assert.deepStrictEqual(yield* fake.calls, [])
+    }))
+
   it.effect("sends a failed result with the error text and an explicit delivery id", () =>
     Effect.gen(function*() {
       const fake = yield* makeFake()

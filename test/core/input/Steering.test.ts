@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Latch } from "effect"
 import { TestClock } from "effect/testing"
 import type { Admitted } from "../../../src/core/CapabilityPolicy.js"
+import { NotSent } from "../../../src/core/Errors.js"
 import * as Outcome from "../../../src/core/Outcome.js"
 import * as Steering from "../../../src/core/Steering.js"
 import { ErrorCodes, Ids, MessageInput, type Messages } from "../../../src/proto/index.js"
@@ -13,6 +14,8 @@ const RUN = Ids.unsafeMake.runId("run-1")
 const ONE = Ids.unsafeMake.inputId("1")
 const admitted: Admitted = { kind: KIND, capabilities: allSupported(), required: [] }
 const input = MessageInput.text("also add tests")
+/** A 1×1 PNG in the public inline image profile. */
+const PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgAAIAAAUAAXpeqz8AAAAASUVORK5CYII="
 
 const receipt = (
   inputId: string,
@@ -215,7 +218,7 @@ describe("Steering", () => {
       yield* fake.session.send({ type: "device_shutdown", payload: {} })
       const steering = yield* channel(fake)
       const error = yield* Effect.flip(steering.deliver(ONE, input))
-      assert.strictEqual(error._tag, "NotSent")
+      assert.deepStrictEqual(error, new NotSent({ type: "prompt_steer", reason: "queue_full" }))
     }))
 
   it.effect("refuses a duplicate pending input id (no transport-wide deduplication)", () =>
@@ -256,7 +259,7 @@ describe("Steering", () => {
         admitted: { kind: KIND, capabilities: { ...allSupported(), message_images: false }, required: [] },
         engine: engine()
       })
-      const image = [{ content: [{ type: "input_image" as const, image_url: "data:image/png;base64,AAAA" }] }]
+      const image = [{ content: [{ type: "input_image" as const, image_url: PNG }] }]
       assert.deepStrictEqual(
         yield* Effect.flip(steering.deliver(ONE, image)),
         new Outcome.CapabilityUnsupported({ kind: KIND, capability: "message_images", source: "declaration" })
@@ -265,6 +268,22 @@ describe("Steering", () => {
         yield* Effect.flip(steering.deliver(ONE, [])),
         new Outcome.InputInvalid({ run_id: RUN, input_id: ONE, issue: "input_empty_input" })
       )
+      assert.deepStrictEqual(yield* fake.calls, [])
+    }))
+
+  it.effect("refuses an image outside the public inline profile before sending, with a finite issue code", () =>
+    Effect.gen(function*() {
+      const fake = yield* makeFake()
+      const steering = yield* channel(fake)
+      const cases = [
+        ["https://example.com/cat.png", "input_image_media_type"],
+        ["data:image/png;base64,not base64!", "input_image_base64"],
+        ["data:image/png;base64,AAAA", "input_image_format_mismatch"]
+      ] as const
+      for (const [url, issue] of cases) {
+        const image = [{ content: [{ type: "input_text" as const, text: "see" }, { type: "input_image" as const, image_url: url }] }]
+        assert.deepStrictEqual(yield* Effect.flip(steering.deliver(ONE, image)), new Outcome.InputInvalid({ run_id: RUN, input_id: ONE, issue }))
+      }
       assert.deepStrictEqual(yield* fake.calls, [])
     }))
 

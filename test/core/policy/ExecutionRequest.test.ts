@@ -11,6 +11,11 @@ const REQ = Ids.unsafeMake.preparationRequestId("prep-1")
 const RUN = Ids.unsafeMake.runId("run-1")
 
 const admitted = (caps = allSupported()): Admitted => ({ kind: KIND, capabilities: caps, required: [] })
+/** A 1×1 PNG in the public inline image profile. */
+const PNG = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR4nGNgAAIAAAUAAXpeqz8AAAAASUVORK5CYII="
+const withImage = (url: string): MessageInput.MessageInput => [
+  { content: [{ type: "input_text", text: "look" }, { type: "input_image", image_url: url }] }
+]
 
 const prepared = (s = spec(), a = admitted()) => {
   const result = Request.executionPrepare(REQ, s, a)
@@ -190,6 +195,14 @@ describe("ExecutionRequest", () => {
         Result.fail(new ConfigurationRejected({ issue: "input_empty_input" }))
       )
     })
+
+    it("rejects an input image outside the public inline profile before sending", () => {
+      assert.deepStrictEqual(
+        Request.promptRequest(RUN, spec(), admitted(), withImage("data:image/gif;base64,R0lGODlhAQABAAAAACw=")),
+        Result.fail(new ConfigurationRejected({ issue: "input_image_media_type" }))
+      )
+      assert.isTrue(Result.isSuccess(Request.promptRequest(RUN, spec(), admitted(), withImage(PNG))))
+    })
   })
 
   describe("start, release, steer, cancel", () => {
@@ -208,6 +221,19 @@ describe("ExecutionRequest", () => {
           payload: { executor_id: "ex-1", handle: "h-1", run_id: RUN, input: MessageInput.text("go") }
         } as Messages.MessageOfType<"execution_start">)
       )
+    })
+
+    it("rejects a start input whose image is outside the public inline profile, before sending", () => {
+      const ready = { executor_id: Ids.unsafeMake.executorId("ex-1"), handle: Ids.unsafeMake.admissionHandle("h-1") }
+      assert.deepStrictEqual(
+        Request.executionStart(REQ, ready, RUN, withImage("data:image/png;base64,AAAA")),
+        Result.fail(new ConfigurationRejected({ issue: "input_image_format_mismatch" }))
+      )
+      assert.deepStrictEqual(
+        Request.validateInput(withImage("data:image/png;base64,@@@@")),
+        Result.fail(new ConfigurationRejected({ issue: "input_image_base64" }))
+      )
+      assert.isTrue(Result.isSuccess(Request.executionStart(REQ, ready, RUN, withImage(PNG))))
     })
 
     it("sets durable_receipt on every prompt_steer", () => {
