@@ -14,7 +14,7 @@
  * the declaration snapshot. The read loop never waits for a subscriber and does no work beyond decode + route.
  */
 import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, Schema, type Scope, type Stream } from "effect"
-import { Envelope, Limits, Messages, type Capabilities, type Ids } from "../proto/index.js"
+import { Envelope, Limits, Messages, Trace, type Capabilities, type Ids } from "../proto/index.js"
 import * as Correlator from "./Correlator.js"
 import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
@@ -256,8 +256,14 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
 
     // ------------------------------------------------------------------------------------------ send
 
+    // A request without a trace carries the caller's current span, so the Runtime's handler joins it.
+    const withCallerTrace = (message: Messages.CoreToRuntime): Effect.Effect<Messages.CoreToRuntime> =>
+      message.trace !== undefined
+        ? Effect.succeed(message)
+        : Effect.map(Trace.currentTraceparent, (trace) => (trace === undefined ? message : { ...message, trace }))
+
     const send = (message: Messages.CoreToRuntime): Effect.Effect<void, NotSent> =>
-      Effect.suspend(() => {
+      Effect.flatMap(withCallerTrace(message), (message) => Effect.suspend(() => {
         if (ended !== undefined) return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
         const encoded = Messages.encodeMessage(message)
         if (Result.isFailure(encoded)) {
@@ -280,7 +286,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           })
         }
         return Effect.void
-      })
+      }))
 
     // ------------------------------------------------------------------------------------------ routing
 

@@ -8,7 +8,7 @@ import { TestClock } from "effect/testing"
 import { steerAckKey } from "../../../src/core/DeviceSession.js"
 import { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "../../../src/core/Errors.js"
 import { Gateway } from "../../../src/core/Gateway.js"
-import { Ids, Messages } from "../../../src/proto/index.js"
+import { Ids, Messages, Trace } from "../../../src/proto/index.js"
 import { declaration } from "../../support/capabilities.js"
 import {
   connectMemory,
@@ -469,5 +469,21 @@ describe("DeviceSession liveness", () => {
       assert.isUndefined(connection.accepted.pollUnsafe())
       yield* TestClock.adjust("1 millis")
       assert.deepStrictEqual(yield* Fiber.join(connection.accepted), lost("liveness_timeout"))
+    }).pipe(Effect.provide(gatewayLayer())))
+})
+
+describe("DeviceSession traces", () => {
+  it.effect("stamps a request without a trace with the caller's span, and keeps a trace the caller set", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      yield* connection.session.send(promptCancel("run-1")).pipe(Effect.withSpan("core.caller"))
+      const stamped = yield* connection.runtime.receive
+      const span = Option.getOrThrow(Trace.parseTraceparent(stamped.trace))
+      assert.strictEqual(span.traceId.length, 32)
+      const explicit = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+      yield* connection.session.send({ ...promptCancel("run-2"), trace: explicit }).pipe(Effect.withSpan("core.caller"))
+      assert.strictEqual((yield* connection.runtime.receive).trace, explicit)
+      yield* connection.session.send(promptCancel("run-3"))
+      assert.isUndefined((yield* connection.runtime.receive).trace)
     }).pipe(Effect.provide(gatewayLayer())))
 })
