@@ -26,23 +26,27 @@ import {
 /** The controlled adapter every Runtime under test provides (the daemon's built-in `scripted` harness). */
 export const AgentKind = "scripted"
 
-/** The scripted harness's declaration: every field supported. */
-export const allCapabilities = {
+/**
+ * The scripted harness's production declaration, as the daemon's heartbeat must spell it: every field
+ * supported except the four this daemon refuses for certain (workspace reads and exports, authoring, a local
+ * Environment binding).
+ */
+export const scriptedCapabilities = {
   subagent_observations: true,
   streaming: true,
   permissions: true,
   usage: true,
   resume: true,
   native_session_recovery: true,
-  workspace_authoring: true,
+  workspace_authoring: false,
   steering: true,
   message_items: true,
   tool_observations: true,
   environment_none: true,
-  local_environment: true,
+  local_environment: false,
   preparation: true,
-  workspace_read_preparation: true,
-  workspace_output_export: true,
+  workspace_read_preparation: false,
+  workspace_output_export: false,
   programmatic_tool_calling_disable: true,
   web_search_control: true,
   execution_controls: true,
@@ -60,16 +64,16 @@ export const allCapabilities = {
   mcp_http_bearer_auth: true
 } as const satisfies AgentKindCapabilities
 
-/** The declaration with some fields declared unsupported. */
+/** The scripted declaration with some more fields declared unsupported. */
 export const narrowedCapabilities = (disabled: ReadonlyArray<CapabilityName>): AgentKindCapabilities => {
-  const out: Record<string, boolean> = { ...allCapabilities }
+  const out: Record<string, boolean> = { ...scriptedCapabilities }
   for (const name of disabled) out[name] = false
   return out as AgentKindCapabilities
 }
 
 /** Names of the supported fields of a declaration, in declaration order. */
 export const supportedOf = (caps: AgentKindCapabilities): ReadonlyArray<CapabilityName> =>
-  (Object.keys(allCapabilities) as Array<CapabilityName>).filter((name) => caps[name])
+  (Object.keys(scriptedCapabilities) as Array<CapabilityName>).filter((name) => caps[name])
 
 // ---------------------------------------------------------------------------------------------- identities
 
@@ -169,7 +173,7 @@ export const heartbeat = (
           kind: AgentKind,
           available: options.available ?? true,
           version: optional(any()),
-          capabilities: options.capabilities ?? allCapabilities
+          capabilities: options.capabilities ?? scriptedCapabilities
         }
       ]
     }

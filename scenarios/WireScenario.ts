@@ -305,7 +305,10 @@ export type Replay = { readonly asserts: string } | { readonly skip: string }
 
 /** Setup of the Runtime side's scripted harness and the scripted Core. */
 export interface Setup {
-  /** Capabilities the scripted harness declares unsupported (its declaration is otherwise all 30 supported). */
+  /**
+   * Further capabilities the scripted harness declares unsupported (its declaration is otherwise
+   * `Fixtures.scriptedCapabilities`: 26 of 30 supported).
+   */
   readonly disabledCapabilities?: ReadonlyArray<CapabilityName>
   /** The scripted harness's declared availability (default true). */
   readonly available?: boolean

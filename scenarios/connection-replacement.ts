@@ -1,4 +1,4 @@
-import { allCapabilities, heartbeat, supportedOf } from "./Fixtures.js"
+import { scriptedCapabilities, heartbeat, supportedOf } from "./Fixtures.js"
 import { check, connect, replace, scenario, silence } from "./WireScenario.js"
 
 export default scenario({
@@ -19,7 +19,7 @@ export default scenario({
     heartbeat(),
     silence("1 second"),
     check("core", { _tag: "SessionClosed", reason: "replaced" }),
-    check("core", { _tag: "DeclarationKnown", kinds: [{ kind: "scripted", available: true, supported: supportedOf(allCapabilities) }] }),
+    check("core", { _tag: "DeclarationKnown", kinds: [{ kind: "scripted", available: true, supported: supportedOf(scriptedCapabilities) }] }),
     check("runtime", { _tag: "DaemonRunning" })
   ]
 })

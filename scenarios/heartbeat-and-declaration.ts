@@ -1,7 +1,7 @@
 import { heartbeat, narrowedCapabilities, supportedOf } from "./Fixtures.js"
 import { advance, check, connect, scenario, silence } from "./WireScenario.js"
 
-const disabled = ["permissions", "function_result_images", "workspace_authoring"] as const
+const disabled = ["permissions", "function_result_images", "web_search_control"] as const
 const capabilities = narrowedCapabilities(disabled)
 
 export default scenario({

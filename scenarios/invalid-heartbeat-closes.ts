@@ -1,7 +1,7 @@
-import { allCapabilities, heartbeat } from "./Fixtures.js"
+import { scriptedCapabilities, heartbeat } from "./Fixtures.js"
 import { check, closed, connect, raw, scenario } from "./WireScenario.js"
 
-const { usage: _omitted, ...incomplete } = allCapabilities
+const { usage: _omitted, ...incomplete } = scriptedCapabilities
 
 export default scenario({
   name: "invalid-heartbeat-closes",

@@ -1,4 +1,4 @@
-import { allCapabilities, heartbeat, supportedOf } from "./Fixtures.js"
+import { scriptedCapabilities, heartbeat, supportedOf } from "./Fixtures.js"
 import { check, connect, raw, scenario, silence } from "./WireScenario.js"
 
 export default scenario({
@@ -20,6 +20,6 @@ export default scenario({
     raw("runtime", JSON.stringify({ type: "delta", id: "run-nobody", payload: { delta: "orphan", sequence: 1 } })),
     silence("1 second", { note: "Core does not close the connection" }),
     heartbeat(),
-    check("core", { _tag: "DeclarationKnown", kinds: [{ kind: "scripted", available: true, supported: supportedOf(allCapabilities) }] })
+    check("core", { _tag: "DeclarationKnown", kinds: [{ kind: "scripted", available: true, supported: supportedOf(scriptedCapabilities) }] })
   ]
 })

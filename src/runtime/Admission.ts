@@ -36,7 +36,7 @@ import {
 } from "../proto/Execution.js"
 import type { AdmissionHandle, PreparationRequestId, RunId } from "../proto/Ids.js"
 import { AdmissionExpiry, MaxAdmissionRecords, StatusSendBudget } from "../proto/Limits.js"
-import { hasImages, validateMessageInput } from "../proto/MessageInput.js"
+import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import type {
   ControlOperation,
   ExecutionPreparePayload,
@@ -390,7 +390,11 @@ export const make = (deps: AdmissionDeps) =>
         }
         if (record.state !== "ready") return yield* reply("preparation_not_ready")
         if (Option.isSome(validateMessageInput(payload.input))) return yield* reply("invalid_start")
-        if (hasImages(payload.input) && !record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
+        if (hasImages(payload.input)) {
+          // The declaration must support images, and each must meet the public inline image profile.
+          if (!record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
+          if (Option.isSome(validateInlineImages(payload.input))) return yield* reply("invalid_start")
+        }
         if (deps.shuttingDown()) return yield* reply("resource_unavailable")
         const gate = yield* Latch.make()
         const registered = yield* runs.start({

@@ -1,8 +1,9 @@
 /**
  * `prompt_request` (reference part 1 §7.1): starts a Run directly, without an admission handle; it is not a
  * fallback after a failed prepared start. Request problems (unknown or unavailable kind, read-only
- * configuration, invalid input or configuration, a capability the declaration lacks, no capacity, a failed
- * factory) produce `error` then `done` on the Run id, so Core's stream always terminates. A second
+ * configuration, invalid input or configuration, an inline image outside the public profile, a capability
+ * the declaration lacks, no capacity, a failed factory) produce `error` then `done` on the Run id, so Core's
+ * stream always terminates. A second
  * `prompt_request` for an active Run id is ignored. The Run's Executor is prepared for it and closed after
  * its Turn (it belongs to no Session).
  */
@@ -16,7 +17,7 @@ import {
 import type { RunId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import { StatusSendBudget } from "../proto/Limits.js"
-import { validateMessageInput } from "../proto/MessageInput.js"
+import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import { configurationFingerprint } from "./Admission.js"
 import { type Executors, residueExecutor } from "./Executors.js"
 import { missingCapability } from "./harness/Harness.js"
@@ -73,6 +74,10 @@ export const make = (deps: DirectRunsDeps): DirectRuns => {
       if (payload.workspace_read_only === true) return yield* refuse(runId, "a read-only configuration cannot run", trace)
       const input = payload.input
       if (input === undefined || Option.isSome(validateMessageInput(input))) return yield* refuse(runId, "invalid input", trace)
+      if (hasImages(input)) {
+        const image = validateInlineImages(input)
+        if (Option.isSome(image)) return yield* refuse(runId, `invalid input (${image.value})`, trace)
+      }
       if (Option.isSome(validateConfiguration(payload))) return yield* refuse(runId, "invalid configuration", trace)
       const missing = missingCapability(snapshot, requiredCapabilities(payload))
       if (Option.isSome(missing)) return yield* refuse(runId, `unsupported capability: ${missing.value}`, trace)

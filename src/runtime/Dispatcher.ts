@@ -23,6 +23,10 @@
  * — otherwise the frame is dropped with one log line (code, type, id, bytes; never the payload). The
  * connection stays open.
  *
+ * Trace: each handler runs in a span whose parent is Core's span when the envelope's `trace` is a valid W3C
+ * traceparent, and in a local span otherwise; replies echo only a valid traceparent (`Outbound.withTrace`). A
+ * trace never changes ownership and is never used as an id.
+ *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
  * rejected `runtime_preparation_unsupported`; `workspace_read_result` rejected `read_unsupported`;
  * `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
@@ -35,6 +39,7 @@ import { StatusSendBudget } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { PreparationRequestId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
+import { withReceivedTrace } from "../proto/Trace.js"
 import type { Admission } from "./Admission.js"
 import type { DirectRuns } from "./DirectRuns.js"
 import type { Functions } from "./Functions.js"
@@ -45,6 +50,26 @@ import type { Steering } from "./Steering.js"
 import type { Inbound } from "./transport/Transport.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
+
+/** The span name of each request handler. */
+const spanNames: { readonly [K in Messages.CoreToRuntimeType]: string } = {
+  execution_prepare: "Runtime.execution_prepare",
+  execution_start: "Runtime.execution_start",
+  execution_release: "Runtime.execution_release",
+  prompt_request: "Runtime.prompt_request",
+  prompt_cancel: "Runtime.prompt_cancel",
+  device_shutdown: "Runtime.device_shutdown",
+  permission_decision: "Runtime.permission_decision",
+  prompt_for_user_choice_decision: "Runtime.prompt_for_user_choice_decision",
+  prompt_steer: "Runtime.prompt_steer",
+  function_result: "Runtime.function_result",
+  runtime_prepare: "Runtime.runtime_prepare",
+  workspace_read: "Runtime.workspace_read",
+  workspace_write: "Runtime.workspace_write",
+  workspace_export: "Runtime.workspace_export",
+  environment_quiesce: "Runtime.environment_quiesce",
+  environment_resume: "Runtime.environment_resume"
+}
 
 /** One handler per Core → Runtime type; each returns without waiting on native work. */
 export type Handlers = { readonly [K in Messages.CoreToRuntimeType]: (message: MessageOf<K>) => Effect.Effect<void> }
@@ -162,11 +187,21 @@ export const make = (deps: DispatcherDeps): Dispatcher => {
     )
   }
 
+  /**
+   * Runs the handler in a span (`Runtime.<type>`) whose parent is Core's span when the frame's trace is a valid
+   * traceparent, and a local span otherwise (protocol "Envelope and identity": missing or invalid trace data
+   * creates a local trace). One span per received request, none per Run event; the trace never becomes an id.
+   */
   const route = <K extends Messages.CoreToRuntimeType>(message: MessageOf<K>): Effect.Effect<void> =>
-    (handlers[message.type as K] as (m: MessageOf<K>) => Effect.Effect<void>)(message)
+    withReceivedTrace(
+      (handlers[message.type as K] as (m: MessageOf<K>) => Effect.Effect<void>)(message),
+      spanNames[message.type],
+      message.trace
+    )
 
   return {
     handlers,
-    dispatch: (item) => (item._tag === "Message" ? route(item.message) : invalid(item.error))
+    dispatch: (item) =>
+      item._tag === "Message" ? route(item.message) : Effect.withSpan(invalid(item.error), "Runtime.invalid_frame")
   }
 }

@@ -56,7 +56,12 @@ export interface ReserveSpec {
   readonly readOnly: boolean
 }
 
-export type CapacityRejection = "preparation_capacity" | "executor_capacity"
+/**
+ * The only capacity rejection. `executor_capacity` (active + idle totals exhausted) cannot happen here: the idle
+ * bound is enforced when an Executor would become idle (beyond it, it is closed instead), so the total never
+ * exceeds both bounds, and a full active table is `preparation_capacity`, which Core may retry.
+ */
+export type CapacityRejection = "preparation_capacity"
 
 export interface Executors {
   /** Atomically checks active capacity and records a new Executor in `preparing`. */
@@ -187,9 +192,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   const executors: Executors = {
     reserve: (id, spec) =>
       Effect.gen(function* () {
-        const { active, idle } = counts()
-        if (active >= policy.maxActive) return Result.fail<CapacityRejection>("preparation_capacity")
-        if (active + idle >= policy.maxActive + policy.maxIdleExecutors) return Result.fail<CapacityRejection>("executor_capacity")
+        if (counts().active >= policy.maxActive) return Result.fail<CapacityRejection>("preparation_capacity")
         const entry: ExecutorEntry = {
           id,
           sessionId: spec.sessionId,

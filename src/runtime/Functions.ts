@@ -1,7 +1,8 @@
 /**
  * Client-executed functions, Runtime side (reference part 2 §4): a Turn's `function_call` registers a
  * pending call on its Run; Core's `function_result` is validated, checked against the admitted snapshot
- * (`function_tools`, and `function_result_images` for image content) and delivered natively; the
+ * (`function_tools`, and `function_result_images` for image content), its images against the public inline
+ * image profile, and delivered natively; the
  * `interaction_decision_ack` goes under the Run id with the result's delivery id, `applied: true` only after
  * the native side confirmed it applied the result.
  *
@@ -15,7 +16,7 @@ import type { FunctionResultPayload } from "../proto/Functions.js"
 import { functionResultFingerprint } from "../proto/Functions.js"
 import type { RunId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
-import { contentHasImages, validateContentParts } from "../proto/MessageInput.js"
+import { contentHasImages, validateContentParts, validateInlineImage } from "../proto/MessageInput.js"
 import { guarded, type TurnEvent } from "./harness/Harness.js"
 import { type AppliedStore, makeKeyedLock, sendAck, submitErrorCode } from "./Interactions.js"
 import type { Outbound } from "./Outbound.js"
@@ -54,7 +55,13 @@ export const make = (deps: FunctionsDeps): Functions => {
       }
       const run = found.value
       if (!run.snapshot.capabilities.function_tools) return yield* ack("unsupported")
-      if (contentHasImages(payload.content) && !run.snapshot.capabilities.function_result_images) return yield* ack("unsupported")
+      if (contentHasImages(payload.content)) {
+        if (!run.snapshot.capabilities.function_result_images) return yield* ack("unsupported")
+        // Every image part must meet the public inline image profile; checked before any native call.
+        if (payload.content.some((part) => part.type === "input_image" && Option.isSome(validateInlineImage(part.image_url)))) {
+          return yield* ack("invalid_result")
+        }
+      }
       const turn = run.turn
       if (turn === undefined) return yield* ack("not_ready")
       if (!run.pendingCalls.has(payload.call_id)) return yield* ack("not_pending")

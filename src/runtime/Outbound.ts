@@ -7,7 +7,7 @@
  */
 import { Duration, Effect } from "effect"
 import type { Messages } from "../proto/index.js"
-import { echoable } from "../proto/Trace.js"
+import { echo } from "../proto/Trace.js"
 import type { Transport } from "./transport/Transport.js"
 
 /** What a bounded send established. */
@@ -21,6 +21,11 @@ export type SendOutcome =
 export interface Outbound {
   /** Ordered send; resolves when the write of this frame completed locally. */
   readonly send: Transport["Service"]["send"]
+  /**
+   * Ordered send of a batch in one go; resolves when the write of its last frame completed locally (so of every
+   * frame of the batch). One refused frame: nothing of the batch is written.
+   */
+  readonly sendAll: Transport["Service"]["sendAll"]
   /** `send` within `budget`; never fails, logs anything but `Sent`. */
   readonly sendWithin: (message: Messages.RuntimeToCore, budget: Duration.Duration) => Effect.Effect<SendOutcome>
 }
@@ -29,6 +34,7 @@ const idOf = (message: Messages.RuntimeToCore): string | undefined => ("id" in m
 
 export const make = (transport: Transport["Service"]): Outbound => ({
   send: transport.send,
+  sendAll: transport.sendAll,
   sendWithin: (message, budget) =>
     transport.send(message).pipe(
       Effect.as<SendOutcome>({ _tag: "Sent" }),
@@ -55,8 +61,11 @@ export const make = (transport: Transport["Service"]): Outbound => ({
     )
 })
 
-/** Adds the request's trace to a reply when it is short enough to echo (it never changes ownership). */
+/**
+ * Adds the request's trace to a reply when it is a valid traceparent (`Trace.echo`); a missing, oversized or
+ * malformed value is never echoed. The trace never changes ownership and is never used as an id.
+ */
 export const withTrace = <M extends Messages.RuntimeToCore>(message: M, trace: string | undefined): M => {
-  const t = echoable(trace)
+  const t = echo(trace)
   return t === undefined ? message : { ...message, trace: t }
 }

@@ -90,10 +90,25 @@ export const observed = (ownership: Ownership["Service"], onChange: Effect.Effec
     confirmed: (resource) => Effect.andThen(ownership.confirmed(resource), onChange)
   })
 
+/** The longest adapter-supplied cause text that is logged or shown in `agentwire status`. */
+export const MaxCauseChars = 200
+
+/**
+ * An adapter's close-error text made safe to log and to show: control characters (C0, DEL, C1, line and
+ * paragraph separators, bidirectional controls) removed, then cut to `MaxCauseChars` characters (a cut text
+ * ends with "…"). The adapter is native code we do not control; its text is never logged raw.
+ */
+export const sanitizeCause = (text: string): string => {
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, "")
+  const chars = Array.from(clean)
+  return chars.length <= MaxCauseChars ? clean : `${chars.slice(0, MaxCauseChars - 1).join("")}…`
+}
+
 /**
  * Closes a resource until the close is confirmed. Each attempt is bounded by the policy's close timeout (a
  * timeout is a failed attempt); each failure is recorded in `Ownership` and logged, then retried with the
- * policy's capped backoff, forever. Uninterruptible: closing a scope that runs it waits for confirmation,
+ * policy's capped backoff, forever. The failure text (`describe`) is sanitized and bounded (`sanitizeCause`)
+ * before it is recorded or logged. Uninterruptible: closing a scope that runs it waits for confirmation,
  * which is what shutdown and reconnection require. Success proves the native close confirmed; the caller
  * may then free capacity and publish `released`.
  */
@@ -107,7 +122,7 @@ export const closeUntilConfirmed = <E>(
     const policy = yield* RuntimePolicy
     yield* ownership.closing(resource)
     const attempt = close.pipe(
-      Effect.mapError((e) => new CleanupAttemptFailed({ reason: describe(e) })),
+      Effect.mapError((e) => new CleanupAttemptFailed({ reason: sanitizeCause(describe(e)) })),
       Effect.timeoutOrElse({
         duration: policy.closeAttemptTimeout,
         orElse: () => Effect.fail(new CleanupAttemptFailed({ reason: "close attempt timed out" }))

@@ -16,7 +16,7 @@
  * Never does: report a local interruption (disconnect, device_shutdown, process exit) as a cancellation,
  * fabricate `error`/`done` when observation is lost, or release an Executor whose Turn did not settle.
  */
-import { type Cause, Data, Deferred, Effect, Fiber, FiberMap, FiberSet, Option, Queue, Result, Stream } from "effect"
+import { type Cause, Data, Deferred, Effect, Fiber, FiberMap, FiberSet, Option, Queue, Result } from "effect"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { CallId, DeliveryId, RunId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
@@ -24,11 +24,13 @@ import type { CancelErrorCode } from "../proto/ErrorCodes.js"
 import { CancelSettlementBudget, ReceiptSendBudget, RunOutputBuffer } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { MessageInput } from "../proto/MessageInput.js"
-import type { DonePayload } from "../proto/RunEvents.js"
+import { type DonePayload, type ErrorPayload, normalizeEngineFailure } from "../proto/RunEvents.js"
+import { echo } from "../proto/Trace.js"
 import type { ExecutorEntry, Executors } from "./Executors.js"
 import type { HarnessDeclaration, Settlement, Turn, TurnEvent, TurnSink } from "./harness/Harness.js"
 import { SettlementUnconfirmed } from "./harness/Harness.js"
 import { type Outbound, withTrace } from "./Outbound.js"
+import type { TransportClosed } from "./transport/Transport.js"
 import type { RunStatus } from "./StatusBoard.js"
 import { makeRunInputs, type RunInputs } from "./Steering.js"
 
@@ -43,6 +45,7 @@ export interface RunRecord {
   readonly kind: string
   /** Started from an admission handle (execution_start) rather than a direct prompt_request. */
   readonly prepared: boolean
+  /** The starting request's trace when it is a valid traceparent (`Trace.echo`), carried by every Run frame. */
   readonly trace: string | undefined
   /** The configuration whose opt-ins this Run follows. */
   readonly config: PromptRequestPayload
@@ -92,7 +95,11 @@ export interface RunSpec {
 
 /** Hooks of the input, interaction and function families into a Run's life. */
 export interface RunHooks {
-  /** Called for every Turn event before it is queued (register interactions and calls). */
+  /**
+   * Called for every interaction and function event (`permission_request`, `permission_cancel`,
+   * `prompt_for_user_choice`, `function_call`) before it is queued, to register or drop its route. Output
+   * events (delta, thinking, output_message, tool_call, usage, error) do not go through it.
+   */
   readonly onEmit: (run: RunRecord, event: TurnEvent) => Effect.Effect<void>
   /** After native settlement, before done: let in-flight inputs settle (bounded). */
   readonly beforeDone: (run: RunRecord) => Effect.Effect<void>
@@ -122,8 +129,39 @@ export interface RunsDeps {
   readonly onChange?: Effect.Effect<void>
 }
 
+/** True for the events whose routes `RunHooks.onEmit` registers or drops. */
+const isRouted = (event: TurnEvent): boolean =>
+  event.type === "permission_request" || event.type === "permission_cancel" || event.type === "prompt_for_user_choice" ||
+  event.type === "function_call"
+
+/**
+ * An adapter's error payload as the wire allows it (`RunEvents.normalizeEngineFailure`): an unknown code is
+ * dropped, `http_status` survives only with `connection_failed`. A mis-classified failure loses its
+ * classification, never the frame.
+ */
+export const normalizeErrorPayload = (payload: ErrorPayload): ErrorPayload => {
+  if (payload.code === undefined && payload.http_status === undefined) return payload
+  const failure = normalizeEngineFailure(payload.code, payload.http_status)
+  if (Option.isNone(failure)) return { error: payload.error }
+  return failure.value.httpStatus === undefined
+    ? { error: payload.error, code: failure.value.code }
+    : { error: payload.error, code: failure.value.code, http_status: failure.value.httpStatus }
+}
+
+/** The text of the `error` frame that replaces a Run event the codec refused (no adapter text, no code). */
+export const RefusedEventText = "harness contract violation: a Run event could not be encoded and was not sent"
+
+/** Adds the Run's trace (already validated once) to one of its frames. */
+const traced = <M extends Messages.RuntimeToCore>(run: RunRecord, message: M): M =>
+  run.trace === undefined ? message : { ...message, trace: run.trace }
+
 /** A Run event as its wire frame, after opt-ins; `undefined` when the Run's opt-ins drop it. */
 const toMessage = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {
+  const message = untraced(run, event)
+  return message === undefined ? undefined : traced(run, message)
+}
+
+const untraced = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {
   const id = run.runId
   const observeMessages = run.config.observe_messages === true
   switch (event.type) {
@@ -149,7 +187,7 @@ const toMessage = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | u
     case "usage":
       return { type: "usage", id, payload: event.payload }
     case "error":
-      return { type: "error", id, payload: event.payload }
+      return { type: "error", id, payload: normalizeErrorPayload(event.payload) }
     case "permission_request":
       return { type: "permission_request", id, payload: event.payload }
     case "permission_cancel":
@@ -169,7 +207,72 @@ export const make = (deps: RunsDeps) =>
     const table = new Map<RunId, RunRecord>()
 
     const done = (run: RunRecord, payload: DonePayload): Messages.RuntimeToCore =>
-      withTrace({ type: "done", id: run.runId, payload }, run.trace)
+      traced(run, { type: "done", id: run.runId, payload })
+
+    /**
+     * Sends one frame the batch could not carry; a frame the codec refuses becomes a contract violation reported
+     * on the Run (an `error` frame with neutral text), and a refused `done` is replaced by the smallest done that
+     * encodes, so Core's stream always closes. Logs type, Run id, reason and size, never the payload.
+     */
+    const sendChecked = (run: RunRecord, message: Messages.RuntimeToCore): Effect.Effect<void, TransportClosed> =>
+      outbound.send(message).pipe(
+        Effect.catchTag("OutgoingFrameRejected", (refused) =>
+          Effect.gen(function* () {
+            yield* Effect.logError("run event refused by the codec; reported on the Run as a contract violation").pipe(
+              Effect.annotateLogs({
+                type: message.type,
+                run_id: run.runId,
+                reason: refused.reason,
+                ...(refused.bytes === undefined ? {} : { bytes: refused.bytes })
+              })
+            )
+            yield* sendOrLog(run, traced(run, { type: "error", id: run.runId, payload: { error: RefusedEventText } }))
+            if (message.type !== "done") return
+            const metadata = message.payload.metadata
+            for (const payload of metadata === undefined ? [{ content: "" }] : [{ content: "", metadata }, { content: "" }]) {
+              const sent = yield* Effect.result(outbound.send(done(run, payload)))
+              if (Result.isSuccess(sent)) return
+              if (sent.failure._tag === "TransportClosed") return yield* sent.failure
+            }
+          })
+        )
+      )
+
+    const sendOrLog = (run: RunRecord, message: Messages.RuntimeToCore) =>
+      outbound.send(message).pipe(
+        Effect.catchTag("OutgoingFrameRejected", () =>
+          Effect.logError("replacement frame refused by the codec").pipe(
+            Effect.annotateLogs({ type: message.type, run_id: run.runId })
+          ))
+      )
+
+    /**
+     * The single consumer of a Run's output: takes whatever is queued and hands it to the transport as one batch
+     * (frames in order; the batch resolves when its last frame was written locally). A batch the codec refuses
+     * is sent frame by frame so only the refused frame is replaced. Ends when the queue ends (after `done`).
+     */
+    const forward = (run: RunRecord, queue: Queue.Dequeue<Messages.RuntimeToCore, Cause.Done>): Effect.Effect<void> => {
+      let lost = false
+      const onLost = (e: TransportClosed) =>
+        lost ? Effect.void : Effect.sync(() => {
+          lost = true
+        }).pipe(
+          Effect.andThen(Effect.logWarning("run frames not written: the connection is closing").pipe(
+            Effect.annotateLogs({ run_id: run.runId, reason: e.reason })
+          ))
+        )
+      const deliver = (batch: ReadonlyArray<Messages.RuntimeToCore>): Effect.Effect<void> =>
+        outbound.sendAll(batch).pipe(
+          Effect.catchTag("OutgoingFrameRejected", () => Effect.forEach(batch, (m) => sendChecked(run, m), { discard: true })),
+          Effect.catchTag("TransportClosed", onLost)
+        )
+      return Queue.takeAll(queue).pipe(
+        Effect.flatMap(deliver),
+        Effect.forever,
+        // The only failure is the end of the queue (Cause.Done): every frame, done included, was handed over.
+        Effect.catch(() => Effect.void)
+      )
+    }
 
     /** Hands the Executor back after the Turn: retained idle when settled and reusable, otherwise closed. */
     const releaseExecutor = (entry: ExecutorEntry | undefined, reusable: boolean) =>
@@ -180,18 +283,7 @@ export const make = (deps: RunsDeps) =>
       const body = Effect.gen(function* () {
         const queue = yield* Queue.bounded<Messages.RuntimeToCore, Cause.Done>(RunOutputBuffer)
         // The single consumer of the Run's output starts before native start.
-        const forwarder = yield* Stream.fromQueue(queue).pipe(
-          Stream.runForEach((message) =>
-            outbound.send(message).pipe(
-              Effect.catch((e) =>
-                Effect.logWarning("run frame not written").pipe(
-                  Effect.annotateLogs({ type: message.type, run_id: run.runId, error: e._tag })
-                )
-              )
-            )
-          ),
-          Effect.forkChild
-        )
+        const forwarder = yield* Effect.forkChild(forward(run, queue))
         const closeStream = (last: Messages.RuntimeToCore | undefined) =>
           Effect.gen(function* () {
             if (last !== undefined) yield* Queue.offer(queue, last)
@@ -207,7 +299,7 @@ export const make = (deps: RunsDeps) =>
               yield* closeStream(undefined)
               yield* spec.onStartFailed(refusal)
             } else {
-              yield* Queue.offer(queue, withTrace({ type: "error", id: run.runId, payload: { error: refusal.reason } }, run.trace))
+              yield* Queue.offer(queue, traced(run, { type: "error", id: run.runId, payload: { error: refusal.reason } }))
               yield* closeStream(done(run, { content: "" }))
             }
             yield* Deferred.succeed(run.finished, undefined)
@@ -227,12 +319,19 @@ export const make = (deps: RunsDeps) =>
           yield* releaseExecutor(entry, false)
           return yield* refuse({ reason: "the executor has no native owner", code: "executor_unavailable" })
         }
+        /** Queues a frame: synchronously while there is room, otherwise waiting (the Turn is slowed, nothing dropped). */
+        const offer = (message: Messages.RuntimeToCore): Effect.Effect<void> =>
+          Queue.offerUnsafe(queue, message) ? Effect.void : Effect.asVoid(Queue.offer(queue, message))
+        // The per-event path: no span, no generator; routes are registered before their frame is queued.
         const sink: TurnSink = {
           emit: (event) =>
-            Effect.gen(function* () {
+            Effect.suspend(() => {
               const message = toMessage(run, event)
-              yield* hooks.onEmit(run, event)
-              if (message !== undefined) yield* Queue.offer(queue, withTrace(message, run.trace))
+              if (isRouted(event)) {
+                const registered = hooks.onEmit(run, event)
+                return message === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => offer(message)))
+              }
+              return message === undefined ? Effect.void : offer(message)
             })
         }
         const started = yield* Effect.result(native.startTurn(run.runId, spec.input, sink))
@@ -413,7 +512,7 @@ export const make = (deps: RunsDeps) =>
             runId: spec.runId,
             kind: spec.kind,
             prepared: spec.prepared,
-            trace: spec.trace,
+            trace: echo(spec.trace),
             config: spec.config,
             snapshot: spec.snapshot,
             executor: undefined,

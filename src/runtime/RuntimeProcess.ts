@@ -15,7 +15,10 @@ import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 
 export interface ScriptedHarnessOptions {
-  /** Capabilities the scripted harness declares as unsupported (default: none; it declares all 30). */
+  /**
+   * Further capabilities the scripted harness declares as unsupported (default: none, i.e. its production
+   * declaration `scriptedCapabilities`: 26 of 30 supported). Narrowing only: nothing can be added.
+   */
   readonly disabledCapabilities?: ReadonlyArray<CapabilityName>
   /** Declared availability (default true). */
   readonly available?: boolean

@@ -19,7 +19,7 @@ import { Deferred, Effect, Fiber, FiberSet, Option } from "effect"
 import type { InputId, RunId } from "../proto/Ids.js"
 import type { SteerErrorCode } from "../proto/ErrorCodes.js"
 import { InFlightInputBeforeDone, MaxInputsPerRun, NativeWriteBudget, ReceiptSendBudget } from "../proto/Limits.js"
-import { validateMessageInput } from "../proto/MessageInput.js"
+import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import type { PromptSteerAckPayload, PromptSteerPayload } from "../proto/Steering.js"
 import { steerFingerprint } from "../proto/Steering.js"
 import { guarded } from "./harness/Harness.js"
@@ -162,7 +162,12 @@ export const make = (deps: SteeringDeps): Steering => {
   const handle = (runId: RunId, payload: PromptSteerPayload, trace: string | undefined) =>
     Effect.gen(function* () {
       const inputId = payload.input_id
-      if (Option.isSome(validateMessageInput(payload.input))) return yield* replyLater(runId, receipt(inputId, "invalid_input"), trace)
+      if (
+        Option.isSome(validateMessageInput(payload.input)) ||
+        (hasImages(payload.input) && Option.isSome(validateInlineImages(payload.input)))
+      ) {
+        return yield* replyLater(runId, receipt(inputId, "invalid_input"), trace)
+      }
       const found = yield* runs.get(runId)
       if (Option.isNone(found) || found.value.phase === "settling" || found.value.phase === "finished") {
         return yield* replyLater(runId, receipt(inputId, "run_inactive"), trace)

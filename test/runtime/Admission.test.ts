@@ -1,6 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import type { Messages } from "../../src/proto/index.js"
+import type { Harness } from "../../src/runtime/harness/Harness.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
+import { declaration } from "../support/capabilities.js"
+import { notAPng, remoteImage, validJpeg } from "../support/runtimeImages.js"
 import {
   adjust,
   connect,
@@ -19,6 +23,41 @@ import {
 } from "../support/runtimeTestWire.js"
 
 const rejected = (operation: string, error_code: string) => ({ revision: 0, state: "rejected", operation, error_code })
+
+const binding = { id: "e4b2c1d0-9f8e-4a7b-b6c5-d4e3f2a1b0c9", workspace_directory: "/workspace", capability_sources: null }
+
+/** The read-only profile (idle workspace reads) for `kind`. */
+const readOnlyFrame = (requestId: string, kind: string): Messages.CoreToRuntime => {
+  const frame = prepareFrame(requestId, { agent_kind: kind })
+  if (frame.type !== "execution_prepare") throw new Error("unreachable")
+  const { disable_execution_environment: _a, execution_controls: _b, observe_tool_observations: _c, ...base } = frame.payload.configuration
+  return {
+    ...frame,
+    payload: { ...frame.payload, configuration: { ...base, workspace_read_only: true, local_environment: binding } }
+  }
+}
+
+/** The frame for a hosted Environment: its binding instead of `disable_execution_environment`. */
+const boundFrame = (frame: Messages.CoreToRuntime): Messages.CoreToRuntime => {
+  if (frame.type === "execution_prepare") {
+    const { disable_execution_environment: _, ...configuration } = frame.payload.configuration
+    return { ...frame, payload: { ...frame.payload, configuration: { ...configuration, local_environment: binding } } }
+  }
+  if (frame.type === "prompt_request") {
+    const { disable_execution_environment: _, ...payload } = frame.payload
+    return { ...frame, payload: { ...payload, local_environment: binding } }
+  }
+  throw new Error("unreachable")
+}
+
+/**
+ * A kind that declares read-only preparations (the scripted one does not: this daemon serves no workspace reads).
+ * A read-only admission never reaches the Harness.
+ */
+const reader: Harness = {
+  declaration: { kind: "reader", available: true, capabilities: declaration({ workspace_read_preparation: true, preparation: true }) },
+  prepare: () => Effect.die(new Error("a read-only preparation never prepares natively"))
+}
 
 describe("Admission", () => {
   it.effect("prepares, starts and completes: preparing, ready, starting, events, started, done", () =>
@@ -219,23 +258,50 @@ describe("Admission", () => {
       same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "configuration_conflict"))
     }).pipe(Effect.provide(processLayer())))
 
-  it.effect("admits a read-only preparation that cannot start", () =>
+  it.effect("an execution_start image outside the public inline profile is invalid_start before any native call", () =>
     Effect.gen(function* () {
       const { core } = yield* connect()
-      const frame = prepareFrame("prep-ro", {})
-      if (frame.type !== "execution_prepare") throw new Error("unreachable")
-      const { disable_execution_environment: _a, execution_controls: _b, observe_tool_observations: _c, ...base } = frame.payload.configuration
-      yield* core.toRuntime({
-        ...frame,
-        payload: {
-          ...frame.payload,
-          configuration: {
-            ...base,
-            workspace_read_only: true,
-            local_environment: { id: "e4b2c1d0-9f8e-4a7b-b6c5-d4e3f2a1b0c9", workspace_directory: "/workspace", capability_sources: null }
-          }
-        }
-      })
+      yield* prepareReady(core, "prep-1")
+      for (const url of [notAPng, remoteImage]) {
+        yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", [{ content: [{ type: "input_image", image_url: url }] }]))
+        same((yield* next(core, "preparation_status")).payload, rejected("execution_start", "invalid_start"))
+      }
+      // Nothing was submitted: the admission is still ready and starts with a valid image.
+      const image = [{ content: [{ type: "input_text" as const, text: "see " }, { type: "input_image" as const, image_url: validJpeg }] }]
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", image))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "starting")
+      const frames = yield* until(core, "done")
+      const done = frames.find((f) => f.type === "done")
+      assert.strictEqual(done?.type === "done" ? done.payload.content : undefined, "see [image]")
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("refuses a read-only preparation, a local Environment binding and authoring on the scripted kind before any native work", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(readOnlyFrame("prep-ro", "scripted"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "unsupported_read_preparation"))
+      yield* core.toRuntime(boundFrame(prepareFrame("prep-env")))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "unsupported_configuration"))
+      // Direct Runs with a binding or with authoring are refused the same way (error then done).
+      yield* core.toRuntime(boundFrame(promptFrame("run-1", text("x"))))
+      same(yield* until(core, "done"), [
+        { type: "error", id: "run-1", payload: { error: "unsupported capability: local_environment" } },
+        { type: "done", id: "run-1", payload: { content: "" } }
+      ])
+      yield* core.toRuntime(promptFrame("run-2", text("x"), { workspace_authoring: true }))
+      same(yield* until(core, "done"), [
+        { type: "error", id: "run-2", payload: { error: "unsupported capability: workspace_authoring" } },
+        { type: "done", id: "run-2", payload: { content: "" } }
+      ])
+      assert.isTrue(yield* silent(core))
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("admits a read-only preparation that cannot start, for a kind that declares workspace_read_preparation", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(readOnlyFrame("prep-ro", "reader"))
       assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
       const ready = yield* next(core, "preparation_status")
       assert.strictEqual(ready.payload.state, "ready")
@@ -245,7 +311,7 @@ describe("Admission", () => {
       assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "released")
       const board = yield* StatusBoard
       same((yield* board.snapshot).executors, [])
-    }).pipe(Effect.provide(processLayer())))
+    }).pipe(Effect.provide(processLayer({ harnesses: [reader] }))))
 
   it.effect("a failed preparation publishes failed only after its residue is closed, and no Run frames", () =>
     Effect.gen(function* () {
@@ -321,6 +387,30 @@ describe("Admission", () => {
       const board = yield* StatusBoard
       same((yield* board.snapshot).executors, [])
     }).pipe(Effect.provide(processLayer({ maxIdleExecutors: 0 }))))
+
+  it.effect("a full idle pool never blocks a new Session: only the active bound rejects, and the total stays within both bounds", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const sessionB = "5c3f2a10-8e4d-4b6a-9c7e-2d1f0e9b8a76"
+      const sessionC = "0d4c2a1e-8f3b-4c6d-9e2a-7b5f1c3d9e80"
+      yield* prepareReady(core, "prep-a")
+      yield* core.toRuntime(releaseFrame("prep-a", "handle-1"))
+      yield* next(core, "preparation_status")
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors.map((e) => [e.executor_id, e.state]), [["executor-1", "idle"]])
+      // One idle (the bound) and a new Session: admitted (no executor_capacity).
+      yield* core.toRuntime(prepareFrame("prep-b", {}, sessionB))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "ready")
+      // Active bound full: preparation_capacity (retryable), whatever the idle pool holds.
+      yield* core.toRuntime(prepareFrame("prep-c", {}, sessionC))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "preparation_capacity"))
+      // Released beyond the idle bound: closed, not retained.
+      yield* core.toRuntime(releaseFrame("prep-b", "handle-2"))
+      yield* next(core, "preparation_status")
+      yield* adjust(0)
+      same((yield* board.snapshot).executors.map((e) => [e.executor_id, e.state]), [["executor-1", "idle"]])
+    }).pipe(Effect.provide(processLayer({ maxActive: 1, maxIdleExecutors: 1 }))))
 
   it.effect("a ready status that cannot be confirmed written within 5 s fails the admission and releases the reservation", () =>
     Effect.gen(function* () {

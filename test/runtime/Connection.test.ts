@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option, Tracer } from "effect"
+import { scriptedCapabilities } from "../../scenarios/Fixtures.js"
 import { capabilityNames } from "../../src/proto/Capabilities.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
@@ -7,16 +8,17 @@ import {
   adjust,
   connect,
   next,
+  prepareFrame,
   prepareReady,
   processLayer,
   promptFrame,
   same,
   script,
   silent,
-  startFrame
+  startFrame,
+  until
 } from "../support/runtimeTestWire.js"
 
-const allSupported = Object.fromEntries(capabilityNames.map((n) => [n, true]))
 
 describe("Heartbeat", () => {
   it.effect("is sent at once with complete, codec-encoded declarations, then every interval", () =>
@@ -28,7 +30,7 @@ describe("Heartbeat", () => {
           ts: 0,
           active_requests: 0,
           daemon_version: "9.9.9-test",
-          supported_agent_kinds: [{ kind: "scripted", available: true, version: "1.0.0", capabilities: allSupported }]
+          supported_agent_kinds: [{ kind: "scripted", available: true, version: "1.0.0", capabilities: scriptedCapabilities }]
         }
       })
       // Declaration order on the wire.
@@ -51,12 +53,12 @@ describe("Heartbeat", () => {
         kind: "scripted",
         available: false,
         version: "1.0.0",
-        capabilities: { ...allSupported, permissions: false, steering: false }
+        capabilities: { ...scriptedCapabilities, permissions: false, steering: false }
       }])
       const board = yield* StatusBoard
       const kinds = (yield* board.snapshot).kinds
       same(kinds.map((k) => [k.kind, k.available, k.version, k.supported.includes("permissions"), k.supported.length]), [
-        ["scripted", false, "1.0.0", false, 28]
+        ["scripted", false, "1.0.0", false, 24]
       ])
     }).pipe(Effect.provide(processLayer({ scripted: { disabledCapabilities: ["permissions", "steering"], available: false } }))))
 })
@@ -164,6 +166,62 @@ describe("Dispatcher", () => {
         if (f.type === "done") break
       }
       assert.isTrue(frames.every((f) => "trace" in f && f.trace === trace))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("never echoes a malformed, oversized or all-zero trace; replies then carry none", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+      const traces = [
+        "not-a-traceparent",
+        `${valid}-extra`,
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "x".repeat(300),
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01"
+      ]
+      // Raw frames: the trace never makes a request invalid, whatever it holds.
+      const resume = (trace: string) =>
+        JSON.stringify({ type: "environment_resume", id: "r-1", payload: { environment_id: "env-1", suspend_id: "s-1" }, trace })
+      for (const trace of traces) {
+        yield* core.toRuntime(resume(trace))
+        const reply = yield* next(core, "environment_resumed")
+        assert.isFalse("trace" in reply, trace)
+      }
+      yield* core.toRuntime(resume(valid))
+      assert.strictEqual((yield* next(core, "environment_resumed")).trace, valid)
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("runs each request handler in a span whose parent is Core's span, or in a local span without a valid trace", () =>
+    Effect.gen(function* () {
+      const spans: Array<{ readonly name: string; readonly parent: Option.Option<Tracer.AnySpan> }> = []
+      const recording = Tracer.make({
+        span: (options) => {
+          spans.push({ name: options.name, parent: options.parent })
+          return Tracer.nativeTracer.span(options)
+        }
+      })
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+        const spanId = "00f067aa0ba902b7"
+        yield* core.toRuntime({ ...prepareFrame("prep-1"), trace: `00-${traceId}-${spanId}-01` })
+        yield* next(core, "preparation_status")
+        yield* next(core, "preparation_status")
+        yield* core.toRuntime({ ...promptFrame("run-1", script([{ delta: "x" }, { delta: "y" }])), trace: "garbage" })
+        yield* until(core, "done")
+        const prepare = spans.filter((s) => s.name === "Runtime.execution_prepare")
+        assert.strictEqual(prepare.length, 1)
+        const parent = Option.getOrUndefined(prepare[0]!.parent)
+        same(parent === undefined ? undefined : { _tag: parent._tag, traceId: parent.traceId, spanId: parent.spanId, sampled: parent.sampled }, {
+          _tag: "ExternalSpan", traceId, spanId, sampled: true
+        })
+        // A malformed trace starts a local trace: no external parent (here: the root of a new trace).
+        const request = spans.filter((s) => s.name === "Runtime.prompt_request")
+        assert.strictEqual(request.length, 1)
+        assert.isTrue(Option.isNone(request[0]!.parent) || request[0]!.parent.value._tag === "Span")
+        // Run events create no spans: one span per received request only.
+        assert.isTrue(spans.every((s) => s.name.startsWith("Runtime.")), spans.map((s) => s.name).join(","))
+      }).pipe(Effect.withTracer(recording))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("the receive loop never waits on a preparation", () =>

@@ -14,6 +14,7 @@ import {
   take,
   until
 } from "../support/runtimeTestWire.js"
+import { remoteImage, validJpeg } from "../support/runtimeImages.js"
 
 const result = (runId: string, delivery: string, callId: string, content: ReadonlyArray<InputContent>, success = true): Messages.CoreToRuntime => ({
   type: "function_result",
@@ -76,6 +77,19 @@ describe("Functions", () => {
       // A call id is not a delivery id or an input id: the same string as a delivery id changes nothing.
       yield* core.toRuntime(result("run-1", "call_1", "call_1", [textPart("x")]))
       same(yield* take(core, "interaction_decision_ack"), ack("call_1"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a result image outside the public inline profile is invalid_result; the call stays pending", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([call]), tools))
+      yield* next(core, "function_call")
+      yield* core.toRuntime(result("run-1", "d-1", "call_1", [textPart("see "), { type: "input_image", image_url: remoteImage }]))
+      same(yield* take(core, "interaction_decision_ack"), ack("d-1", "invalid_result"))
+      yield* core.toRuntime(result("run-1", "d-2", "call_1", [textPart("see "), { type: "input_image", image_url: validJpeg }]))
+      same(yield* take(core, "interaction_decision_ack"), ack("d-2"))
+      const frames = yield* until(core, "done")
+      same(frames.flatMap((f) => (f.type === "delta" ? [f.payload.delta] : [])), ["result call_1 ok: see [image]"])
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("checks the admitted snapshot: function_tools, result images and contract violations", () =>

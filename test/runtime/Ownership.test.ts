@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer } from "effect"
+import { Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
-import { closeUntilConfirmed, Ownership } from "../../src/runtime/Ownership.js"
+import { closeUntilConfirmed, MaxCauseChars, Ownership, sanitizeCause } from "../../src/runtime/Ownership.js"
 import { RuntimePolicy } from "../../src/runtime/RuntimePolicy.js"
 import { same, settle } from "../support/runtimeTestWire.js"
 
@@ -68,4 +68,38 @@ describe("Ownership", () => {
       assert.isTrue(closed)
       same(yield* ownership.owned, [])
     }).pipe(Effect.provide(layer)))
+
+  it.effect("records and logs an adapter's close error only sanitized and bounded", () =>
+    Effect.gen(function* () {
+      const ownership = yield* Ownership
+      yield* ownership.acquire("r", "executor")
+      const raw = `disk\u0000 full\r\n\u001b[31mred\u202e${"x".repeat(500)}`
+      const logged: Array<unknown> = []
+      const capture = Logger.make((options) => {
+        logged.push(options.message, ...Object.values(options.fiber.getRef(References.CurrentLogAnnotations)))
+      })
+      let attempts = 0
+      const close = Effect.suspend(() => (++attempts === 1 ? Effect.fail(raw) : Effect.void))
+      const fiber = yield* closeUntilConfirmed("r", close, (e) => e).pipe(
+        Effect.provide(Logger.layer([capture])),
+        Effect.forkChild
+      )
+      yield* settle
+      const [record] = yield* ownership.unconfirmed
+      const cause = record!.last_error
+      assert.strictEqual(Array.from(cause).length, MaxCauseChars)
+      assert.isTrue(cause.startsWith("disk full[31mredxxx"))
+      assert.isTrue(cause.endsWith("…"))
+      assert.notMatch(cause, /[\u0000-\u001f\u202e]/)
+      assert.isTrue(logged.includes(cause))
+      assert.isFalse(logged.some((v) => typeof v === "string" && v.includes("\u0000")))
+      yield* TestClock.adjust(500)
+      yield* Fiber.join(fiber)
+    }).pipe(Effect.provide(layer)))
+
+  it("sanitizeCause keeps short printable text as it is", () => {
+    assert.strictEqual(sanitizeCause("process 42 did not exit"), "process 42 did not exit")
+    assert.strictEqual(sanitizeCause("é".repeat(MaxCauseChars)), "é".repeat(MaxCauseChars))
+    assert.strictEqual(sanitizeCause(""), "")
+  })
 })

@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
+import type { TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSignals.js"
+import { RefusedEventText } from "../../src/runtime/Runs.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
 import {
   adjust,
@@ -12,10 +14,13 @@ import {
   promptFrame,
   same,
   script,
+  settle,
   silent,
   startFrame,
   until
 } from "../support/runtimeTestWire.js"
+import { eventHarness } from "../support/runtimeEventHarness.js"
+import { notAPng, validJpeg } from "../support/runtimeImages.js"
 
 const metadata = (executor: string) => ({ agent_session_id: `scripted-${executor}`, agent_session_type: "scripted" })
 
@@ -136,6 +141,20 @@ describe("Runs", () => {
       const board = yield* StatusBoard
       assert.strictEqual((yield* board.snapshot).active_runs, 1)
     }).pipe(Effect.provide(processLayer({ scripted: { disabledCapabilities: ["message_items"] } }))))
+
+  it.effect("a prompt_request image outside the public inline profile gets error then done, before any native call", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", [{ content: [{ type: "input_image", image_url: notAPng }] }]))
+      same(yield* until(core, "done"), [
+        { type: "error", id: "run-1", payload: { error: "invalid input (image_format_mismatch)" } },
+        { type: "done", id: "run-1", payload: { content: "" } }
+      ])
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).executors, [])
+      yield* core.toRuntime(promptFrame("run-2", [{ content: [{ type: "input_image", image_url: validJpeg }] }]))
+      same((yield* until(core, "done")).map((f) => f.type === "delta" ? f.payload.delta : f.type), ["[image]", "done"])
+    }).pipe(Effect.provide(processLayer())))
 
   it.effect("a full Runtime refuses a direct Run with error then done", () =>
     Effect.gen(function* () {
@@ -376,5 +395,91 @@ describe("Cleanup", () => {
       assert.isTrue(yield* silent(second.core))
       const board = yield* StatusBoard
       same((yield* board.snapshot).runs, [])
+    }).pipe(Effect.provide(processLayer())))
+})
+
+describe("Run output", () => {
+  // A wire-invalid value an adapter might still produce (the codec's schema is the judge).
+  const unchecked = <A>(value: unknown): A => value as A
+  const faulty = (events: ReadonlyArray<TurnEvent>, done: { readonly [k: string]: unknown }) =>
+    processLayer({ harnesses: [eventHarness("faulty", events, unchecked(done))] })
+
+  it.effect("a mis-classified adapter error loses its classification, never the frame", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([]), { agent_kind: "faulty" }))
+      same(yield* until(core, "done"), [
+        { type: "error", id: "run-1", payload: { error: "bad gateway", code: "server_error" } },
+        { type: "error", id: "run-1", payload: { error: "odd" } },
+        { type: "error", id: "run-1", payload: { error: "reset", code: "connection_failed", http_status: 502 } },
+        { type: "done", id: "run-1", payload: { content: "" } }
+      ])
+    }).pipe(Effect.provide(faulty([
+      // http_status without connection_failed: the encoder would refuse the frame (E9).
+      { type: "error", payload: unchecked({ error: "bad gateway", code: "server_error", http_status: 502 }) },
+      // a code outside the finite set
+      { type: "error", payload: unchecked({ error: "odd", code: "teapot", http_status: 418 }) },
+      { type: "error", payload: { error: "reset", code: "connection_failed", http_status: 502 } }
+    ], { content: "" }))))
+
+  it.effect("an event the codec refuses becomes a contract violation on the Run; later frames and done still go out", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([]), { agent_kind: "faulty" }))
+      same(yield* until(core, "done"), [
+        { type: "delta", id: "run-1", payload: { delta: "a", sequence: 1 } },
+        { type: "error", id: "run-1", payload: { error: RefusedEventText } },
+        { type: "delta", id: "run-1", payload: { delta: "b", sequence: 2 } },
+        { type: "done", id: "run-1", payload: { content: "ab" } }
+      ])
+      assert.isTrue(yield* silent(core))
+    }).pipe(Effect.provide(faulty([
+      { type: "delta", delta: "a" },
+      { type: "usage", payload: unchecked({ input_tokens: -1 }) },
+      { type: "delta", delta: "b" }
+    ], { content: "ab" }))))
+
+  it.effect("a done the codec refuses is replaced by the smallest done that encodes, so Core's stream closes", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([]), { agent_kind: "faulty" }))
+      same(yield* until(core, "done"), [
+        { type: "delta", id: "run-1", payload: { delta: "a", sequence: 1 } },
+        { type: "error", id: "run-1", payload: { error: RefusedEventText } },
+        { type: "done", id: "run-1", payload: { content: "", metadata: { agent_session_id: "native-1" } } }
+      ])
+      assert.isTrue(yield* silent(core))
+      const board = yield* StatusBoard
+      same((yield* board.snapshot).runs, [])
+    }).pipe(Effect.provide(faulty(
+      [{ type: "delta", delta: "a" }],
+      { content: "a", usage: { input_tokens: -5 }, metadata: { agent_session_id: "native-1" } }
+    ))))
+
+  it.effect("frames queued while a write is pending leave as one batch, in order, done last", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.holdWrites
+      const rest = Array.from({ length: 9 }, (_, i) => ({ delta: `d${i + 2}` }))
+      yield* core.toRuntime(promptFrame("run-1", script([{ delta: "d1" }, { wait: "go" }, ...rest])))
+      yield* settle
+      // The first delta's write is pending; the other nine and done queue behind it.
+      yield* (yield* ScriptedSignals).fire("go")
+      yield* settle
+      assert.strictEqual(yield* core.pending, 0)
+      yield* core.releaseWrites
+      const frames = yield* until(core, "done")
+      same(frames.map((f) => (f.type === "delta" ? f.payload.sequence : f.type)), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, "done"])
+      same(yield* core.batches, [1, 10])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("Run frames carry the starting request's valid traceparent; a malformed one is never echoed", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+      yield* core.toRuntime({ ...promptFrame("run-1", script([{ delta: "a" }])), trace: traceparent })
+      same((yield* until(core, "done")).map((f) => f.trace), [traceparent, traceparent])
+      yield* core.toRuntime({ ...promptFrame("run-2", script([{ delta: "a" }])), trace: "not-a-traceparent" })
+      same((yield* until(core, "done")).map((f) => "trace" in f), [false, false])
     }).pipe(Effect.provide(processLayer())))
 })

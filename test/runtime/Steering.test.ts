@@ -5,6 +5,7 @@ import { HarnessRegistry } from "../../src/runtime/harness/HarnessRegistry.js"
 import { makeScriptedHarness } from "../../src/runtime/harness/scripted/ScriptedHarness.js"
 import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSignals.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
+import { notAPng, validJpeg } from "../support/runtimeImages.js"
 import type { MemoryTransport } from "../support/runtimeMemoryTransport.js"
 import {
   adjust,
@@ -51,6 +52,20 @@ describe("Steering", () => {
       assert.strictEqual(done?.type === "done" ? done.payload.content : "", "also this done")
       yield* core.toRuntime(steerFrame("run-1", "1", text("also this")))
       same(yield* ack(core), failed("1", "run_inactive"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a steer image outside the public inline profile is invalid_input before any native write", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* preparedRun(core, [{ await_steer: 1 }, { delta: " done" }])
+      yield* core.toRuntime(steerFrame("run-1", "1", [{ content: [{ type: "input_image", image_url: notAPng }] }]))
+      same(yield* ack(core), failed("1", "invalid_input"))
+      // Nothing was written or recorded: the same id with a valid image is written and accepted.
+      yield* core.toRuntime(steerFrame("run-1", "1", [{ content: [{ type: "input_image", image_url: validJpeg }] }]))
+      const frames = yield* until(core, "done")
+      same(acks(frames), [written("1"), accepted("1")])
+      const done = frames.find((f) => f.type === "done")
+      assert.strictEqual(done?.type === "done" ? done.payload.content : "", "[image] done")
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("replies in_flight, then written, then the final receipt to duplicates; conflicts and busy are refused", () =>

@@ -11,7 +11,6 @@
  * Test-only: never imported by src.
  */
 import { Result } from "effect"
-import { allCapabilities } from "../../scenarios/Fixtures.js"
 import { Capabilities } from "../../src/proto/index.js"
 
 export type Declaration = Capabilities.AgentKindCapabilities
@@ -65,10 +64,43 @@ export const declaration = (overrides: Overrides = {}): Declaration => {
 }
 
 /**
- * Every field explicitly supported: the scripted harness's declaration as the wire scenarios spell it out, field
- * by field (scenarios/Fixtures.ts), validated by this fixture.
+ * Every field explicitly supported, field by field (a test fixture for a Harness that can do everything; not the
+ * scripted harness's declaration, which is `scriptedCapabilities` in scenarios/Fixtures.ts), validated by this
+ * fixture.
  */
-export const allSupported = (): Declaration => declaration(allCapabilities)
+export const allSupported = (): Declaration =>
+  declaration({
+    subagent_observations: true,
+    streaming: true,
+    permissions: true,
+    usage: true,
+    resume: true,
+    native_session_recovery: true,
+    workspace_authoring: true,
+    steering: true,
+    message_items: true,
+    tool_observations: true,
+    environment_none: true,
+    local_environment: true,
+    preparation: true,
+    workspace_read_preparation: true,
+    workspace_output_export: true,
+    programmatic_tool_calling_disable: true,
+    web_search_control: true,
+    execution_controls: true,
+    text_verbosity: true,
+    structured_output: true,
+    tool_search: true,
+    message_images: true,
+    function_result_images: true,
+    subagent_control: true,
+    durable_input_receipts: true,
+    durable_turns: true,
+    function_tools: true,
+    mcp_http_tools: true,
+    mcp_http_required: true,
+    mcp_http_bearer_auth: true
+  } satisfies Declaration)
 
 /**
  * Only the capabilities Core requires for every execution on a Harness (protocol table "Always"), plus the

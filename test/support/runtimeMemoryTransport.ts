@@ -10,8 +10,10 @@
  *   with `OutgoingFrameRejected` before anything is "written") and Core's strict decode reads it back; a frame
  *   Core could not decode is a defect of the code under test and dies loudly.
  *
- * `send` resolves when the frame is queued for Core (the in-memory "local write"). `holdWrites` / `releaseWrites`
- * model a slow local write: while held, sends wait (in order) and nothing becomes visible to `fromRuntime`.
+ * `send` resolves when the frame is queued for Core (the in-memory "local write"); `sendAll` encodes the whole
+ * batch first (one refused frame: nothing is written) and resolves when its last frame is queued. `holdWrites` /
+ * `releaseWrites` model a slow local write: while held, sends wait (in order) and nothing becomes visible to
+ * `fromRuntime`.
  * Time is never involved: pair it with TestClock freely.
  *
  * Usage:
@@ -49,6 +51,8 @@ export interface MemoryTransport {
   readonly pending: Effect.Effect<number>
   /** Every frame the Runtime sent on this connection, in order (taken or not). */
   readonly sent: Effect.Effect<ReadonlyArray<Messages.RuntimeToCore>>
+  /** The size of each `sendAll` batch, in call order (single `send`s are not listed). */
+  readonly batches: Effect.Effect<ReadonlyArray<number>>
   /**
    * Core closes the connection with a WebSocket close code (default 1000). Buffered inbound frames are still
    * delivered, then `inbound` fails with `TransportClosed{closed_by_peer, code}`; sends fail the same way.
@@ -71,6 +75,7 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
   const localClose = yield* Deferred.make<LocalClose>()
   const writeOrder = yield* Semaphore.make(1)
   let held: Deferred.Deferred<void> | undefined
+  const batches: Array<number> = []
 
   const endWith = (error: TransportClosed) =>
     Ref.modify(closed, (current) => [current === undefined, current ?? error]).pipe(
@@ -78,27 +83,40 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
       Effect.asVoid
     )
 
-  const send = (message: Messages.RuntimeToCore) =>
+  /** Encodes every frame first (a refused one means nothing is written), then writes them in order. */
+  const write = (messages: ReadonlyArray<Messages.RuntimeToCore>) =>
     Effect.gen(function* () {
-      const text = Messages.encodeMessage(message)
-      if (Result.isFailure(text)) return yield* text.failure
+      const texts: Array<string> = []
+      for (const message of messages) {
+        const text = Messages.encodeMessage(message)
+        if (Result.isFailure(text)) return yield* text.failure
+        texts.push(text.success)
+      }
       yield* writeOrder.withPermit(
         Effect.gen(function* () {
           if (held !== undefined) yield* Deferred.await(held)
           const state = yield* Ref.get(closed)
           if (state !== undefined) return yield* state
-          const seen = Messages.decodeRuntimeToCore(text.success)
-          if (Result.isFailure(seen)) {
-            return yield* Effect.die(new Error(`Core could not decode a ${message.type} frame the Runtime sent: ${seen.failure.message}`))
+          for (let i = 0; i < texts.length; i++) {
+            const seen = Messages.decodeRuntimeToCore(texts[i]!)
+            if (Result.isFailure(seen)) {
+              return yield* Effect.die(
+                new Error(`Core could not decode a ${messages[i]!.type} frame the Runtime sent: ${seen.failure.message}`)
+              )
+            }
+            yield* Ref.update(log, (frames) => [...frames, seen.success])
+            yield* Queue.offer(outbound, seen.success)
           }
-          yield* Ref.update(log, (frames) => [...frames, seen.success])
-          yield* Queue.offer(outbound, seen.success)
         })
       )
     })
+  const send = (message: Messages.RuntimeToCore) => write([message])
+  const sendAll = (messages: ReadonlyArray<Messages.RuntimeToCore>) =>
+    Effect.andThen(Effect.sync(() => batches.push(messages.length)), write(messages))
 
   const transport = Transport.of({
     send,
+    sendAll,
     inbound: Stream.fromQueue(inbound),
     close: (code, reason) =>
       Deferred.succeed(localClose, { code, reason }).pipe(
@@ -128,6 +146,7 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
     fromRuntime: Queue.take(outbound),
     pending: Queue.size(outbound),
     sent: Ref.get(log),
+    batches: Effect.sync(() => [...batches]),
     close: (code = 1000) => endWith(new TransportClosed({ reason: "closed_by_peer", code })),
     closedByRuntime: Deferred.await(localClose),
     holdWrites: Effect.gen(function* () {

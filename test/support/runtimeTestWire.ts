@@ -8,6 +8,7 @@ import { Duration, Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import type { Messages } from "../../src/proto/index.js"
 import type { PromptRequestPayload } from "../../src/proto/Execution.js"
+import type { MessageInput } from "../../src/proto/MessageInput.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import * as Connection from "../../src/runtime/Connection.js"
 import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
@@ -157,7 +158,7 @@ export const startFrame = (
   executorId: string,
   handle: string,
   runId: string,
-  input: ReturnType<typeof text>
+  input: MessageInput
 ): Messages.CoreToRuntime => ({
   type: "execution_start",
   id: unsafeMake.preparationRequestId(requestId),
@@ -177,7 +178,7 @@ export const releaseFrame = (requestId: string, handle: string): Messages.CoreTo
 
 export const promptFrame = (
   runId: string,
-  input: ReturnType<typeof text>,
+  input: MessageInput,
   overrides: Partial<PromptRequestPayload> = {}
 ): Messages.CoreToRuntime => ({
   type: "prompt_request",
@@ -200,7 +201,7 @@ export const cancelFrame = (runId: string, deliveryId?: string): Messages.CoreTo
   payload: deliveryId === undefined ? {} : { delivery_id: unsafeMake.deliveryId(deliveryId) }
 })
 
-export const steerFrame = (runId: string, inputId: string, input: ReturnType<typeof text>, durable = true): Messages.CoreToRuntime => ({
+export const steerFrame = (runId: string, inputId: string, input: MessageInput, durable = true): Messages.CoreToRuntime => ({
   type: "prompt_steer",
   id: unsafeMake.runId(runId),
   payload: { input_id: unsafeMake.inputId(inputId), input, durable_receipt: durable }

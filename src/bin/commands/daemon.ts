@@ -58,7 +58,7 @@ export const daemonFlags = {
   ),
   idleExecutorTtl: Flag.String("idle-executor-ttl").pipe(
     Flag.withSchema(Schema.DurationFromString),
-    Flag.withDescription(`Idle Executor expiry, e.g. "10 minutes" (default). Env: ${EnvVars.idleExecutorTtl}`),
+    Flag.withDescription(`Idle Executor expiry, e.g. "90 seconds" (default 10 minutes). Env: ${EnvVars.idleExecutorTtl}`),
     Flag.withFallbackConfig(env.idleExecutorTtl),
     Flag.optional
   ),
@@ -69,7 +69,7 @@ export const daemonFlags = {
   ),
   scriptedDisable: Flag.String("scripted-disable").pipe(
     Flag.withDescription(
-      `Comma-separated capability names the scripted harness declares unsupported (e.g. steering,permissions). Env: ${EnvVars.scriptedDisable}`
+      `Comma-separated capability names the scripted harness also declares unsupported (e.g. steering,permissions). Env: ${EnvVars.scriptedDisable}`
     ),
     Flag.withFallbackConfig(env.scriptedDisable),
     Flag.optional

@@ -39,6 +39,18 @@ export class Transport extends Context.Service<Transport, {
   readonly send: (
     message: Messages.RuntimeToCore
   ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
+  /**
+   * Encodes a batch of frames and writes them in order, in one go (no round trip between frames). Every frame
+   * is encoded first: when one is refused (`OutgoingFrameRejected`: invalid message or over 4 MiB), nothing of
+   * the batch is written. Resolves when the write of the batch's last frame completed locally; writes complete
+   * in call order, so that proves every frame of the batch was written locally (and nothing about Core). One
+   * 10 s write deadline covers the whole batch. Fails with `TransportClosed` when a write did not complete (any
+   * frame of the batch may or may not have left). Ordered with `send`: a frame sent after the call is written
+   * after the whole batch.
+   */
+  readonly sendAll: (
+    messages: ReadonlyArray<Messages.RuntimeToCore>
+  ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
   /** Inbound frames in arrival order. Ends (fails with `TransportClosed`) when the connection ends. */
   readonly inbound: Stream.Stream<Inbound, TransportClosed>
   /** Closes the connection with a WebSocket close code; idempotent. Settles nothing. */

@@ -3,10 +3,11 @@
  * and the frame layer of one physical connection.
  *
  * Owns: the dial (`device_id` and `version` query parameters, the Bearer header, a 10 s handshake budget, 4 MiB
- * inbound limit, a refused upgrade's status → `ConnectRejected` / `ConnectFailed`), ordered sends that resolve
- * when the WebSocket write completed locally (10 s deadline per frame, > 4 MiB refused before sending), the
- * inbound stream (text frames only, both decode steps, a bounded buffer that pauses the socket when full),
- * ws-level ping liveness, and the courtesy close 1000 "client closing" when the connection scope closes.
+ * inbound limit, a refused upgrade's status → `ConnectRejected` / `ConnectFailed`), ordered sends (one frame or a
+ * batch) that resolve when the WebSocket write completed locally (10 s deadline per frame or per batch, a frame
+ * over 4 MiB refused before anything is written), the inbound stream (text frames only, both decode steps, a
+ * bounded buffer that pauses the socket when full), ws-level ping liveness, and the courtesy close 1000
+ * "client closing" when the connection scope closes.
  *
  * Never: replays or re-sends a frame, echoes a frame's text, logs payloads, or decides what a close means for
  * the daemon (the loop in Daemon.ts classifies 4001 as permanent).
@@ -134,21 +135,45 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       socket.terminate()
     }).pipe(Effect.andThen(Effect.fail(reason)))
 
+  /**
+   * Hands frames to the socket and waits for the write callback, within the write deadline. A failed or late
+   * write destroys the socket (see `fail`).
+   */
+  const written = (write: (done: (error?: Error) => void) => void): Effect.Effect<void, TransportClosed> =>
+    Effect.callback<void, TransportClosed>((resume) => {
+      write((error) => resume(error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" }))))
+    }).pipe(
+      Effect.timeoutOrElse({
+        duration: FrameWriteDeadline,
+        orElse: () => fail(new TransportClosed({ reason: "write_failed" }))
+      }),
+      Effect.catch((error) => (closed === undefined ? fail(error) : Effect.fail(error)))
+    )
+
   const send = (message: RuntimeToCore): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(closed)
       const text = encodeMessage(message)
       if (Result.isFailure(text)) return Effect.fail(text.failure)
-      return Effect.callback<void, TransportClosed>((resume) => {
-        socket.send(text.success, (error) =>
-          resume(error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" }))))
-      }).pipe(
-        Effect.timeoutOrElse({
-          duration: FrameWriteDeadline,
-          orElse: () => fail(new TransportClosed({ reason: "write_failed" }))
-        }),
-        Effect.catch((error) => (closed === undefined ? fail(error) : Effect.fail(error)))
-      )
+      const frame = text.success
+      return written((done) => socket.send(frame, done))
+    })
+
+  const sendAll = (
+    messages: ReadonlyArray<RuntimeToCore>
+  ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
+    Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
+      if (closed !== undefined) return Effect.fail(closed)
+      if (messages.length === 0) return Effect.void
+      if (messages.length === 1) return send(messages[0]!)
+      // Encode everything first: a refused frame means nothing of the batch is written.
+      const texts: Array<string> = new Array(messages.length)
+      for (let i = 0; i < messages.length; i++) {
+        const text = encodeMessage(messages[i]!)
+        if (Result.isFailure(text)) return Effect.fail(text.failure)
+        texts[i] = text.success
+      }
+      return written((done) => socket.sendAll(texts, done))
     })
 
   // Liveness: ping on an interval; Core's pong (or any frame) proves it is still reading and answering.
@@ -186,6 +211,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
 
   return Transport.of({
     send,
+    sendAll,
     inbound: Stream.fromPull(Effect.succeed(Queue.takeAll(inbound).pipe(Effect.tap(afterTake)))),
     close: (code, reason) =>
       Effect.suspend(() => {

@@ -57,6 +57,18 @@ describe("WebSocketTransport.dial", () => {
       assert.deepStrictEqual(yield* conn.closed, { code: 1000, reason: "client closing" })
     }))
 
+  it.effect("sendAll writes a batch over the real socket; every frame arrives, in order, before a later send", () =>
+    Effect.gen(function* () {
+      const core = yield* FakeCore.make
+      const transport = yield* dialCore(core)
+      const conn = yield* core.nextConnection
+      const frames = Array.from({ length: 50 }, (_, i) => ({ type: "delta" as const, id: runId, payload: { delta: `d${i}`, sequence: i + 1 } }))
+      yield* transport.sendAll(frames)
+      yield* transport.send({ type: "done", id: runId, payload: { content: "" } })
+      for (const frame of frames) assert.deepStrictEqual(yield* conn.received, frame)
+      assert.deepStrictEqual(yield* conn.received, { type: "done", id: runId, payload: { content: "" } })
+    }))
+
   it.effect("a binary frame from Core arrives as Invalid; the connection stays open", () =>
     Effect.gen(function* () {
       const core = yield* FakeCore.make

@@ -33,11 +33,25 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
   // Like ws: once Core's close frame arrived, writes fail at once and the close event carries Core's code.
   let closeFrameCode: number | undefined
   const writes: Array<Write> = []
+  /** Each `sendAll` call: its frames, and the callback the socket fires after the last one was written. */
+  const batches: Array<{ readonly texts: ReadonlyArray<string>; readonly written: (error?: Error) => void }> = []
+  /** Every frame handed to the socket, in order, whichever way. */
+  const order: Array<string> = []
   const calls: Array<string> = []
   const socket: FrameSocket = {
     send: (text, written) => {
       if (closeFrameCode !== undefined) written(new Error("socket not open"))
-      else writes.push({ text, written })
+      else {
+        writes.push({ text, written })
+        order.push(text)
+      }
+    },
+    sendAll: (texts, written) => {
+      if (closeFrameCode !== undefined) written(new Error("socket not open"))
+      else {
+        batches.push({ texts, written })
+        order.push(...texts)
+      }
     },
     close: (code, reason) => {
       calls.push(`close ${code} ${reason}`)
@@ -64,6 +78,8 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
   return {
     socket,
     writes,
+    batches,
+    order,
     calls,
     frame: (text: string) => listener!.onFrame(Buffer.from(text, "utf8"), false),
     binary: (bytes: Uint8Array) => listener!.onFrame(bytes, true),
@@ -120,6 +136,66 @@ describe("WebSocketTransport.fromSocket", () => {
       assert.deepStrictEqual(fake.writes.map((w) => JSON.parse(w.text).payload.sequence), [1, 2, 3])
       for (const w of fake.writes) w.written()
       for (const f of fibers) assert.deepStrictEqual(yield* Fiber.await(f), Exit.void)
+    }))
+
+  it.effect("sendAll hands the whole batch to the socket at once and resolves only when its last write completed", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const fiber = yield* Effect.forkChild(transport.sendAll([delta("a", 1), delta("b", 2), delta("c", 3)]))
+      yield* Effect.yieldNow
+      assert.strictEqual(fake.batches.length, 1)
+      assert.deepStrictEqual(fake.batches[0]!.texts.map((t) => JSON.parse(t).payload.sequence), [1, 2, 3])
+      assert.isUndefined(fiber.pollUnsafe())
+      // A later single send is written after the whole batch.
+      const after = yield* Effect.forkChild(transport.send(delta("d", 4)))
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(fake.order.map((t) => JSON.parse(t).payload.sequence), [1, 2, 3, 4])
+      fake.batches[0]!.written()
+      assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.void)
+      fake.writes[0]!.written()
+      assert.deepStrictEqual(yield* Fiber.await(after), Exit.void)
+    }))
+
+  it.effect("sendAll writes nothing when one frame of the batch is refused", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const refused = yield* Effect.flip(
+        transport.sendAll([delta("a", 1), { type: "delta", id: runId, payload: { delta: "x", sequence: -1 } }, delta("c", 3)])
+      )
+      assert.deepStrictEqual(refused, new Messages.OutgoingFrameRejected({ type: "delta", reason: "invalid_message" }))
+      const big = yield* Effect.flip(transport.sendAll([delta("a", 1), delta("x".repeat(4 * 1024 * 1024), 2)]))
+      assert.deepStrictEqual(
+        big,
+        new Messages.OutgoingFrameRejected({ type: "delta", reason: "frame_too_large", bytes: 4 * 1024 * 1024 + 54 })
+      )
+      assert.deepStrictEqual(fake.order, [])
+    }))
+
+  it.effect("one 10 s write deadline covers a batch: pending at 9999 ms, write_failed at 10 s", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const fiber = yield* Effect.forkChild(transport.sendAll([delta("a", 1), delta("b", 2)]))
+      yield* Effect.yieldNow
+      yield* TestClock.adjust("9999 millis")
+      assert.isUndefined(fiber.pollUnsafe())
+      assert.deepStrictEqual(fake.calls, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Effect.flip(Fiber.join(fiber)), new TransportClosed({ reason: "write_failed" }))
+      assert.deepStrictEqual(fake.calls, ["terminate"])
+    }))
+
+  it.effect("a batch whose write the socket reports as failed fails sendAll and ends the transport", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const fiber = yield* Effect.forkChild(transport.sendAll([delta("a", 1), delta("b", 2)]))
+      yield* Effect.yieldNow
+      fake.batches[0]!.written(new Error("EPIPE"))
+      assert.deepStrictEqual(yield* Effect.flip(Fiber.join(fiber)), new TransportClosed({ reason: "write_failed" }))
+      assert.deepStrictEqual(fake.calls, ["terminate"])
     }))
 
   it.effect("a write that does not complete within 10 s fails as write_failed and destroys the socket", () =>

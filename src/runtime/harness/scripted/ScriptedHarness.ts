@@ -1,7 +1,9 @@
 /**
  * The built-in `scripted` harness: a deterministic controlled adapter with no processes, used by the demo,
- * the tests and external conformance checks (README section "scripted-harness"). It declares all 30
- * capabilities unless narrowed by `RuntimeProcessOptions.scripted.disabledCapabilities`. A Turn's input text
+ * the tests and external conformance checks (README section "scripted-harness"). Its declaration describes
+ * the composed daemon + harness (`scriptedCapabilities`): 26 capabilities supported; the four this daemon
+ * cannot honour are unsupported (workspace reads and exports, authoring, a local Environment binding). A
+ * daemon can narrow it further with `RuntimeProcessOptions.scripted.disabledCapabilities`. A Turn's input text
  * is plain text (echoed back as deltas, then done) or `{"script": [steps]}` (Script.ts). Native settlement is
  * controlled by the script and by `ScriptedSignals`; time only passes on the Effect clock.
  *
@@ -51,10 +53,53 @@ export interface ScriptedOptions {
   readonly contractViolations?: ReadonlyArray<ScriptedOperation> | undefined
 }
 
-/** The declaration: every capability supported except the disabled ones. */
+/**
+ * What the daemon composed with the scripted harness can do, one explicit decision per field (a new field fails
+ * to compile here until it is decided). Unsupported, because this daemon refuses the matching operations for
+ * certain (docs/runtime.md, "Dispatcher"): `workspace_read_preparation` and `workspace_output_export`
+ * (`workspace_read` / `workspace_export` answer `read_unsupported`), `workspace_authoring` (no authoring
+ * command) and `local_environment` (no Environment binding or `workspace_directory` check). Core therefore
+ * never admits a hosted-Environment Turn, an idle directory read or an output export on this daemon.
+ */
+export const scriptedCapabilities: AgentKindCapabilities = {
+  subagent_observations: true,
+  streaming: true,
+  permissions: true,
+  usage: true,
+  resume: true,
+  native_session_recovery: true,
+  workspace_authoring: false,
+  steering: true,
+  message_items: true,
+  tool_observations: true,
+  environment_none: true,
+  local_environment: false,
+  preparation: true,
+  workspace_read_preparation: false,
+  workspace_output_export: false,
+  programmatic_tool_calling_disable: true,
+  web_search_control: true,
+  execution_controls: true,
+  text_verbosity: true,
+  structured_output: true,
+  tool_search: true,
+  message_images: true,
+  function_result_images: true,
+  subagent_control: true,
+  durable_input_receipts: true,
+  durable_turns: true,
+  function_tools: true,
+  mcp_http_tools: true,
+  mcp_http_required: true,
+  mcp_http_bearer_auth: true
+}
+
+/** The declaration: `scriptedCapabilities`, with the disabled ones also unsupported (narrowing only). */
 export const scriptedDeclaration = (options: ScriptedOptions = {}): HarnessDeclaration => {
   const disabled = new Set(options.disabledCapabilities ?? [])
-  const capabilities = Object.fromEntries(capabilityNames.map((name) => [name, !disabled.has(name)])) as AgentKindCapabilities
+  const capabilities = Object.fromEntries(
+    capabilityNames.map((name) => [name, scriptedCapabilities[name] && !disabled.has(name)])
+  ) as AgentKindCapabilities
   return { kind: ScriptedKind, available: options.available ?? true, version: ScriptedVersion, capabilities }
 }
 
@@ -230,20 +275,28 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
           metadata: { agent_session_id: ctx.nativeSession, agent_session_type: "scripted" }
         })
 
-        const delta = (text: string, phase?: string) =>
-          Effect.gen(function* () {
+        /** One delta (opening an output message first when messages are observed). The per-delta path: no generator. */
+        const delta = (text: string, phase?: string): Effect.Effect<void> =>
+          Effect.suspend(() => {
             if (observeMessages && state.openMessage === undefined) {
               const id = nextId("msg")
               state.openMessage = { id, text: "", phase }
-              yield* emit({
-                type: "output_message",
-                payload: phase === undefined ? { id, status: "in_progress" } : { id, status: "in_progress", phase }
-              })
+              return Effect.andThen(
+                emit({
+                  type: "output_message",
+                  payload: phase === undefined ? { id, status: "in_progress" } : { id, status: "in_progress", phase }
+                }),
+                emitDelta(text)
+              )
             }
+            return emitDelta(text)
+          })
+        const emitDelta = (text: string): Effect.Effect<void> =>
+          Effect.suspend(() => {
             const open = state.openMessage
             state.content += text
             if (open !== undefined) open.text += text
-            yield* emit(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
+            return emit(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
           })
 
         const completeMessage = Effect.suspend(() => {
@@ -448,7 +501,9 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
               return
             case "Script":
               for (const step of parsed.steps) {
-                if ((yield* runStep(step)) === "stop") return
+                // The common step without the step dispatcher (the relay's hot loop).
+                if ("delta" in step) yield* delta(step.delta, step.phase)
+                else if ((yield* runStep(step)) === "stop") return
               }
               yield* completeMessage
               return

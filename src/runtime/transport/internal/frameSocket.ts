@@ -27,6 +27,11 @@ export interface FrameSocket {
    * operating system), with one when it did not. Frames are written in call order.
    */
   readonly send: (text: string, written: (error?: Error) => void) => void
+  /**
+   * Queues several text frames in order, in one go. `written` fires once, after the last frame's write
+   * finished: without an error only when every frame of the batch was written locally.
+   */
+  readonly sendAll: (texts: ReadonlyArray<string>, written: (error?: Error) => void) => void
   /** Starts the closing handshake with a close frame (sent after every queued frame). */
   readonly close: (code: number, reason: string) => void
   /** Destroys the connection at once, without a closing handshake. */

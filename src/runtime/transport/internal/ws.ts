@@ -37,6 +37,20 @@ type Buffered =
 const toBytes = (data: WebSocket.RawData): Uint8Array =>
   Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
 
+const textFrame = { binary: false } as const
+
+/**
+ * The TCP socket under an open `ws` client (`ws` keeps it as `_socket`; its typings do not declare it), used
+ * only to cork a batch. Undefined when absent: sends then simply are not coalesced.
+ */
+const tcpOf = (ws: WebSocket): { readonly cork: () => void; readonly uncork: () => void } | undefined => {
+  const socket: unknown = (ws as unknown as { readonly _socket?: unknown })._socket
+  return typeof socket === "object" && socket !== null && "cork" in socket && "uncork" in socket &&
+      typeof socket.cork === "function" && typeof socket.uncork === "function"
+    ? (socket as { readonly cork: () => void; readonly uncork: () => void })
+    : undefined
+}
+
 /** Adapts an open `ws` client to FrameSocket; events before `listen` are buffered. */
 const adapt = (ws: WebSocket): FrameSocket => {
   let listener: FrameListener | undefined
@@ -74,7 +88,33 @@ const adapt = (ws: WebSocket): FrameSocket => {
         written(new Error("socket not open"))
         return
       }
-      ws.send(text, { binary: false }, (error) => written(error ?? undefined))
+      ws.send(text, textFrame, (error) => written(error ?? undefined))
+    },
+    sendAll: (texts, written) => {
+      if (ws.readyState !== WebSocket.OPEN) {
+        written(new Error("socket not open"))
+        return
+      }
+      const last = texts.length - 1
+      if (last < 0) {
+        written()
+        return
+      }
+      // Write callbacks fire in call order, so an earlier failure is known when the last callback fires.
+      let failure: Error | undefined
+      const each = (error?: Error | null) => {
+        if (error) failure ??= error
+      }
+      // Corking the TCP socket around the batch lets Node hand all its frames to the kernel in one writev
+      // instead of one system call per frame; the order and the per-frame callbacks are unchanged.
+      const tcp = tcpOf(ws)
+      tcp?.cork()
+      try {
+        for (let i = 0; i < last; i++) ws.send(texts[i]!, textFrame, each)
+        ws.send(texts[last]!, textFrame, (error) => written(failure ?? error ?? undefined))
+      } finally {
+        tcp?.uncork()
+      }
     },
     close: (code, reason) => {
       if (ws.readyState === WebSocket.OPEN) ws.close(code, reason)
