@@ -25,8 +25,6 @@ import { startRawServer } from "../support/rawServer.js"
 /** The delta text of the relay (a typical streamed fragment). */
 const DeltaText = "The parser accepts trailing commas only in "
 
-/** The Run subscriber buffer the relay's Core uses (default 256). */
-const SubscriberBuffer = 8192
 
 const script = (steps: ReadonlyArray<unknown>) => JSON.stringify({ script: steps })
 
@@ -36,11 +34,10 @@ export const relaySuite: Suite = {
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
       ? { relayRounds: 2, relayFrames: 1000, latencyRounds: 1, latencyFrames: 100, intervalMs: 1, turns: 5 }
-      : { relayRounds: 5, relayFrames: 10_000, latencyRounds: 3, latencyFrames: 500, intervalMs: 1, turns: 40 }
+      : { relayRounds: 5, relayFrames: 10_000, latencyRounds: 3, latencyFrames: 2000, intervalMs: 1, turns: 40 }
     const [device] = makeDevices("relay", 1)
-    // A read batch of the gateway's socket can hold more small frames than the default Run subscriber buffer
-    // (256): a burst overflows even an instant subscriber (docs/performance.md). The bench raises the buffer.
-    const core = await startCore([device!], { runSubscriptionBuffer: SubscriberBuffer })
+    // The gateway as configured by default (Run subscriber buffer 1024, yielding to a backlogged subscriber).
+    const core = await startCore([device!], {})
     const raw = await startRawServer()
     const child = spawnChild(ctx.self, "runtime-peer")
     const figures: Array<Figure> = []
@@ -186,8 +183,8 @@ export const relaySuite: Suite = {
         figure({ suite: "latency", name: "Turn start: start → first delta", unit: "ms", samples: starts })
       )
       notes.push(
-        `relay: two processes (bench = Core gateway, child = daemon + raw ws client), loopback; Run subscriber buffer ` +
-          `${SubscriberBuffer} (default 256 overflows under a burst); ${p.relayRounds} rounds of ` +
+        `relay: two processes (bench = Core gateway, child = daemon + raw ws client), loopback; the gateway's default Run ` +
+          `subscriber buffer (1024); ${p.relayRounds} rounds of ` +
           `${p.relayFrames} deltas of ${DeltaText.length} characters each way, alternating raw and daemon`,
         `latency: ${p.latencyRounds} rounds of ${p.latencyFrames} frames paced every ${p.intervalMs} ms; one-way times from ` +
           `CLOCK_MONOTONIC stamps (same host); Turn start over ${p.turns} Turns on a retained Executor`,

@@ -296,6 +296,10 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     const routeRun = (message: RunEvent, bytes: number) => {
       const result = runs.route(message)
       if (result === "delivered") return undefined
+      // The subscriber is falling behind: give it a turn before routing the next frame. This slows this
+      // connection's routing to the consumer's pace without ever waiting on it; a consumer that does not run
+      // still overflows and fails with SubscriberOverflow.
+      if (result === "delivered_backlogged") return Effect.yieldNow
       if (result === "overflow") {
         return Effect.logWarning("run subscriber overflowed; its stream failed").pipe(
           Effect.annotateLogs({ type: message.type, id: message.id, bytes })
@@ -330,6 +334,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
         const result = preparations.route(message.id, message.payload)
         switch (result) {
           case "delivered":
+          case "delivered_backlogged":
             return undefined
           case "invalid":
             return Effect.logWarning("preparation status with a wrong shape for its state; subscription failed").pipe(

@@ -35,6 +35,8 @@ export interface Subscriber<A> {
   readonly fail: (error: SubscriptionError) => void
   /** True until the subscriber ended, failed or was shut down. */
   readonly isOpen: () => boolean
+  /** True when at least half of the buffer is taken: the consumer is falling behind. */
+  readonly isBacklogged: () => boolean
   /** The consumer left: drops buffered items. Idempotent. */
   readonly shutdown: () => void
   readonly stream: Stream.Stream<A, SubscriptionError>
@@ -58,6 +60,7 @@ export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>
       },
       fail,
       isOpen: () => queue.state._tag === "Open",
+      isBacklogged: () => Queue.sizeUnsafe(queue) * 2 >= capacity,
       shutdown: () => {
         Queue.shutdownUnsafe(queue)
       },
@@ -68,7 +71,7 @@ export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>
 // ---------------------------------------------------------------------------------------------- Run routes
 
 /** What happened to a routed frame (for the caller's log line). */
-export type RouteResult = "delivered" | "no_subscriber" | "overflow" | "stale"
+export type RouteResult = "delivered" | "delivered_backlogged" | "no_subscriber" | "overflow" | "stale"
 
 /** Run id → subscriber, plus the bounded interaction id → Run map that routes permission_cancel. */
 export interface RunRoutes {
@@ -122,8 +125,9 @@ export const makeRunRoutes = (options: {
       subscriber.end()
       subscribers.delete(runId)
       forgetInteractionsOf(runId)
+      return "delivered"
     }
-    return "delivered"
+    return subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
   }
 
   return {
@@ -152,7 +156,9 @@ export const makeRunRoutes = (options: {
         return deliver(runId, event)
       }
       const result = deliver(event.id, event)
-      if (result === "delivered" && event.type === "permission_request") remember(event.payload.request_id, event.id)
+      if ((result === "delivered" || result === "delivered_backlogged") && event.type === "permission_request") {
+        remember(event.payload.request_id, event.id)
+      }
       return result
     },
     failFrame: (type, id, error) => {
