@@ -3,7 +3,8 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, FileSystem, Layer, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, FileSystem, Layer, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
@@ -104,6 +105,27 @@ describe("control socket", () => {
       assert.strictEqual(error.message, `no agentwire daemon is running for this profile (no socket at ${path})`)
       yield* staleSocket(path)
       assert.deepStrictEqual(yield* Effect.flip(status(path)), new DaemonUnreachable({ path, reason: "not_answering" }))
+    }))
+})
+
+describe("control client budget", () => {
+  it.effect("waits 5 s for a daemon that accepted the connection but does not answer, then reports a timeout", () =>
+    Effect.gen(function* () {
+      const dir = yield* tempDir
+      const path = `${dir}/agentwire.sock`
+      // A listener that reads the request and never answers.
+      const received = yield* Deferred.make<void>()
+      const server = Net.createServer((socket) => socket.on("data", () => Deferred.doneUnsafe(received, Exit.void)))
+      yield* Effect.acquireRelease(
+        Effect.callback<void>((resume) => void server.listen(path, () => resume(Effect.void))),
+        () => Effect.callback<void>((resume) => void server.close(() => resume(Effect.void)))
+      )
+      const fiber = yield* Effect.forkChild(status(path))
+      yield* TestClock.withLive(Deferred.await(received).pipe(Effect.timeout("5 seconds")))
+      yield* TestClock.adjust("4999 millis")
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.fail(new DaemonUnreachable({ path, reason: "timeout" })))
     }))
 })
 
