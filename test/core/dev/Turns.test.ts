@@ -107,6 +107,16 @@ const ready = (request: string) => [
   })
 ]
 
+/** Starts turn-1 of Session s1 and plays the Runtime up to `execution_start`: the Turn is then delivered. */
+const startDelivered = (runtime: Effect.Success<typeof setup>) =>
+  Effect.gen(function* () {
+    const turns = yield* Turns.Turns
+    yield* turns.start("s1", MessageInput.text("hello"))
+    const prepare = expectType(yield* runtime.receive, "execution_prepare")
+    for (const status of ready(prepare.id)) yield* runtime.send(status)
+    return expectType(yield* runtime.receive, "execution_start")
+  })
+
 describe("Turns", () => {
   it.effect("retries a Turn refused with preparation_capacity only after the backoff, then completes it", () =>
     Effect.gen(function* () {
@@ -161,10 +171,7 @@ describe("Turns", () => {
     Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
-      yield* turns.start("s1", MessageInput.text("hello"))
-      const prepare = expectType(yield* runtime.receive, "execution_prepare")
-      for (const status of ready(prepare.id)) yield* runtime.send(status)
-      expectType(yield* runtime.receive, "execution_start")
+      yield* startDelivered(runtime)
       yield* runtime.send(frames.permissionRequest("run-1", "perm-1"))
       yield* flush
       const pending = yield* turns.get("turn-1")
@@ -187,10 +194,7 @@ describe("Turns", () => {
     Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
-      yield* turns.start("s1", MessageInput.text("hello"))
-      const prepare = expectType(yield* runtime.receive, "execution_prepare")
-      for (const status of ready(prepare.id)) yield* runtime.send(status)
-      expectType(yield* runtime.receive, "execution_start")
+      yield* startDelivered(runtime)
       yield* runtime.send({
         type: "function_call",
         id: Ids.unsafeMake.runId("run-1"),
@@ -217,10 +221,7 @@ describe("Turns", () => {
     Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
-      yield* turns.start("s1", MessageInput.text("hello"))
-      const prepare = expectType(yield* runtime.receive, "execution_prepare")
-      for (const status of ready(prepare.id)) yield* runtime.send(status)
-      expectType(yield* runtime.receive, "execution_start")
+      yield* startDelivered(runtime)
       yield* runtime.send(frames.permissionRequest("run-1", "perm-1"))
       yield* flush
       const answering = yield* Effect.forkChild(turns.answerPermission("turn-1", "perm-1", { approved: true }))
@@ -241,10 +242,7 @@ describe("Turns", () => {
     Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
-      yield* turns.start("s1", MessageInput.text("hello"))
-      const prepare = expectType(yield* runtime.receive, "execution_prepare")
-      for (const status of ready(prepare.id)) yield* runtime.send(status)
-      expectType(yield* runtime.receive, "execution_start")
+      yield* startDelivered(runtime)
       yield* runtime.send(frames.delta("run-1", "partial", 1))
       yield* flush
       yield* runtime.close(1006, "dropped")
@@ -259,10 +257,7 @@ describe("Turns", () => {
     Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
-      yield* turns.start("s1", MessageInput.text("hello"))
-      const prepare = expectType(yield* runtime.receive, "execution_prepare")
-      for (const status of ready(prepare.id)) yield* runtime.send(status)
-      expectType(yield* runtime.receive, "execution_start")
+      yield* startDelivered(runtime)
       yield* runtime.send(frames.delta("run-1", "partial", 1))
       yield* flush
       yield* turns.shutdown
@@ -358,10 +353,7 @@ describe("Turns", () => {
     Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
-      yield* turns.start("s1", MessageInput.text("hello"))
-      const prepare = expectType(yield* runtime.receive, "execution_prepare")
-      for (const status of ready(prepare.id)) yield* runtime.send(status)
-      expectType(yield* runtime.receive, "execution_start")
+      yield* startDelivered(runtime)
       yield* flush
       // the store goes away: the runner cannot record the Turn's outcome
       yield* setDown(true)
