@@ -76,10 +76,11 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
 
   it("removes its throwaway credential directory when stopped by SIGTERM before any Runtime connects", async () => {
     await withProcs(async (track) => {
-      const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--scenario", "heartbeat-and-declaration"]))
+      const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--scenario", "preparation-ready-start-done"]))
       const instructions = await kit.line(/for agentwire itself/, 10_000)
       const directory = Path.dirname(daemonArgsFrom(instructions)[5]!)
-      assert.isTrue(Fs.existsSync(directory))
+      // A scenario the kit replays live, so the kit waits for a Runtime (a clock-controlled one is skipped at once).
+      assert.isTrue(Fs.existsSync(directory), `${directory} missing while the kit waits; stderr:\n${kit.stderr()}`)
       kit.child.kill("SIGTERM")
       assert.strictEqual(await kit.exited(10_000), 0, kit.stderr())
       assert.isFalse(Fs.existsSync(directory), `${directory} is left on disk`)

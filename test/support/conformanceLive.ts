@@ -15,7 +15,7 @@ export interface Proc {
   readonly stderr: () => string
   /** Resolves with the exit code (128 + n for a signal), rejects after `ms`. */
   readonly exited: (ms: number) => Promise<number>
-  /** Resolves with the first stderr line matching `pattern`, rejects after `ms`. */
+  /** Resolves with the first complete stderr line matching `pattern`, rejects after `ms`. */
   readonly line: (pattern: RegExp, ms: number) => Promise<string>
   readonly kill: () => void
 }
@@ -48,7 +48,8 @@ export const start = (args: ReadonlyArray<string>): Proc => {
       within(
         new Promise<string>((resolve) => {
           const look = () => {
-            const found = err.join("").split("\n").find((l) => pattern.test(l))
+            // Only complete lines: a chunk can end mid-line.
+            const found = err.join("").split("\n").slice(0, -1).find((l) => pattern.test(l))
             if (found !== undefined) resolve(found)
             else setTimeout(look, 20)
           }
