@@ -18,6 +18,11 @@ describe("wire runners", () => {
     assert.deepStrictEqual(specs.filter((s) => s.includes("/src/core/") || s.includes("wireCoreRunner")), [])
   })
 
+  it("the suite shape both sides share imports neither side", () => {
+    const specs = imports("test/support/wireSuite.ts")
+    assert.deepStrictEqual(specs.filter((s) => /\/src\/(core|runtime)\/|wire(Core|Runtime)Runner/.test(s)), [])
+  })
+
   it("the Core side imports the gateway and never the daemon", () => {
     const specs = [...imports("test/wire/core.wire.test.ts"), ...imports("test/support/wireCoreRunner.ts")]
     assert.isTrue(specs.some((s) => s.includes("/src/core/")))
