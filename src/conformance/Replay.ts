@@ -170,19 +170,20 @@ export const replay = (scenario: WireScenario, endpoint: Endpoint, hooks: Hooks)
       )
     })
 
+  /** The next thing the real side's link yields within the frame timeout (live time); `onTimeout` says what is missing. */
+  const nextIncoming = (link: Link, onTimeout: string) =>
+    hooks.live(
+      link.take.pipe(
+        Effect.timeoutOrElse({ duration: hooks.frameTimeout, orElse: () => Effect.fail<Failure>({ reason: onTimeout }) })
+      )
+    )
+
   /** The next frame from the real side, decoded; unexpected heartbeats are validated and skipped. */
   const nextMessage = (skipHeartbeats: boolean): Effect.Effect<Messages.Message, Failure> =>
     Effect.gen(function* () {
       const link = yield* requireLink
       while (true) {
-        const incoming = yield* hooks.live(
-          link.take.pipe(
-            Effect.timeoutOrElse({
-              duration: hooks.frameTimeout,
-              orElse: () => Effect.fail<Failure>({ reason: `no frame from ${realName} within ${Duration.format(hooks.frameTimeout)}` })
-            })
-          )
-        )
+        const incoming = yield* nextIncoming(link, `no frame from ${realName} within ${Duration.format(hooks.frameTimeout)}`)
         if (incoming._tag === "Closed") {
           return yield* Effect.fail<Failure>({ reason: `connection closed by ${realName} (code ${incoming.code})` })
         }
@@ -369,14 +370,7 @@ export const replay = (scenario: WireScenario, endpoint: Endpoint, hooks: Hooks)
         return Effect.gen(function* () {
           const link = yield* requireLink
           while (true) {
-            const incoming = yield* hooks.live(
-              link.take.pipe(
-                Effect.timeoutOrElse({
-                  duration: hooks.frameTimeout,
-                  orElse: () => Effect.fail<Failure>({ reason: `${realName} did not close the connection` })
-                })
-              )
-            )
+            const incoming = yield* nextIncoming(link, `${realName} did not close the connection`)
             if (incoming._tag === "Closed") return
             if (incoming._tag === "Frame") {
               const decoded = decode(incoming.text)
