@@ -1,0 +1,232 @@
+/**
+ * One Codex Executor = one `codex app-server` process with its own `CODEX_HOME` and a private scratch working
+ * directory (Environment `none`), holding one native thread (reference harnesses.md §2.2, §6).
+ *
+ * `prepareExecutor` runs inside the Executor's scope: the scratch directory, the process and the client's
+ * reader are acquired there with `Effect.acquireRelease`, so an interrupted or failed preparation releases
+ * them (the process is stopped TERM → KILL and reaped). `close` is the confirmed close: it stops the process
+ * and waits for its exit, then removes the scratch directory; the scope's releases are then no-ops.
+ *
+ * A thread is started (`thread/start`) or, with `agent_session_id`, strictly resumed (`thread/resume`); an
+ * unknown thread fails preparation with `history_unavailable` before any input.
+ */
+import { Data, Deferred, Duration, Effect, Option, Queue, type Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { RunId } from "../../../proto/Ids.js"
+import { unsafeMake } from "../../../proto/Ids.js"
+import type { MessageInput } from "../../../proto/MessageInput.js"
+import { CloseFailed, type Executor, PrepareFailed, type PrepareRequest, StartFailed, type TurnSink } from "../Harness.js"
+import { spawnProcess } from "./CodexProcess.js"
+import * as P from "./CodexProtocol.js"
+import { bounded, makeRpcClient, type RpcClient } from "./CodexRpc.js"
+import { type CodexTurn, makeCodexTurn, toUserInput } from "./CodexTurn.js"
+
+/** Budget for `initialize`, `thread/start`, `thread/resume` and `turn/start` responses. */
+export const RequestBudget = Duration.seconds(30)
+/** Grace for a voluntary exit after stdin closes, before TERM. */
+export const ExitGrace = Duration.seconds(2)
+
+/** How the daemon launches Codex (see CodexHarness.ts for resolution and discovery). */
+export interface CodexLaunch {
+  readonly command: string
+  /** Arguments before `app-server` (the Node launcher path when run through `node`). */
+  readonly prefix: ReadonlyArray<string>
+  /** `-c KEY=VALUE` overrides forwarded to every app-server (values may hold no secret: env_key only). */
+  readonly overrides: ReadonlyArray<string>
+  /** The environment of every app-server (the daemon's, without AGENTWIRE_* variables). */
+  readonly env: Readonly<Record<string, string>>
+  /** `<profile>/codex`: CODEX_HOME and scratch directories live below it. */
+  readonly root: string
+}
+
+/** The app-server arguments for a launch. */
+export const appServerArgs = (launch: CodexLaunch, extra: ReadonlyArray<string> = []): Array<string> => [
+  ...launch.prefix,
+  "app-server",
+  ...launch.overrides.flatMap((o) => ["-c", o]),
+  ...extra.flatMap((o) => ["-c", o])
+]
+
+/** The per-Session CODEX_HOME (kept: it holds the history `thread/resume` reads), or a per-Executor one. */
+const homeDir = (root: string, request: PrepareRequest) =>
+  request.sessionId === undefined
+    ? { path: Path.join(root, "homes", `executor-${request.executorId}`), keep: false }
+    : { path: Path.join(root, "homes", `session-${request.sessionId}`), keep: true }
+
+class DirFailed extends Data.TaggedError("DirFailed")<{ readonly reason: string }> {}
+
+/** A directory created for the scope (mode 0700) and removed (recursively) when the scope closes, unless kept. */
+const scopedDir = (path: string, keep: boolean) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        Fs.mkdirSync(path, { recursive: true, mode: 0o700 })
+        return path
+      },
+      catch: () => new DirFailed({ reason: "could not create a Codex directory under the profile" })
+    }),
+    (dir) => (keep ? Effect.void : Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
+  )
+
+const prepareFailed = (reason: string) => new PrepareFailed({ reason })
+
+/** Prepares an Executor inside the caller's scope (the Executor's own child scope). */
+export const prepareExecutor = (
+  launch: CodexLaunch,
+  request: PrepareRequest
+): Effect.Effect<Executor, PrepareFailed, Scope.Scope> =>
+  Effect.gen(function* () {
+    const config = request.configuration
+    const home = homeDir(launch.root, request)
+    const scratch = Path.join(launch.root, "scratch", request.executorId)
+    yield* scopedDir(home.path, home.keep).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
+    yield* scopedDir(scratch, false).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
+    const extra = [
+      ...(config.execution_controls?.web_search === "enabled" ? [] : [`web_search="disabled"`])
+    ]
+    const proc = yield* spawnProcess({
+      command: launch.command,
+      args: appServerArgs(launch, extra),
+      cwd: scratch,
+      env: { ...launch.env, CODEX_HOME: home.path }
+    }).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
+    const rpc = yield* makeRpcClient(proc)
+    const mapRpc = (what: string) => (e: { readonly _tag: string }) => prepareFailed(`${what} failed (${e._tag})`)
+    yield* rpc.call(
+      "initialize",
+      { clientInfo: { name: "agentwire", version: "0.1.0" }, capabilities: { experimentalApi: true } },
+      P.InitializeResult,
+      { timeout: RequestBudget }
+    ).pipe(Effect.mapError(mapRpc("initialize")))
+    yield* rpc.notify("initialized").pipe(Effect.mapError(mapRpc("initialized")))
+    const threadParams = {
+      cwd: scratch,
+      approvalPolicy: request.declaration.capabilities.permissions ? "on-request" : "never",
+      sandbox: "workspace-write"
+    }
+    const resumeId = config.agent_session_id
+    const thread = resumeId !== undefined && resumeId !== ""
+      ? yield* rpc.call("thread/resume", { ...threadParams, threadId: resumeId, excludeTurns: true }, P.ThreadResult, {
+        timeout: RequestBudget
+      }).pipe(Effect.mapError((e) =>
+        e._tag === "RpcRejected" ? prepareFailed("history_unavailable: codex has no history for that thread") : mapRpc("thread/resume")(e)
+      ))
+      : yield* rpc.call("thread/start", {
+        ...threadParams,
+        ...((config.function_tools ?? []).length === 0 ? {} : {
+          dynamicTools: (config.function_tools ?? []).map((t) => ({
+            name: t.name,
+            description: t.description,
+            inputSchema: t.parameters
+          }))
+        })
+      }, P.ThreadResult, { timeout: RequestBudget }).pipe(Effect.mapError(mapRpc("thread/start")))
+    return yield* makeExecutor({ rpc, proc, threadId: thread.thread.id, scratch, fresh: resumeId === undefined || resumeId === "", config })
+  })
+
+interface ExecutorParts {
+  readonly rpc: RpcClient
+  readonly proc: Effect.Success<ReturnType<typeof spawnProcess>>
+  readonly threadId: string
+  readonly scratch: string
+  readonly fresh: boolean
+  readonly config: PrepareRequest["configuration"]
+}
+
+const makeExecutor = (parts: ExecutorParts): Effect.Effect<Executor, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { proc, rpc, threadId } = parts
+    let active: CodexTurn | undefined
+    let closed = false
+    let interactions = 0
+    // A fresh thread has no usage; a resumed one is rebased from its first update (CodexTurn).
+    let lastTotal: P.TokenBreakdown | undefined = parts.fresh
+      ? { totalTokens: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, reasoningOutputTokens: 0 }
+      : undefined
+
+    // One consumer, in native order: the active Turn first, then the leftovers.
+    yield* Effect.gen(function* () {
+      while (true) {
+        const message = yield* Queue.take(rpc.incoming)
+        const turn = active
+        const handled = turn === undefined ? false : yield* turn.handle(message)
+        if (handled) continue
+        if (message._tag === "Notification" && message.method === "thread/tokenUsage/updated") {
+          // Outside the active turn (a resumed thread restores its total): the next Turn's baseline.
+          const usage = P.decode(P.TokenUsageUpdated)(message.params)
+          if (Option.isSome(usage) && usage.value.threadId === threadId) lastTotal = usage.value.tokenUsage.total
+          continue
+        }
+        if (message._tag === "ServerRequest") {
+          // Nothing of ours asked for it: refuse so Codex is never left waiting.
+          yield* rpc.respond(message.id, { decision: "decline" }).pipe(Effect.ignore)
+          yield* Effect.logDebug("codex: declined a server request outside the active turn").pipe(
+            Effect.annotateLogs({ method: bounded(message.method, 80) })
+          )
+        } else {
+          yield* Effect.logDebug("codex: ignored a notification").pipe(Effect.annotateLogs({ method: bounded(message.method, 80) }))
+        }
+      }
+    }).pipe(
+      Effect.ignore,
+      // The process output ended: the active Turn cannot complete natively.
+      Effect.ensuring(Effect.suspend(() => (active === undefined ? Effect.void : active.processLost))),
+      Effect.forkScoped
+    )
+
+    const startTurn = (runId: RunId, input: MessageInput, sink: TurnSink) =>
+      Effect.gen(function* () {
+        if (closed || (yield* Deferred.isDone(proc.exited))) return yield* new StartFailed({ reason: "executor closed" })
+        if (active !== undefined && !(yield* Deferred.isDone(active.settled))) {
+          return yield* new StartFailed({ reason: "executor busy" })
+        }
+        if (input.some((m) => m.content.some((part) => part.type !== "input_text"))) {
+          return yield* new StartFailed({ reason: "image input is not supported by this Codex adapter" })
+        }
+        const baseline = lastTotal
+        const turn = yield* makeCodexTurn({
+          runId,
+          rpc,
+          threadId,
+          config: parts.config,
+          sink,
+          baseline,
+          onTotal: (total) => {
+            lastTotal = total
+          },
+          nextInteractionId: () => unsafeMake.interactionId(`perm_${++interactions}`)
+        })
+        active = turn
+        const started = yield* rpc.call(
+          "turn/start",
+          { threadId, input: toUserInput(input), clientUserMessageId: runId },
+          P.TurnStartResult,
+          { timeout: RequestBudget }
+        ).pipe(Effect.result)
+        if (started._tag === "Success") turn.adoptTurnId(started.success.turn.id)
+        else if (started.failure._tag !== "RpcUnknown") {
+          // Definite: nothing was submitted.
+          active = undefined
+          return yield* new StartFailed({ reason: `turn/start failed (${started.failure._tag})` })
+        }
+        // Unknown: the input may have been written, so the Turn is returned; the turn id comes from turn/started.
+        return turn.turn
+      })
+
+    const close: Effect.Effect<void, CloseFailed> = Effect.gen(function* () {
+      closed = true
+      yield* proc.stop(ExitGrace)
+      yield* Effect.try({
+        try: () => Fs.rmSync(parts.scratch, { recursive: true, force: true }),
+        catch: () => new CloseFailed({ reason: "the scratch directory could not be removed" })
+      })
+    })
+
+    return {
+      startTurn,
+      nativeSessionId: Effect.succeed(Option.some(threadId)),
+      close
+    } satisfies Executor
+  })
+

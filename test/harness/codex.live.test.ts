@@ -1,0 +1,171 @@
+/**
+ * The `codex` Harness against the pinned real Codex binary (`@openai/codex`, app-server over stdio) and the
+ * fake Responses server on loopback. Real processes and real time, hence a live test. One Turn here takes
+ * about one second (process start included).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Option } from "effect"
+import type { TurnEvent } from "../../src/runtime/harness/Harness.js"
+import { makeCodexHarness } from "../../src/runtime/harness/codex/CodexHarness.js"
+import { unsafeMake } from "../../src/proto/Ids.js"
+import {
+  codexFixture,
+  codexProcesses,
+  filesContaining,
+  keyVar,
+  prepareRequest,
+  recorder,
+  secretKey,
+  tempDir,
+  text
+} from "../support/fakeResponsesCodex.js"
+import { fakeUsage } from "../support/fakeResponses.js"
+
+const run = (id: string) => unsafeMake.runId(id)
+const is = <T extends TurnEvent["type"]>(type: T) => (e: TurnEvent): e is Extract<TurnEvent, { type: T }> => e.type === type
+const runUsage = {
+  tokens: {
+    input_tokens: fakeUsage.input,
+    cached_input_tokens: fakeUsage.cached,
+    output_tokens: fakeUsage.output,
+    reasoning_output_tokens: fakeUsage.reasoning,
+    total_tokens: fakeUsage.total
+  },
+  input_tokens: fakeUsage.input,
+  output_tokens: fakeUsage.output
+}
+
+describe("CodexHarness (real binary)", () => {
+  it.live("discovers the pinned binary and declares it available with its version", () =>
+    Effect.gen(function* () {
+      const { harness } = yield* codexFixture
+      assert.strictEqual(harness.declaration.kind, "codex")
+      assert.strictEqual(harness.declaration.available, true)
+      assert.strictEqual(harness.declaration.version, "0.171.0")
+      assert.isUndefined(harness.declaration.unavailableReason)
+    }), 60_000)
+
+  it.live("registers unavailable with a reason for a missing binary or a secret on the command line", () =>
+    Effect.gen(function* () {
+      const profile = yield* tempDir
+      const missing = yield* makeCodexHarness({ path: `${profile}/no-codex`, config: [], env: {}, profileDir: profile })
+      assert.strictEqual(missing.declaration.available, false)
+      assert.match(missing.declaration.unavailableReason ?? "", /did not report a version/)
+      const bearer = yield* makeCodexHarness({
+        path: undefined,
+        config: [`model_providers.x.experimental_bearer_token="sk-should-not-echo"`],
+        env: { PATH: process.env["PATH"] ?? "" },
+        profileDir: profile
+      })
+      assert.strictEqual(bearer.declaration.available, false)
+      assert.match(bearer.declaration.unavailableReason ?? "", /use env_key/)
+      assert.notInclude(bearer.declaration.unavailableReason ?? "", "sk-should-not-echo")
+      // The record stays complete: discovery only clears availability.
+      assert.deepStrictEqual(bearer.declaration.capabilities, missing.declaration.capabilities)
+    }), 60_000)
+
+  it.live("runs text Turns with reasoning, message items, rebased usage and the thread as native session", () =>
+    Effect.gen(function* () {
+      const { harness } = yield* codexFixture
+      const executor = yield* harness.prepare(prepareRequest(harness))
+      const first = recorder()
+      const turn = yield* executor.startTurn(run("run-1"), text("hello REASON"), first.sink)
+      const settled = yield* turn.awaitSettlement
+      const thread = Option.getOrThrow(yield* executor.nativeSessionId)
+      assert.deepStrictEqual(settled, {
+        outcome: "completed",
+        reusable: true,
+        done: { content: "echo: hello REASON", usage: runUsage, metadata: { agent_session_id: thread, agent_session_type: "codex_thread" } }
+      })
+      assert.deepStrictEqual(first.events.filter((e) => e.type !== "tool_call"), [
+        { type: "thinking", text: "thinking hard" },
+        { type: "output_message", payload: { id: "msg_1", status: "in_progress" } },
+        { type: "delta", delta: "echo: hel", item_id: "msg_1" },
+        { type: "delta", delta: "lo REASON", item_id: "msg_1" },
+        { type: "output_message", payload: { id: "msg_1", status: "completed", text: "echo: hello REASON" } },
+        { type: "usage", payload: runUsage }
+      ])
+      // A second Turn on the same process: usage is rebased to that Run, not thread-cumulative.
+      const second = recorder()
+      const turn2 = yield* executor.startTurn(run("run-2"), text("again"), second.sink)
+      const settled2 = yield* turn2.awaitSettlement
+      assert.deepStrictEqual(settled2.done.usage, runUsage)
+      assert.strictEqual(settled2.done.content, "echo: again")
+      yield* executor.close
+    }), 60_000)
+
+  it.live("resumes the thread in a new process with its history, and refuses an unknown thread before input", () =>
+    Effect.gen(function* () {
+      const { fake, harness } = yield* codexFixture
+      const a = yield* harness.prepare(prepareRequest(harness))
+      yield* Effect.flatMap(a.startTurn(run("run-a"), text("remember PLUM"), recorder().sink), (t) => t.awaitSettlement)
+      const thread = Option.getOrThrow(yield* a.nativeSessionId)
+      yield* a.close
+      const b = yield* harness.prepare(prepareRequest(harness, { agent_session_id: thread }))
+      assert.deepStrictEqual(yield* b.nativeSessionId, Option.some(thread))
+      const settled = yield* Effect.flatMap(b.startTurn(run("run-b"), text("what was it"), recorder().sink), (t) => t.awaitSettlement)
+      assert.strictEqual(settled.done.metadata?.agent_session_id, thread)
+      assert.deepStrictEqual(settled.done.usage, runUsage)
+      const last = fake.requests().at(-1)!
+      assert.include(JSON.stringify(last.body.input), "remember PLUM")
+      yield* b.close
+      const unknown = yield* Effect.exit(
+        harness.prepare(prepareRequest(harness, { agent_session_id: "01a23224-0000-7000-8000-000000000000" }))
+      )
+      assert.isTrue(Exit.isFailure(unknown))
+      assert.match(JSON.stringify(unknown), /history_unavailable/)
+    }), 60_000)
+
+  it.live("classifies engine errors from codexErrorInfo and always settles with done", () =>
+    Effect.gen(function* () {
+      const { harness } = yield* codexFixture
+      const executor = yield* harness.prepare(prepareRequest(harness))
+      const errorOf = (prompt: string, id: string) =>
+        Effect.gen(function* () {
+          const r = recorder()
+          const settled = yield* Effect.flatMap(executor.startTurn(run(id), text(prompt), r.sink), (t) => t.awaitSettlement)
+          assert.strictEqual(settled.outcome, "completed")
+          return r.events.filter(is("error")).map((e) => ({ code: e.payload.code, http_status: e.payload.http_status }))
+        })
+      assert.deepStrictEqual(yield* errorOf("E429 please", "run-e1"), [{ code: "rate_limit_exceeded", http_status: undefined }])
+      assert.deepStrictEqual(yield* errorOf("E500 please", "run-e2"), [{ code: "server_error", http_status: undefined }])
+      assert.deepStrictEqual(yield* errorOf("ECTX please", "run-e3"), [{ code: "context_length_exceeded", http_status: undefined }])
+      yield* executor.close
+    }), 60_000)
+
+  it.live("leaves no process after close, and none after a preparation interrupted while the process starts", () =>
+    Effect.gen(function* () {
+      const { harness, profile } = yield* codexFixture
+      const executor = yield* harness.prepare(prepareRequest(harness))
+      assert.isAbove(codexProcesses(profile).length, 0)
+      yield* executor.close
+      assert.deepStrictEqual(codexProcesses(profile), [])
+      const fiber = yield* Effect.forkChild(harness.prepare(prepareRequest(harness)))
+      while (codexProcesses(profile).length === 0) yield* Effect.sleep("20 millis")
+      yield* Fiber.interrupt(fiber)
+      assert.deepStrictEqual(codexProcesses(profile), [])
+    }), 60_000)
+
+  it.live("keeps the provider key out of the profile files and out of the commands Codex runs", () =>
+    Effect.gen(function* () {
+      const { fake, harness, profile } = yield* codexFixture
+      const executor = yield* harness.prepare(prepareRequest(harness))
+      const r = recorder()
+      const turn = yield* executor.startTurn(run("run-k"), text(`SHELL:echo key=$${keyVar} cred=$AGENTWIRE_CREDENTIAL`), r.sink)
+      const asked = yield* r.waitFor(is("permission_request"))
+      // While Codex runs (shell snapshots exist now), no file under the profile holds the key.
+      assert.deepStrictEqual(filesContaining(profile, secretKey), [])
+      assert.strictEqual(asked.payload.tool, "command")
+      yield* turn.decidePermission(asked.payload.request_id, { approved: true })
+      const settled = yield* turn.awaitSettlement
+      assert.strictEqual(settled.done.content, "tool done")
+      const after = r.events.filter(is("tool_call")).find((e) => e.payload.stage === "after")!
+      assert.deepStrictEqual(after.payload.observation?.output, "key= cred=\n")
+      assert.strictEqual(after.payload.observation?.exit_code, 0)
+      assert.strictEqual(after.payload.observation?.status, "completed")
+      assert.strictEqual(fake.requests()[0]!.authorization, `Bearer ${secretKey}`)
+      assert.deepStrictEqual(filesContaining(profile, secretKey), [])
+      yield* executor.close
+      assert.deepStrictEqual(filesContaining(profile, secretKey), [])
+    }), 60_000)
+})
