@@ -83,7 +83,10 @@ export const prepareExecutor = (
     yield* scopedDir(home.path, home.keep).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
     yield* scopedDir(scratch, false).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
     const extra = [
-      ...(config.execution_controls?.web_search === "enabled" ? [] : [`web_search="disabled"`])
+      ...(config.execution_controls?.web_search === "enabled" ? [] : [`web_search="disabled"`]),
+      // request_user_input reaches us as item/tool/requestUserInput (prompt_for_user_choice) in default mode.
+      "features.default_mode_request_user_input=true",
+      "suppress_unstable_features_warning=true"
     ]
     const proc = yield* spawnProcess({
       command: launch.command,
@@ -195,7 +198,7 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<Executor, never, Scop
           onTotal: (total) => {
             lastTotal = total
           },
-          nextInteractionId: () => unsafeMake.interactionId(`perm_${++interactions}`)
+          nextInteractionId: (prefix) => unsafeMake.interactionId(`${prefix}_${++interactions}`)
         })
         active = turn
         const started = yield* rpc.call(

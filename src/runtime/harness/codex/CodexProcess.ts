@@ -135,6 +135,19 @@ const stopChild = (proc: ChildProcessWithoutNullStreams, exited: Deferred.Deferr
     }
     if (!(yield* Deferred.isDone(exited))) signalGroup(pid, "SIGKILL")
     yield* Deferred.await(exited)
-    // Reaper: members of the group that outlived the leader.
-    signalGroup(pid, "SIGKILL")
+    // Reaper: members of the group that outlived the leader (the npm launcher's native child) are killed and
+    // awaited (bounded: a zombie nobody reaps must not hold the close forever).
+    for (let i = 0; i < 200 && groupAlive(pid); i++) {
+      signalGroup(pid, "SIGKILL")
+      yield* Effect.sleep("10 millis")
+    }
   })
+
+const groupAlive = (pid: number): boolean => {
+  try {
+    process.kill(-pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

@@ -27,7 +27,8 @@ import {
   type SteerError,
   type SteerInput,
   type Turn,
-  type TurnSink
+  type TurnSink,
+  type UserChoiceAnswer
 } from "../Harness.js"
 import { turnErrorPayload } from "./CodexErrors.js"
 import * as P from "./CodexProtocol.js"
@@ -55,7 +56,7 @@ export interface TurnContext {
   /** Reports each thread-cumulative total (the Executor keeps the latest as the next baseline). */
   readonly onTotal: (total: P.TokenBreakdown) => void
   /** Mints interaction ids unique within the Executor. */
-  readonly nextInteractionId: () => InteractionId
+  readonly nextInteractionId: (prefix: "perm" | "ask") => InteractionId
 }
 
 /** What the Executor's dispatcher needs from the active Turn. */
@@ -143,6 +144,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
       openTools: new Map<string, P.ToolItem>(),
       permissions: new Map<string, PendingAnswer>(),
       calls: new Map<string, PendingAnswer>(),
+      asks: new Map<string, PendingAnswer>(),
       answered: new Map<string, Deferred.Deferred<void>>()
     }
 
@@ -175,6 +177,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
           yield* emit({ type: "permission_cancel", interactionId: unsafeMake.interactionId(id) })
         }
         state.permissions.clear()
+        state.asks.clear()
         state.calls.clear()
         if (error !== undefined) yield* emit({ type: "error", payload: error })
         yield* Deferred.succeed(settled, { outcome, done: snapshot(), reusable, ...(reason === undefined ? {} : { reason }) })
@@ -292,7 +295,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
         if (method === "item/commandExecution/requestApproval" || method === "item/fileChange/requestApproval") {
           const p = P.decode(P.ApprovalRequest)(params)
           if (Option.isNone(p) || !ours(p.value.threadId, p.value.turnId)) return false
-          const interaction = ctx.nextInteractionId()
+          const interaction = ctx.nextInteractionId("perm")
           state.permissions.set(interaction, { rpcId: id, resolved: yield* Deferred.make<void>() })
           const command = method === "item/commandExecution/requestApproval"
           const r = p.value
@@ -304,6 +307,28 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
               title: command ? `Run ${r.command ?? "a command"}` : "Apply file changes",
               ...(r.reason === undefined || r.reason === null ? {} : { detail: r.reason }),
               payload: { item_id: r.itemId, ...(r.command ? { command: r.command } : {}), ...(r.cwd ? { cwd: r.cwd } : {}) }
+            }
+          })
+          return true
+        }
+        if (method === "item/tool/requestUserInput") {
+          const p = P.decode(P.UserInputRequest)(params)
+          if (Option.isNone(p) || !ours(p.value.threadId, p.value.turnId)) return false
+          const ask = ctx.nextInteractionId("ask")
+          state.asks.set(ask, { rpcId: id, resolved: yield* Deferred.make<void>() })
+          yield* emit({
+            type: "prompt_for_user_choice",
+            payload: {
+              ask_id: ask,
+              tool_use_id: p.value.itemId,
+              questions: p.value.questions.map((q) => ({
+                id: q.id,
+                header: q.header,
+                question: q.question,
+                is_other: q.isOther,
+                is_secret: q.isSecret,
+                options: (q.options ?? []).map((o) => ({ label: o.label, description: o.description }))
+              }))
             }
           })
           return true
@@ -347,6 +372,16 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
         if (pending === undefined) return Effect.fail(new NotPending({ operation: "permission_decision" }))
         state.permissions.delete(id)
         return answer("permission_decision", pending, String(pending.rpcId), { decision: decision.approved ? "accept" : "decline" })
+      })
+
+    const answerUserChoice = (id: InteractionId, choice: UserChoiceAnswer) =>
+      Effect.suspend((): Effect.Effect<void, NotPending | NativeFailed> => {
+        const pending = state.asks.get(id)
+        if (pending === undefined) return Effect.fail(new NotPending({ operation: "prompt_for_user_choice_decision" }))
+        state.asks.delete(id)
+        const answers: Record<string, { answers: ReadonlyArray<string> }> = {}
+        if (!choice.cancelled) for (const a of choice.questionAnswers) answers[a.question_id] = { answers: a.answers }
+        return answer("prompt_for_user_choice_decision", pending, String(pending.rpcId), { answers })
       })
 
     const submitFunctionResult = (result: FunctionResult) =>
@@ -402,7 +437,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
       steerWithReceipt,
       submitFunctionResult,
       decidePermission,
-      answerUserChoice: () => Effect.fail(new NotPending({ operation: "prompt_for_user_choice_decision" })),
+      answerUserChoice,
       awaitSettlement: Deferred.await(settled)
     }
     return {
