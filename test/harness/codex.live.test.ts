@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option } from "effect"
-import type { TurnEvent } from "../../src/runtime/harness/Harness.js"
+import { PrepareFailed, type TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { makeCodexHarness } from "../../src/runtime/harness/codex/CodexHarness.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import {
@@ -66,8 +66,8 @@ describe("CodexHarness (real binary)", () => {
 
   it.live("runs text Turns with reasoning, message items, rebased usage and the thread as native session", () =>
     Effect.gen(function* () {
-      const { harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const { fake, harness } = yield* codexFixture
+      const executor = yield* harness.prepare(prepareRequest(harness, { disable_subagents: true }))
       const first = recorder()
       const turn = yield* executor.startTurn(run("run-1"), text("hello REASON"), first.sink)
       const settled = yield* turn.awaitSettlement
@@ -85,6 +85,11 @@ describe("CodexHarness (real binary)", () => {
         { type: "output_message", payload: { id: "msg_1", status: "completed", text: "echo: hello REASON" } },
         { type: "usage", payload: runUsage }
       ])
+      // Execution controls and subagent control are enforced natively: neither tool reaches the model.
+      const tools = fake.requests()[0]!.body.tools!.map((t) => t["name"] ?? t["type"])
+      assert.include(tools, "exec_command")
+      assert.notInclude(tools, "web_search")
+      assert.notInclude(tools, "multi_agent_v1")
       // A second Turn on the same process: usage is rebased to that Run, not thread-cumulative.
       const second = recorder()
       const turn2 = yield* executor.startTurn(run("run-2"), text("again"), second.sink)
@@ -112,8 +117,7 @@ describe("CodexHarness (real binary)", () => {
       const unknown = yield* Effect.exit(
         harness.prepare(prepareRequest(harness, { agent_session_id: "01a23224-0000-7000-8000-000000000000" }))
       )
-      assert.isTrue(Exit.isFailure(unknown))
-      assert.match(JSON.stringify(unknown), /history_unavailable/)
+      assert.deepStrictEqual(unknown, Exit.fail(new PrepareFailed({ reason: "codex has no history for that thread", code: "history_unavailable" })))
     }), 60_000)
 
   it.live("classifies engine errors from codexErrorInfo and always settles with done", () =>

@@ -84,6 +84,8 @@ export const prepareExecutor = (
     yield* scopedDir(scratch, false).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
     const extra = [
       ...(config.execution_controls?.web_search === "enabled" ? [] : [`web_search="disabled"`]),
+      // subagent_control: no multi-agent tool at all.
+      ...(config.disable_subagents === true ? ["features.multi_agent=false"] : []),
       // request_user_input reaches us as item/tool/requestUserInput (prompt_for_user_choice) in default mode.
       "features.default_mode_request_user_input=true",
       "suppress_unstable_features_warning=true"
@@ -113,7 +115,9 @@ export const prepareExecutor = (
       ? yield* rpc.call("thread/resume", { ...threadParams, threadId: resumeId, excludeTurns: true }, P.ThreadResult, {
         timeout: RequestBudget
       }).pipe(Effect.mapError((e) =>
-        e._tag === "RpcRejected" ? prepareFailed("history_unavailable: codex has no history for that thread") : mapRpc("thread/resume")(e)
+        e._tag === "RpcRejected"
+          ? new PrepareFailed({ reason: "codex has no history for that thread", code: "history_unavailable" })
+          : mapRpc("thread/resume")(e)
       ))
       : yield* rpc.call("thread/start", {
         ...threadParams,

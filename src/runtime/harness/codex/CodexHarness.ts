@@ -55,7 +55,7 @@ export const codexCapabilities: AgentKindCapabilities = {
   tool_search: false,
   message_images: false,
   function_result_images: false,
-  subagent_control: false,
+  subagent_control: true,
   durable_input_receipts: true,
   durable_turns: true,
   function_tools: true,
