@@ -4,8 +4,9 @@
  * is secret-bearing (it may carry provider keys): it is stored, sent in the execution configuration, and
  * never returned by the API, logged or shown in the live view.
  *
- * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows one: the
- * `scripted` harness, which qualifies every public feature and declares both controls. Any other kind gets
+ * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows two: the
+ * `scripted` harness, which qualifies every public feature and declares both controls, and `codex` (function
+ * tools only, no control). Any other kind gets
  * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
  * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
  */
@@ -44,10 +45,16 @@ export const CreateSessionRequest = Schema.Struct({
 })
 export type CreateSessionRequest = typeof CreateSessionRequest.Type
 
-/** The engine profiles the dev Core knows. */
+/**
+ * The engine profiles the dev Core knows. `codex` qualifies exactly what the Codex adapter's declaration
+ * supports among the public features (function tools); it has neither engine control (web search stays
+ * disabled, verbosity medium).
+ */
 export const engineProfileFor = (agentKind: string): EngineProfile =>
   agentKind === "scripted"
     ? { controls: { web_search: true, text_verbosity: true }, qualifies: new Set(publicFeatures) }
+    : agentKind === "codex"
+    ? { controls: { web_search: false, text_verbosity: false }, qualifies: new Set(["function_tools"]) }
     : { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
 
 /** The admission table's view of a stored configuration. */
