@@ -75,7 +75,7 @@ const prepareFailed = (reason: string) => new PrepareFailed({ reason })
 export const prepareExecutor = (
   launch: CodexLaunch,
   request: PrepareRequest
-): Effect.Effect<Executor, PrepareFailed, Scope.Scope> =>
+): Effect.Effect<CodexExecutor, PrepareFailed, Scope.Scope> =>
   Effect.gen(function* () {
     const config = request.configuration
     const home = homeDir(launch.root, request)
@@ -141,7 +141,12 @@ interface ExecutorParts {
   readonly config: PrepareRequest["configuration"]
 }
 
-const makeExecutor = (parts: ExecutorParts): Effect.Effect<Executor, never, Scope.Scope> =>
+/** A Codex Executor: also names its app-server process (the process group leader), for supervision checks. */
+export interface CodexExecutor extends Executor {
+  readonly pid: number
+}
+
+const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { proc, rpc, threadId } = parts
     let active: CodexTurn | undefined
@@ -231,9 +236,10 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<Executor, never, Scop
     })
 
     return {
+      pid: proc.pid,
       startTurn,
       nativeSessionId: Effect.succeed(Option.some(threadId)),
       close
-    } satisfies Executor
+    } satisfies CodexExecutor
   })
 
