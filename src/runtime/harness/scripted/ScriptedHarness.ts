@@ -115,6 +115,7 @@ interface BufferedInput {
 interface AwaitingSteer {
   remaining: number
   readonly write: "ok" | "hang" | "reject"
+  readonly writeReturnsOn: string | undefined
   readonly accept: AcceptMode
   readonly done: Deferred.Deferred<void>
 }
@@ -369,6 +370,7 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
             const awaiting: AwaitingSteer = {
               remaining: step.await_steer,
               write: step.write ?? "ok",
+              writeReturnsOn: step.write_returns_on,
               accept: step.accept ?? "ok",
               done: yield* Deferred.make<void>()
             }
@@ -574,7 +576,12 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
               state.awaiting = undefined
               return Deferred.succeed(awaiting.done, undefined)
             })
-            if (awaiting.write === "hang") return yield* Effect.andThen(arrived, Effect.never)
+            if (awaiting.write === "hang") {
+              yield* arrived
+              if (awaiting.writeReturnsOn === undefined) return yield* Effect.never
+              yield* signals.await(awaiting.writeReturnsOn)
+              return yield* new NativeUnknown({ operation: "steer", reason: "scripted late write" })
+            }
             if (awaiting.write === "reject") {
               yield* arrived
               return yield* new NativeRejected({ operation: "steer", reason: "scripted write rejection" })
