@@ -33,6 +33,8 @@ export const KindStatus = Schema.Struct({
   kind: Schema.String,
   available: Schema.Boolean,
   version: Schema.optionalKey(Schema.String),
+  /** Why the kind is unavailable (discovery's reason, sanitized); local only, never sent on the wire. */
+  unavailable_reason: Schema.optionalKey(Schema.String),
   /** Supported capability names, in declaration order. */
   supported: Schema.Array(Schema.String)
 })

@@ -27,7 +27,9 @@ export const formatStatus = (s: StatusSnapshot): string => {
   lines.push(`kinds: ${s.kinds.length === 0 ? "(none declared yet)" : ""}`)
   for (const k of s.kinds) {
     lines.push(
-      `  ${k.kind}${k.version === undefined ? "" : ` ${k.version}`}: ${k.available ? "available" : "unavailable"}, ${k.supported.length} capabilities supported`
+      `  ${k.kind}${k.version === undefined ? "" : ` ${k.version}`}: ${k.available ? "available" : "unavailable"}${
+        k.unavailable_reason === undefined ? "" : ` (${k.unavailable_reason})`
+      }, ${k.supported.length} capabilities supported`
     )
   }
   lines.push(`active runs: ${s.active_runs}`)
