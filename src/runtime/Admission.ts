@@ -403,6 +403,7 @@ export const make = (deps: AdmissionDeps) =>
           runId: payload.run_id,
           kind: record.entry.kind,
           prepared: true,
+          requestId: record.requestId,
           trace,
           config: record.configuration,
           snapshot: record.snapshot,
@@ -453,6 +454,12 @@ export const make = (deps: AdmissionDeps) =>
         })))
       })
 
+    /** The status view's state: a started admission is `running` while its Run is active, then `finished`. */
+    const realState = (record: AdmissionRecord): Effect.Effect<string> =>
+      record.state !== "started" || record.runId === undefined
+        ? Effect.succeed(record.state)
+        : Effect.map(runs.get(record.runId), (run) => Option.isSome(run) ? "running" : "finished")
+
     const admission: Admission = {
       prepare,
       start,
@@ -473,17 +480,16 @@ export const make = (deps: AdmissionDeps) =>
             }
           })), { discard: true, concurrency: "unbounded" })
       }),
-      view: Effect.sync(() =>
-        [...records.values()].map((r) => ({
+      view: Effect.suspend(() => Effect.forEach([...records.values()], (r) =>
+        Effect.map(realState(r), (state) => ({
           request_id: r.requestId,
           handle: r.handle,
-          state: r.state,
+          state,
           revision: r.revision,
           executor_id: r.entry.id,
           ...(r.expiresAt === undefined ? {} : { expires_at: r.expiresAt }),
           ...(r.runId === undefined ? {} : { run_id: r.runId })
-        }))
-      )
+        }))))
     }
     return admission
   })
