@@ -33,7 +33,9 @@ export const EnvVars = {
   logFormat: "AGENTWIRE_LOG_FORMAT",
   scriptedDisable: "AGENTWIRE_SCRIPTED_DISABLE",
   scriptedUnavailable: "AGENTWIRE_SCRIPTED_UNAVAILABLE",
-  harness: "AGENTWIRE_HARNESS"
+  harness: "AGENTWIRE_HARNESS",
+  codexPath: "AGENTWIRE_CODEX_PATH",
+  codexConfig: "AGENTWIRE_CODEX_CONFIG"
 } as const
 
 export const LogFormat = Schema.Literals(["text", "json"])
@@ -55,7 +57,10 @@ export const env = {
   scriptedDisable: Config.String(EnvVars.scriptedDisable),
   scriptedUnavailable: Config.Boolean(EnvVars.scriptedUnavailable),
   /** Comma-separated Harness kind names (`HarnessKinds`). */
-  harness: Config.String(EnvVars.harness)
+  harness: Config.String(EnvVars.harness),
+  codexPath: Config.String(EnvVars.codexPath),
+  /** One `KEY=VALUE` per line (the `codex` kind's `-c` overrides). */
+  codexConfig: Config.String(EnvVars.codexConfig)
 } as const
 
 /** `--log-level` names (case-insensitive): all, trace, debug, info, warn (warning), error, fatal, none. */
@@ -118,6 +123,8 @@ export interface DaemonConfig {
   }
   /** The Harness kinds to register, in order (`--harness` / AGENTWIRE_HARNESS; default `scripted`). */
   readonly harnessKinds: ReadonlyArray<HarnessKindName>
+  /** The `codex` kind's binary (`--codex-path`; absent: `codex` on PATH, else the pinned package) and overrides. */
+  readonly codex: { readonly path: string | undefined; readonly config: ReadonlyArray<string> }
 }
 
 /** The daemon's settings as a service (process-level). */
@@ -275,6 +282,10 @@ export interface DaemonInput {
   readonly scriptedUnavailable: boolean
   /** `--harness` values, else `AGENTWIRE_HARNESS` (each comma-separated); absent or empty: `scripted`. */
   readonly harness?: ReadonlyArray<string> | undefined
+  /** `--codex-path`, else `AGENTWIRE_CODEX_PATH`. */
+  readonly codexPath?: Option.Option<string> | undefined
+  /** `--codex-config` values, else the lines of `AGENTWIRE_CODEX_CONFIG`. */
+  readonly codexConfig?: ReadonlyArray<string> | undefined
 }
 
 /** Reads the environment-only inputs (the credential has no flag: it never goes on a command line). */
@@ -385,6 +396,10 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
     logLevel: input.logLevel,
     logFormat: Option.getOrElse(input.logFormat, () => defaults.logFormat),
     scripted: { disabledCapabilities, available: !input.scriptedUnavailable },
-    harnessKinds
+    harnessKinds,
+    codex: {
+      path: Option.getOrUndefined(input.codexPath ?? Option.none()),
+      config: (input.codexConfig ?? []).map((line) => line.trim()).filter((line) => line !== "")
+    }
   } satisfies DaemonConfig
 })

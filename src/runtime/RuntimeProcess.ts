@@ -7,6 +7,7 @@
  */
 import { type Duration, Effect, Layer } from "effect"
 import type { CapabilityName } from "../proto/Capabilities.js"
+import type { CodexSettings } from "./harness/codex/CodexHarness.js"
 import type { Harness } from "./harness/Harness.js"
 import { constructorsFor, defaultHarnessKinds, type HarnessKindName } from "./harness/HarnessKinds.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
@@ -39,6 +40,8 @@ export interface RuntimeProcessOptions {
   /** Idle Executor expiry (default 10 minutes). */
   readonly idleExecutorTtl?: Duration.Duration
   readonly scripted?: ScriptedHarnessOptions
+  /** Settings of the `codex` kind (binary, `-c` overrides, environment, profile); used when it is selected. */
+  readonly codex?: CodexSettings
   /** Bound on one native close attempt (default 10 s); a timeout counts as a failed attempt. */
   readonly closeAttemptTimeout?: Duration.Duration
   /** Id generation: random UUIDs (default) or sequential `handle-1`, `executor-1`, … for tests and scenarios. */
@@ -62,7 +65,7 @@ const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyS
 /** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
 export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
   const constructors = [
-    ...constructorsFor(options.kinds ?? defaultHarnessKinds, { scripted: options.scripted ?? {} }),
+    ...constructorsFor(options.kinds ?? defaultHarnessKinds, { scripted: options.scripted ?? {}, codex: options.codex }),
     ...(options.harnesses ?? []).map((harness) => Effect.succeed(harness))
   ]
   return Layer.mergeAll(

@@ -81,6 +81,19 @@ export const daemonFlags = {
     ),
     Flag.atLeast(0)
   ),
+  codexPath: Flag.String("codex-path").pipe(
+    Flag.withDescription(
+      `The Codex binary or its npm launcher (default: codex on PATH, else the pinned @openai/codex). Env: ${EnvVars.codexPath}`
+    ),
+    Flag.withFallbackConfig(env.codexPath),
+    Flag.optional
+  ),
+  codexConfig: Flag.String("codex-config").pipe(
+    Flag.withDescription(
+      `KEY=VALUE forwarded as -c to every codex app-server; repeatable; never a secret (use env_key). Env: ${EnvVars.codexConfig} (one per line)`
+    ),
+    Flag.atLeast(0)
+  ),
   scriptedUnavailable: Flag.Boolean("scripted-unavailable").pipe(
     Flag.withDescription(`Declare the scripted harness unavailable. Env: ${EnvVars.scriptedUnavailable}`),
     Flag.withFallbackConfig(env.scriptedUnavailable),
@@ -115,6 +128,14 @@ export const resolveConfig = (
           Effect.mapError(() => new RuntimeConfig.DaemonConfigInvalid({ setting: EnvVars.harness, problem: "cannot be read" }))
         )
       )
+    // Likewise: no --codex-config means the lines of AGENTWIRE_CODEX_CONFIG, if set.
+    const codexConfig = input.codexConfig.length > 0
+      ? input.codexConfig
+      : Option.toArray(
+        yield* Config.option(env.codexConfig).pipe(
+          Effect.mapError(() => new RuntimeConfig.DaemonConfigInvalid({ setting: EnvVars.codexConfig, problem: "cannot be read" }))
+        )
+      ).flatMap((text) => text.split("\n"))
     if (Option.isSome(envLevelText) && Option.isNone(envLevel)) {
       return yield* new RuntimeConfig.DaemonConfigInvalid({
         setting: EnvVars.logLevel,
@@ -134,7 +155,9 @@ export const resolveConfig = (
       logFormat: input.logFormat,
       scriptedDisable: input.scriptedDisable,
       scriptedUnavailable: input.scriptedUnavailable,
-      harness
+      harness,
+      codexPath: input.codexPath,
+      codexConfig
     }, { homeDir })
   })
 
@@ -182,7 +205,9 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         maxIdleExecutors: config.maxIdleExecutors,
         idleExecutorTtl: config.idleExecutorTtl,
         scripted: config.scripted,
-        kinds: config.harnessKinds
+        kinds: config.harnessKinds,
+        // The daemon's environment reaches Codex (for the provider's env_key); the adapter drops AGENTWIRE_*.
+        codex: { ...config.codex, env: process.env, profileDir: config.profileDir }
       })
     ).pipe(
       Layer.provideMerge(StatusBoard.layer({

@@ -33,6 +33,7 @@ import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import { ensureDataDir } from "../../core/dev/Store.js"
 import { Turns } from "../../core/dev/Turns.js"
 import { MessageInput, Version } from "../../proto/index.js"
+import { status as fetchStatus } from "../../runtime/control/ControlClient.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 
 /** The device id the demo's daemon uses. */
@@ -67,11 +68,17 @@ export const demoSteerText = "(steer) Please keep it short."
 
 const failed = (text: string) => new CommandFailed({ text, exitCode: ExitCode.failure })
 
+/** The demo Turn's input for `--harness codex` unless `--prompt` says otherwise. */
+export const demoCodexPrompt = "Say hello from Codex in one short sentence."
+
+/** Daemon variables the demo passes through (the `codex` kind's settings); everything else AGENTWIRE_* is dropped. */
+const passThrough = new Set(["AGENTWIRE_LOG_LEVEL", "AGENTWIRE_CODEX_PATH", "AGENTWIRE_CODEX_CONFIG"])
+
 /** Env for the child daemon: without any credential-bearing or demo-overriding variables. */
 const childEnv = (): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("AGENTWIRE_") || key === "AGENTWIRE_LOG_LEVEL") env[key] = value
+    if (!key.startsWith("AGENTWIRE_") || passThrough.has(key)) env[key] = value
   }
   return env
 }
@@ -133,6 +140,16 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
         Flag.withDescription("Start only Core and print the command that points a real daemon at it"),
         Flag.withDefault(false)
       ),
+      harness: Flag.Literals("harness", ["scripted", "codex"]).pipe(
+        Flag.withDescription(
+          "The Harness kind of the demo Turn: scripted (default, no setup) or codex (needs AGENTWIRE_CODEX_CONFIG, README \"The codex harness\")"
+        ),
+        Flag.withDefault("scripted" as const)
+      ),
+      prompt: Flag.String("prompt").pipe(
+        Flag.withDescription(`The codex demo Turn's text (default: ${JSON.stringify(demoCodexPrompt)})`),
+        Flag.withDefault(demoCodexPrompt)
+      ),
       port: Flag.Int("port").pipe(Flag.withDescription("Listen port (default 0: a free one)"), Flag.withDefault(0)),
       dataDir: Flag.String("data-dir").pipe(
         Flag.withDescription("Data directory (default: a temporary one, removed at the end)"),
@@ -141,6 +158,14 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
     },
     (input) =>
       Effect.scoped(Effect.gen(function* () {
+        const codex = input.harness === "codex"
+        if (codex && (process.env["AGENTWIRE_CODEX_CONFIG"] ?? "").trim() === "") {
+          return yield* failed(
+            "the codex demo needs a model provider: set AGENTWIRE_CODEX_CONFIG (one KEY=VALUE per line: model_provider, " +
+              "model_providers.<id>.base_url, .env_key, .wire_api) and the key in the env_key variable; " +
+              "optionally AGENTWIRE_CODEX_PATH. See README \"The codex harness\"."
+          )
+        }
         const startMs = yield* Clock.currentTimeMillis
         const temporary = Option.isNone(input.dataDir)
         const dataDir = Option.getOrElse(input.dataDir, () => mkdtempSync(join(options.tmpDir, "agentwire-demo-")))
@@ -211,7 +236,9 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           "--credential-file",
           credentialFile,
           "--profile",
-          profile
+          profile,
+          "--harness",
+          input.harness
         ]
         yield* line(`  device    ${DemoDeviceId}   (credential file ${credentialFile}, mode 0600)`)
 
@@ -229,7 +256,7 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
         yield* line(`  daemon    pid ${daemon.child.pid ?? "?"}   (logs ${logFile})`)
         yield* line("")
         yield* line("waiting for the daemon's first heartbeat …")
-        yield* directory.awaitDeclared(DemoDeviceId).pipe(
+        const declared = yield* directory.awaitDeclared(DemoDeviceId).pipe(
           Effect.raceFirst(
             Effect.flatMap(Deferred.await(daemon.exited), (code) => Effect.fail(failed(`the daemon exited (code ${code}) before it connected; see ${logFile}`)))
           ),
@@ -239,17 +266,27 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           })
         )
         yield* after(seen.heartbeat)
+        const kind = declared.kinds.get(input.harness)
+        if (kind === undefined || !kind.available) {
+          const reason = yield* fetchStatus(join(profile, "agentwire.sock")).pipe(
+            Effect.map((s) => s.kinds.find((k) => k.kind === input.harness)?.unavailable_reason ?? "no reason reported"),
+            Effect.orElseSucceed(() => "the daemon did not answer its status")
+          )
+          return yield* failed(`${input.harness} is unavailable on the daemon: ${reason}`)
+        }
 
-        const session = yield* operator.createSession({ agent_kind: "scripted", environment: { type: "none" } }).pipe(
+        const session = yield* operator.createSession({ agent_kind: input.harness, environment: { type: "none" } }).pipe(
           Effect.mapError((e) => failed(e.message))
         )
-        yield* line(`session ${session.session_id} (agent kind scripted, environment none)`)
-        const turn = yield* turns.start(session.session_id, MessageInput.text(JSON.stringify(demoScript))).pipe(
+        yield* line(`session ${session.session_id} (agent kind ${input.harness}${kind.version === undefined ? "" : ` ${kind.version}`}, environment none)`)
+        const turnInput = codex ? input.prompt : JSON.stringify(demoScript)
+        const turn = yield* turns.start(session.session_id, MessageInput.text(turnInput)).pipe(
           Effect.mapError((e) => failed(`the Turn was refused: ${e.message}`))
         )
         yield* line(`turn ${turn.turn_id} (run ${turn.run_id}) on ${turn.device_id}`)
 
         // Steer once the first usage snapshot arrived (the script then waits for it).
+        // (The codex Turn is a plain prompt: it is not steered.)
         const steered = yield* Deferred.await(seen.usage).pipe(
           Effect.andThen(line(`steering the Turn: ${JSON.stringify(demoSteerText)}`)),
           Effect.andThen(turns.steer(turn.turn_id, MessageInput.text(demoSteerText))),
@@ -259,6 +296,8 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
               : line(`steer ${result.status}: ${"error_code" in result ? result.error_code : "reason" in result ? result.reason : ""}`)
           ),
           Effect.catch((e) => line(`steer not sent: ${e.message}`)),
+          Effect.asVoid,
+          (steer) => (codex ? Effect.void : steer),
           Effect.forkScoped
         )
 

@@ -5,6 +5,7 @@
  * `scripted`. A new adapter adds one line to `harnessKinds` (and, when it has settings, one field to
  * `HarnessSettings`); nothing else in the daemon changes.
  */
+import { type CodexSettings, makeCodexHarness, unconfiguredCodexHarness } from "./codex/CodexHarness.js"
 import type { HarnessConstructor } from "./Harness.js"
 import { makeScriptedHarness, type ScriptedOptions } from "./scripted/ScriptedHarness.js"
 import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
@@ -12,6 +13,7 @@ import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
 /** Per-kind settings from the daemon's configuration. */
 export interface HarnessSettings {
   readonly scripted?: ScriptedOptions | undefined
+  readonly codex?: CodexSettings | undefined
 }
 
 /** Process services a constructor may use (built before the registry). */
@@ -19,7 +21,8 @@ export type HarnessServices = ScriptedSignals
 
 /** Kind name → constructor. Append new kinds here. */
 export const harnessKinds = {
-  scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {})
+  scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {}),
+  codex: (settings: HarnessSettings) => (settings.codex === undefined ? unconfiguredCodexHarness : makeCodexHarness(settings.codex))
 } as const satisfies Record<string, (settings: HarnessSettings) => HarnessConstructor<HarnessServices>>
 
 export type HarnessKindName = keyof typeof harnessKinds

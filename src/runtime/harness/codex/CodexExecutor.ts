@@ -20,7 +20,8 @@ import { CloseFailed, type Executor, PrepareFailed, type PrepareRequest, StartFa
 import { spawnProcess } from "./CodexProcess.js"
 import * as P from "./CodexProtocol.js"
 import { bounded, makeRpcClient, type RpcClient } from "./CodexRpc.js"
-import { type CodexTurn, makeCodexTurn, toUserInput } from "./CodexTurn.js"
+import { toUserInput } from "./CodexItems.js"
+import { type CodexTurn, makeCodexTurn } from "./CodexTurn.js"
 
 /** Budget for `initialize`, `thread/start`, `thread/resume` and `turn/start` responses. */
 export const RequestBudget = Duration.seconds(30)

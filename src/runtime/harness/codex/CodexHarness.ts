@@ -10,13 +10,13 @@
  * commands Codex runs and from its shell snapshots (`shell_environment_policy.exclude`), and no AGENTWIRE_*
  * variable (the daemon's own credential) is passed to Codex at all.
  */
-import { Data, Effect, Exit, Option, Scope } from "effect"
+import { Data, Effect, Option, type Scope } from "effect"
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
-import type { Executor, Harness, HarnessDeclaration, PrepareRequest } from "../Harness.js"
+import type { Harness, HarnessDeclaration, PrepareRequest } from "../Harness.js"
 import { PrepareFailed } from "../Harness.js"
 import { type CodexLaunch, prepareExecutor } from "./CodexExecutor.js"
 import { spawnProcess } from "./CodexProcess.js"
@@ -200,26 +200,13 @@ export const makeCodexHarness = (settings: CodexSettings): Effect.Effect<Harness
     const launch: CodexLaunch = { ...resolved.value, overrides: overrides.success, env: childEnv(settings.env), root }
     const found = yield* discover(launch)
     const declaration = codexDeclaration(found.version, found.reason)
-    return { declaration, prepare: (request: PrepareRequest) => prepareUnscoped(launch, request) }
+    return { declaration, prepare: (request: PrepareRequest) => prepareExecutor(launch, request) }
   })
+
+/** The kind selected without settings (a daemon always passes them): unavailable, with the reason. */
+export const unconfiguredCodexHarness: Effect.Effect<Harness> = Effect.sync(() => unavailable("codex settings missing"))
 
 const unavailable = (reason: string): Harness => ({
   declaration: codexDeclaration(undefined, reason),
   prepare: () => Effect.fail(new PrepareFailed({ reason }))
 })
-
-/**
- * The scoped preparation behind today's `Harness.prepare` (which has no Scope yet): the Executor gets its own
- * scope, closed when preparation fails or is interrupted, and after a confirmed `close`.
- */
-export const prepareUnscoped = (launch: CodexLaunch, request: PrepareRequest): Effect.Effect<Executor, PrepareFailed> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const prepared = yield* restore(prepareExecutor(launch, request).pipe(Scope.provide(scope))).pipe(
-        Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit)))
-      )
-      return { ...prepared, close: Effect.andThen(prepared.close, Scope.close(scope, Exit.void)) } satisfies Executor
-    })
-  )
-

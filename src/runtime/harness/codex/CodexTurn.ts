@@ -13,8 +13,7 @@ import { Deferred, Duration, Effect, Option } from "effect"
 import type { PromptRequestPayload } from "../../../proto/Execution.js"
 import { unsafeMake } from "../../../proto/Ids.js"
 import type { InteractionId, RunId } from "../../../proto/Ids.js"
-import type { MessageInput } from "../../../proto/MessageInput.js"
-import type { DonePayload, ErrorPayload, ToolCallPayload, ToolObservation, Usage } from "../../../proto/RunEvents.js"
+import type { DonePayload, ErrorPayload, Usage } from "../../../proto/RunEvents.js"
 import {
   type FunctionResult,
   NativeFailed,
@@ -31,6 +30,7 @@ import {
   type UserChoiceAnswer
 } from "../Harness.js"
 import { turnErrorPayload } from "./CodexErrors.js"
+import { toolCall, toTokens, toUserInput } from "./CodexItems.js"
 import * as P from "./CodexProtocol.js"
 import type { Incoming, RequestId, RpcClient } from "./CodexRpc.js"
 
@@ -38,12 +38,6 @@ import type { Incoming, RequestId, RpcClient } from "./CodexRpc.js"
 export const SteerBudget = Duration.seconds(10)
 /** Budget for the native side to resolve an answered server request (approval, function result). */
 export const AnswerBudget = Duration.seconds(10)
-
-/** The native input of a MessageInput: one text input per text part (images are refused before this). */
-export const toUserInput = (input: MessageInput) =>
-  input.flatMap((message) =>
-    message.content.flatMap((part) => (part.type === "input_text" ? [{ type: "text", text: part.text, text_elements: [] }] : []))
-  )
 
 export interface TurnContext {
   readonly runId: RunId
@@ -73,59 +67,6 @@ export interface CodexTurn {
 }
 
 type PendingAnswer = { readonly rpcId: RequestId; readonly resolved: Deferred.Deferred<void> }
-
-const toTokens = (total: P.TokenBreakdown, base: P.TokenBreakdown): Usage => {
-  const d = (k: keyof P.TokenBreakdown) => Math.max(0, total[k] - base[k])
-  return {
-    tokens: {
-      input_tokens: d("inputTokens"),
-      cached_input_tokens: d("cachedInputTokens"),
-      output_tokens: d("outputTokens"),
-      reasoning_output_tokens: d("reasoningOutputTokens"),
-      total_tokens: d("totalTokens")
-    },
-    input_tokens: d("inputTokens"),
-    output_tokens: d("outputTokens")
-  }
-}
-
-const observationStatus = (status: string): ToolObservation["status"] =>
-  status === "completed" ? "completed" : status === "failed" || status === "declined" ? "failed" : "in_progress"
-
-/** The neutral tool call of a native tool item (`stage` before on start, after on completion). */
-export const toolCall = (item: P.ToolItem, stage: "before" | "after", observe: boolean): ToolCallPayload => {
-  const status = stage === "before" ? "in_progress" : observationStatus("status" in item ? item.status : "completed")
-  const num = (n: number | null | undefined) => (typeof n === "number" && Number.isInteger(n) ? n : undefined)
-  const opt = <K extends string, V>(k: K, v: V | undefined | null) => (v === undefined || v === null ? {} : { [k]: v })
-  let name: string
-  let observation: ToolObservation
-  switch (item.type) {
-    case "commandExecution":
-      name = "command"
-      observation = {
-        kind: "command", status, command: item.command, ...opt("cwd", item.cwd),
-        ...(stage === "after" ? { ...opt("exit_code", num(item.exitCode)), ...opt("duration_ms", num(item.durationMs)), ...opt("output", item.aggregatedOutput) } : {})
-      }
-      break
-    case "fileChange":
-      name = "file_change"
-      observation = { kind: "command", status, name, arguments: { paths: item.changes.map((c) => c.path) } }
-      break
-    case "mcpToolCall":
-      name = item.tool
-      observation = { kind: "mcp", status, name, server: item.server, ...(stage === "after" ? { ...opt("duration_ms", num(item.durationMs)) } : {}) }
-      break
-    case "dynamicToolCall":
-      name = item.tool
-      observation = { kind: "function", status, name, ...(stage === "after" ? opt("duration_ms", num(item.durationMs)) : {}) }
-      break
-    case "webSearch":
-      name = "web_search"
-      observation = { kind: "web_search", status, ...(item.query === undefined ? {} : { action: { type: "search", query: item.query } }) }
-      break
-  }
-  return { id: item.id, name, stage, ...(observe ? { observation } : {}) }
-}
 
 export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
   Effect.gen(function* () {
