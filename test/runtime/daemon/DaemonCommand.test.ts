@@ -64,7 +64,13 @@ describe("agentwire daemon (command line)", () => {
         "--harness",
         "scripted",
         "--harness",
-        "scripted"
+        "scripted",
+        "--codex-path",
+        "/opt/codex",
+        "--codex-config",
+        `model="m"`,
+        "--codex-config",
+        `model_provider="p"`
       ])
       assert.deepStrictEqual(exit, Exit.void)
       assert.deepStrictEqual(config?.core, { origin: "http://127.0.0.1:9000", apiBase: "http://127.0.0.1:9000/api/v1" })
@@ -78,6 +84,7 @@ describe("agentwire daemon (command line)", () => {
       assert.deepStrictEqual(config?.logLevel, Option.some("Debug"))
       assert.deepStrictEqual(config?.scripted, { disabledCapabilities: ["steering", "permissions"], available: false })
       assert.deepStrictEqual(config?.harnessKinds, ["scripted"])
+      assert.deepStrictEqual(config?.codex, { path: "/opt/codex", config: [`model="m"`, `model_provider="p"`] })
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.effect("falls back to the AGENTWIRE_* environment variables", () =>
@@ -94,7 +101,9 @@ describe("agentwire daemon (command line)", () => {
         AGENTWIRE_LOG_LEVEL: "warn",
         AGENTWIRE_SCRIPTED_DISABLE: "usage",
         AGENTWIRE_SCRIPTED_UNAVAILABLE: "true",
-        AGENTWIRE_HARNESS: "scripted, scripted"
+        AGENTWIRE_HARNESS: "scripted, scripted",
+        AGENTWIRE_CODEX_PATH: "/usr/local/bin/codex",
+        AGENTWIRE_CODEX_CONFIG: `model="m"\n\n  model_provider="p"  \n`
       })
       assert.deepStrictEqual(exit, Exit.void)
       assert.strictEqual(config?.core.apiBase, "https://core.example/api/v1")
@@ -108,6 +117,7 @@ describe("agentwire daemon (command line)", () => {
       assert.deepStrictEqual(config?.logLevel, Option.some("Warn"))
       assert.deepStrictEqual(config?.scripted, { disabledCapabilities: ["usage"], available: false })
       assert.deepStrictEqual(config?.harnessKinds, ["scripted"])
+      assert.deepStrictEqual(config?.codex, { path: "/usr/local/bin/codex", config: [`model="m"`, `model_provider="p"`] })
     }))
 
   it.effect("an unknown --harness kind is a usage error", () =>
