@@ -25,4 +25,8 @@ const program = Command.run(root, { version: `${AgentwireVersion} (wire ${Protoc
   Effect.provide(NodeServices.layer)
 )
 
+// A closed terminal (SIGHUP) stops every command like SIGTERM does: the main fiber is interrupted and every
+// finalizer (children, temporary directories, confirmed cleanup) runs. runMain handles SIGINT and SIGTERM.
+process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
+
 NodeRuntime.runMain(program, { teardown })
