@@ -5,20 +5,34 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Effect } from "effect"
 import { Command } from "effect/cli"
+import * as Os from "node:os"
 import { ProtocolVersion } from "../proto/Version.js"
 import { AgentwireVersion } from "./BuildInfo.js"
 import { conformanceCommand } from "./commands/conformance.js"
-import { coreCommand } from "./commands/core.js"
+import { coreCommand, defaultDataDir } from "./commands/core.js"
 import { daemonCommand } from "./commands/daemon.js"
 import { demoCommand } from "./commands/demo.js"
+import { makeOperatorCommands } from "./commands/operator.js"
 import { statusCommand } from "./commands/status.js"
 import { teardown } from "./Exit.js"
 
+const operator = makeOperatorCommands({ defaultDataDir: defaultDataDir(Os.homedir()) })
+
 const root = Command.make("agentwire").pipe(
   Command.withDescription(
-    "Core <-> Runtime daemon protocol (wire " + ProtocolVersion + "): runtime daemon, dev Core, status and conformance kit"
+    "Core <-> Runtime daemon protocol (wire " + ProtocolVersion + "): runtime daemon, dev Core, operator client, status and conformance kit"
   ),
-  Command.withSubcommands([daemonCommand, statusCommand, coreCommand, demoCommand, conformanceCommand])
+  Command.withSubcommands([
+    daemonCommand,
+    statusCommand,
+    coreCommand,
+    demoCommand,
+    conformanceCommand,
+    operator.devices,
+    operator.sessions,
+    operator.turns,
+    operator.turn
+  ])
 )
 
 const program = Command.run(root, { version: `${AgentwireVersion} (wire ${ProtocolVersion})` }).pipe(
