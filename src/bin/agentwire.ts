@@ -3,8 +3,8 @@
  * Subcommands live in ./commands, one module each; this file only assembles and runs them.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect } from "effect"
-import { Command } from "effect/cli"
+import { Effect, Layer } from "effect"
+import { CliOutput, Command } from "effect/cli"
 import * as Os from "node:os"
 import { ProtocolVersion } from "../proto/Version.js"
 import { AgentwireVersion } from "./BuildInfo.js"
@@ -15,8 +15,11 @@ import { demoCommand } from "./commands/demo.js"
 import { makeOperatorCommands } from "./commands/operator.js"
 import { statusCommand } from "./commands/status.js"
 import { teardown } from "./Exit.js"
+import { helpArgs, helpCommand, presenter } from "./Help.js"
 
 const operator = makeOperatorCommands({ defaultDataDir: defaultDataDir(Os.homedir()) })
+
+const version = `${AgentwireVersion} (wire ${ProtocolVersion})`
 
 const root = Command.make("agentwire").pipe(
   Command.withDescription(
@@ -31,12 +34,14 @@ const root = Command.make("agentwire").pipe(
     operator.devices,
     operator.sessions,
     operator.turns,
-    operator.turn
+    operator.turn,
+    helpCommand
   ])
 )
 
-const program = Command.run(root, { version: `${AgentwireVersion} (wire ${ProtocolVersion})` }).pipe(
-  Effect.provide(NodeServices.layer)
+// `agentwire help CMD …` is `agentwire CMD … --help`; parse problems are one line each on stderr (Help.ts).
+const program = Command.runWith(root, { version })(helpArgs(process.argv.slice(2))).pipe(
+  Effect.provide(Layer.merge(NodeServices.layer, CliOutput.layerPresenter(presenter)))
 )
 
 // A closed terminal (SIGHUP) stops every command like SIGTERM does: the main fiber is interrupted and every
