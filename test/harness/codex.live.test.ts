@@ -4,7 +4,7 @@
  * about one second (process start included).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option } from "effect"
+import { Effect, Exit, Fiber, Option, Scope } from "effect"
 import { PrepareFailed, type TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { makeCodexHarness } from "../../src/runtime/harness/codex/CodexHarness.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
@@ -144,9 +144,12 @@ describe("CodexHarness (real binary)", () => {
       assert.isAbove(codexProcesses(profile).length, 0)
       yield* executor.close
       assert.deepStrictEqual(codexProcesses(profile), [])
-      const fiber = yield* Effect.forkChild(harness.prepare(prepareRequest(harness)))
-      while (codexProcesses(profile).length === 0) yield* Effect.sleep("20 millis")
+      // The Runtime's contract: preparation runs in the Executor's own scope, closed when it is interrupted.
+      const scope = yield* Scope.make()
+      const fiber = yield* Effect.forkChild(harness.prepare(prepareRequest(harness)).pipe(Scope.provide(scope)))
+      while (codexProcesses(profile).length === 0) yield* Effect.sleep("5 millis")
       yield* Fiber.interrupt(fiber)
+      yield* Scope.close(scope, Exit.void)
       assert.deepStrictEqual(codexProcesses(profile), [])
     }), 60_000)
 
