@@ -24,7 +24,7 @@
  * `status_delivery_failed` (its reservation is released). Preparation and start run in connection-owned
  * fibers, never in the receive loop.
  */
-import { Clock, Duration, Effect, FiberMap, FiberSet, Latch, Option, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, FiberMap, FiberSet, Latch, Layer, Option, Semaphore } from "effect"
 import { createHash } from "node:crypto"
 import { canonicalJson, omitKeys } from "../proto/Canonical.js"
 import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
@@ -44,15 +44,16 @@ import type {
   ExecutionStartPayload,
   PreparationStatusPayload
 } from "../proto/Preparation.js"
-import type { ExecutorEntry, Executors } from "./Executors.js"
+import { Background, Drain } from "./ConnectionServices.js"
+import { type ExecutorEntry, Executors } from "./Executors.js"
 import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
 import { missingCapability } from "./harness/Harness.js"
-import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
-import { type Outbound, type SendOutcome, withTrace } from "./Outbound.js"
-import type { Ownership } from "./Ownership.js"
-import type { RuntimeIds } from "./RuntimeIds.js"
-import type { Runs } from "./Runs.js"
-import type { AdmissionStatus } from "./StatusBoard.js"
+import { HarnessRegistry } from "./harness/HarnessRegistry.js"
+import { Outbound, type SendOutcome, withTrace } from "./Outbound.js"
+import { Ownership } from "./Ownership.js"
+import { RuntimeIds } from "./RuntimeIds.js"
+import { Runs } from "./Runs.js"
+import { type AdmissionStatus, StatusBoard } from "./StatusBoard.js"
 
 /** SHA-256 of the canonical encoding of a decoded value (never of raw frame text). */
 export const fingerprint = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex")
@@ -87,7 +88,7 @@ interface AdmissionRecord {
   last: PreparationStatusPayload | undefined
 }
 
-export interface Admission {
+export interface AdmissionShape {
   readonly prepare: (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) => Effect.Effect<void>
   readonly start: (requestId: PreparationRequestId, payload: ExecutionStartPayload, trace: string | undefined) => Effect.Effect<void>
   readonly release: (requestId: PreparationRequestId, payload: ExecutionReleasePayload, trace: string | undefined) => Effect.Effect<void>
@@ -98,30 +99,22 @@ export interface Admission {
   readonly view: Effect.Effect<ReadonlyArray<typeof AdmissionStatus.Type>>
 }
 
-export interface AdmissionDeps {
-  readonly outbound: Outbound
-  readonly executors: Executors
-  readonly runs: Runs
-  readonly registry: HarnessRegistry["Service"]
-  readonly ids: RuntimeIds["Service"]
-  readonly ownership: Ownership["Service"]
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-  /** True once device_shutdown began: new admissions are refused. */
-  readonly shuttingDown: () => boolean
-  /** Run after a record is added, changes state or is pruned (the status board's `touch`). */
-  readonly onChange?: Effect.Effect<void>
-}
-
 const invalidCode: Record<ControlOperation, PreparationErrorCode> = {
   execution_prepare: "invalid_request",
   execution_start: "invalid_start",
   execution_release: "invalid_release"
 }
 
-export const make = (deps: AdmissionDeps) =>
-  Effect.gen(function* () {
-    const { outbound, executors, runs, registry, ids, ownership, background } = deps
-    const changed = deps.onChange ?? Effect.void
+const makeAdmission = Effect.gen(function* () {
+    const outbound = yield* Outbound
+    const executors = yield* Executors
+    const runs = yield* Runs
+    const registry = yield* HarnessRegistry
+    const ids = yield* RuntimeIds
+    const ownership = yield* Ownership
+    const background = yield* Background
+    const drain = yield* Drain
+    const changed = (yield* StatusBoard).touch
     const records = new Map<PreparationRequestId, AdmissionRecord>()
     /** Preparation fibers and expiry timers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
@@ -264,7 +257,7 @@ export const make = (deps: AdmissionDeps) =>
             ? fork(locked(existing, republish(existing, trace)))
             : reply("request_conflict")
         }
-        if (deps.shuttingDown()) return yield* reply("resource_unavailable")
+        if (yield* drain.draining) return yield* reply("resource_unavailable")
         const config = payload.configuration
         const readOnly = config.workspace_read_only === true
         const found = yield* registry.get(config.agent_kind)
@@ -397,7 +390,7 @@ export const make = (deps: AdmissionDeps) =>
           if (!record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
           if (Option.isSome(validateInlineImages(payload.input))) return yield* reply("invalid_start")
         }
-        if (deps.shuttingDown()) return yield* reply("resource_unavailable")
+        if (yield* drain.draining) return yield* reply("resource_unavailable")
         const gate = yield* Latch.make()
         const registered = yield* runs.start({
           runId: payload.run_id,
@@ -460,7 +453,7 @@ export const make = (deps: AdmissionDeps) =>
         ? Effect.succeed(record.state)
         : Effect.map(runs.get(record.runId), (run) => Option.isSome(run) ? "running" : "finished")
 
-    const admission: Admission = {
+    const admission: AdmissionShape = {
       prepare,
       start,
       release,
@@ -491,5 +484,10 @@ export const make = (deps: AdmissionDeps) =>
           ...(r.runId === undefined ? {} : { run_id: r.runId })
         }))))
     }
-    return admission
+    return Admission.of(admission)
   })
+
+/** Execution admission of one connection. */
+export class Admission extends Context.Service<Admission, AdmissionShape>()("agentwire/runtime/Admission") {
+  static readonly layer = Layer.effect(Admission, makeAdmission)
+}
