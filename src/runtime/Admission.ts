@@ -24,69 +24,33 @@
  * `status_delivery_failed` (its reservation is released). Preparation and start run in connection-owned
  * fibers, never in the receive loop.
  */
-import { Clock, Context, Duration, Effect, FiberMap, FiberSet, Latch, Layer, Option, Semaphore } from "effect"
-import { createHash } from "node:crypto"
-import { canonicalJson, omitKeys } from "../proto/Canonical.js"
+import { Clock, Context, Duration, Effect, FiberMap, FiberSet, Latch, Layer, Option } from "effect"
 import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
 import {
-  type PromptRequestPayload,
   requiredCapabilities,
   validatePreparationConfiguration,
   validateReadOnlyConfiguration
 } from "../proto/Execution.js"
-import type { AdmissionHandle, PreparationRequestId, RunId } from "../proto/Ids.js"
-import { AdmissionExpiry, MaxAdmissionRecords, StatusSendBudget } from "../proto/Limits.js"
+import type { AdmissionHandle, PreparationRequestId } from "../proto/Ids.js"
+import { AdmissionExpiry, MaxAdmissionRecords } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import type {
   ControlOperation,
   ExecutionPreparePayload,
   ExecutionReleasePayload,
-  ExecutionStartPayload,
-  PreparationStatusPayload
+  ExecutionStartPayload
 } from "../proto/Preparation.js"
+import { type AdmissionRecord, makeRecord, type NewRecord, statusSender, terminal } from "./AdmissionRecord.js"
 import { Background, Drain } from "./ConnectionServices.js"
-import { type ExecutorEntry, Executors } from "./Executors.js"
-import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
+import { Executors } from "./Executors.js"
+import { configurationFingerprint, fingerprint } from "./Fingerprint.js"
 import { missingCapability } from "./harness/Harness.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
-import { Outbound, type SendOutcome, withTrace } from "./Outbound.js"
+import { Outbound } from "./Outbound.js"
 import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { Runs } from "./Runs.js"
 import { type AdmissionStatus, StatusBoard } from "./StatusBoard.js"
-
-/** SHA-256 of the canonical encoding of a decoded value (never of raw frame text). */
-export const fingerprint = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex")
-
-/** The Executor reuse key: the configuration without its per-Turn members. */
-export const configurationFingerprint = (config: PromptRequestPayload): string =>
-  fingerprint(
-    omitKeys(config, ["run_id", "input", "agent_session_id", "require_existing_native_session", "release_on_completion"])
-  )
-
-type AdmissionState = "preparing" | "ready" | "starting" | "started" | "released" | "expired" | "failed"
-
-const terminal: ReadonlySet<AdmissionState> = new Set(["started", "released", "expired", "failed"])
-
-interface AdmissionRecord {
-  readonly requestId: PreparationRequestId
-  readonly handle: AdmissionHandle
-  readonly fingerprint: string
-  readonly readOnly: boolean
-  readonly snapshot: HarnessDeclaration
-  readonly harness: Harness | undefined
-  readonly entry: ExecutorEntry
-  readonly configuration: PromptRequestPayload
-  readonly reused: boolean
-  readonly trace: string | undefined
-  readonly lock: Semaphore.Semaphore
-  state: AdmissionState
-  revision: number
-  expiresAt: number | undefined
-  runId: RunId | undefined
-  startFingerprint: string | undefined
-  last: PreparationStatusPayload | undefined
-}
 
 export interface AdmissionShape {
   readonly prepare: (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) => Effect.Effect<void>
@@ -122,58 +86,7 @@ const makeAdmission = Effect.gen(function* () {
 
     const fork = <A>(effect: Effect.Effect<A>) => FiberSet.run(background, effect).pipe(Effect.asVoid)
 
-    const reject = (
-      operation: ControlOperation,
-      requestId: PreparationRequestId,
-      code: PreparationErrorCode,
-      trace: string | undefined,
-      extra: { readonly handle?: AdmissionHandle; readonly executor_id?: ExecutorEntry["id"] } = {}
-    ) =>
-      outbound.sendWithin(
-        withTrace({
-          type: "preparation_status",
-          id: requestId,
-          payload: { ...extra, revision: 0, state: "rejected", operation, error_code: code }
-        }, trace),
-        StatusSendBudget
-      )
-
-    /** Moves a record to `state` with the next revision and sends it. Call under the record's lock. */
-    const publish = (
-      record: AdmissionRecord,
-      state: AdmissionState,
-      extra: { readonly error_code?: PreparationErrorCode; readonly trace?: string | undefined } = {}
-    ): Effect.Effect<SendOutcome> =>
-      Effect.suspend(() => {
-        record.state = state
-        record.revision += 1
-        const status: PreparationStatusPayload = {
-          executor_id: record.entry.id,
-          ...(record.reused ? { reused: true } : {}),
-          handle: record.handle,
-          revision: record.revision,
-          state,
-          ...(record.expiresAt === undefined ? {} : { expires_at: record.expiresAt }),
-          ...(record.runId === undefined ? {} : { run_id: record.runId }),
-          ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
-        }
-        record.last = status
-        return Effect.andThen(
-          changed,
-          outbound.sendWithin(
-            withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
-            StatusSendBudget
-          )
-        )
-      })
-
-    const republish = (record: AdmissionRecord, trace: string | undefined) =>
-      record.last === undefined
-        ? Effect.void
-        : outbound.sendWithin(
-          withTrace({ type: "preparation_status", id: record.requestId, payload: record.last }, trace),
-          StatusSendBudget
-        ).pipe(Effect.asVoid)
+    const { reject, publish, republish } = statusSender(outbound, changed)
 
     const locked = <A>(record: AdmissionRecord, effect: Effect.Effect<A>) => record.lock.withPermits(1)(effect)
 
@@ -302,7 +215,9 @@ const makeAdmission = Effect.gen(function* () {
             if (admitted._tag === "Failure") {
               return yield* reply(admitted.failure === "not_idle" ? "resource_unavailable" : admitted.failure)
             }
-            const record = yield* newRecord(requestId, fp, readOnly, entry.declaration, harness, entry, config, true, trace)
+            const record = yield* newRecord({
+              requestId, fingerprint: fp, readOnly, snapshot: entry.declaration, harness, entry, configuration: config, reused: true, trace
+            })
             return yield* fork(locked(record, grant(record)))
           }
         }
@@ -317,7 +232,17 @@ const makeAdmission = Effect.gen(function* () {
           readOnly
         })
         if (reserved._tag === "Failure") return yield* reply(reserved.failure)
-        const record = yield* newRecord(requestId, fp, readOnly, snapshot, readOnly ? undefined : harness, reserved.success, config, false, trace)
+        const record = yield* newRecord({
+          requestId,
+          fingerprint: fp,
+          readOnly,
+          snapshot,
+          harness: readOnly ? undefined : harness,
+          entry: reserved.success,
+          configuration: config,
+          reused: false,
+          trace
+        })
         yield* FiberMap.run(
           preparations,
           record.handle,
@@ -325,38 +250,10 @@ const makeAdmission = Effect.gen(function* () {
         )
       })
 
-    const newRecord = (
-      requestId: PreparationRequestId,
-      fp: string,
-      readOnly: boolean,
-      snapshot: HarnessDeclaration,
-      harness: Harness | undefined,
-      entry: ExecutorEntry,
-      configuration: PromptRequestPayload,
-      reused: boolean,
-      trace: string | undefined
-    ) =>
+    const newRecord = (fields: NewRecord) =>
       Effect.gen(function* () {
-        const record: AdmissionRecord = {
-          requestId,
-          handle: yield* ids.handle,
-          fingerprint: fp,
-          readOnly,
-          snapshot,
-          harness,
-          entry,
-          configuration,
-          reused,
-          trace,
-          lock: Semaphore.makeUnsafe(1),
-          state: "preparing",
-          revision: 0,
-          expiresAt: undefined,
-          runId: undefined,
-          startFingerprint: undefined,
-          last: undefined
-        }
-        records.set(requestId, record)
+        const record = makeRecord(fields, yield* ids.handle)
+        records.set(record.requestId, record)
         yield* changed
         return record
       })

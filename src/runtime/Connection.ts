@@ -12,6 +12,7 @@
 import { Deferred, Effect, Layer, Scope, Stream } from "effect"
 import { Admission } from "./Admission.js"
 import { AppliedDecisions } from "./Applied.js"
+import { Cancellation } from "./Cancellation.js"
 import { Background, Drain } from "./ConnectionServices.js"
 import { DirectRuns } from "./DirectRuns.js"
 import { Dispatcher } from "./Dispatcher.js"
@@ -39,7 +40,14 @@ export type ConnectionEnd =
  * Executor table first, then the shared connection services, the Run table, the families and the dispatcher.
  */
 export const ConnectionLayer = Dispatcher.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(Admission.layer, DirectRuns.layer, Steering.layer, Interactions.layer, Functions.layer)),
+  Layer.provideMerge(Layer.mergeAll(
+    Admission.layer,
+    DirectRuns.layer,
+    Cancellation.layer,
+    Steering.layer,
+    Interactions.layer,
+    Functions.layer
+  )),
   Layer.provideMerge(Runs.layer),
   Layer.provideMerge(Layer.mergeAll(Outbound.layer, Background.layer, Drain.layer, RunLifecycle.layer, AppliedDecisions.layer)),
   Layer.provideMerge(Executors.layer)

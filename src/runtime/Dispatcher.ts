@@ -41,6 +41,7 @@ import type { PreparationRequestId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import { withReceivedTrace } from "../proto/Trace.js"
 import { Admission } from "./Admission.js"
+import { Cancellation } from "./Cancellation.js"
 import { Background, Drain } from "./ConnectionServices.js"
 import { DirectRuns } from "./DirectRuns.js"
 import { Executors } from "./Executors.js"
@@ -86,6 +87,7 @@ const makeDispatcher = Effect.gen(function* () {
   const outbound = yield* Outbound
   const admission = yield* Admission
   const runs = yield* Runs
+  const cancellation = yield* Cancellation
   const direct = yield* DirectRuns
   const steering = yield* Steering
   const interactions = yield* Interactions
@@ -117,7 +119,7 @@ const makeDispatcher = Effect.gen(function* () {
     execution_start: (m) => admission.start(m.id, m.payload, m.trace),
     execution_release: (m) => admission.release(m.id, m.payload, m.trace),
     prompt_request: (m) => direct.request(m.id, m.payload, m.trace),
-    prompt_cancel: (m) => runs.cancel(m.id, m.payload.delivery_id, m.trace),
+    prompt_cancel: (m) => cancellation.cancel(m.id, m.payload.delivery_id, m.trace),
     device_shutdown: (m) => shutdown(m.payload.reason),
     permission_decision: (m) => interactions.permissionDecision(m.id, m.payload, m.trace),
     prompt_for_user_choice_decision: (m) => interactions.userChoiceDecision(m.id, m.payload, m.trace),

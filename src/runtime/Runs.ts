@@ -1,17 +1,14 @@
 /**
  * Runs of one connection (protocol "Preparation and execution order" step 4, "Active input receipts",
- * reference part 1 §7–§8): the Run table, each Run's bounded output buffer and its single forwarder, the
- * terminal `done`, and cancellation receipts.
+ * reference part 1 §7–§8): the Run table, each Run's bounded output buffer and its single forwarder and the
+ * terminal `done`.
  *
  * A Run fiber owns its Turn: it starts the forwarder before native start, numbers deltas from 1, applies the
  * Run's opt-ins, waits for native settlement, lets in-flight inputs settle (bounded), then publishes `done`
  * and hands the Executor back (retained idle, or closed). An execution error is followed by done.
  *
- * Cancellation (`prompt_cancel`): the native cancel is requested by a connection-owned fiber; a receipt
- * waiter answers `interaction_decision_ack` (Envelope.id = Run id) only after native settlement:
- * `applied: true` with the confirmed continuity snapshot in `outcome` (done then carries no content), or
- * `applied: false` with `run_inactive`, `cancel_timeout` (no settlement within 10 s; ownership is kept),
- * `cancel_failed` or `cancel_outcome_unavailable`. The receipt owns the terminal outcome.
+ * Cancellation receipts (`Cancellation.ts`) own the terminal outcome: when receipts wait at settlement
+ * (`receiptWaiters`), `done` carries no content and the receipts carry the continuity snapshot.
  *
  * Lifecycle: the Run publishes `RunLifecycle` events (Started, Emitted for interaction and function events
  * before their frame is queued, Settled before `done`, OutputClosed, Stopped); the families that follow a Run
@@ -20,19 +17,16 @@
  * Never does: report a local interruption (disconnect, device_shutdown, process exit) as a cancellation,
  * fabricate `error`/`done` when observation is lost, or release an Executor whose Turn did not settle.
  */
-import { type Cause, Context, Deferred, Effect, Fiber, FiberMap, FiberSet, Layer, Option, Queue, Result } from "effect"
-import type { DeliveryId, RunId } from "../proto/Ids.js"
-import { unsafeMake } from "../proto/Ids.js"
-import type { CancelErrorCode } from "../proto/ErrorCodes.js"
-import { CancelSettlementBudget, ReceiptSendBudget, RunOutputBuffer } from "../proto/Limits.js"
+import { type Cause, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
+import type { RunId } from "../proto/Ids.js"
+import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { DonePayload } from "../proto/RunEvents.js"
 import { echo } from "../proto/Trace.js"
-import { Background } from "./ConnectionServices.js"
 import { type ExecutorEntry, Executors } from "./Executors.js"
 import type { Settlement, TurnSink } from "./harness/Harness.js"
 import type { SettlementUnconfirmed } from "./harness/Harness.js"
-import { Outbound, withTrace } from "./Outbound.js"
+import { Outbound } from "./Outbound.js"
 import { isRouted, RefusedEventText, toMessage, traced } from "./RunFrames.js"
 import { RunLifecycle } from "./RunLifecycle.js"
 import { NoTurn, type RunRecord, type RunSpec, type StartRefusal } from "./RunRecord.js"
@@ -47,8 +41,6 @@ export interface RunsShape {
   /** Registers and forks a Run; `run_conflict` when the Run id is active on this connection. */
   readonly start: (spec: RunSpec) => Effect.Effect<Result.Result<RunRecord, "run_conflict">>
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<RunRecord>>
-  /** Handles prompt_cancel; never waits (the receipt waiter runs in a connection-owned fiber). */
-  readonly cancel: (runId: RunId, deliveryId: DeliveryId | undefined, trace: string | undefined) => Effect.Effect<void>
   /** Stops every Run locally (device_shutdown): no receipt, no done; returns when each Run's cleanup ran. */
   readonly stopAll: Effect.Effect<void>
   readonly activeCount: Effect.Effect<number>
@@ -58,7 +50,6 @@ export interface RunsShape {
 const makeRuns = Effect.gen(function* () {
     const outbound = yield* Outbound
     const executors = yield* Executors
-    const background = yield* Background
     const lifecycle = yield* RunLifecycle
     const changed = (yield* StatusBoard).touch
     const fibers = yield* FiberMap.make<RunId, void, never>()
@@ -261,109 +252,6 @@ const makeRuns = Effect.gen(function* () {
       return body.pipe(Effect.onInterrupt(() => stopLocally))
     }
 
-    const ack = (
-      runId: RunId,
-      deliveryId: DeliveryId,
-      trace: string | undefined,
-      result: { readonly applied: true; readonly outcome: DonePayload } | { readonly applied: false; readonly code: CancelErrorCode }
-    ) =>
-      outbound.sendWithin(
-        withTrace({
-          type: "interaction_decision_ack",
-          id: unsafeMake.ackSubjectId(runId),
-          payload: result.applied
-            ? { delivery_id: deliveryId, applied: true, outcome: result.outcome }
-            : { delivery_id: deliveryId, applied: false, error_code: result.code }
-        }, trace),
-        ReceiptSendBudget
-      )
-
-    type CancelResult =
-      | { readonly _tag: "Settled"; readonly settlement: Result.Result<Settlement, SettlementUnconfirmed | NoTurn> }
-      | { readonly _tag: "RequestFailed" }
-      | { readonly _tag: "Timeout" }
-
-    const cancel = (runId: RunId, deliveryId: DeliveryId | undefined, trace: string | undefined) =>
-      Effect.gen(function* () {
-        const run = table.get(runId)
-        if (run === undefined || run.phase === "settling" || run.phase === "finished") {
-          // The Turn already settled on its own (or there is no Run): nothing to cancel. The receipt follows the
-          // Run's done when one is still coming.
-          if (deliveryId !== undefined) {
-            const after = run === undefined ? Effect.void : Deferred.await(run.finished)
-            yield* FiberSet.run(background, Effect.andThen(after, ack(runId, deliveryId, trace, { applied: false, code: "run_inactive" })))
-          }
-          return
-        }
-        run.cancelRequested = true
-        yield* changed
-        if (deliveryId !== undefined) run.receiptWaiters++
-        // The native cancel request belongs to the connection, not to the waiter: a waiter that times out
-        // stops observing and never interrupts the request.
-        const requested = yield* Deferred.make<void, "failed" | "no_turn">()
-        yield* FiberSet.run(
-          background,
-          Deferred.await(run.turnReady).pipe(
-            Effect.mapError(() => "no_turn" as const),
-            Effect.flatMap((turn) => Effect.mapError(turn.cancel, () => "failed" as const)),
-            Effect.matchEffect({
-              onFailure: (e) => Deferred.fail(requested, e),
-              onSuccess: () => Deferred.succeed(requested, undefined)
-            })
-          )
-        )
-        if (deliveryId === undefined) return
-        const waiter = Effect.gen(function* () {
-          const result: CancelResult = yield* Deferred.await(requested).pipe(
-            Effect.flatMap(() => Effect.result(Deferred.await(run.nativeSettled))),
-            Effect.map((settlement): CancelResult => ({ _tag: "Settled", settlement })),
-            Effect.catch((e) =>
-              e === "no_turn"
-                ? Effect.succeed<CancelResult>({ _tag: "Settled", settlement: Result.fail(new NoTurn()) })
-                : Effect.sync((): CancelResult => {
-                  run.receiptWaiters--
-                  return { _tag: "RequestFailed" }
-                })
-            ),
-            Effect.timeoutOrElse({
-              duration: CancelSettlementBudget,
-              // A settlement that raced the deadline wins; otherwise this waiter stops observing and is no longer
-              // counted (checked and uncounted in one synchronous step, so done then carries the snapshot).
-              orElse: () =>
-                Effect.suspend(() => {
-                  if (Deferred.isDoneUnsafe(run.nativeSettled)) {
-                    return Effect.map(Effect.result(Deferred.await(run.nativeSettled)), (settlement): CancelResult => ({
-                      _tag: "Settled",
-                      settlement
-                    }))
-                  }
-                  run.receiptWaiters--
-                  return Effect.succeed<CancelResult>({ _tag: "Timeout" })
-                })
-            })
-          )
-          if (result._tag !== "Settled") {
-            return yield* ack(runId, deliveryId, trace, {
-              applied: false,
-              code: result._tag === "Timeout" ? "cancel_timeout" : "cancel_failed"
-            })
-          }
-          const s = result.settlement
-          if (Result.isFailure(s)) {
-            return yield* ack(runId, deliveryId, trace, {
-              applied: false,
-              code: s.failure._tag === "NoTurn" ? "run_inactive" : "cancel_outcome_unavailable"
-            })
-          }
-          // The receipt follows the Run's done (which closes the stream).
-          yield* Deferred.await(run.finished)
-          return yield* s.success.outcome === "cancelled"
-            ? ack(runId, deliveryId, trace, { applied: true, outcome: s.success.done })
-            : ack(runId, deliveryId, trace, { applied: false, code: "run_inactive" })
-        })
-        yield* FiberSet.run(background, waiter)
-      })
-
     const runs: RunsShape = {
       start: (spec) =>
         Effect.gen(function* () {
@@ -394,7 +282,6 @@ const makeRuns = Effect.gen(function* () {
           return Result.succeed(run)
         }),
       get: (runId) => Effect.sync(() => Option.fromNullishOr(table.get(runId))),
-      cancel,
       stopAll: FiberMap.clear(fibers),
       activeCount: Effect.sync(() => table.size),
       view: Effect.sync(() =>
