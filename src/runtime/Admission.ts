@@ -186,6 +186,9 @@ const makeAdmission = Effect.gen(function* () {
           if (!snapshot.capabilities.preparation) return yield* reply("unsupported_preparation")
           if (Option.isSome(validatePreparationConfiguration(payload.session_id, config))) return yield* reply("invalid_configuration")
           if (Option.isSome(missingCapability(snapshot, requiredCapabilities(config)))) return yield* reply("unsupported_configuration")
+          // No Environment binding check exists yet (the hosted-Environment work adds it): a kind declaring
+          // local_environment must not admit a configuration for any Environment, so a binding is refused.
+          if (config.local_environment !== undefined) return yield* reply("unsupported_configuration")
         }
         if (config.agent_state_key !== undefined && config.agent_state_key !== "") {
           const other = yield* executors.stateKeyOwner(config.agent_state_key, payload.session_id)

@@ -79,6 +79,10 @@ const makeDirectRuns = Effect.gen(function* () {
       if (Option.isSome(validateConfiguration(payload))) return yield* refuse(runId, "invalid configuration", trace)
       const missing = missingCapability(snapshot, requiredCapabilities(payload))
       if (Option.isSome(missing)) return yield* refuse(runId, `unsupported capability: ${missing.value}`, trace)
+      // No Environment binding check exists yet: a binding is refused even when the kind declares local_environment.
+      if (payload.local_environment !== undefined) {
+        return yield* refuse(runId, "an Environment binding cannot be checked by this daemon", trace)
+      }
 
       const acquire = Effect.gen(function* () {
         const reserved = yield* executors.reserve(yield* ids.executorId, {
