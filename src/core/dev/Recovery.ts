@@ -66,7 +66,7 @@ export const recoverUnfinishedTurns: Effect.Effect<
   for (const turn of unfinished) {
     const entries = (yield* turns.events(turn.turnId, 0)).filter((e) => e.attempt === turn.attempt)
     const facts = entries.flatMap((e) => Option.toArray(fromEntry(e)))
-    const resolution = Outcome.project([...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])
+    const resolution = Outcome.project(turn.runId, [...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])
     yield* sql`UPDATE turn_inputs SET status = 'unknown' WHERE turn_id = ${turn.turnId} AND status IN ('sending', 'written')`.pipe(
       storeFailed("recover_inputs")
     )

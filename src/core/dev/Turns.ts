@@ -623,6 +623,7 @@ const make = (options: TurnsOptions) =>
       const error = result.failure
       switch (error._tag) {
         case "CancelRejected":
+        case "CancelFailed":
           return { status: "rejected", delivery_id: deliveryId, error_code: error.code } satisfies CancelResult
         case "CancelUnconfirmed":
           return { status: "unconfirmed", delivery_id: deliveryId, reason: error.reason, error_code: error.code ?? null } satisfies CancelResult
