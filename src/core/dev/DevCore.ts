@@ -1,7 +1,8 @@
 /**
  * The standalone dev Core (docs/dev-core.md): one HTTP server (platform-node) carrying the gateway's machine
  * routes (`/api/v1/agent-daemon/…`) and the operator API (`/api/v1/operator/…`, OperatorApi.ts), over the
- * embedded store in a data directory.
+ * store: by default SQLite in the data directory, or PostgreSQL when `database` is given (docs/store.md,
+ * docs/multi-node.md).
  *
  * Start order: open and migrate the store, reconcile Turns a previous process left unfinished (Recovery.ts),
  * bind the server (port 0 picks a free port), derive the gateway's public URL from the bound address (unless
@@ -35,6 +36,11 @@ export interface DevCoreOptions {
   /** Listen port; 0 picks a free one (default 0). */
   readonly port?: number
   readonly dataDir: string
+  /**
+   * A PostgreSQL database URL (`postgres://…`): the store lives there instead of the data directory's
+   * SQLite file. Kept redacted; only `Store.describeLocation` (no password) is ever shown.
+   */
+  readonly database?: Redacted.Redacted<string>
   /** The operator API's bearer token (the "Core key"). */
   readonly operatorToken: Redacted.Redacted<string>
   /** Public base URL daemons are told to dial; default: the bound address. */
@@ -56,6 +62,8 @@ export class DevCore extends Context.Service<DevCore, {
   readonly url: string
   readonly port: number
   readonly dataDir: string
+  /** Where the store is, as it may be printed (a file path, or the database URL without its password). */
+  readonly store: string
   /** The URL daemons should use for `--core-url`. */
   readonly publicUrl: string
 }>()("agentwire/core/dev/DevCore") {}
@@ -74,7 +82,10 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
   const host = options.host ?? "127.0.0.1"
   const ids = options.ids ?? DevIds.layer
 
-  const store = Store.layerDataDir(options.dataDir).pipe(Layer.provideMerge(ids))
+  const location: Store.StoreLocation = options.database === undefined
+    ? { _tag: "sqlite", dataDir: options.dataDir }
+    : { _tag: "postgres", url: options.database }
+  const store = Store.layer(location).pipe(Layer.provideMerge(ids))
 
   const recovery = Layer.effectDiscard(recoverUnfinishedTurns)
 
@@ -116,7 +127,13 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
       const config = yield* GatewayConfig
       const url = HttpServer.formatAddress(s.address)
       const port = s.address._tag === "UnixPathAddress" ? 0 : s.address.port
-      return DevCore.of({ url, port, dataDir: options.dataDir, publicUrl: config.publicUrl })
+      return DevCore.of({
+        url,
+        port,
+        dataDir: options.dataDir,
+        store: Store.describeLocation(location),
+        publicUrl: config.publicUrl
+      })
     })
   )
 

@@ -28,6 +28,16 @@ export interface PgStoreOptions {
 /** Whether `value` names a PostgreSQL database (`postgres://` or `postgresql://`). */
 export const isDatabaseUrl = (value: string): boolean => /^postgres(ql)?:\/\//i.test(value.trim())
 
+/** Whether `url` carries a password (in the user info or a `password` query parameter). */
+export const hasPassword = (url: string): boolean => {
+  try {
+    const parsed = new URL(url.trim())
+    return parsed.password !== "" || parsed.searchParams.has("password")
+  } catch {
+    return false
+  }
+}
+
 /**
  * A description of a database URL that is safe to print: scheme, user, host, port and database only. The
  * password and every query parameter (which may carry `password=`) are dropped; a URL that does not parse
