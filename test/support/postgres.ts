@@ -80,3 +80,25 @@ export const withSchema = <A, E, R>(
     )
     return f(schema)
   }).pipe(Effect.provide(Reactivity.layer)))
+
+const adminRun = <A>(url: string, f: (admin: PgClient.PgClient) => Effect.Effect<A, unknown>): Promise<A> =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function* () {
+    const admin = yield* PgClient.make({ url: Redacted.make(url), maxConnections: 1 })
+    return yield* f(admin)
+  })).pipe(Effect.provide(Reactivity.layer)) as Effect.Effect<A>)
+
+/** Creates a fresh schema for a live test (processes outside the test's scope use it); drop it with `dropSchema`. */
+export const createSchema = (url: string): Promise<string> => {
+  const schema = freshSchemaName()
+  return adminRun(url, (admin) => Effect.as(admin.unsafe(`CREATE SCHEMA ${schema}`), schema))
+}
+
+/** Drops a schema made by `createSchema`, with everything in it. */
+export const dropSchema = (url: string, schema: string): Promise<void> =>
+  adminRun(url, (admin) => Effect.asVoid(admin.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))
+
+/** Runs one query in `schema` (live tests read what a Core process wrote). */
+export const queryIn = (url: string, schema: string, text: string): Promise<ReadonlyArray<Record<string, unknown>>> =>
+  adminRun(url, (admin) => admin.unsafe(`SET search_path TO ${schema}`).pipe(Effect.andThen(admin.unsafe(text)))) as Promise<
+    ReadonlyArray<Record<string, unknown>>
+  >
