@@ -38,9 +38,7 @@ const leaseCases = (sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>) => {
       yield* TestClock.setTime(1_000)
       const first = yield* a.claim("dev-1")
       assert.deepStrictEqual(first, { deviceId: "dev-1", nodeId: "node-a", nodeUrl: nodeA.nodeUrl, generation: 1, expiresAtMs: 16_000 })
-      const b = yield* Effect.provide(Effect.gen(function* () {
-        return yield* OwnerLeases
-      }), OwnerLeases.layer(nodeB))
+      const b = yield* Effect.provide(Effect.service(OwnerLeases), OwnerLeases.layer(nodeB))
       const second = yield* b.claim("dev-1")
       assert.deepStrictEqual([second.nodeId, second.generation], ["node-b", 2])
       assert.deepStrictEqual(yield* Effect.flip(a.renew(first)), new LeaseLost({ deviceId: "dev-1", generation: 1 }))
