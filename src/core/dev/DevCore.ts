@@ -4,9 +4,9 @@
  * store: by default SQLite in the data directory, or PostgreSQL when `database` is given (docs/store.md,
  * docs/multi-node.md).
  *
- * Start order: open and migrate the store, reconcile Turns a previous process left unfinished (Recovery.ts),
- * bind the server (port 0 picks a free port), derive the gateway's public URL from the bound address (unless
- * one is given), then serve. Stop order: end every Runtime connection (`gateway_shutdown`) so running Turns
+ * Start order: open and migrate the store, bind the server (port 0 picks a free port), derive the gateway's
+ * public URL from the bound address (unless one is given), reconcile Turns a previous process left
+ * unfinished (Recovery.ts; with PostgreSQL, only those no live node owns), then serve. Stop order: end every Runtime connection (`gateway_shutdown`) so running Turns
  * record their outcome, wait for that (bounded), close the server, close the store.
  *
  * The operator token never authenticates a machine route: those accept daemon credentials only, checked
@@ -15,6 +15,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, type Redacted } from "effect"
 import { HttpRouter, HttpServer, type HttpServerError } from "effect/http"
+import type { SqlClient } from "effect/sql"
 import { createServer } from "node:http"
 import { Gateway } from "../Gateway.js"
 import { GatewayConfig, type GatewayConfigInvalid } from "../GatewayConfig.js"
@@ -24,10 +25,13 @@ import { DevIds } from "./DevIds.js"
 import * as DeviceDirectory from "./DeviceDirectory.js"
 import * as Operator from "./Operator.js"
 import * as OperatorApi from "./OperatorApi.js"
+import { LeaseKeeper } from "./pg/LeaseKeeper.js"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
 import * as Store from "./Store.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
+import type { TurnStore } from "./TurnStore.js"
 import * as Turns from "./Turns.js"
 
 export interface DevCoreOptions {
@@ -41,6 +45,13 @@ export interface DevCoreOptions {
    * SQLite file. Kept redacted; only `Store.describeLocation` (no password) is ever shown.
    */
   readonly database?: Redacted.Redacted<string>
+  /**
+   * This node's id among several Core nodes on one database (default: its public URL, which other nodes
+   * and operators reach it at). Owner leases are kept only with a `database`.
+   */
+  readonly nodeId?: string
+  /** Owner lease TTL in milliseconds (default 15 s; renewed every third of it). */
+  readonly leaseTtlMs?: number
   /** The operator API's bearer token (the "Core key"). */
   readonly operatorToken: Redacted.Redacted<string>
   /** Public base URL daemons are told to dial; default: the bound address. */
@@ -87,8 +98,6 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     : { _tag: "postgres", url: options.database }
   const store = Store.layer(location).pipe(Layer.provideMerge(ids))
 
-  const recovery = Layer.effectDiscard(recoverUnfinishedTurns)
-
   const server = NodeHttpServer.layer(() => createServer(), {
     host,
     port: options.port ?? 0,
@@ -103,6 +112,24 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
         ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds })
       }))
   )
+
+  // Owner leases (docs/multi-node.md), with a PostgreSQL store only: the node is known once the server is
+  // bound. Recovery reads them (Turns a live node owns stay its own); the keeper claims and renews them for
+  // this node's connections; the device views report them (both find them in the context when present).
+  const ownerLeases = Layer.unwrap(
+    Effect.map(GatewayConfig, (config) =>
+      OwnerLeases.layer({
+        nodeId: options.nodeId ?? config.publicUrl,
+        nodeUrl: config.publicUrl,
+        ...(options.leaseTtlMs === undefined ? {} : { ttlMs: options.leaseTtlMs })
+      }))
+  )
+  const recovery: Layer.Layer<never, StoreFailed, TurnStore | SqlClient.SqlClient | GatewayConfig> = options.database === undefined
+    ? Layer.effectDiscard(recoverUnfinishedTurns)
+    : Layer.effectDiscard(recoverUnfinishedTurns).pipe(Layer.provideMerge(ownerLeases))
+  const leaseKeeper: Layer.Layer<never, never, Gateway | SqlClient.SqlClient | GatewayConfig> = options.database === undefined
+    ? Layer.empty
+    : LeaseKeeper.layer.pipe(Layer.provideMerge(ownerLeases))
 
   const gateway = Gateway.layer.pipe(
     Layer.provide(options.tap === undefined ? Layer.empty : FrameTap.layer(options.tap))
@@ -148,10 +175,11 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
 
   return Layer.mergeAll(devCore, serve, shutdownFirst).pipe(
     Layer.provideMerge(services),
+    Layer.provideMerge(leaseKeeper),
     Layer.provideMerge(gateway),
+    Layer.provideMerge(recovery),
     Layer.provideMerge(gatewayConfig),
     Layer.provideMerge(server),
-    Layer.provideMerge(recovery),
     Layer.provideMerge(store)
   )
 }
