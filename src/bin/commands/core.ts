@@ -5,13 +5,14 @@
  *
  *   agentwire core [--host 127.0.0.1] [--port 7400] [--data-dir DIR] [--database URL] [--public-url URL]
  *                  [--operator-token-file PATH] [--heartbeat-seconds N]
- *   agentwire core credential create --device-id ID [--data-dir DIR] [--database URL]   prints the credential once
- *   agentwire core credential revoke --device-id ID [--data-dir DIR] [--database URL]
+ *   agentwire core credential create|revoke …   (./credential.ts)
  *
- * `--database postgres://…` (else AGENTWIRE_CORE_DATABASE) keeps the store in PostgreSQL instead of the data
- * directory's SQLite file (docs/multi-node.md). The flag refuses a URL with a password (argv is visible to
- * every local user); the variable may carry one. Only the URL without its password is ever printed.
+ * `--database postgres://…` (else AGENTWIRE_CORE_DATABASE, which the credential commands also read) keeps the
+ * store in PostgreSQL instead of the data directory's SQLite file (docs/multi-node.md). The flag refuses a URL
+ * with a password (argv is visible to every local user); the variable may carry one. Only the URL without its
+ * password is ever printed.
  *
+ * One Core per data directory: a second one fails with exit code 2 before it touches the store (DataDirLock).
  * Port 0 picks a free port. The first stdout line is the chosen URL alone (`http://127.0.0.1:PORT`, for
  * scripts: `read -r url`); human-readable lines follow (`agentwire core listening on URL`, data directory,
  * operator token source, the daemon command).
@@ -19,18 +20,17 @@
  * `<data dir>/operator-token` (generated at first start, mode 0600). Only its file path is ever printed.
  * Exit codes: src/bin/Exit.ts (0 stopped by a signal after a clean shutdown, 2 usage/configuration).
  */
-import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted, Schema } from "effect"
+import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Os from "node:os"
 import { join } from "node:path"
 import * as DevCore from "../../core/dev/DevCore.js"
 import { DevIds } from "../../core/dev/DevIds.js"
-import { DeviceStore } from "../../core/dev/DeviceStore.js"
 import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import * as PgStore from "../../core/dev/pg/PgStore.js"
 import * as Store from "../../core/dev/Store.js"
-import { Ids } from "../../proto/index.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { makeCredentialCommand } from "./credential.js"
 
 export const CoreEnvVars = {
   dataDir: "AGENTWIRE_CORE_DATA_DIR",
@@ -49,6 +49,10 @@ const dataDirFlag = Flag.String("data-dir").pipe(
   Flag.withFallbackConfig(Config.String(CoreEnvVars.dataDir)),
   Flag.optional
 )
+
+const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
+
+const logger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
 
 const databaseFlag = Flag.String("database").pipe(
   Flag.withDescription(
@@ -77,34 +81,23 @@ const resolveDatabase = (flag: Option.Option<string>) =>
     return Option.some(Redacted.make(Redacted.value(fromEnv.value).trim()))
   })
 
-const locationOf = (dataDir: string, database: Option.Option<Redacted.Redacted<string>>): Store.StoreLocation =>
-  Option.isSome(database) ? { _tag: "postgres", url: database.value } : { _tag: "sqlite", dataDir }
-
-const deviceIdFlag = Flag.String("device-id").pipe(Flag.withDescription("The device the credential belongs to"))
-
-const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
-
-const logger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
-
-/** Opens the store (the data directory's, or `--database`) for one command (no server). */
+/** Opens the store (the data directory's, or AGENTWIRE_CORE_DATABASE's) for one command (no server). */
 const withStore = <A, E>(
   dataDir: string,
-  databaseFlag: Option.Option<string>,
   effect: Effect.Effect<A, E, Store.StoreServices>
 ): Effect.Effect<A, E | CommandFailed> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const location = locationOf(dataDir, yield* resolveDatabase(databaseFlag))
+      const database = yield* resolveDatabase(Option.none())
+      const location: Store.StoreLocation = Option.isSome(database)
+        ? { _tag: "postgres", url: database.value }
+        : { _tag: "sqlite", dataDir }
       const context = yield* Layer.build(Store.layer(location).pipe(Layer.provide(DevIds.layer))).pipe(
         Effect.mapError((e) => usage(e.message))
       )
       return yield* Effect.provideContext(effect, context)
     })
   )
-
-const isDeviceId = Schema.is(Ids.DeviceId)
-const checkDeviceId = (deviceId: string) =>
-  isDeviceId(deviceId) ? Effect.void : Effect.fail(usage("--device-id must be non-blank and at most 128 bytes"))
 
 /** Resolves the operator token: a file flag, the environment, or the data directory's (generated once). */
 export const resolveOperatorToken = (dataDir: string, tokenFile: Option.Option<string>) =>
@@ -127,49 +120,12 @@ export const resolveOperatorToken = (dataDir: string, tokenFile: Option.Option<s
 export const makeCoreCommand = (options: { readonly homeDir: string }) => {
   const dataDirOf = (flag: Option.Option<string>) => Option.getOrElse(flag, () => defaultDataDir(options.homeDir))
 
-  const create = Command.make(
-    "create",
-    { deviceId: deviceIdFlag, dataDir: dataDirFlag, database: databaseFlag },
-    (input) =>
-      Effect.gen(function* () {
-        yield* checkDeviceId(input.deviceId)
-        const credential = yield* withStore(
-          dataDirOf(input.dataDir),
-          input.database,
-          Effect.gen(function* () {
-            return yield* (yield* DeviceStore).issueCredential(input.deviceId)
-          })
-        ).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))))
-        // The one place this credential is ever shown: stdout, alone on its line.
-        yield* Console.log(Redacted.value(credential))
-      })
-  ).pipe(Command.withDescription("Create (or replace) a device's daemon credential; prints it once. Only its digest is stored."))
-
-  const revoke = Command.make(
-    "revoke",
-    { deviceId: deviceIdFlag, dataDir: dataDirFlag, database: databaseFlag },
-    (input) =>
-      Effect.gen(function* () {
-        const known = yield* withStore(
-          dataDirOf(input.dataDir),
-          input.database,
-          Effect.gen(function* () {
-            return yield* (yield* DeviceStore).revoke(input.deviceId)
-          })
-        ).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))))
-        if (!known) return yield* usage(`unknown device ${input.deviceId}`)
-        yield* Console.log(`revoked the credentials of device ${input.deviceId}`)
-      })
-  ).pipe(
-    Command.withDescription(
-      "Revoke a device's credentials (its next connection is refused). The operator API's revoke also closes a live connection."
-    )
-  )
-
-  const credential = Command.make("credential").pipe(
-    Command.withDescription("Manage daemon credentials in a data directory"),
-    Command.withSubcommands([create, revoke])
-  )
+  const credential = makeCredentialCommand({
+    dataDirFlag,
+    dataDirOf,
+    withStore,
+    operatorToken: (dataDir, tokenFile) => resolveOperatorToken(dataDir, tokenFile)
+  })
 
   return Command.make(
     "core",
@@ -208,7 +164,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
           operatorToken: token,
           ...(Option.isSome(input.publicUrl) ? { publicUrl: input.publicUrl.value } : {}),
           ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})
-        })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${e.message}`)))
+        })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${DevCore.startErrorMessage(e, input.host, input.port)}`)))
         const info = Context.get(context, DevCore.DevCore)
         // The URL alone first, so a script can read one line; the human text follows on lines of its own.
         yield* Console.log(info.url)
@@ -220,7 +176,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         return yield* Effect.never
       })).pipe(Effect.provide(logger))
   ).pipe(
-    Command.withDescription("Run the dev Core: machine routes and the operator API over an embedded store (or PostgreSQL)"),
+    Command.withDescription("Run the standalone dev Core: machine routes and the operator API over an embedded store"),
     Command.withSubcommands([credential])
   )
 }

@@ -7,17 +7,19 @@
  * file (`--credential-file` / AGENTWIRE_CREDENTIAL_FILE) or AGENTWIRE_CREDENTIAL, and never appears on a command
  * line, in a log line or in an error. Exit codes: src/bin/Exit.ts.
  */
-import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References, Schema } from "effect"
+import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
 import * as Os from "node:os"
 import { ProtocolVersion } from "../../proto/Version.js"
 import * as ControlServer from "../../runtime/control/ControlServer.js"
 import * as Daemon from "../../runtime/Daemon.js"
+import { harnessKindNames } from "../../runtime/harness/HarnessKinds.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
 import { StatusBoard } from "../../runtime/StatusBoard.js"
 import { Connector } from "../../runtime/transport/Connector.js"
 import { AgentwireVersion } from "../BuildInfo.js"
+import { DurationText } from "../Durations.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 
 const { env, EnvVars } = RuntimeConfig
@@ -57,8 +59,8 @@ export const daemonFlags = {
     Flag.optional
   ),
   idleExecutorTtl: Flag.String("idle-executor-ttl").pipe(
-    Flag.withSchema(Schema.DurationFromString),
-    Flag.withDescription(`Idle Executor expiry, e.g. "90 seconds" (default 10 minutes). Env: ${EnvVars.idleExecutorTtl}`),
+    Flag.withSchema(DurationText),
+    Flag.withDescription(`Idle Executor expiry, e.g. 90s, 10m or "90 seconds" (default 10m). Env: ${EnvVars.idleExecutorTtl}`),
     Flag.withFallbackConfig(env.idleExecutorTtl),
     Flag.optional
   ),
@@ -73,6 +75,12 @@ export const daemonFlags = {
     ),
     Flag.withFallbackConfig(env.scriptedDisable),
     Flag.optional
+  ),
+  harness: Flag.String("harness").pipe(
+    Flag.withDescription(
+      `Harness kind to run; repeatable (known: ${harnessKindNames.join(", ")}; default scripted). Env: ${EnvVars.harness} (comma-separated)`
+    ),
+    Flag.atLeast(0)
   ),
   scriptedUnavailable: Flag.Boolean("scripted-unavailable").pipe(
     Flag.withDescription(`Declare the scripted harness unavailable. Env: ${EnvVars.scriptedUnavailable}`),
@@ -100,6 +108,14 @@ export const resolveConfig = (
     const envLevel: Option.Option<LogLevel.LogLevel> = Option.isNone(envLevelText)
       ? Option.none()
       : RuntimeConfig.parseLogLevel(envLevelText.value)
+    // A repeatable flag has no config fallback of its own: no --harness means AGENTWIRE_HARNESS, if set.
+    const harness = input.harness.length > 0
+      ? input.harness
+      : Option.toArray(
+        yield* Config.option(env.harness).pipe(
+          Effect.mapError(() => new RuntimeConfig.DaemonConfigInvalid({ setting: EnvVars.harness, problem: "cannot be read" }))
+        )
+      )
     if (Option.isSome(envLevelText) && Option.isNone(envLevel)) {
       return yield* new RuntimeConfig.DaemonConfigInvalid({
         setting: EnvVars.logLevel,
@@ -118,7 +134,8 @@ export const resolveConfig = (
       logLevel: Option.orElse(flagLevel, () => envLevel),
       logFormat: input.logFormat,
       scriptedDisable: input.scriptedDisable,
-      scriptedUnavailable: input.scriptedUnavailable
+      scriptedUnavailable: input.scriptedUnavailable,
+      harness
     }, { homeDir })
   })
 
@@ -165,7 +182,8 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         maxActive: config.maxActive,
         maxIdleExecutors: config.maxIdleExecutors,
         idleExecutorTtl: config.idleExecutorTtl,
-        scripted: config.scripted
+        scripted: config.scripted,
+        kinds: config.harnessKinds
       })
     ).pipe(
       Layer.provideMerge(StatusBoard.layer({

@@ -45,7 +45,7 @@ describePostgres("agentwire core --database (end to end)", (url) => {
     assert.match(coreUrl, /^http:\/\/127\.0\.0\.1:\d+$/)
     assert.include(lines, `store: ${new URL(url).protocol}//${new URL(databaseUrl).username}:***@${new URL(url).host}${new URL(url).pathname}`)
 
-    const issue = run(["core", "credential", "create", "--device-id", "pg-dev", "--data-dir", dir], env)
+    const issue = run(["core", "credential", "create", "--device-id", "pg-dev", "--data-dir", dir, "--init"], env)
     assert.strictEqual(await issue.exited, 0)
     const credentialFile = join(dir, "pg-dev.cred")
     writeFileSync(credentialFile, issue.stdout.trim() + "\n", { mode: 0o600 })
@@ -74,7 +74,7 @@ describePostgres("agentwire core --database (end to end)", (url) => {
   }, 60_000)
 
   it("refuses a password in the --database flag without echoing it", async () => {
-    const refused = run(["core", "credential", "create", "--device-id", "x", "--data-dir", dir, "--database", databaseUrl])
+    const refused = run(["core", "--port", "0", "--data-dir", tempDir("agentwire-pg-refused-"), "--database", databaseUrl])
     assert.strictEqual(await refused.exited, 2)
     assert.include(refused.stderr, "--database must not carry a password")
     assert.notInclude(refused.stdout + refused.stderr, secret)

@@ -4,7 +4,7 @@
  * owner, and a Turn runs on the owning node with its records visible from the other. Real processes.
  */
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
-import { readFileSync, rmSync, writeFileSync } from "node:fs"
+import { rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { eventually, operator, type Proc, readSse, run, script, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { createSchema, describePostgres, dropSchema, testDatabaseUrl } from "../../support/postgres.js"
@@ -38,14 +38,15 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
   }, 30_000)
 
   it("moves the owner lease with the device's connection, and both nodes see the same owner and Turns", async () => {
-    // Both nodes share the operator token through one data directory (the store is in PostgreSQL).
-    const a = await startNode(dir, env)
-    const b = await startNode(dir, env)
-    const token = readFileSync(join(dir, "operator-token"), "utf8").trim()
+    // One data directory per node (each holds its lock); the store and the operator token are shared.
+    const token = "op-token-multinode-e2e"
+    const nodeEnv = { ...env, AGENTWIRE_OPERATOR_TOKEN: token }
+    const a = await startNode(join(dir, "a"), nodeEnv)
+    const b = await startNode(join(dir, "b"), nodeEnv)
     const apiA = operator(a.url, token)
     const apiB = operator(b.url, token)
 
-    const issue = run(["core", "credential", "create", "--device-id", "flap-1", "--data-dir", dir], env)
+    const issue = run(["core", "credential", "create", "--device-id", "flap-1", "--data-dir", join(dir, "c"), "--init"], env)
     assert.strictEqual(await issue.exited, 0)
     const credentialFile = join(dir, "flap-1.cred")
     writeFileSync(credentialFile, issue.stdout.trim() + "\n", { mode: 0o600 })
