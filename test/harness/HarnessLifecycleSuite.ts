@@ -133,8 +133,13 @@ export interface Started {
   readonly seen: Array<TurnEvent>
 }
 
+let sessionCounter = 0
+/** A fresh Core Session id (canonical UUID shape); every preparation of one test uses the same Session. */
+const nextSessionId = () => unsafeMake.sessionId(`00000000-0000-4000-8000-${String(++sessionCounter).padStart(12, "0")}`)
+let currentSession = nextSessionId()
+
 export const prepare = (harness: Harness, configuration: PromptRequestPayload) =>
-  harness.prepare({ executorId: nextExecutorId(), sessionId: undefined, configuration, declaration: harness.declaration })
+  harness.prepare({ executorId: nextExecutorId(), sessionId: currentSession, configuration, declaration: harness.declaration })
 
 export const start = (executor: Executor, input: MessageInput) =>
   Effect.gen(function* () {
@@ -177,6 +182,7 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
       `${sentence} [${name}]`,
       () =>
         Effect.gen(function* () {
+          currentSession = nextSessionId()
           const harness = yield* fixture.harness
           const capability = scenarioCapability[name]
           if (capability !== undefined && !harness.declaration.capabilities[capability]) {

@@ -33,6 +33,7 @@ export interface HarnessDeclaration {
   readonly kind: string
   readonly available: boolean
   readonly version?: string | undefined
+  readonly unavailableReason?: string | undefined
   readonly capabilities: AgentKindCapabilities
 }
 
