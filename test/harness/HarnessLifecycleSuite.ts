@@ -393,6 +393,7 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         yield* Fiber.interrupt(fiber)
         yield* Scope.close(scope, Exit.void)
         const spawned = (yield* fixture.spawnedPids).filter((pid) => !before.has(pid))
+        if (fixture.nature === "real") assert.isTrue(spawned.length > 0, "the preparation was interrupted after a spawn")
         for (const pid of spawned) assert.isFalse(alive(pid), `pid ${pid} gone after the interrupted preparation`)
       }))
   })
