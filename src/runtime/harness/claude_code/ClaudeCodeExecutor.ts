@@ -19,7 +19,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { randomUUID } from "node:crypto"
 import type { PromptRequestPayload } from "../../../proto/Execution.js"
-import type { RunId } from "../../../proto/Ids.js"
+import { type RunId, unsafeMake } from "../../../proto/Ids.js"
 import type { MessageInput } from "../../../proto/MessageInput.js"
 import {
   CloseFailed,
@@ -32,7 +32,7 @@ import {
   type TurnSink
 } from "../Harness.js"
 import { spawn } from "../process/NativeProcess.js"
-import { type ClaudeCodeTurn, interactionIdFrom, makeTurn } from "./ClaudeCodeTurn.js"
+import { type ClaudeCodeTurn, makeTurn } from "./ClaudeCodeTurn.js"
 import { childEnv, type ClaudeCodeSettings, requiredNativeCapabilities } from "./ClaudeCodeSettings.js"
 import { controlRequest, decodeLine, hasImages, type Json, type NativeMessage } from "./StreamJson.js"
 
@@ -251,7 +251,7 @@ export const prepareExecutor = (
             Effect.mapError((e) => new NativeFailed({ operation: "cancel", reason: e.reason }))
           ),
           uuid: Effect.sync(randomUUID),
-          interactionId: (prefix) => interactionIdFrom(prefix, ++state.interactions),
+          interactionId: (prefix) => unsafeMake.interactionId(`${prefix}_${++state.interactions}`),
           sessionId: () => state.sessionId,
           observeMessages: config.observe_messages === true,
           observeTools: config.observe_tool_observations === true,

@@ -12,13 +12,12 @@
  *   no result, no usage. Never a process-cumulative counter.
  * - Errors: a `result` with `is_error` is an `error` event classified by ErrorTable, unless our own interrupt
  *   caused it (then it is the cancellation).
- * The native callbacks are bound to this Turn object, so a late event can never reach a successor Turn: the
- * Executor routes messages only to its current Turn, and a settled Turn is no longer current.
+ * The Executor routes native messages only to its current Turn; a settled Turn is no longer current, so a late
+ * event can never reach a successor.
  */
 import { Deferred, Effect } from "effect"
 import type { InteractionId } from "../../../proto/Ids.js"
-import { unsafeMake } from "../../../proto/Ids.js"
-import type { DonePayload, ToolObservation, Usage } from "../../../proto/RunEvents.js"
+import type { DonePayload, Usage } from "../../../proto/RunEvents.js"
 import {
   NativeFailed,
   NativeRejected,
@@ -37,6 +36,9 @@ import {
 } from "../Harness.js"
 import { errorPayload } from "./ErrorTable.js"
 import { type ContentBlock, controlSuccess, type Json, type NativeMessage, userMessageLine } from "./StreamJson.js"
+import { makeInputLedger } from "./InputLedger.js"
+import { makeMessageStream } from "./MessageStream.js"
+import { askPayload, observation } from "./ToolTranslation.js"
 import { addUsage, emptyUsage, type RunUsage, toUsage } from "./Usage.js"
 
 /** What the Executor lends a Turn. */
@@ -52,9 +54,6 @@ export interface TurnHost {
   /** Called once when the Turn settles; the Executor stops routing to it. */
   readonly ended: (reusable: boolean) => Effect.Effect<void>
 }
-
-/** At most this many user messages per Run (the native ledger's bound). */
-export const maxRunInputs = 64
 
 interface PendingInteraction {
   readonly nativeRequestId: string
@@ -77,20 +76,15 @@ export interface ClaudeCodeTurn {
 export const makeTurn = (host: TurnHost, sink: TurnSink) =>
   Effect.gen(function* () {
     const settled = yield* Deferred.make<Settlement, SettlementUnconfirmed>()
-    const uuids = new Set<string>()
-    const consumed = new Set<string>()
-    const finished = new Set<string>()
-    const cancelledUuids = new Set<string>()
-    const acceptWaiters = new Map<string, Deferred.Deferred<void, SteerError>>()
+    const ledger = makeInputLedger()
+    const stream = makeMessageStream(sink, host.observeMessages, () => state.assistantError !== undefined)
     const permissions = new Map<InteractionId, PendingInteraction>()
     const asks = new Map<InteractionId, PendingInteraction>()
     const toolNames = new Map<string, string>()
     const toolResults = new Map<string, Deferred.Deferred<void, NativeFailed>>()
     const state = {
-      content: "",
       usage: emptyUsage as RunUsage,
       usageSeen: false,
-      message: undefined as { id: string; opened: boolean; text: string; aborted: boolean } | undefined,
       assistantError: undefined as string | undefined,
       cancelRequested: false,
       reusable: true,
@@ -101,7 +95,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
     const snapshot = (): DonePayload => {
       const session = host.sessionId()
       return {
-        content: state.content,
+        content: stream.content(),
         ...(state.usageSeen ? { usage: toUsage(state.usage) } : {}),
         ...(session === undefined ? {} : { metadata: { agent_session_id: session, agent_session_type: "claude_code" } })
       }
@@ -111,9 +105,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
       Effect.gen(function* () {
         if (state.ended) return
         state.ended = true
-        const rejected = new NativeRejected({ operation: "steer", reason: "the turn ended before the input was consumed" })
-        for (const waiter of acceptWaiters.values()) yield* Deferred.fail(waiter, rejected)
-        acceptWaiters.clear()
+        yield* ledger.rejectOpen
         const unapplied = new NativeFailed({ operation: "decision", reason: "the turn ended before the decision was applied" })
         for (const waiter of toolResults.values()) yield* Deferred.fail(waiter, unapplied)
         toolResults.clear()
@@ -134,29 +126,10 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
       })
 
     const checkSettled = Effect.suspend(() => {
-      if (state.ended || uuids.size === 0 || finished.size < uuids.size) return Effect.void
-      const cancelled = state.cancelRequested && cancelledUuids.size > 0
+      if (state.ended || !ledger.allFinished()) return Effect.void
+      const cancelled = state.cancelRequested && ledger.anyCancelled()
       return end(cancelled ? "cancelled" : "completed")
     })
-
-    const markConsumed = (list: ReadonlyArray<string>) =>
-      Effect.forEach(list, (uuid) => {
-        if (!uuids.has(uuid) || consumed.has(uuid)) return Effect.void
-        consumed.add(uuid)
-        const waiter = acceptWaiters.get(uuid)
-        acceptWaiters.delete(uuid)
-        return waiter === undefined ? Effect.void : Deferred.succeed(waiter, undefined)
-      }, { discard: true })
-
-    const observation = (name: string, input: Json | undefined, status: ToolObservation["status"]): ToolObservation => {
-      if (name === "Bash") {
-        const command = typeof input?.command === "string" ? input.command : undefined
-        return { kind: "command", status, name, ...(command === undefined ? {} : { command }) }
-      }
-      const mcp = /^mcp__([^_]+(?:_[^_]+)*)__(.+)$/.exec(name)
-      if (mcp !== null) return { kind: "mcp", status, server: mcp[1]!, name: mcp[2]!, ...(input === undefined ? {} : { arguments: input }) }
-      return { kind: "function", status, name, ...(input === undefined ? {} : { arguments: input }) }
-    }
 
     const toolUse = (block: ContentBlock) =>
       Effect.suspend(() => {
@@ -197,101 +170,24 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
         if (waiter !== undefined) yield* Deferred.succeed(waiter, undefined)
       })
 
-    const streamEvent = (event: { readonly [key: string]: unknown }) =>
-      Effect.gen(function* () {
-        switch (event.type) {
-          case "message_start": {
-            const message = event.message as { readonly id?: unknown } | undefined
-            state.message = { id: typeof message?.id === "string" ? message.id : "", opened: false, text: "", aborted: false }
-            return
-          }
-          case "content_block_delta": {
-            const delta = event.delta as { readonly type?: unknown; readonly text?: unknown; readonly thinking?: unknown } | undefined
-            if (delta?.type === "text_delta" && typeof delta.text === "string") {
-              const message = state.message
-              state.content += delta.text
-              if (host.observeMessages && message !== undefined && message.id !== "") {
-                if (!message.opened) {
-                  message.opened = true
-                  yield* sink.emit({ type: "output_message", payload: { id: message.id, status: "in_progress" } })
-                }
-                message.text += delta.text
-                yield* sink.emit({ type: "delta", delta: delta.text, item_id: message.id })
-              } else {
-                yield* sink.emit({ type: "delta", delta: delta.text })
-              }
-            } else if (delta?.type === "thinking_delta" && typeof delta.thinking === "string") {
-              yield* sink.emit({ type: "thinking", text: delta.thinking })
-            }
-            return
-          }
-          case "message_stop": {
-            const message = state.message
-            state.message = undefined
-            // A message left open by an interrupt or an error stays open (no synthetic completion).
-            if (message !== undefined && message.opened && !message.aborted && state.assistantError === undefined) {
-              yield* sink.emit({ type: "output_message", payload: { id: message.id, status: "completed", text: message.text } })
-            }
-            return
-          }
-        }
-      })
-
-    const askPayload = (id: InteractionId, input: Json, toolUseId: string | undefined) => {
-      const raw = Array.isArray(input.questions) ? input.questions : []
-      const questions = raw.flatMap((q: unknown, i) => {
-        if (typeof q !== "object" || q === null) return []
-        const o = q as { readonly [key: string]: unknown }
-        if (typeof o.question !== "string") return []
-        const options = (Array.isArray(o.options) ? o.options : []).flatMap((opt: unknown) => {
-          const v = opt as { readonly label?: unknown; readonly description?: unknown } | null
-          return v !== null && typeof v === "object" && typeof v.label === "string"
-            ? [{ label: v.label, ...(typeof v.description === "string" ? { description: v.description } : {}) }]
-            : []
-        })
-        return [{
-          id: `q${i}`,
-          question: o.question,
-          ...(typeof o.header === "string" ? { header: o.header } : {}),
-          multi_select: o.multiSelect === true,
-          is_other: true, // Claude always accepts a free-text answer
-          options
-        }]
-      })
-      return { questions, payload: { ask_id: id, questions, ...(toolUseId === undefined ? {} : { tool_use_id: toolUseId }) } }
-    }
-
     const onMessage = (message: NativeMessage): Effect.Effect<void> =>
       Effect.gen(function* () {
         if (state.ended) return
         switch (message.type) {
           case "command_lifecycle": {
-            if (!uuids.has(message.uuid)) return
-            if (message.state === "started" || message.state === "completed") yield* markConsumed([message.uuid])
-            if (message.state === "cancelled") {
-              cancelledUuids.add(message.uuid)
-              const waiter = acceptWaiters.get(message.uuid)
-              acceptWaiters.delete(message.uuid)
-              if (waiter !== undefined && !consumed.has(message.uuid)) {
-                yield* Deferred.fail(waiter, new NativeRejected({ operation: "steer", reason: "cancelled natively before consumption" }))
-              }
-            }
-            if (message.state === "completed" || message.state === "cancelled") {
-              finished.add(message.uuid)
-              yield* checkSettled
-            }
-            return
+            yield* ledger.lifecycle(message.uuid, message.state)
+            return yield* checkSettled
           }
           case "init":
           case "status":
-            return yield* markConsumed(message.consumed)
+            return yield* ledger.markConsumed(message.consumed)
           case "stream_event":
-            yield* markConsumed(message.consumed)
-            return yield* streamEvent(message.event)
+            yield* ledger.markConsumed(message.consumed)
+            return yield* stream.onEvent(message.event)
           case "assistant": {
-            yield* markConsumed(message.consumed)
+            yield* ledger.markConsumed(message.consumed)
             if (message.error !== undefined) state.assistantError = message.error
-            if (message.aborted && state.message !== undefined && state.message.id === message.messageId) state.message.aborted = true
+            if (message.aborted) stream.aborted(message.messageId)
             for (const block of message.content) if (block.type === "tool_use") yield* toolUse(block)
             return
           }
@@ -330,7 +226,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
             return
           }
           case "result": {
-            yield* markConsumed(message.consumed)
+            yield* ledger.markConsumed(message.consumed)
             if (message.usageSinceLast !== undefined) {
               state.usage = addUsage(state.usage, message.usageSinceLast)
               state.usageSeen = true
@@ -360,7 +256,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
       Effect.gen(function* () {
         for (const message of input) {
           const uuid = yield* host.uuid
-          uuids.add(uuid)
+          ledger.add(uuid)
           const written = yield* Effect.exit(host.write(userMessageLine(uuid, message.content)))
           if (written._tag === "Failure") {
             state.reason = "stdin write failed"
@@ -372,15 +268,14 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
     const steerWithReceipt = (input: SteerInput, written: Effect.Effect<void>): Effect.Effect<void, SteerError> =>
       Effect.gen(function* () {
         if (state.ended) return yield* new NativeRejected({ operation: "steer", reason: "no active turn" })
-        if (uuids.size + input.input.length > maxRunInputs) {
+        if (!ledger.room(input.input.length)) {
           return yield* new NativeRejected({ operation: "steer", reason: "too many inputs for one turn" })
         }
         const waiters: Array<Deferred.Deferred<void, SteerError>> = []
         for (const message of input.input) {
           const uuid = yield* host.uuid
           const waiter = yield* Deferred.make<void, SteerError>()
-          uuids.add(uuid)
-          acceptWaiters.set(uuid, waiter)
+          ledger.add(uuid, waiter)
           waiters.push(waiter)
           yield* host.write(userMessageLine(uuid, message.content))
         }
@@ -455,7 +350,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
       onInterruptReceipt: (stillQueued) =>
         Effect.sync(() => {
           // Queued input that survives our interrupt would run later: the native owner is not reusable.
-          if (stillQueued.some((u) => uuids.has(u))) {
+          if (stillQueued.some(ledger.has)) {
             state.reusable = false
             state.reason = "queued input survived the interrupt"
           }
@@ -464,5 +359,3 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
     }
     return result
   })
-
-export const interactionIdFrom = (prefix: string, n: number) => unsafeMake.interactionId(`${prefix}_${n}`)
