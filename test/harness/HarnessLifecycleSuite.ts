@@ -26,6 +26,7 @@ import type { EngineFailureCode } from "../../src/proto/ErrorCodes.js"
 import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import type { MessageInput } from "../../src/proto/MessageInput.js"
+import { processStat } from "../../src/runtime/harness/process/NativeProcess.js"
 import type {
   Executor,
   HarnessDeclaration,
@@ -160,13 +161,15 @@ export const nextMatching = <T extends TurnEvent["type"]>(started: Started, type
     }
   })
 
+/** Running: a zombie waiting for a reaper runs nothing and counts as gone. */
 const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
-    return true
   } catch {
     return false
   }
+  const state = processStat(pid)?.state
+  return state !== "Z" && state !== "X"
 }
 
 const text = (s: Started) => s.seen.flatMap((e) => (e.type === "delta" ? [e.delta] : [])).join("")

@@ -5,15 +5,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Queue, Scope } from "effect"
-import { spawn } from "../../src/runtime/harness/process/NativeProcess.js"
+import { processStat, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
 
+/** Running (a zombie waiting for a reaper runs nothing and counts as gone). */
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0)
-    return true
   } catch {
     return false
   }
+  const state = processStat(pid)?.state
+  return state !== "Z" && state !== "X"
 }
 const sh = (script: string) => ({ command: "/bin/sh", args: ["-c", script], cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, grace: "300 millis" as const })
 

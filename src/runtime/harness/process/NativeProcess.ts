@@ -14,6 +14,7 @@
  */
 import { Cause, Data, Deferred, Duration, Effect, Option, Queue, Scope } from "effect"
 import { spawn as nodeSpawn } from "node:child_process"
+import { readdirSync, readFileSync } from "node:fs"
 
 export interface ProcessSpec {
   readonly command: string
@@ -57,13 +58,39 @@ export interface NativeProcess {
 
 const stderrTailBytes = 4096
 
-/** Is any process of group `pgid` still alive? */
-const groupAlive = (pgid: number): boolean => {
+/**
+ * Is any process of group `pgid` still running? A zombie (exited, not yet reaped by its new parent) counts as
+ * gone: it runs nothing and holds no resource but its table entry. On Linux the group's members are read from
+ * `/proc`; elsewhere any member, zombie or not, counts.
+ */
+export const groupAlive = (pgid: number): boolean => {
   try {
     process.kill(-pgid, 0)
-    return true
   } catch {
     return false
+  }
+  let entries: Array<string>
+  try {
+    entries = readdirSync("/proc")
+  } catch {
+    return true
+  }
+  return entries.some((entry) => {
+    if (!/^\d+$/.test(entry)) return false
+    const stat = processStat(Number(entry))
+    return stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X"
+  })
+}
+
+/** State and process group of a pid from `/proc/<pid>/stat` (Linux), if readable. */
+export const processStat = (pid: number): { readonly state: string; readonly pgrp: number } | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // "pid (comm) state ppid pgrp …": comm may contain spaces and parentheses, so split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return { state: fields[0]!, pgrp: Number(fields[2]) }
+  } catch {
+    return undefined
   }
 }
 
