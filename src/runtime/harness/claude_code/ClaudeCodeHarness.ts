@@ -10,7 +10,7 @@ import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
 import type { HarnessDeclaration, PrepareFailed, PrepareRequest } from "../Harness.js"
 import { PrepareFailed as PrepareFailedError } from "../Harness.js"
 import { type ClaudeCodeExecutor, prepareExecutor } from "./ClaudeCodeExecutor.js"
-import { ClaudeCodeKind, type ClaudeCodeSettings, discover } from "./ClaudeCodeSettings.js"
+import { ClaudeCodeKind, type ClaudeCodeSettings, type Discovery, discover } from "./ClaudeCodeSettings.js"
 
 /**
  * One explicit decision per field. `true` only where a real-binary test proves it; see the capability table in
@@ -57,9 +57,13 @@ export interface ClaudeCodeHarness {
 }
 
 /** The kind's constructor: discovery once (at daemon start), then preparations. */
-export const makeClaudeCodeHarness = (settings: ClaudeCodeSettings): Effect.Effect<ClaudeCodeHarness, never, Scope.Scope> =>
+export const makeClaudeCodeHarness = (
+  settings: ClaudeCodeSettings | undefined
+): Effect.Effect<ClaudeCodeHarness, never, Scope.Scope> =>
   Effect.gen(function* () {
-    const found = yield* discover(settings)
+    const found: Discovery = settings === undefined
+      ? { _tag: "Unavailable", reason: "claude_code is not configured in this daemon" }
+      : yield* discover(settings)
     const declaration: HarnessDeclaration = found._tag === "Available"
       ? { kind: ClaudeCodeKind, available: true, version: found.version, capabilities: claudeCodeCapabilities }
       : {
@@ -73,8 +77,8 @@ export const makeClaudeCodeHarness = (settings: ClaudeCodeSettings): Effect.Effe
       yield* Effect.logWarning("claude_code harness unavailable").pipe(Effect.annotateLogs({ reason: found.reason }))
     }
     const prepare = (request: PrepareRequest) =>
-      found._tag === "Available"
+      found._tag === "Available" && settings !== undefined
         ? prepareExecutor(settings, found.binary, request)
-        : Effect.fail(new PrepareFailedError({ reason: `claude_code is unavailable: ${found.reason}` }))
+        : Effect.fail(new PrepareFailedError({ reason: "claude_code is unavailable" }))
     return { declaration, prepare }
   })
