@@ -35,7 +35,8 @@ export const EnvVars = {
   scriptedUnavailable: "AGENTWIRE_SCRIPTED_UNAVAILABLE",
   harness: "AGENTWIRE_HARNESS",
   codexPath: "AGENTWIRE_CODEX_PATH",
-  codexConfig: "AGENTWIRE_CODEX_CONFIG"
+  codexConfig: "AGENTWIRE_CODEX_CONFIG",
+  claudeCodePath: "AGENTWIRE_CLAUDE_CODE_PATH"
 } as const
 
 export const LogFormat = Schema.Literals(["text", "json"])
@@ -60,7 +61,9 @@ export const env = {
   harness: Config.String(EnvVars.harness),
   codexPath: Config.String(EnvVars.codexPath),
   /** One `KEY=VALUE` per line (the `codex` kind's `-c` overrides). */
-  codexConfig: Config.String(EnvVars.codexConfig)
+  codexConfig: Config.String(EnvVars.codexConfig),
+  /** The Claude Code binary of the `claude_code` kind. */
+  claudeCodePath: Config.String(EnvVars.claudeCodePath)
 } as const
 
 /** `--log-level` names (case-insensitive): all, trace, debug, info, warn (warning), error, fatal, none. */
@@ -125,6 +128,8 @@ export interface DaemonConfig {
   readonly harnessKinds: ReadonlyArray<HarnessKindName>
   /** The `codex` kind's binary (`--codex-path`; absent: `codex` on PATH, else the pinned package) and overrides. */
   readonly codex: { readonly path: string | undefined; readonly config: ReadonlyArray<string> }
+  /** `--claude-code-path` / AGENTWIRE_CLAUDE_CODE_PATH (absent: the default search, docs/harness-claude-code.md). */
+  readonly claudeCodePath: Option.Option<string>
 }
 
 /** The daemon's settings as a service (process-level). */
@@ -286,6 +291,7 @@ export interface DaemonInput {
   readonly codexPath?: Option.Option<string> | undefined
   /** `--codex-config` values, else the lines of `AGENTWIRE_CODEX_CONFIG`. */
   readonly codexConfig?: ReadonlyArray<string> | undefined
+  readonly claudeCodePath?: Option.Option<string> | undefined
 }
 
 /** Reads the environment-only inputs (the credential has no flag: it never goes on a command line). */
@@ -400,6 +406,7 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
     codex: {
       path: Option.getOrUndefined(input.codexPath ?? Option.none()),
       config: (input.codexConfig ?? []).map((line) => line.trim()).filter((line) => line !== "")
-    }
+    },
+    claudeCodePath: input.claudeCodePath ?? Option.none()
   } satisfies DaemonConfig
 })

@@ -13,6 +13,7 @@ import * as Os from "node:os"
 import { ProtocolVersion } from "../../proto/Version.js"
 import * as ControlServer from "../../runtime/control/ControlServer.js"
 import * as Daemon from "../../runtime/Daemon.js"
+import { settingsFromEnv } from "../../runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { harnessKindNames } from "../../runtime/harness/HarnessKinds.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
@@ -74,6 +75,11 @@ export const daemonFlags = {
       `Comma-separated capability names the scripted harness also declares unsupported (e.g. steering,permissions). Env: ${EnvVars.scriptedDisable}`
     ),
     Flag.withFallbackConfig(env.scriptedDisable),
+    Flag.optional
+  ),
+  claudeCodePath: Flag.String("claude-code-path").pipe(
+    Flag.withDescription(`Claude Code binary of the claude_code kind (default: the Agent SDK's, the @anthropic-ai/claude-code package's, or claude on PATH). Env: ${EnvVars.claudeCodePath}`),
+    Flag.withFallbackConfig(env.claudeCodePath),
     Flag.optional
   ),
   harness: Flag.String("harness").pipe(
@@ -158,7 +164,8 @@ export const resolveConfig = (
       scriptedUnavailable: input.scriptedUnavailable,
       harness,
       codexPath: input.codexPath,
-      codexConfig
+      codexConfig,
+      claudeCodePath: input.claudeCodePath
     }, { homeDir })
   })
 
@@ -208,7 +215,11 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         scripted: config.scripted,
         kinds: config.harnessKinds,
         // The daemon's environment reaches Codex (for the provider's env_key); the adapter drops AGENTWIRE_*.
-        codex: { ...config.codex, env: process.env, profileDir: config.profileDir }
+        codex: { ...config.codex, env: process.env, profileDir: config.profileDir },
+        // Model endpoint and key come from the daemon's environment, held Redacted from here on.
+        ...(config.harnessKinds.includes("claude_code")
+          ? { claudeCode: settingsFromEnv(process.env, { profileDir: config.profileDir, binaryPath: config.claudeCodePath }) }
+          : {})
       })
     ).pipe(
       Layer.provideMerge(StatusBoard.layer({

@@ -5,8 +5,9 @@
  * never returned by the API, logged or shown in the live view.
  *
  * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows two: the
- * `scripted` harness, which qualifies every public feature and declares both controls, and `codex` (function
- * tools only, no control). Any other kind gets
+ * `scripted` harness, which qualifies every public feature and declares both controls, `codex` (function
+ * tools only, no control) and `claude_code`, which qualifies exactly what its declaration supports (no public
+ * feature, no control: docs/harness-claude-code.md). Any other kind gets
  * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
  * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
  */
@@ -46,15 +47,23 @@ export const CreateSessionRequest = Schema.Struct({
 export type CreateSessionRequest = typeof CreateSessionRequest.Type
 
 /**
+ * `claude_code` declares none of the public features (`structured_output`, `multi_agent`'s sub-agent
+ * observations, `tool_search`, function tools, images, HTTP MCP) and neither control (`web_search_control`,
+ * `text_verbosity`), so its profile qualifies nothing.
+ */
+const claudeCodeProfile: EngineProfile = { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
+
+/**
  * The engine profiles the dev Core knows. `codex` qualifies exactly what the Codex adapter's declaration
- * supports among the public features (function tools); it has neither engine control (web search stays
- * disabled, verbosity medium).
+ * supports among the public features (function tools); it has neither engine control.
  */
 export const engineProfileFor = (agentKind: string): EngineProfile =>
   agentKind === "scripted"
     ? { controls: { web_search: true, text_verbosity: true }, qualifies: new Set(publicFeatures) }
     : agentKind === "codex"
     ? { controls: { web_search: false, text_verbosity: false }, qualifies: new Set(["function_tools"]) }
+    : agentKind === "claude_code"
+    ? claudeCodeProfile
     : { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
 
 /** The admission table's view of a stored configuration. */

@@ -6,6 +6,8 @@
  * `HarnessSettings`); nothing else in the daemon changes.
  */
 import { type CodexSettings, makeCodexHarness, unconfiguredCodexHarness } from "./codex/CodexHarness.js"
+import { makeClaudeCodeHarness } from "./claude_code/ClaudeCodeHarness.js"
+import type { ClaudeCodeSettings } from "./claude_code/ClaudeCodeSettings.js"
 import type { HarnessConstructor } from "./Harness.js"
 import { makeScriptedHarness, type ScriptedOptions } from "./scripted/ScriptedHarness.js"
 import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
@@ -14,6 +16,8 @@ import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
 export interface HarnessSettings {
   readonly scripted?: ScriptedOptions | undefined
   readonly codex?: CodexSettings | undefined
+  /** Absent: `claude_code` registers as unavailable ("not configured"). */
+  readonly claudeCode?: ClaudeCodeSettings | undefined
 }
 
 /** Process services a constructor may use (built before the registry). */
@@ -22,7 +26,8 @@ export type HarnessServices = ScriptedSignals
 /** Kind name → constructor. Append new kinds here. */
 export const harnessKinds = {
   scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {}),
-  codex: (settings: HarnessSettings) => (settings.codex === undefined ? unconfiguredCodexHarness : makeCodexHarness(settings.codex))
+  codex: (settings: HarnessSettings) => (settings.codex === undefined ? unconfiguredCodexHarness : makeCodexHarness(settings.codex)),
+  claude_code: (settings: HarnessSettings) => makeClaudeCodeHarness(settings.claudeCode)
 } as const satisfies Record<string, (settings: HarnessSettings) => HarnessConstructor<HarnessServices>>
 
 export type HarnessKindName = keyof typeof harnessKinds

@@ -113,7 +113,7 @@ describe("RuntimeConfig.parseHarnessKinds", () => {
       const error = yield* Effect.flip(resolve({ harness: ["scripted,nope"] }))
       assert.deepStrictEqual(
         error,
-        new DaemonConfigInvalid({ setting: "--harness / AGENTWIRE_HARNESS", problem: `unknown harness kind "nope" (known: scripted, codex)` })
+        new DaemonConfigInvalid({ setting: "--harness / AGENTWIRE_HARNESS", problem: `unknown harness kind "nope" (known: scripted, codex, claude_code)` })
       )
     }))
 })
@@ -135,7 +135,8 @@ describe("RuntimeConfig.resolve", () => {
         logFormat: "text",
         scripted: { disabledCapabilities: [], available: true },
         harnessKinds: ["scripted"],
-        codex: { path: undefined, config: [] }
+        codex: { path: undefined, config: [] },
+        claudeCodePath: Option.none()
       } as never)
     }))
 
