@@ -169,6 +169,13 @@ class Raw implements RawEnvelope {
   }
 }
 
+/**
+ * A binary WebSocket frame: the protocol carries one envelope per *text* frame, so both sides refuse a binary
+ * frame as `not_json` without decoding it.
+ */
+export const refuseBinaryFrame = (frame: Uint8Array): Result.Result<never, InvalidFrame> =>
+  Result.fail(new InvalidFrame({ code: "not_json", bytes: frame.byteLength }))
+
 /** True when an id may appear in an error, a log line or a reply (at most 128 bytes). */
 export const isEchoableId = (id: string | undefined): id is string =>
   id !== undefined && fitsUtf8Bytes(id, MaxCorrelationIdBytes)
