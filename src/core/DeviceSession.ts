@@ -417,13 +417,14 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
       }
       // Bounded logging, and a close past the threshold (transport/internal/invalidFrames.ts).
       const verdict = invalidFrameBudget.admit(error.code, clock.currentTimeMillisUnsafe())
-      if (verdict.close) terminate("invalid_frame", 1008)
-      return logVerdict(
+      const logged = logVerdict(
         verdict,
         Effect.logWarning(
           observerFailed ? "invalid frame: its observer failed with invalid_frame" : "invalid frame dropped"
         ).pipe(Effect.annotateLogs(annotations))
       )
+      // Logged before the close, which ends this read loop.
+      return verdict.close ? Effect.andThen(logged, Effect.sync(() => void terminate("invalid_frame", 1008))) : logged
     }
 
     const handleFrame = (frame: string | Uint8Array): Effect.Effect<void> | undefined => {
