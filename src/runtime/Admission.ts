@@ -44,7 +44,7 @@ import type {
   ExecutionStartPayload,
   PreparationStatusPayload
 } from "../proto/Preparation.js"
-import { type ExecutorEntry, type Executors, residueExecutor } from "./Executors.js"
+import type { ExecutorEntry, Executors } from "./Executors.js"
 import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
 import { missingCapability } from "./harness/Harness.js"
 import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
@@ -230,20 +230,22 @@ export const make = (deps: AdmissionDeps) =>
       Effect.gen(function* () {
         const harness = record.harness
         if (!record.readOnly && harness !== undefined) {
+          // Runs in the Executor's own scope; an interruption here (release, shutdown) leaves whatever the
+          // adapter created owned by that scope, which the close below closes.
           const prepared = yield* Effect.result(
-            harness.prepare({ executorId: record.entry.id, sessionId, configuration: record.configuration, declaration: record.snapshot })
+            executors.prepare(record.entry, harness, {
+              executorId: record.entry.id,
+              sessionId,
+              configuration: record.configuration,
+              declaration: record.snapshot
+            })
           )
           if (prepared._tag === "Failure") {
-            const residue = prepared.failure.residue
-            if (residue !== undefined) {
-              record.entry.native = residueExecutor(residue)
-            }
             yield* Effect.logWarning("preparation failed").pipe(Effect.annotateLogs({ handle: record.handle }))
             yield* executors.close(record.entry)
             yield* locked(record, publish(record, "failed", { error_code: "preparation_failed" }))
             return
           }
-          record.entry.native = prepared.success
         }
         yield* locked(record, Effect.gen(function* () {
           if (record.state !== "preparing") return
@@ -401,6 +403,7 @@ export const make = (deps: AdmissionDeps) =>
           runId: payload.run_id,
           kind: record.entry.kind,
           prepared: true,
+          requestId: record.requestId,
           trace,
           config: record.configuration,
           snapshot: record.snapshot,
@@ -451,6 +454,12 @@ export const make = (deps: AdmissionDeps) =>
         })))
       })
 
+    /** The status view's state: a started admission is `running` while its Run is active, then `finished`. */
+    const realState = (record: AdmissionRecord): Effect.Effect<string> =>
+      record.state !== "started" || record.runId === undefined
+        ? Effect.succeed(record.state)
+        : Effect.map(runs.get(record.runId), (run) => Option.isSome(run) ? "running" : "finished")
+
     const admission: Admission = {
       prepare,
       start,
@@ -471,17 +480,16 @@ export const make = (deps: AdmissionDeps) =>
             }
           })), { discard: true, concurrency: "unbounded" })
       }),
-      view: Effect.sync(() =>
-        [...records.values()].map((r) => ({
+      view: Effect.suspend(() => Effect.forEach([...records.values()], (r) =>
+        Effect.map(realState(r), (state) => ({
           request_id: r.requestId,
           handle: r.handle,
-          state: r.state,
+          state,
           revision: r.revision,
           executor_id: r.entry.id,
           ...(r.expiresAt === undefined ? {} : { expires_at: r.expiresAt }),
           ...(r.runId === undefined ? {} : { run_id: r.runId })
-        }))
-      )
+        }))))
     }
     return admission
   })

@@ -21,6 +21,7 @@ import { CloseRuntimeRetired } from "../proto/Limits.js"
 import type { RuntimeToCore } from "../proto/Messages.js"
 import { ProtocolVersion } from "../proto/Version.js"
 import * as Connection from "./Connection.js"
+import { HarnessRegistry, kindStatus } from "./harness/HarnessRegistry.js"
 import type { RuntimeProcessServices } from "./RuntimeProcess.js"
 import { type ConnectionState, type ConnectionStatus, StatusBoard } from "./StatusBoard.js"
 import type { ConnectFailed, ConnectRejected } from "./transport/ConnectError.js"
@@ -138,6 +139,14 @@ export const run = (
     const policy: ReconnectPolicy = { ...defaultReconnectPolicy, ...options.reconnect }
     const schedule = backoffSchedule(policy)
     let nextDelay = yield* Schedule.toStep(schedule)
+    // Why a kind is unavailable is local knowledge (never on the wire): kept next to what each heartbeat declared.
+    const registry = yield* HarnessRegistry
+    const reasons = new Map<string, string>()
+    for (const declaration of yield* registry.declarations) {
+      const reason = kindStatus(declaration).unavailable_reason
+      if (reason !== undefined) reasons.set(declaration.kind, reason)
+    }
+    yield* board.setKinds((yield* registry.declarations).map(kindStatus))
     let connectionNumber = 0
     let lastError: string | undefined
 
@@ -160,12 +169,16 @@ export const run = (
         send: (message: RuntimeToCore) =>
           message.type === "heartbeat"
             ? Effect.tap(transport.send(message), () =>
-              board.setKinds((message.payload.supported_agent_kinds ?? []).map((k) => ({
-                kind: k.kind,
-                available: k.available,
-                ...(k.version === undefined ? {} : { version: k.version }),
-                supported: [...supportedNames(k.capabilities)]
-              }))))
+              board.setKinds((message.payload.supported_agent_kinds ?? []).map((k) => {
+                const reason = k.available ? undefined : reasons.get(k.kind)
+                return {
+                  kind: k.kind,
+                  available: k.available,
+                  ...(k.version === undefined ? {} : { version: k.version }),
+                  ...(reason === undefined ? {} : { unavailable_reason: reason }),
+                  supported: [...supportedNames(k.capabilities)]
+                }
+              })))
             : transport.send(message)
       })
 

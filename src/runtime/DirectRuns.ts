@@ -19,7 +19,7 @@ import { unsafeMake } from "../proto/Ids.js"
 import { StatusSendBudget } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import { configurationFingerprint } from "./Admission.js"
-import { type Executors, residueExecutor } from "./Executors.js"
+import type { Executors } from "./Executors.js"
 import { missingCapability } from "./harness/Harness.js"
 import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
 import { type Outbound, withTrace } from "./Outbound.js"
@@ -96,18 +96,15 @@ export const make = (deps: DirectRunsDeps): DirectRuns => {
           return yield* Effect.fail<StartRefusal>({ reason: "runtime at capacity", code: "executor_unavailable" })
         }
         const entry = reserved.success
+        // In the Executor's own scope: a Run stopped during preparation closes that scope, and with it whatever
+        // the adapter created.
         const prepared = yield* Effect.result(
-          harness.prepare({ executorId: entry.id, sessionId: undefined, configuration: payload, declaration: snapshot })
-        )
+          executors.prepare(entry, harness, { executorId: entry.id, sessionId: undefined, configuration: payload, declaration: snapshot })
+        ).pipe(Effect.onInterrupt(() => executors.closeInBackground(entry)))
         if (prepared._tag === "Failure") {
-          const residue = prepared.failure.residue
-          if (residue !== undefined) {
-            entry.native = residueExecutor(residue)
-          }
           yield* executors.closeInBackground(entry)
           return yield* Effect.fail<StartRefusal>({ reason: "preparation failed", code: "executor_unavailable" })
         }
-        entry.native = prepared.success
         return entry
       })
 

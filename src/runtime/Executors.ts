@@ -3,6 +3,15 @@
  * style guide §7). Owns every native Executor of this connection from reservation until its close is
  * confirmed.
  *
+ * Ownership as nested scopes: each Executor lives in its own child scope of the connection scope
+ * (`Scope.fork`, made at reservation). `prepare` runs the Harness's preparation inside that scope, so native
+ * state the adapter acquires there (`Effect.acquireRelease`) is owned from the moment it exists; once the
+ * preparation returned, `closeUntilConfirmed(executor.close)` is registered in the same scope in one
+ * uninterruptible step. Closing an Executor closes its scope: the confirmed close first (retried until it
+ * confirms), then the adapter's own last-resort releases. An `execution_release`, shutdown or expiry that
+ * interrupts a preparation after the native side was created therefore still stops it. The table below is a
+ * view of the open scopes: an entry is removed only after its scope closed.
+ *
  * Capacity is derived from the table, so it is freed only when an entry is removed, which happens only
  * after a confirmed close: active = preparing, admitted, busy, closing or cleanup-unconfirmed entries
  * (bounded by `maxActive`); idle = retained idle entries (bounded by `maxIdleExecutors`; an Executor that
@@ -10,10 +19,10 @@
  *
  * Never does: publish admission statuses, start Turns, or treat a close timeout as success.
  */
-import { Deferred, Effect, FiberMap, FiberSet, Option, Result } from "effect"
+import { Deferred, Effect, Exit, FiberMap, FiberSet, Option, Result, Scope } from "effect"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
-import type { Executor, HarnessDeclaration, Residue } from "./harness/Harness.js"
+import type { Executor, Harness, HarnessDeclaration, PrepareFailed, PrepareRequest } from "./harness/Harness.js"
 import { closeUntilConfirmed, observed, Ownership } from "./Ownership.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 import type { ExecutorStatus } from "./StatusBoard.js"
@@ -38,6 +47,8 @@ export interface ExecutorEntry {
   readonly retained: boolean
   /** A read-only preparation owner: no Harness process, no Turns. */
   readonly readOnly: boolean
+  /** The Executor's own scope (a child of the connection scope): its native state and its confirmed close. */
+  readonly scope: Scope.Closeable
   native: Executor | undefined
   state: ExecutorState
   /** Set once a close was requested; the Executor can no longer be admitted. */
@@ -64,8 +75,15 @@ export interface ReserveSpec {
 export type CapacityRejection = "preparation_capacity"
 
 export interface Executors {
-  /** Atomically checks active capacity and records a new Executor in `preparing`. */
+  /** Atomically checks active capacity and records a new Executor in `preparing`, with its own child scope. */
   readonly reserve: (id: ExecutorId, spec: ReserveSpec) => Effect.Effect<Result.Result<ExecutorEntry, CapacityRejection>>
+  /**
+   * Runs the Harness's preparation inside the Executor's scope and, on success, registers the confirmed close
+   * there and records the native Executor. A failure's `residue` (compatibility) is registered the same way.
+   * Interruptible while the adapter prepares; whatever it acquired stays owned by the scope, which `close`
+   * closes.
+   */
+  readonly prepare: (entry: ExecutorEntry, harness: Harness, request: PrepareRequest) => Effect.Effect<Executor, PrepareFailed>
   /** The Session's executable Executor, if any (including one that is closing; read-only owners excluded). */
   readonly bySession: (sessionId: SessionId) => Effect.Effect<Option.Option<ExecutorEntry>>
   /** Another Session's Executor bound to the same state key (a session binding conflict). */
@@ -94,13 +112,6 @@ export interface Executors {
   readonly view: Effect.Effect<ReadonlyArray<typeof ExecutorStatus.Type>>
 }
 
-/** The native owner of a failed preparation's residue: it can only be closed. */
-export const residueExecutor = (residue: Residue): Executor => ({
-  startTurn: () => Effect.die("a failed preparation has no Turns"),
-  nativeSessionId: Effect.succeed(Option.none()),
-  close: residue.close
-})
-
 /** The status-board state: an admitted Executor is reserved (shown as busy); a failing close is cleanup_unconfirmed. */
 const viewState = (entry: ExecutorEntry, unconfirmed: boolean): (typeof ExecutorStatus.Type)["state"] => {
   switch (entry.state) {
@@ -123,6 +134,9 @@ export interface ExecutorsOptions {
  * before anything that may still use Executors while the connection closes.
  */
 export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
+  // The parent of every Executor scope, made now so that the connection scope closes it where this table sits
+  // in the finalizer order (after Runs and preparations stopped), never before a Run it serves.
+  const executorsScope = yield* Scope.fork(yield* Effect.scope, "parallel")
   const changed = options.onChange ?? Effect.void
   const ownership = options.onChange === undefined ? yield* Ownership : observed(yield* Ownership, options.onChange)
   const policy: RuntimePolicyShape = yield* RuntimePolicy
@@ -140,21 +154,40 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     return { active, idle }
   }
 
+  /** The confirmed close of one native owner, registered in its Executor's scope. */
+  const confirmedClose = (id: ExecutorId, close: Executor["close"]) =>
+    closeUntilConfirmed(id, close, (e) => e.reason).pipe(
+      Effect.provideService(Ownership, ownership),
+      Effect.provideService(RuntimePolicy, policy)
+    )
+
+  /** Closes the Executor's scope (confirmed close first, then the adapter's releases), then removes the entry. */
   const closeEntry = (entry: ExecutorEntry): Effect.Effect<void> =>
     Effect.gen(function* () {
-      const native = entry.native
-      if (native !== undefined) {
-        yield* closeUntilConfirmed(entry.id, native.close, (e) => e.reason).pipe(
-          Effect.provideService(Ownership, ownership),
-          Effect.provideService(RuntimePolicy, policy)
-        )
-      } else {
-        yield* ownership.confirmed(entry.id)
-      }
+      yield* Scope.close(entry.scope, Exit.void)
+      yield* ownership.confirmed(entry.id)
       entries.delete(entry.id)
       yield* changed
       yield* Deferred.succeed(entry.closed, undefined)
     }).pipe(Effect.uninterruptible)
+
+  const prepare = (entry: ExecutorEntry, harness: Harness, request: PrepareRequest) =>
+    Effect.uninterruptibleMask((restore) =>
+      restore(harness.prepare(request)).pipe(
+        Scope.provide(entry.scope),
+        Effect.tap((native) =>
+          Effect.andThen(
+            Scope.addFinalizer(entry.scope, confirmedClose(entry.id, native.close)),
+            Effect.sync(() => {
+              entry.native = native
+            })
+          )
+        ),
+        Effect.tapError((failed) =>
+          failed.residue === undefined ? Effect.void : Scope.addFinalizer(entry.scope, confirmedClose(entry.id, failed.residue.close))
+        )
+      )
+    )
 
   /** Marks the entry closing and forks its close (never from inside its own idle timer's removal). */
   const beginClose = (entry: ExecutorEntry) =>
@@ -204,6 +237,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
           stateKey: spec.configuration.agent_state_key,
           retained: spec.retained,
           readOnly: spec.readOnly,
+          scope: yield* Scope.fork(executorsScope, "sequential"),
           native: undefined,
           state: "preparing",
           closing: false,
@@ -213,6 +247,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
         yield* ownership.acquire(id, "executor")
         return Result.succeed(entry)
       }),
+    prepare,
     bySession: (sessionId) =>
       Effect.sync(() => Option.fromNullishOr([...entries.values()].find((e) => e.sessionId === sessionId && !e.readOnly))),
     stateKeyOwner: (stateKey, sessionId) =>

@@ -45,6 +45,8 @@ export interface RunRecord {
   readonly kind: string
   /** Started from an admission handle (execution_start) rather than a direct prompt_request. */
   readonly prepared: boolean
+  /** For a prepared Run: the request id of the admission that started it (Core's Turn correlation). */
+  readonly requestId: string | undefined
   /** The starting request's trace when it is a valid traceparent (`Trace.echo`), carried by every Run frame. */
   readonly trace: string | undefined
   /** The configuration whose opt-ins this Run follows. */
@@ -81,6 +83,7 @@ export interface RunSpec {
   readonly runId: RunId
   readonly kind: string
   readonly prepared: boolean
+  readonly requestId?: string | undefined
   readonly trace: string | undefined
   readonly config: PromptRequestPayload
   readonly snapshot: HarnessDeclaration
@@ -512,6 +515,7 @@ export const make = (deps: RunsDeps) =>
             runId: spec.runId,
             kind: spec.kind,
             prepared: spec.prepared,
+            requestId: spec.requestId,
             trace: echo(spec.trace),
             config: spec.config,
             snapshot: spec.snapshot,
@@ -541,6 +545,7 @@ export const make = (deps: RunsDeps) =>
       view: Effect.sync(() =>
         [...table.values()].map((run) => ({
           run_id: run.runId,
+          ...(run.requestId === undefined ? {} : { request_id: run.requestId }),
           kind: run.kind,
           ...(run.executor === undefined ? {} : { executor_id: run.executor.id }),
           state: run.phase === "settling" ? "settling" as const : run.cancelRequested ? "cancelling" as const : "running" as const

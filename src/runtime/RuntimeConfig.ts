@@ -1,6 +1,6 @@
 /**
  * The daemon's settings: where Core is, who we are, the credential (held `Redacted`), the profile directory,
- * local capacity policy, logging and the scripted harness's narrowing. Protocol constants are not settings
+ * local capacity policy, logging, the selected Harness kinds and the scripted harness's narrowing. Protocol constants are not settings
  * (they live in proto/Limits.ts).
  *
  * Sources, in order: a command-line flag, then its environment variable (`env` below, read through Effect
@@ -15,6 +15,7 @@ import { Config, Context, Duration, Effect, FileSystem, Layer, LogLevel, Option,
 import { type CapabilityName, capabilityNames } from "../proto/Capabilities.js"
 import { fitsUtf8Bytes } from "../proto/Checks.js"
 import { DeviceId } from "../proto/Ids.js"
+import { defaultHarnessKinds, type HarnessKindName, harnessKindNames, isHarnessKindName } from "./harness/HarnessKinds.js"
 
 // ---------------------------------------------------------------------------------------------- environment
 
@@ -31,7 +32,8 @@ export const EnvVars = {
   logLevel: "AGENTWIRE_LOG_LEVEL",
   logFormat: "AGENTWIRE_LOG_FORMAT",
   scriptedDisable: "AGENTWIRE_SCRIPTED_DISABLE",
-  scriptedUnavailable: "AGENTWIRE_SCRIPTED_UNAVAILABLE"
+  scriptedUnavailable: "AGENTWIRE_SCRIPTED_UNAVAILABLE",
+  harness: "AGENTWIRE_HARNESS"
 } as const
 
 export const LogFormat = Schema.Literals(["text", "json"])
@@ -51,7 +53,9 @@ export const env = {
   logLevel: Config.String(EnvVars.logLevel),
   logFormat: Config.Literals(["text", "json"], EnvVars.logFormat),
   scriptedDisable: Config.String(EnvVars.scriptedDisable),
-  scriptedUnavailable: Config.Boolean(EnvVars.scriptedUnavailable)
+  scriptedUnavailable: Config.Boolean(EnvVars.scriptedUnavailable),
+  /** Comma-separated Harness kind names (`HarnessKinds`). */
+  harness: Config.String(EnvVars.harness)
 } as const
 
 /** `--log-level` names (case-insensitive): all, trace, debug, info, warn (warning), error, fatal, none. */
@@ -112,6 +116,8 @@ export interface DaemonConfig {
     readonly disabledCapabilities: ReadonlyArray<CapabilityName>
     readonly available: boolean
   }
+  /** The Harness kinds to register, in order (`--harness` / AGENTWIRE_HARNESS; default `scripted`). */
+  readonly harnessKinds: ReadonlyArray<HarnessKindName>
 }
 
 /** The daemon's settings as a service (process-level). */
@@ -228,6 +234,29 @@ export const parseCapabilityList = (
   return Effect.succeed([...new Set(names)] as ReadonlyArray<CapabilityName>)
 }
 
+const harnessSetting = `--harness / ${EnvVars.harness}`
+
+/**
+ * Parses the selected Harness kinds: each text is one or more comma-separated names (`--harness a --harness b`
+ * or `AGENTWIRE_HARNESS=a,b`); duplicates collapse, order is kept, nothing selected is the default (`scripted`).
+ * An unknown name is an error that lists the known ones (and never echoes more than 64 characters of it).
+ */
+export const parseHarnessKinds = (
+  texts: ReadonlyArray<string>
+): Effect.Effect<ReadonlyArray<HarnessKindName>, DaemonConfigInvalid> => {
+  const names = texts.flatMap((t) => t.split(",")).map((n) => n.trim()).filter((n) => n !== "")
+  const unknown = names.filter((n) => !isHarnessKindName(n))
+  if (unknown.length > 0) {
+    return Effect.fail(
+      invalid(
+        harnessSetting,
+        `unknown harness kind ${unknown.map((n) => JSON.stringify(n.slice(0, 64))).join(", ")} (known: ${harnessKindNames.join(", ")})`
+      )
+    )
+  }
+  return Effect.succeed(names.length === 0 ? defaultHarnessKinds : [...new Set(names as ReadonlyArray<HarnessKindName>)])
+}
+
 /** The merged input (flag, else environment variable) before validation. */
 export interface DaemonInput {
   readonly coreUrl: Option.Option<string>
@@ -244,6 +273,8 @@ export interface DaemonInput {
   readonly logFormat: Option.Option<LogFormat>
   readonly scriptedDisable: Option.Option<string>
   readonly scriptedUnavailable: boolean
+  /** `--harness` values, else `AGENTWIRE_HARNESS` (each comma-separated); absent or empty: `scripted`. */
+  readonly harness?: ReadonlyArray<string> | undefined
 }
 
 /** Reads the environment-only inputs (the credential has no flag: it never goes on a command line). */
@@ -341,6 +372,7 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
   const disabledCapabilities = Option.isSome(input.scriptedDisable)
     ? yield* parseCapabilityList(input.scriptedDisable.value)
     : []
+  const harnessKinds = yield* parseHarnessKinds(input.harness ?? [])
   return {
     core,
     deviceId,
@@ -352,6 +384,7 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
     idleExecutorTtl,
     logLevel: input.logLevel,
     logFormat: Option.getOrElse(input.logFormat, () => defaults.logFormat),
-    scripted: { disabledCapabilities, available: !input.scriptedUnavailable }
+    scripted: { disabledCapabilities, available: !input.scriptedUnavailable },
+    harnessKinds
   } satisfies DaemonConfig
 })

@@ -1,14 +1,16 @@
 /**
  * The daemon's process-level services, built once per process and shared by every connection: the harness
- * registry (with the built-in `scripted` harness), resource ownership (cleanups not yet confirmed), the
+ * registry (the selected kinds of `HarnessKinds`, default `scripted`, each built once by its constructor in the
+ * registry layer's scope and released at daemon shutdown), resource ownership (cleanups not yet confirmed), the
  * runtime policy (capacity bounds, idle expiry, cleanup retry) and id generation, plus the scripted harness's
  * signals. Per-connection state (routing, admission handles, Runs) is built fresh by `Connection.run`.
  */
 import { type Duration, Effect, Layer } from "effect"
 import type { CapabilityName } from "../proto/Capabilities.js"
 import type { Harness } from "./harness/Harness.js"
+import { constructorsFor, defaultHarnessKinds, type HarnessKindName } from "./harness/HarnessKinds.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
-import { makeScriptedHarness, type ScriptedOperation } from "./harness/scripted/ScriptedHarness.js"
+import type { ScriptedOperation } from "./harness/scripted/ScriptedHarness.js"
 import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
 import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
@@ -41,7 +43,9 @@ export interface RuntimeProcessOptions {
   readonly closeAttemptTimeout?: Duration.Duration
   /** Id generation: random UUIDs (default) or sequential `handle-1`, `executor-1`, … for tests and scenarios. */
   readonly ids?: "uuid" | "sequential"
-  /** Further Harness kinds to register after `scripted`; an incomplete declaration fails the layer (a defect). */
+  /** The kinds of `HarnessKinds` to register, in order (default `["scripted"]`). */
+  readonly kinds?: ReadonlyArray<HarnessKindName>
+  /** Further Harness kinds to register after them; an incomplete declaration fails the layer (a defect). */
   readonly harnesses?: ReadonlyArray<Harness>
 }
 
@@ -57,15 +61,12 @@ const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyS
 
 /** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
 export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
-  const registry = Layer.effect(
-    HarnessRegistry,
-    Effect.gen(function* () {
-      const scripted = yield* makeScriptedHarness(options.scripted ?? {})
-      return yield* HarnessRegistry.make([scripted, ...(options.harnesses ?? [])]).pipe(Effect.orDie)
-    })
-  )
+  const constructors = [
+    ...constructorsFor(options.kinds ?? defaultHarnessKinds, { scripted: options.scripted ?? {} }),
+    ...(options.harnesses ?? []).map((harness) => Effect.succeed(harness))
+  ]
   return Layer.mergeAll(
-    registry.pipe(Layer.provideMerge(ScriptedSignals.layer)),
+    HarnessRegistry.layerFrom(constructors).pipe(Layer.provideMerge(ScriptedSignals.layer)),
     Ownership.layer,
     RuntimePolicy.layer(policyOverrides(options)),
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer

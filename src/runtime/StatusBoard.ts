@@ -4,12 +4,13 @@
  * Executors, Runs and unconfirmed cleanups for as long as its scope is open (including while that scope is
  * closing and waiting for confirmed cleanup). Reading a snapshot never changes anything.
  *
- * Change notification: every `setConnection`, `setKinds`, attach or detach of a view, and every `touch` (the
- * per-connection modules call it where their admissions, Executors, Runs or ownership records change state)
- * bumps a version and wakes whoever armed `changes`. Tools and tests wait on it instead of polling. A touch
- * with nobody waiting is a counter increment; the board never computes a view to detect a change.
+ * The board is a `SubscriptionRef` of the whole snapshot (`updates` streams every new value). Every
+ * `setConnection`, `setKinds`, attach or detach of a view, and every `touch` (the per-connection modules call it
+ * where their admissions, Executors, Runs or ownership records change state, never per frame) recomputes the
+ * snapshot from the attached view and sets it, bumps a version and wakes whoever armed `changes`. Tools and
+ * tests wait on it instead of polling.
  */
-import { Context, Deferred, Effect, Exit, Layer, Ref, Schema, type Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Ref, Schema, type Scope, type Stream, SubscriptionRef } from "effect"
 
 export const ConnectionState = Schema.Literals(["starting", "connecting", "connected", "backoff", "stopped"])
 export type ConnectionState = typeof ConnectionState.Type
@@ -33,13 +34,20 @@ export const KindStatus = Schema.Struct({
   kind: Schema.String,
   available: Schema.Boolean,
   version: Schema.optionalKey(Schema.String),
+  /** Why the kind is unavailable (discovery's reason, sanitized); local only, never sent on the wire. */
+  unavailable_reason: Schema.optionalKey(Schema.String),
   /** Supported capability names, in declaration order. */
   supported: Schema.Array(Schema.String)
 })
 
 export const AdmissionStatus = Schema.Struct({
+  /** Core's correlation of this Turn's admission (the execution_prepare Envelope.id). */
   request_id: Schema.String,
   handle: Schema.String,
+  /**
+   * The admission's real state: the wire states, except that a `started` admission is `running` while its Run
+   * is active and `finished` once it ended (a finished Turn's admission is never shown as live).
+   */
   state: Schema.String,
   revision: Schema.Int,
   executor_id: Schema.optionalKey(Schema.String),
@@ -56,6 +64,11 @@ export const ExecutorStatus = Schema.Struct({
 
 export const RunStatus = Schema.Struct({
   run_id: Schema.String,
+  /**
+   * Core's Turn correlation for a prepared Run: the request id of the execution_prepare that admitted it (the
+   * wire carries no Core Turn id; this is the id Core chose for the Turn's admission). Absent for a direct Run.
+   */
+  request_id: Schema.optionalKey(Schema.String),
   kind: Schema.String,
   executor_id: Schema.optionalKey(Schema.String),
   state: Schema.Literals(["running", "cancelling", "settling"])
@@ -132,15 +145,17 @@ export class StatusBoard extends Context.Service<StatusBoard, {
   readonly setKinds: (kinds: ReadonlyArray<typeof KindStatus.Type>) => Effect.Effect<void>
   /** Attaches a live view for the lifetime of the current scope; the latest attach wins. */
   readonly attachView: (view: Effect.Effect<RuntimeView>) => Effect.Effect<void, never, Scope.Scope>
-  /** A consistent snapshot of everything above. */
+  /** The current snapshot (as of the last change). */
   readonly snapshot: Effect.Effect<StatusSnapshot>
   /**
-   * The attached view's state changed (an admission, Executor, Run or ownership record moved). Cheap: call it
-   * at state transitions, never per frame.
+   * The attached view's state changed (an admission, Executor, Run or ownership record moved): recompute the
+   * snapshot. Call it at state transitions, never per frame.
    */
   readonly touch: Effect.Effect<void>
   /** Wakes waiters on every change of the snapshot's inputs (see `BoardChanges`). */
   readonly changes: BoardChanges
+  /** Every snapshot from now on, starting with the current one (`SubscriptionRef.changes`). */
+  readonly updates: Stream.Stream<StatusSnapshot>
 }>()("agentwire/runtime/StatusBoard") {
   /** A board for this process. */
   static readonly make = (info: { readonly daemonVersion: string; readonly wireVersion: string; readonly pid: number; readonly deviceId: string; readonly coreUrl: string }) =>
@@ -154,32 +169,36 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       })
       const kinds = yield* Ref.make<ReadonlyArray<typeof KindStatus.Type>>([])
       const views = yield* Ref.make<ReadonlyArray<{ readonly token: object; readonly view: Effect.Effect<RuntimeView> }>>([])
+      const compute = Effect.gen(function* () {
+        const attached = yield* Ref.get(views)
+        const latest = attached[attached.length - 1]
+        const view = latest === undefined ? emptyView : yield* latest.view
+        return {
+          daemon_version: info.daemonVersion,
+          wire_version: info.wireVersion,
+          pid: info.pid,
+          connection: yield* Ref.get(connection),
+          kinds: yield* Ref.get(kinds),
+          ...view
+        } satisfies StatusSnapshot
+      })
+      const board = yield* SubscriptionRef.make<StatusSnapshot>(yield* compute)
       const { changes, notify } = makeSignal()
+      const refresh = Effect.andThen(Effect.flatMap(compute, (next) => SubscriptionRef.set(board, next)), notify)
       return StatusBoard.of({
-        setConnection: (status) => Effect.andThen(Ref.set(connection, status), notify),
-        setKinds: (next) => Effect.andThen(Ref.set(kinds, next), notify),
+        setConnection: (status) => Effect.andThen(Ref.set(connection, status), refresh),
+        setKinds: (next) => Effect.andThen(Ref.set(kinds, next), refresh),
         attachView: (view) => {
           const token = {}
           return Effect.acquireRelease(
-            Effect.andThen(Ref.update(views, (vs) => [...vs, { token, view }]), notify),
-            () => Effect.andThen(Ref.update(views, (vs) => vs.filter((v) => v.token !== token)), notify)
+            Effect.andThen(Ref.update(views, (vs) => [...vs, { token, view }]), refresh),
+            () => Effect.andThen(Ref.update(views, (vs) => vs.filter((v) => v.token !== token)), refresh)
           )
         },
-        touch: notify,
+        touch: refresh,
         changes,
-        snapshot: Effect.gen(function* () {
-          const attached = yield* Ref.get(views)
-          const latest = attached[attached.length - 1]
-          const view = latest === undefined ? emptyView : yield* latest.view
-          return {
-            daemon_version: info.daemonVersion,
-            wire_version: info.wireVersion,
-            pid: info.pid,
-            connection: yield* Ref.get(connection),
-            kinds: yield* Ref.get(kinds),
-            ...view
-          }
-        })
+        updates: SubscriptionRef.changes(board),
+        snapshot: SubscriptionRef.get(board)
       })
     })
 

@@ -84,13 +84,16 @@ export const make = (deps: SteeringDeps): Steering => {
   const replyLater = (runId: RunId, payload: PromptSteerAckPayload, trace: string | undefined) =>
     FiberSet.run(background, send(runId, payload, trace)).pipe(Effect.asVoid)
 
-  /** Makes a receipt final exactly once; later outcomes for the same input are ignored. */
-  const finalize = (run: RunRecord, record: InputRecord, code: SteerErrorCode | "accepted") =>
+  /**
+   * Makes a receipt final exactly once; later outcomes for the same input are ignored. `keepSlot`: the native
+   * call is still running (its write timed out), so the Run's in-flight slot stays owned until it returns.
+   */
+  const finalize = (run: RunRecord, record: InputRecord, code: SteerErrorCode | "accepted", keepSlot = false) =>
     Effect.gen(function* () {
       if (record.state === "final") return
       record.state = "final"
       record.receipt = receipt(record.inputId, code)
-      if (run.inputs.inFlight === record) run.inputs.inFlight = undefined
+      if (!keepSlot && run.inputs.inFlight === record) run.inputs.inFlight = undefined
       yield* send(run.runId, record.receipt, record.trace)
       yield* Deferred.succeed(record.settled, undefined)
     })
@@ -136,7 +139,14 @@ export const make = (deps: SteeringDeps): Steering => {
           orElse: () => Effect.sync(() => (Deferred.isDoneUnsafe(written) ? "written" as const : "timeout" as const))
         })
       )
-      if (phase === "timeout") return yield* finalize(run, record, "outcome_unknown")
+      if (phase === "timeout") {
+        // Unknown, never replayed; the native write keeps running, so the slot stays owned (later inputs get
+        // `busy`) until the native call returns or the Turn ends (which stops it).
+        yield* finalize(run, record, "outcome_unknown", true)
+        yield* Fiber.await(native)
+        if (run.inputs.inFlight === record) run.inputs.inFlight = undefined
+        return
+      }
       // The write completed (the adapter may also have returned already): `written` goes out first.
       if (Deferred.isDoneUnsafe(written) && record.state === "in_flight") {
         record.state = "written"

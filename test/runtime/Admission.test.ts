@@ -221,7 +221,7 @@ describe("Admission", () => {
       yield* core.toRuntime(releaseFrame("prep-1", "handle-1"))
       same((yield* next(core, "preparation_status")).payload, started.payload)
       const board = yield* StatusBoard
-      same((yield* board.snapshot).runs, [{ run_id: "run-1", kind: "scripted", executor_id: "executor-1", state: "running" }])
+      same((yield* board.snapshot).runs, [{ run_id: "run-1", request_id: "prep-1", kind: "scripted", executor_id: "executor-1", state: "running" }])
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("validates the configuration against the declaration before anything native", () =>

@@ -4,7 +4,8 @@
  * (reads, TestClock advances), and the per-connection modules touch the board where their state moves.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope } from "effect"
+import { Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSignals.js"
 import { TestClock } from "effect/testing"
 import { type ConnectionStatus, StatusBoard } from "../../src/runtime/StatusBoard.js"
 import {
@@ -96,6 +97,43 @@ describe("StatusBoard changes", () => {
       assert.strictEqual(yield* board.changes.version, 0)
       yield* board.touch
       yield* Fiber.join(fiber)
+    }))
+})
+
+describe("StatusBoard view", () => {
+  it.effect("a finished Turn's admission is shown finished, never live; a Run shows its admission's request id", () =>
+    Effect.gen(function* () {
+      const board = yield* StatusBoard
+      const { core } = yield* connect()
+      yield* prepareReady(core, "prep-1")
+      yield* core.toRuntime(startFrame("prep-1", "executor-1", "handle-1", "run-1", script([{ wait: "go" }, { delta: "x" }])))
+      yield* until(core, "preparation_status") // starting
+      yield* until(core, "preparation_status") // started
+      const running = yield* board.snapshot
+      same(running.admissions.map((a) => [a.request_id, a.state, a.run_id]), [["prep-1", "running", "run-1"]])
+      same(running.runs.map((r) => [r.run_id, r.request_id]), [["run-1", "prep-1"]])
+      yield* (yield* ScriptedSignals).fire("go")
+      yield* until(core, "done")
+      yield* settle
+      const finished = yield* board.snapshot
+      same(finished.admissions.map((a) => [a.request_id, a.state]), [["prep-1", "finished"]])
+      same(finished.runs, [])
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("updates streams each new snapshot as a SubscriptionRef", () =>
+    Effect.gen(function* () {
+      const board = yield* makeBoard
+      const seen: Array<string> = []
+      const fiber = yield* board.updates.pipe(
+        Stream.take(3),
+        Stream.runForEach((s) => Effect.sync(() => void seen.push(s.connection.state))),
+        Effect.forkChild
+      )
+      yield* settle
+      yield* board.setConnection(connected)
+      yield* board.setConnection({ ...connected, state: "backoff" })
+      yield* Fiber.join(fiber)
+      same(seen, ["starting", "connected", "backoff"])
     }))
 })
 

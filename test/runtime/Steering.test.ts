@@ -19,6 +19,7 @@ import {
   silent,
   startFrame,
   steerFrame,
+  take,
   text,
   until
 } from "../support/runtimeTestWire.js"
@@ -86,11 +87,9 @@ describe("Steering", () => {
       same(yield* ack(core), failed("1", "outcome_unknown"))
       yield* core.toRuntime(steerFrame("run-1", "1", text("a")))
       same(yield* ack(core), failed("1", "outcome_unknown"))
-      // A stored busy lets the retry proceed; it is written and then never accepted (the step moves on).
+      // A stored busy lets the retry proceed, but the hung write still owns the slot: busy again.
       yield* core.toRuntime(steerFrame("run-1", "2", text("c")))
-      same(yield* ack(core), written("2"))
-      yield* core.toRuntime(steerFrame("run-1", "2", text("c")))
-      same(yield* ack(core), written("2"))
+      same(yield* ack(core), failed("2", "busy"))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("bounds the native write at 10 s: pending at 9.999 s, outcome_unknown at 10 s", () =>
@@ -102,9 +101,34 @@ describe("Steering", () => {
       assert.isTrue(yield* silent(core))
       yield* adjust(1)
       same(yield* ack(core), failed("1", "outcome_unknown"))
-      // The slot is free again.
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a steer whose native write timed out keeps the slot (busy) until the native call returns", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* preparedRun(core, [
+        { await_steer: 1, write: "hang", write_returns_on: "write-returns" },
+        { await_steer: 1 },
+        { hang: true }
+      ])
+      yield* core.toRuntime(steerFrame("run-1", "1", text("a")))
+      yield* adjust("10 seconds")
+      same(yield* ack(core), failed("1", "outcome_unknown"))
+      // The hung write is still running: a new write never runs beside it.
       yield* core.toRuntime(steerFrame("run-1", "2", text("b")))
-      same(yield* ack(core), written("2"))
+      same(yield* ack(core), failed("2", "busy"))
+      yield* adjust("1 minute")
+      yield* core.toRuntime(steerFrame("run-1", "2", text("b")))
+      same(yield* ack(core), failed("2", "busy"))
+      // The native call returns (its outcome stays unknown: the final receipt is not replaced): the slot is free.
+      yield* (yield* ScriptedSignals).fire("write-returns")
+      yield* adjust(0)
+      assert.isTrue(yield* silent(core))
+      yield* core.toRuntime(steerFrame("run-1", "2", text("b")))
+      same((yield* take(core, "prompt_steer_ack")).payload, written("2"))
+      same((yield* take(core, "prompt_steer_ack")).payload, accepted("2"))
+      yield* core.toRuntime(steerFrame("run-1", "1", text("a")))
+      same((yield* take(core, "prompt_steer_ack")).payload, failed("1", "outcome_unknown"))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("the write timer stops once the write completed: acceptance may take longer than 10 s", () =>

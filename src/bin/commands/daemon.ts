@@ -13,6 +13,7 @@ import * as Os from "node:os"
 import { ProtocolVersion } from "../../proto/Version.js"
 import * as ControlServer from "../../runtime/control/ControlServer.js"
 import * as Daemon from "../../runtime/Daemon.js"
+import { harnessKindNames } from "../../runtime/harness/HarnessKinds.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
 import { StatusBoard } from "../../runtime/StatusBoard.js"
@@ -74,6 +75,12 @@ export const daemonFlags = {
     Flag.withFallbackConfig(env.scriptedDisable),
     Flag.optional
   ),
+  harness: Flag.String("harness").pipe(
+    Flag.withDescription(
+      `Harness kind to run; repeatable (known: ${harnessKindNames.join(", ")}; default scripted). Env: ${EnvVars.harness} (comma-separated)`
+    ),
+    Flag.atLeast(0)
+  ),
   scriptedUnavailable: Flag.Boolean("scripted-unavailable").pipe(
     Flag.withDescription(`Declare the scripted harness unavailable. Env: ${EnvVars.scriptedUnavailable}`),
     Flag.withFallbackConfig(env.scriptedUnavailable),
@@ -100,6 +107,14 @@ export const resolveConfig = (
     const envLevel: Option.Option<LogLevel.LogLevel> = Option.isNone(envLevelText)
       ? Option.none()
       : RuntimeConfig.parseLogLevel(envLevelText.value)
+    // A repeatable flag has no config fallback of its own: no --harness means AGENTWIRE_HARNESS, if set.
+    const harness = input.harness.length > 0
+      ? input.harness
+      : Option.toArray(
+        yield* Config.option(env.harness).pipe(
+          Effect.mapError(() => new RuntimeConfig.DaemonConfigInvalid({ setting: EnvVars.harness, problem: "cannot be read" }))
+        )
+      )
     if (Option.isSome(envLevelText) && Option.isNone(envLevel)) {
       return yield* new RuntimeConfig.DaemonConfigInvalid({
         setting: EnvVars.logLevel,
@@ -118,7 +133,8 @@ export const resolveConfig = (
       logLevel: Option.orElse(flagLevel, () => envLevel),
       logFormat: input.logFormat,
       scriptedDisable: input.scriptedDisable,
-      scriptedUnavailable: input.scriptedUnavailable
+      scriptedUnavailable: input.scriptedUnavailable,
+      harness
     }, { homeDir })
   })
 
@@ -165,7 +181,8 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         maxActive: config.maxActive,
         maxIdleExecutors: config.maxIdleExecutors,
         idleExecutorTtl: config.idleExecutorTtl,
-        scripted: config.scripted
+        scripted: config.scripted,
+        kinds: config.harnessKinds
       })
     ).pipe(
       Layer.provideMerge(StatusBoard.layer({

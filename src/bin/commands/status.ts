@@ -11,6 +11,9 @@ import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import type { StatusSnapshot } from "../../runtime/StatusBoard.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 
+/** Admission states that still hold a reservation or a running Turn. */
+const liveStates: ReadonlySet<string> = new Set(["preparing", "ready", "starting", "running"])
+
 const time = (ms: number) => (ms > 0 ? new Date(ms).toISOString() : "-")
 
 /** The human-readable summary of a snapshot. */
@@ -27,11 +30,14 @@ export const formatStatus = (s: StatusSnapshot): string => {
   lines.push(`kinds: ${s.kinds.length === 0 ? "(none declared yet)" : ""}`)
   for (const k of s.kinds) {
     lines.push(
-      `  ${k.kind}${k.version === undefined ? "" : ` ${k.version}`}: ${k.available ? "available" : "unavailable"}, ${k.supported.length} capabilities supported`
+      `  ${k.kind}${k.version === undefined ? "" : ` ${k.version}`}: ${k.available ? "available" : "unavailable"}${
+        k.unavailable_reason === undefined ? "" : ` (${k.unavailable_reason})`
+      }, ${k.supported.length} capabilities supported`
     )
   }
   lines.push(`active runs: ${s.active_runs}`)
-  lines.push(`admissions: ${s.admissions.length}`)
+  const live = s.admissions.filter((a) => liveStates.has(a.state)).length
+  lines.push(`admissions: ${s.admissions.length} (${live} live, ${s.admissions.length - live} ended)`)
   for (const a of s.admissions) {
     lines.push(
       `  ${a.handle} (request ${a.request_id}) ${a.state} rev ${a.revision}${a.executor_id === undefined ? "" : ` executor ${a.executor_id}`}${a.run_id === undefined ? "" : ` run ${a.run_id}`}${a.expires_at === undefined ? "" : ` expires ${time(a.expires_at)}`}`
@@ -41,7 +47,7 @@ export const formatStatus = (s: StatusSnapshot): string => {
   for (const e of s.executors) lines.push(`  ${e.executor_id} ${e.kind} ${e.state} (session ${e.session_id})`)
   lines.push(`runs: ${s.runs.length}`)
   for (const r of s.runs) {
-    lines.push(`  ${r.run_id} ${r.kind} ${r.state}${r.executor_id === undefined ? "" : ` executor ${r.executor_id}`}`)
+    lines.push(`  ${r.run_id}${r.request_id === undefined ? " (direct)" : ` (turn request ${r.request_id})`} ${r.kind} ${r.state}${r.executor_id === undefined ? "" : ` executor ${r.executor_id}`}`)
   }
   lines.push(`cleanup unconfirmed: ${s.unconfirmed.length}`)
   for (const u of s.unconfirmed) lines.push(`  ${u.kind} ${u.resource}: ${u.attempts} attempts, last error: ${u.last_error}`)

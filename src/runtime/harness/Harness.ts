@@ -17,7 +17,7 @@
  * above). Each admitted Executor and Turn keeps the declaration snapshot it was admitted with; the guarded
  * helpers at the bottom check that snapshot before any native call.
  */
-import { Data, Effect, Option } from "effect"
+import { Data, Effect, Option, type Scope } from "effect"
 import type { AgentKindCapabilities, CapabilityName } from "../../proto/Capabilities.js"
 import type { PromptRequestPayload } from "../../proto/Execution.js"
 import type { FunctionCallPayload } from "../../proto/Functions.js"
@@ -33,6 +33,7 @@ export interface HarnessDeclaration {
   readonly kind: string
   readonly available: boolean
   readonly version?: string | undefined
+  readonly unavailableReason?: string | undefined
   readonly capabilities: AgentKindCapabilities
 }
 
@@ -210,9 +211,24 @@ export interface Executor {
 /** One registered Harness kind. */
 export interface Harness {
   readonly declaration: HarnessDeclaration
-  /** Prepares an Executor without model input. On failure, `PrepareFailed.residue` still needs cleanup. */
-  readonly prepare: (request: PrepareRequest) => Effect.Effect<Executor, PrepareFailed>
+  /**
+   * Prepares an Executor without model input. The Runtime runs it inside the Executor's own child scope (forked
+   * from the connection scope) and closes that scope only after `Executor.close` was confirmed
+   * (`closeUntilConfirmed`), or when preparation failed or was interrupted. Acquire native state here with
+   * `Effect.acquireRelease` in that scope: the release is the last-resort kill or removal (it runs when
+   * preparation is interrupted after a process spawned) and must be a no-op after a confirmed close.
+   * `PrepareFailed.residue` is still honoured for compatibility; new adapters rely on the scope instead.
+   */
+  readonly prepare: (request: PrepareRequest) => Effect.Effect<Executor, PrepareFailed, Scope.Scope>
 }
+
+/**
+ * How a Harness kind is registered: runs once at daemon start. It performs discovery (an unusable binary yields
+ * `available: false` with the complete capability record and an `unavailableReason`; discovery may only clear
+ * capability fields, never set them) and acquires daemon-lifetime resources in the given scope (released at
+ * daemon shutdown). `R` is a process service the kind needs (the scripted kind needs `ScriptedSignals`).
+ */
+export type HarnessConstructor<R = never> = Effect.Effect<Harness, never, Scope.Scope | R>
 
 // ---------------------------------------------------------------------------------------------- guards
 

@@ -4,11 +4,16 @@
  * changing anything; there is no implicit basic descriptor. The heartbeat declares exactly what is registered,
  * encoded with the proto codec so an incomplete declaration can never be sent. Admissions take a snapshot of
  * a declaration; a later registration never changes an existing owner's snapshot.
+ *
+ * The daemon builds it from Harness constructors (`layerFrom`, fed by the `HarnessKinds` table): each runs once
+ * in the layer's scope, so whatever a kind acquires for the daemon's lifetime (a process supervisor, temporary
+ * directories, clients) is released when the daemon shuts down, after every connection confirmed its cleanup.
  */
 import { Context, Effect, Layer, Option, Result } from "effect"
 import type { AgentKindDescriptor } from "../../proto/Capabilities.js"
 import { decodeCapabilities, encodeCapabilities, InvalidDeclaration, supportedNames } from "../../proto/Capabilities.js"
-import type { Harness, HarnessDeclaration } from "./Harness.js"
+import { sanitizeCause } from "../Ownership.js"
+import type { Harness, HarnessConstructor, HarnessDeclaration } from "./Harness.js"
 
 /** Validates a declaration: a non-empty kind and a complete, strict capability record. */
 export const validateDeclaration = (declaration: HarnessDeclaration): Result.Result<HarnessDeclaration, InvalidDeclaration> => {
@@ -64,12 +69,33 @@ export class HarnessRegistry extends Context.Service<HarnessRegistry, {
     })
 
   static readonly layerWith = (harnesses: ReadonlyArray<Harness>) => Layer.effect(HarnessRegistry, HarnessRegistry.make(harnesses))
+
+  /**
+   * A registry built by running each constructor once, in order, in the layer's scope (daemon lifetime); the
+   * resources they acquire are released when the layer is torn down. An incomplete declaration is a defect:
+   * the daemon cannot start with a kind it cannot declare completely.
+   */
+  static readonly layerFrom = <R>(constructors: ReadonlyArray<HarnessConstructor<R>>): Layer.Layer<HarnessRegistry, never, R> =>
+    Layer.effect(
+      HarnessRegistry,
+      Effect.gen(function* () {
+        const harnesses = yield* Effect.forEach(constructors, (construct) => construct)
+        return yield* HarnessRegistry.make(harnesses).pipe(Effect.orDie)
+      })
+    )
 }
 
-/** The status-board view of a declaration: supported capability names in declaration order. */
+/**
+ * The status-board view of a declaration: supported capability names in declaration order, and why the kind is
+ * unavailable (sanitized and bounded like a cleanup cause: discovery may quote a binary's output). The reason is
+ * shown by `agentwire status` only; it is never sent on the wire.
+ */
 export const kindStatus = (declaration: HarnessDeclaration) => ({
   kind: declaration.kind,
   available: declaration.available,
   ...(declaration.version === undefined || declaration.version === "" ? {} : { version: declaration.version }),
+  ...(declaration.unavailableReason === undefined || declaration.unavailableReason === ""
+    ? {}
+    : { unavailable_reason: sanitizeCause(declaration.unavailableReason) }),
   supported: [...supportedNames(declaration.capabilities)]
 })

@@ -144,11 +144,20 @@ describe("agentwire status output", () => {
         last_error: "bootstrap failed (network: ECONNREFUSED)",
         next_attempt_ms: 1_700_000_000_000
       },
-      kinds: [{ kind: "scripted", available: true, version: "0.1.0", supported: ["streaming", "usage"] }],
+      kinds: [
+        { kind: "scripted", available: true, version: "0.1.0", supported: ["streaming", "usage"] },
+        { kind: "codex", available: false, unavailable_reason: "codex binary not found on PATH", supported: [] }
+      ],
       active_runs: 1,
-      admissions: [{ request_id: "req-1", handle: "h-1", state: "ready", revision: 2, executor_id: "ex-1" }],
+      admissions: [
+        { request_id: "req-1", handle: "h-1", state: "ready", revision: 2, executor_id: "ex-1" },
+        { request_id: "req-0", handle: "h-0", state: "finished", revision: 4, executor_id: "ex-1", run_id: "run-0" }
+      ],
       executors: [{ executor_id: "ex-1", session_id: "s-1", kind: "scripted", state: "idle" }],
-      runs: [{ run_id: "run-1", kind: "scripted", state: "running" }],
+      runs: [
+        { run_id: "run-1", request_id: "req-2", kind: "scripted", state: "running" },
+        { run_id: "run-9", kind: "scripted", state: "running" }
+      ],
       unconfirmed: [{ resource: "ex-2", kind: "executor", attempts: 3, last_error: "close failed" }]
     }
     assert.strictEqual(
@@ -162,13 +171,16 @@ describe("agentwire status output", () => {
         "  last error: bootstrap failed (network: ECONNREFUSED)",
         "kinds: ",
         "  scripted 0.1.0: available, 2 capabilities supported",
+        "  codex: unavailable (codex binary not found on PATH), 0 capabilities supported",
         "active runs: 1",
-        "admissions: 1",
+        "admissions: 2 (1 live, 1 ended)",
         "  h-1 (request req-1) ready rev 2 executor ex-1",
+        "  h-0 (request req-0) finished rev 4 executor ex-1 run run-0",
         "executors: 1",
         "  ex-1 scripted idle (session s-1)",
-        "runs: 1",
-        "  run-1 scripted running",
+        "runs: 2",
+        "  run-1 (turn request req-2) scripted running",
+        "  run-9 (direct) scripted running",
         "cleanup unconfirmed: 1",
         "  executor ex-2: 3 attempts, last error: close failed"
       ].join("\n")

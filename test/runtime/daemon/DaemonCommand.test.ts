@@ -60,7 +60,11 @@ describe("agentwire daemon (command line)", () => {
         "debug",
         "--scripted-disable",
         "steering,permissions",
-        "--scripted-unavailable"
+        "--scripted-unavailable",
+        "--harness",
+        "scripted",
+        "--harness",
+        "scripted"
       ])
       assert.deepStrictEqual(exit, Exit.void)
       assert.deepStrictEqual(config?.core, { origin: "http://127.0.0.1:9000", apiBase: "http://127.0.0.1:9000/api/v1" })
@@ -73,6 +77,7 @@ describe("agentwire daemon (command line)", () => {
       assert.strictEqual(config?.logFormat, "json")
       assert.deepStrictEqual(config?.logLevel, Option.some("Debug"))
       assert.deepStrictEqual(config?.scripted, { disabledCapabilities: ["steering", "permissions"], available: false })
+      assert.deepStrictEqual(config?.harnessKinds, ["scripted"])
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.effect("falls back to the AGENTWIRE_* environment variables", () =>
@@ -88,7 +93,8 @@ describe("agentwire daemon (command line)", () => {
         AGENTWIRE_LOG_FORMAT: "json",
         AGENTWIRE_LOG_LEVEL: "warn",
         AGENTWIRE_SCRIPTED_DISABLE: "usage",
-        AGENTWIRE_SCRIPTED_UNAVAILABLE: "true"
+        AGENTWIRE_SCRIPTED_UNAVAILABLE: "true",
+        AGENTWIRE_HARNESS: "scripted, scripted"
       })
       assert.deepStrictEqual(exit, Exit.void)
       assert.strictEqual(config?.core.apiBase, "https://core.example/api/v1")
@@ -101,6 +107,18 @@ describe("agentwire daemon (command line)", () => {
       assert.strictEqual(config?.logFormat, "json")
       assert.deepStrictEqual(config?.logLevel, Option.some("Warn"))
       assert.deepStrictEqual(config?.scripted, { disabledCapabilities: ["usage"], available: false })
+      assert.deepStrictEqual(config?.harnessKinds, ["scripted"])
+    }))
+
+  it.effect("an unknown --harness kind is a usage error", () =>
+    Effect.gen(function* () {
+      const { exit, config } = yield* parse(["--harness", "claude_kode"], {
+        AGENTWIRE_CORE_URL: "https://core.example",
+        AGENTWIRE_DEVICE_ID: "dev-env",
+        AGENTWIRE_CREDENTIAL: "cred-CLI-ENV"
+      })
+      assert.isUndefined(config)
+      assert.isTrue(Exit.isFailure(exit))
     }))
 
   it.effect("a flag wins over its variable, and a credential file wins over AGENTWIRE_CREDENTIAL", () =>

@@ -99,6 +99,25 @@ describe("RuntimeConfig.parseDeviceId / parseCredential / parseCapabilityList", 
     }))
 })
 
+describe("RuntimeConfig.parseHarnessKinds", () => {
+  it.effect("splits commas, keeps order, collapses duplicates and defaults to scripted", () =>
+    Effect.gen(function* () {
+      assert.deepStrictEqual(yield* RuntimeConfig.parseHarnessKinds([]), ["scripted"])
+      assert.deepStrictEqual(yield* RuntimeConfig.parseHarnessKinds([" , "]), ["scripted"])
+      assert.deepStrictEqual(yield* RuntimeConfig.parseHarnessKinds(["scripted", " scripted,scripted "]), ["scripted"])
+      assert.deepStrictEqual((yield* resolve({ harness: ["scripted"] })).harnessKinds, ["scripted"])
+    }))
+
+  it.effect("refuses an unknown kind, naming --harness / AGENTWIRE_HARNESS and the known kinds", () =>
+    Effect.gen(function* () {
+      const error = yield* Effect.flip(resolve({ harness: ["scripted,nope"] }))
+      assert.deepStrictEqual(
+        error,
+        new DaemonConfigInvalid({ setting: "--harness / AGENTWIRE_HARNESS", problem: `unknown harness kind "nope" (known: scripted)` })
+      )
+    }))
+})
+
 describe("RuntimeConfig.resolve", () => {
   it.effect("builds the config with defaults: profile ~/.agentwire, 4 active, 16 idle, 10 minutes, text logs", () =>
     Effect.gen(function* () {
@@ -114,7 +133,8 @@ describe("RuntimeConfig.resolve", () => {
         idleExecutorTtl: Duration.minutes(10),
         logLevel: Option.none(),
         logFormat: "text",
-        scripted: { disabledCapabilities: [], available: true }
+        scripted: { disabledCapabilities: [], available: true },
+        harnessKinds: ["scripted"]
       } as never)
     }))
 

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Option, Result } from "effect"
+import { Context, Effect, Exit, Layer, Option, Result, Scope } from "effect"
 import { capabilityNames } from "../../../src/proto/Capabilities.js"
 import {
   CapabilityUnsupported,
@@ -11,7 +11,9 @@ import {
 } from "../../../src/runtime/harness/Harness.js"
 import { HarnessRegistry, toDescriptor } from "../../../src/runtime/harness/HarnessRegistry.js"
 import { scriptedDeclaration } from "../../../src/runtime/harness/scripted/ScriptedHarness.js"
+import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import { declaration } from "../../support/capabilities.js"
+import { connect, processLayer, same } from "../../support/runtimeTestWire.js"
 
 const harness = (kind: string, capabilities: unknown): Harness => ({
   declaration: { kind, available: true, capabilities: capabilities as Harness["declaration"]["capabilities"] },
@@ -50,6 +52,52 @@ describe("HarnessRegistry", () => {
       assert.isFalse(ok.success.capabilities.usage)
     }
   })
+})
+
+describe("HarnessRegistry.layerFrom", () => {
+  it.effect("runs each constructor once in the layer's scope and releases what it acquired when the layer closes", () =>
+    Effect.gen(function* () {
+      const events: Array<string> = []
+      const construct = (kind: string) =>
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            events.push(`start ${kind}`)
+            return harness(kind, declaration())
+          }),
+          () => Effect.sync(() => void events.push(`stop ${kind}`))
+        )
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(HarnessRegistry.layerFrom([construct("a"), construct("b")]), scope)
+      const registry = Context.get(context, HarnessRegistry)
+      assert.deepStrictEqual((yield* registry.declarations).map((d) => d.kind), ["a", "b"])
+      assert.deepStrictEqual(events, ["start a", "start b"])
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(events, ["start a", "start b", "stop b", "stop a"])
+    }))
+
+  const unavailable: Harness = {
+    declaration: {
+      kind: "missing",
+      available: false,
+      version: "0.0.0",
+      unavailableReason: "binary \u001b[31mnot found\u0007 on PATH",
+      capabilities: declaration()
+    },
+    prepare: () => Effect.die("unused")
+  }
+  it.effect("shows an unavailable kind's reason in the status (sanitized) and never sends it on the wire", () =>
+    Effect.gen(function* () {
+      const { heartbeat } = yield* connect()
+      assert.isFalse(JSON.stringify(heartbeat).includes("not found"))
+      const kinds = (yield* (yield* StatusBoard).snapshot).kinds
+      same(kinds.find((k) => k.kind === "missing"), {
+        kind: "missing",
+        available: false,
+        version: "0.0.0",
+        unavailable_reason: "binary [31mnot found on PATH",
+        supported: []
+      })
+    }).pipe(Effect.provide(processLayer({ harnesses: [unavailable] }))))
 })
 
 describe("Harness guards", () => {

@@ -54,6 +54,8 @@ export const AwaitSteerStep = Schema.Struct({
   await_steer: PositiveInt,
   /** How the native write of each input arriving during this step behaves (default `ok`). */
   write: Schema.optionalKey(Schema.Literals(["ok", "hang", "reject"])),
+  /** With `write: "hang"`: the hung native call returns (unknown) once this signal fires. */
+  write_returns_on: Schema.optionalKey(SignalName),
   /** How each written input is applied (default `ok`: accepted and echoed). */
   accept: Schema.optionalKey(Schema.Literals(["ok", "never", "reject", "unknown"]))
 })

@@ -115,6 +115,7 @@ interface BufferedInput {
 interface AwaitingSteer {
   remaining: number
   readonly write: "ok" | "hang" | "reject"
+  readonly writeReturnsOn: string | undefined
   readonly accept: AcceptMode
   readonly done: Deferred.Deferred<void>
 }
@@ -167,7 +168,12 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
         const opts = decoded?._tag === "Success" ? decoded.success : {}
         if (opts.prepare_sleep !== undefined) yield* Effect.sleep(toDuration(opts.prepare_sleep))
         if (opts.prepare_wait !== undefined) yield* signals.await(opts.prepare_wait)
-        const executor = yield* makeExecutor(request, opts.close_fails ?? 0, opts.close_hangs ?? 0)
+        // The native state is owned by the Executor's scope from the moment it exists: the release is the
+        // last-resort stop (a no-op after a confirmed close), so an interrupted or failed preparation leaks nothing.
+        const { executor } = yield* Effect.acquireRelease(
+          makeExecutor(request, opts.close_fails ?? 0, opts.close_hangs ?? 0),
+          ({ kill }) => kill
+        )
         if (opts.prepare === "fail") {
           yield* executor.close.pipe(Effect.ignore)
           return yield* new PrepareFailed({ reason: "scripted preparation failure" })
@@ -226,11 +232,17 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
             })
           })
 
-        return {
+        const executor = {
           startTurn,
           nativeSessionId: Effect.succeed(Option.some(nativeSession)),
           close
         } satisfies Executor
+        /** Stops the native state without the scripted close faults; idempotent. */
+        const kill = Effect.suspend(() => {
+          executorState.closed = true
+          return Scope.close(scope, Exit.void)
+        })
+        return { executor, kill }
       })
 
     interface TurnContext {
@@ -358,6 +370,7 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
             const awaiting: AwaitingSteer = {
               remaining: step.await_steer,
               write: step.write ?? "ok",
+              writeReturnsOn: step.write_returns_on,
               accept: step.accept ?? "ok",
               done: yield* Deferred.make<void>()
             }
@@ -563,7 +576,12 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
               state.awaiting = undefined
               return Deferred.succeed(awaiting.done, undefined)
             })
-            if (awaiting.write === "hang") return yield* Effect.andThen(arrived, Effect.never)
+            if (awaiting.write === "hang") {
+              yield* arrived
+              if (awaiting.writeReturnsOn === undefined) return yield* Effect.never
+              yield* signals.await(awaiting.writeReturnsOn)
+              return yield* new NativeUnknown({ operation: "steer", reason: "scripted late write" })
+            }
             if (awaiting.write === "reject") {
               yield* arrived
               return yield* new NativeRejected({ operation: "steer", reason: "scripted write rejection" })

@@ -1,0 +1,39 @@
+/**
+ * The Harness kinds this daemon can run, by name: each entry turns the daemon's settings into the kind's
+ * constructor (`HarnessConstructor`, run once at daemon start inside the registry layer's scope). The daemon
+ * selects kinds with `--harness KIND` (repeatable) or `AGENTWIRE_HARNESS` (comma-separated); the default is
+ * `scripted`. A new adapter adds one line to `harnessKinds` (and, when it has settings, one field to
+ * `HarnessSettings`); nothing else in the daemon changes.
+ */
+import type { HarnessConstructor } from "./Harness.js"
+import { makeScriptedHarness, type ScriptedOptions } from "./scripted/ScriptedHarness.js"
+import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
+
+/** Per-kind settings from the daemon's configuration. */
+export interface HarnessSettings {
+  readonly scripted?: ScriptedOptions | undefined
+}
+
+/** Process services a constructor may use (built before the registry). */
+export type HarnessServices = ScriptedSignals
+
+/** Kind name → constructor. Append new kinds here. */
+export const harnessKinds = {
+  scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {})
+} as const satisfies Record<string, (settings: HarnessSettings) => HarnessConstructor<HarnessServices>>
+
+export type HarnessKindName = keyof typeof harnessKinds
+
+/** The known kind names, in table order. */
+export const harnessKindNames: ReadonlyArray<HarnessKindName> = Object.keys(harnessKinds) as ReadonlyArray<HarnessKindName>
+
+/** The default selection. */
+export const defaultHarnessKinds: ReadonlyArray<HarnessKindName> = ["scripted"]
+
+export const isHarnessKindName = (name: string): name is HarnessKindName => Object.hasOwn(harnessKinds, name)
+
+/** The constructors of the selected kinds, in selection order. */
+export const constructorsFor = (
+  kinds: ReadonlyArray<HarnessKindName>,
+  settings: HarnessSettings
+): ReadonlyArray<HarnessConstructor<HarnessServices>> => kinds.map((kind) => harnessKinds[kind](settings))
