@@ -40,14 +40,13 @@ const CLOSE_ARRAY = 0x5d
 const OPEN_OBJECT = 0x7b
 const CLOSE_OBJECT = 0x7d
 
-const isWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09
-
 /** Index of the quote that closes the string opened at `start`, or -1 when it is unterminated. */
 const stringEnd = (text: string, start: number): number => {
   let j = text.indexOf('"', start + 1)
   while (j > 0) {
-    let backslashes = 0
-    for (let k = j - 1; k > start && text.charCodeAt(k) === BACKSLASH; k--) backslashes++
+    if (text.charCodeAt(j - 1) !== BACKSLASH) return j
+    let backslashes = 1
+    for (let k = j - 2; k > start && text.charCodeAt(k) === BACKSLASH; k--) backslashes++
     if (backslashes % 2 === 0) return j
     j = text.indexOf('"', j + 1)
   }
@@ -58,15 +57,18 @@ const stringEnd = (text: string, start: number): number => {
 const MaxKeptTokenChars = 1024
 
 /**
- * One pass over JSON text, without recursion or allocation beyond the kept tokens. For valid JSON the depth and
- * node counts are exact; for invalid text the result is meaningless but the scan still ends in O(length), and
- * `JSON.parse` then refuses the text. The whole text is scanned even after a violation, so a `type` or `id`
- * behind a deep member is still found.
+ * One pass over JSON text, without recursion, allocating only when it reports a violation. For valid JSON the
+ * depth and node counts are exact; for invalid text the result is meaningless but the scan still ends in
+ * O(length), and `JSON.parse` then refuses the text. The whole text is scanned even after a violation, so a
+ * `type` or `id` behind a deep member is still found. Text that cannot exceed either bound is not scanned at
+ * all: fewer than 2 × MaxJsonNodes characters (n values need at least 2n - 1) and at most MaxJsonDepth opening
+ * brackets, or too short to nest deeper (depth d needs at least 2d characters).
  */
 export const scanJsonText = (text: string, options?: JsonBoundsOptions): TextScan => {
   const maxDepth = options?.maxDepth ?? MaxJsonDepth
   const maxNodes = options?.maxNodes ?? MaxJsonNodes
   const n = text.length
+  if (n < 2 * maxNodes && (n <= 2 * maxDepth + 1 || opensAtMost(text, maxDepth))) return noViolation
   let depth = 0
   let nodes = 0
   let tooDeep = false
@@ -76,14 +78,16 @@ export const scanJsonText = (text: string, options?: JsonBoundsOptions): TextSca
   let started = false
   /** Top-level (depth 1 of an object root) state: the last key and whether a value follows a colon. */
   let expectKey = false
-  let lastKey: string | undefined
+  let lastKey = 0 // 1: "type", 2: "id", 0: another key
   let afterColon = false
-  let typeToken: string | undefined
-  let idToken: string | undefined
+  let typeStart = -1
+  let typeEnd = -1
+  let idStart = -1
+  let idEnd = -1
 
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i)
-    if (isWhitespace(c)) continue
+    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue
     if (!started) {
       started = true
       nodes = 1
@@ -96,14 +100,23 @@ export const scanJsonText = (text: string, options?: JsonBoundsOptions): TextSca
     switch (c) {
       case QUOTE: {
         const end = stringEnd(text, i)
-        if (end < 0) return finish(tooDeep, nodes > maxNodes, typeToken, idToken)
+        if (end < 0) {
+          i = n
+          break
+        }
         if (depth === 1 && rootIsObject) {
           if (expectKey) {
-            lastKey = end - i <= 8 ? text.slice(i, end + 1) : undefined
+            const length = end - i + 1
+            lastKey = length === 6 && text.startsWith('"type"', i) ? 1 : length === 4 && text.startsWith('"id"', i) ? 2 : 0
             expectKey = false
           } else if (afterColon && end - i < MaxKeptTokenChars) {
-            if (lastKey === '"type"') typeToken = text.slice(i, end + 1)
-            else if (lastKey === '"id"') idToken = text.slice(i, end + 1)
+            if (lastKey === 1) {
+              typeStart = i
+              typeEnd = end + 1
+            } else if (lastKey === 2) {
+              idStart = i
+              idEnd = end + 1
+            }
           }
         }
         afterColon = false
@@ -135,16 +148,27 @@ export const scanJsonText = (text: string, options?: JsonBoundsOptions): TextSca
         afterColon = false
     }
   }
-  return finish(tooDeep, nodes > maxNodes, typeToken, idToken)
+  const violation: JsonBoundsViolation | undefined = tooDeep ? "too_deep" : nodes > maxNodes ? "too_many_nodes" : undefined
+  if (violation === undefined) return noViolation
+  return {
+    violation,
+    ...(typeStart < 0 ? {} : { typeToken: text.slice(typeStart, typeEnd) }),
+    ...(idStart < 0 ? {} : { idToken: text.slice(idStart, idEnd) })
+  }
 }
 
-const finish = (tooDeep: boolean, tooMany: boolean, typeToken: string | undefined, idToken: string | undefined): TextScan => {
-  const violation: JsonBoundsViolation | undefined = tooDeep ? "too_deep" : tooMany ? "too_many_nodes" : undefined
-  return {
-    ...(violation === undefined ? {} : { violation }),
-    ...(typeToken === undefined ? {} : { typeToken }),
-    ...(idToken === undefined ? {} : { idToken })
-  }
+const noViolation: TextScan = {}
+
+/**
+ * True when the text holds at most `limit` `{` and `[` characters, strings included (an over-count is safe):
+ * then no value nests deeper than `limit`. Native `indexOf` jumps, so a typical frame with a few dozen
+ * containers costs a few dozen calls instead of a pass over every character.
+ */
+const opensAtMost = (text: string, limit: number): boolean => {
+  let count = 0
+  for (let i = text.indexOf("{"); i >= 0; i = text.indexOf("{", i + 1)) if (++count > limit) return false
+  for (let i = text.indexOf("["); i >= 0; i = text.indexOf("[", i + 1)) if (++count > limit) return false
+  return true
 }
 
 /**
