@@ -1,10 +1,13 @@
 /**
  * Exit codes of the agentwire binary, and the error a command fails with to choose one.
  *
- * 0  success; also an interruption by SIGINT/SIGTERM once every finalizer (confirmed cleanup) has run
- * 1  an unexpected failure (a defect)
- * 2  a usage or configuration error (unknown flag, missing or invalid setting, profile already in use)
+ * 0  success; also an interruption by SIGINT/SIGTERM/SIGHUP once every finalizer (confirmed cleanup) has run
+ * 1  a failure (a defect, an operator call with an error answer or no answer, a Turn that did not complete)
+ * 2  a usage or configuration error (unknown flag, missing or invalid setting, profile or data directory in
+ *    use, a data directory without a store, a port that cannot be bound, a 400/401 from the operator API,
+ *    a Node older than 22.19: src/bin/launcher.ts)
  * 3  Core refused the daemon permanently (426 incompatible_version, 401/403, close code 4001)
+ * docs/operations.md "Exit codes" is the operator's copy of this table.
  */
 import { Cause, Exit, Runtime, Schema } from "effect"
 import { CliError } from "effect/cli"

@@ -3,26 +3,49 @@
  * Subcommands live in ./commands, one module each; this file only assembles and runs them.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect } from "effect"
-import { Command } from "effect/cli"
+import { Effect, Layer } from "effect"
+import { CliOutput, Command } from "effect/cli"
+import * as Os from "node:os"
 import { ProtocolVersion } from "../proto/Version.js"
 import { AgentwireVersion } from "./BuildInfo.js"
 import { conformanceCommand } from "./commands/conformance.js"
-import { coreCommand } from "./commands/core.js"
+import { coreCommand, defaultDataDir } from "./commands/core.js"
 import { daemonCommand } from "./commands/daemon.js"
 import { demoCommand } from "./commands/demo.js"
+import { makeOperatorCommands } from "./commands/operator.js"
 import { statusCommand } from "./commands/status.js"
 import { teardown } from "./Exit.js"
+import { helpArgs, helpCommand, presenter } from "./Help.js"
+
+const operator = makeOperatorCommands({ defaultDataDir: defaultDataDir(Os.homedir()) })
+
+const version = `${AgentwireVersion} (wire ${ProtocolVersion})`
 
 const root = Command.make("agentwire").pipe(
   Command.withDescription(
-    "Core <-> Runtime daemon protocol (wire " + ProtocolVersion + "): runtime daemon, dev Core, status and conformance kit"
+    "Core <-> Runtime daemon protocol (wire " + ProtocolVersion + "): runtime daemon, dev Core, operator client, status and conformance kit"
   ),
-  Command.withSubcommands([daemonCommand, statusCommand, coreCommand, demoCommand, conformanceCommand])
+  Command.withSubcommands([
+    daemonCommand,
+    statusCommand,
+    coreCommand,
+    demoCommand,
+    conformanceCommand,
+    operator.devices,
+    operator.sessions,
+    operator.turns,
+    operator.turn,
+    helpCommand
+  ])
 )
 
-const program = Command.run(root, { version: `${AgentwireVersion} (wire ${ProtocolVersion})` }).pipe(
-  Effect.provide(NodeServices.layer)
+// `agentwire help CMD …` is `agentwire CMD … --help`; parse problems are one line each on stderr (Help.ts).
+const program = Command.runWith(root, { version })(helpArgs(process.argv.slice(2))).pipe(
+  Effect.provide(Layer.merge(NodeServices.layer, CliOutput.layerPresenter(presenter)))
 )
+
+// A closed terminal (SIGHUP) stops every command like SIGTERM does: the main fiber is interrupted and every
+// finalizer (children, temporary directories, confirmed cleanup) runs. runMain handles SIGINT and SIGTERM.
+process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
 
 NodeRuntime.runMain(program, { teardown })

@@ -21,7 +21,7 @@ const eligible = [
 describe("agentwire conformance core (live, against agentwire core)", () => {
   it("passes every scenario a Runtime can drive against the dev Core, and fails them with a revoked credential", async () => {
     const dataDir = tempDir()
-    const create = start(["core", "credential", "create", "--device-id", device, "--data-dir", dataDir])
+    const create = start(["core", "credential", "create", "--device-id", device, "--data-dir", dataDir, "--init"])
     assert.strictEqual(await create.exited(20_000), 0, create.stderr())
     const credentialFile = Path.join(dataDir, "device.credential")
     Fs.writeFileSync(credentialFile, create.stdout(), { mode: 0o600 })

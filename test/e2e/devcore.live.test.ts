@@ -134,8 +134,9 @@ describe("agentwire core (end to end)", () => {
     assert.strictEqual(outcome.status, "completed")
     assert.deepStrictEqual(outcome.usage, { input_tokens: 9, output_tokens: 4 })
     // the steer receipts are journaled: written then accepted
-    const facts = events.filter((e) => e.event === "fact").map((e) => JSON.parse(e.data)._tag)
-    assert.isBelow(facts.indexOf("InputWritten"), facts.indexOf("InputAccepted"))
+    const facts = events.filter((e) => e.event === "fact").map((e) => JSON.parse(e.data).fact)
+    assert.isAtLeast(facts.indexOf("input_written"), 0)
+    assert.isBelow(facts.indexOf("input_written"), facts.indexOf("input_accepted"))
     const turn = await api.get(`/turns/${turnId}`)
     assert.strictEqual(turn.body.input_cursor, 1)
     assert.deepStrictEqual(turn.body.inputs.map((i: any) => [i.status, i.position]), [["accepted", 1]])

@@ -16,12 +16,13 @@
  * --credential-file the runtime kit generates a throwaway credential into a new 0600 file and prints only its
  * path: a credential is never printed. That file's temporary directory is removed when the command exits. Exit codes: 0 no scenario failed, 1 at least one failed, 2 usage.
  */
-import { Console, Duration, Effect, FileSystem, Option, Path, Redacted, Schema } from "effect"
+import { Console, Duration, Effect, FileSystem, Option, Path, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import { randomBytes, randomUUID } from "node:crypto"
 import { allScenarios, scenarioNamed, type WireScenario } from "../../../scenarios/index.js"
 import * as Kit from "../../conformance/Kit.js"
 import { formatJson, formatTable, type Report, type ScenarioResult, summary } from "../../conformance/Report.js"
+import { DurationText } from "../Durations.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 
 const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
@@ -32,7 +33,7 @@ const scenarioFlag = Flag.String("scenario").pipe(
 )
 const jsonFlag = Flag.Boolean("json").pipe(Flag.withDescription("Print the report as JSON"), Flag.withDefault(false))
 const durationFlag = (name: string, description: string) =>
-  Flag.String(name).pipe(Flag.withSchema(Schema.DurationFromString), Flag.withDescription(description), Flag.optional)
+  Flag.String(name).pipe(Flag.withSchema(DurationText), Flag.withDescription(`${description}; e.g. 90s, 10m`), Flag.optional)
 
 const timingFlags = {
   frameTimeout: durationFlag("frame-timeout", "How long to wait for an expected frame (default 10 seconds)"),

@@ -5,9 +5,9 @@
  *
  *   agentwire core [--host 127.0.0.1] [--port 7400] [--data-dir DIR] [--public-url URL]
  *                  [--operator-token-file PATH] [--heartbeat-seconds N]
- *   agentwire core credential create --device-id ID [--data-dir DIR]   prints the credential once, alone on stdout
- *   agentwire core credential revoke --device-id ID [--data-dir DIR]
+ *   agentwire core credential create|revoke …   (./credential.ts)
  *
+ * One Core per data directory: a second one fails with exit code 2 before it touches the store (DataDirLock).
  * Port 0 picks a free port. The first stdout line is the chosen URL alone (`http://127.0.0.1:PORT`, for
  * scripts: `read -r url`); human-readable lines follow (`agentwire core listening on URL`, data directory,
  * operator token source, the daemon command).
@@ -15,17 +15,16 @@
  * `<data dir>/operator-token` (generated at first start, mode 0600). Only its file path is ever printed.
  * Exit codes: src/bin/Exit.ts (0 stopped by a signal after a clean shutdown, 2 usage/configuration).
  */
-import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted, Schema } from "effect"
+import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Os from "node:os"
 import { join } from "node:path"
 import * as DevCore from "../../core/dev/DevCore.js"
 import { DevIds } from "../../core/dev/DevIds.js"
-import { DeviceStore } from "../../core/dev/DeviceStore.js"
 import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import * as Store from "../../core/dev/Store.js"
-import { Ids } from "../../proto/index.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { makeCredentialCommand } from "./credential.js"
 
 export const CoreEnvVars = {
   dataDir: "AGENTWIRE_CORE_DATA_DIR",
@@ -44,8 +43,6 @@ const dataDirFlag = Flag.String("data-dir").pipe(
   Flag.optional
 )
 
-const deviceIdFlag = Flag.String("device-id").pipe(Flag.withDescription("The device the credential belongs to"))
-
 const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
 
 const logger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
@@ -63,10 +60,6 @@ const withStore = <A, E>(
       return yield* Effect.provideContext(effect, context)
     })
   )
-
-const isDeviceId = Schema.is(Ids.DeviceId)
-const checkDeviceId = (deviceId: string) =>
-  isDeviceId(deviceId) ? Effect.void : Effect.fail(usage("--device-id must be non-blank and at most 128 bytes"))
 
 /** Resolves the operator token: a file flag, the environment, or the data directory's (generated once). */
 export const resolveOperatorToken = (dataDir: string, tokenFile: Option.Option<string>) =>
@@ -89,47 +82,12 @@ export const resolveOperatorToken = (dataDir: string, tokenFile: Option.Option<s
 export const makeCoreCommand = (options: { readonly homeDir: string }) => {
   const dataDirOf = (flag: Option.Option<string>) => Option.getOrElse(flag, () => defaultDataDir(options.homeDir))
 
-  const create = Command.make(
-    "create",
-    { deviceId: deviceIdFlag, dataDir: dataDirFlag },
-    (input) =>
-      Effect.gen(function* () {
-        yield* checkDeviceId(input.deviceId)
-        const credential = yield* withStore(
-          dataDirOf(input.dataDir),
-          Effect.gen(function* () {
-            return yield* (yield* DeviceStore).issueCredential(input.deviceId)
-          })
-        ).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))))
-        // The one place this credential is ever shown: stdout, alone on its line.
-        yield* Console.log(Redacted.value(credential))
-      })
-  ).pipe(Command.withDescription("Create (or replace) a device's daemon credential; prints it once. Only its digest is stored."))
-
-  const revoke = Command.make(
-    "revoke",
-    { deviceId: deviceIdFlag, dataDir: dataDirFlag },
-    (input) =>
-      Effect.gen(function* () {
-        const known = yield* withStore(
-          dataDirOf(input.dataDir),
-          Effect.gen(function* () {
-            return yield* (yield* DeviceStore).revoke(input.deviceId)
-          })
-        ).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))))
-        if (!known) return yield* usage(`unknown device ${input.deviceId}`)
-        yield* Console.log(`revoked the credentials of device ${input.deviceId}`)
-      })
-  ).pipe(
-    Command.withDescription(
-      "Revoke a device's credentials (its next connection is refused). The operator API's revoke also closes a live connection."
-    )
-  )
-
-  const credential = Command.make("credential").pipe(
-    Command.withDescription("Manage daemon credentials in a data directory"),
-    Command.withSubcommands([create, revoke])
-  )
+  const credential = makeCredentialCommand({
+    dataDirFlag,
+    dataDirOf,
+    withStore,
+    operatorToken: (dataDir, tokenFile) => resolveOperatorToken(dataDir, tokenFile)
+  })
 
   return Command.make(
     "core",
@@ -165,7 +123,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
           operatorToken: token,
           ...(Option.isSome(input.publicUrl) ? { publicUrl: input.publicUrl.value } : {}),
           ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})
-        })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${e.message}`)))
+        })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${DevCore.startErrorMessage(e, input.host, input.port)}`)))
         const info = Context.get(context, DevCore.DevCore)
         // The URL alone first, so a script can read one line; the human text follows on lines of its own.
         yield* Console.log(info.url)

@@ -7,7 +7,7 @@
  * file (`--credential-file` / AGENTWIRE_CREDENTIAL_FILE) or AGENTWIRE_CREDENTIAL, and never appears on a command
  * line, in a log line or in an error. Exit codes: src/bin/Exit.ts.
  */
-import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References, Schema } from "effect"
+import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
 import * as Os from "node:os"
 import { ProtocolVersion } from "../../proto/Version.js"
@@ -19,6 +19,7 @@ import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
 import { StatusBoard } from "../../runtime/StatusBoard.js"
 import { Connector } from "../../runtime/transport/Connector.js"
 import { AgentwireVersion } from "../BuildInfo.js"
+import { DurationText } from "../Durations.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 
 const { env, EnvVars } = RuntimeConfig
@@ -58,8 +59,8 @@ export const daemonFlags = {
     Flag.optional
   ),
   idleExecutorTtl: Flag.String("idle-executor-ttl").pipe(
-    Flag.withSchema(Schema.DurationFromString),
-    Flag.withDescription(`Idle Executor expiry, e.g. "90 seconds" (default 10 minutes). Env: ${EnvVars.idleExecutorTtl}`),
+    Flag.withSchema(DurationText),
+    Flag.withDescription(`Idle Executor expiry, e.g. 90s, 10m or "90 seconds" (default 10m). Env: ${EnvVars.idleExecutorTtl}`),
     Flag.withFallbackConfig(env.idleExecutorTtl),
     Flag.optional
   ),

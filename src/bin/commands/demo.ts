@@ -16,6 +16,10 @@
  *   --port N         listen port (default 0: a free one)
  *   --data-dir DIR   data directory (default: a temporary one, removed at the end)
  *
+ * Every way out runs the same cleanup: SIGINT, SIGTERM and SIGHUP (src/bin/agentwire.ts turns SIGHUP into
+ * SIGTERM) interrupt the command, the daemon child is stopped (SIGTERM, SIGKILL after 20 s) and waited for,
+ * Core closes, and the temporary data directory is removed. Only SIGKILL of the demo itself can leave them.
+ *
  * Exit codes: 0 the Turn completed and both sides shut down cleanly; 1 otherwise (the reason is printed).
  */
 import { Clock, Console, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Redacted, References } from "effect"
@@ -144,8 +148,10 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
         const startMs = yield* Clock.currentTimeMillis
         const temporary = Option.isNone(input.dataDir)
         const dataDir = Option.getOrElse(input.dataDir, () => mkdtempSync(join(options.tmpDir, "agentwire-demo-")))
-        // Registered first, so it runs last: after the store closed.
-        if (temporary && !input.keepRunning && !input.noDaemon) {
+        // Registered first, so it runs last: after the daemon stopped and the store closed. Every run removes
+        // its temporary directory (credential, token, database), also `--keep-running` / `--no-daemon` runs
+        // ended by a signal; a `--data-dir` the operator chose is kept.
+        if (temporary) {
           yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dataDir, { recursive: true, force: true })))
         }
         yield* ensureDataDir(dataDir).pipe(Effect.mapError((e) => failed(e.message)))
@@ -220,7 +226,7 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           yield* line("Core is running without a daemon. Point a daemon at it with:")
           yield* line(`  agentwire daemon ${daemonArgs.join(" ")}`)
           yield* line(`Operator API: ${core.url}/api/v1/operator (Authorization: Bearer $(cat ${OperatorToken.tokenFile(dataDir)}))`)
-          yield* line("Frames appear below as they pass. Ctrl-C stops Core.")
+          yield* line("Frames appear below as they pass. Ctrl-C stops Core (and removes a temporary data directory).")
           return yield* Effect.never
         }
 
@@ -275,7 +281,7 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
 
         if (input.keepRunning) {
           yield* line("")
-          yield* line("Core and the daemon keep running (Ctrl-C stops both).")
+          yield* line("Core and the daemon keep running (Ctrl-C stops both and removes a temporary data directory).")
           yield* line(`  operator API  ${core.url}/api/v1/operator`)
           yield* line(`  token         ${OperatorToken.tokenFile(dataDir)}  (send it as Authorization: Bearer …)`)
           yield* line(`  try           curl -H "Authorization: Bearer $(cat ${OperatorToken.tokenFile(dataDir)})" ${core.url}/api/v1/operator/devices`)

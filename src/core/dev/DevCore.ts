@@ -18,6 +18,7 @@ import { Gateway } from "../Gateway.js"
 import { GatewayConfig, type GatewayConfigInvalid } from "../GatewayConfig.js"
 import * as FrameTap from "../FrameTap.js"
 import * as GatewayHttp from "../transport/GatewayHttp.js"
+import * as DataDirLock from "./DataDirLock.js"
 import { DevIds } from "./DevIds.js"
 import * as DeviceDirectory from "./DeviceDirectory.js"
 import * as Operator from "./Operator.js"
@@ -48,7 +49,21 @@ export interface DevCoreOptions {
 }
 
 /** Why the dev Core could not start (nothing is listening): the store, the reconciliation, the listen or the URL. */
-export type DevCoreStartError = Store.StoreOpenFailed | StoreFailed | HttpServerError.ServeError | GatewayConfigInvalid
+export type DevCoreStartError =
+  | DataDirLock.DataDirLocked
+  | DataDirLock.DataDirLockFailed
+  | Store.StoreOpenFailed
+  | StoreFailed
+  | HttpServerError.ServeError
+  | GatewayConfigInvalid
+
+/** One line for an operator: why the dev Core did not start (a listen failure names the address and the code). */
+export const startErrorMessage = (error: DevCoreStartError, host: string, port: number): string => {
+  if (error._tag !== "ServeError") return error.message
+  const cause = error.cause as { readonly code?: unknown; readonly message?: unknown } | undefined
+  const code = typeof cause?.code === "string" ? cause.code : typeof cause?.message === "string" ? cause.message : "unknown"
+  return `cannot listen on ${host}:${port} (${code === "EADDRINUSE" ? "EADDRINUSE: the port is already in use" : code})`
+}
 
 export class DevCore extends Context.Service<DevCore, {
   /** The base URL the server listens on, e.g. `http://127.0.0.1:41234`. */
@@ -73,7 +88,11 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
   const host = options.host ?? "127.0.0.1"
   const ids = options.ids ?? DevIds.layer
 
-  const store = Store.layerDataDir(options.dataDir).pipe(Layer.provideMerge(ids))
+  // The data-directory lock comes first: a second Core fails here, before the store is opened or reconciled.
+  const lock = Layer.effectDiscard(
+    Store.ensureDataDir(options.dataDir).pipe(Effect.andThen(DataDirLock.acquire(options.dataDir)))
+  )
+  const store = Store.layerDataDir(options.dataDir).pipe(Layer.provideMerge(ids), Layer.provide(lock))
 
   const recovery = Layer.effectDiscard(recoverUnfinishedTurns)
 
@@ -121,6 +140,8 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
       const config = yield* GatewayConfig
       const url = HttpServer.formatAddress(s.address)
       const port = s.address._tag === "UnixPathAddress" ? 0 : s.address.port
+      // For `agentwire core credential revoke` next to this Core (removed when the lock is released).
+      yield* DataDirLock.writeAddress(options.dataDir, { url, pid: process.pid }).pipe(Effect.ignore)
       return DevCore.of({ url, port, dataDir: options.dataDir, publicUrl: config.publicUrl })
     })
   )

@@ -8,18 +8,22 @@
  * `accepted` / `rejected` / `unknown`, a cancellation `cancelled` / `unconfirmed`, …), never an error status.
  * Error bodies are `{error, detail}`; details never echo a credential, a payload or unbounded peer text.
  */
-import { ByteSize, Effect, Layer, Redacted, Schema, Stream } from "effect"
+import { ByteSize, type Duration, Effect, Layer, Redacted, Schema, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { SqlClient } from "effect/sql"
 import { Ids, JsonBounds, Limits, MessageInput } from "../../proto/index.js"
 import { markAuthenticated } from "../transport/GatewayHttp.js"
 import type { AdmissionRejection, ConfigurationRejected } from "../Outcome.js"
 import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
+import { readableFact, withKeepAlive } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
 import type { JournalItem } from "./TurnJournal.js"
+import * as TurnList from "./TurnList.js"
+import { TurnStore } from "./TurnStore.js"
 import { Turns, turnView } from "./Turns.js"
 
 /** Every operator route lives under this prefix. */
@@ -117,7 +121,7 @@ export const sseEvent = (item: JournalItem): string => {
         _tag: "Event",
         id: String(item.seq),
         event: item.kind === "frame" ? "frame" : "fact",
-        data: item.bodyJson
+        data: item.kind === "frame" ? item.bodyJson : readableFact(item.bodyJson)
       })
     case "notice":
       return Sse.encoder.write({ _tag: "Event", id: undefined, event: item.event, data: JSON.stringify(item.data) })
@@ -149,15 +153,72 @@ const FunctionResultBody = Schema.Struct({
   error: Schema.optionalKey(Schema.String)
 })
 
+/** The methods a path that does not serve them answers with 405 (and an `Allow` header). */
+type AnsweredMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
+const AnsweredMethods: ReadonlyArray<AnsweredMethod> = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+export interface OperatorApiOptions {
+  /** The SSE keep-alive interval (default 15 s). */
+  readonly keepAlive?: Duration.Input
+}
+
+/**
+ * The unauthenticated probes on the server root: `/healthz` (the process serves HTTP) and `/readyz` (the
+ * store answers a query). Their bodies carry no data beyond the status.
+ */
+const probes = (router: HttpRouter.HttpRouter, sql: SqlClient.SqlClient) =>
+  Effect.gen(function* () {
+    yield* router.add("GET", "/healthz", Effect.succeed(json(200, { status: "ok" })))
+    yield* router.add(
+      "GET",
+      "/readyz",
+      sql`SELECT 1 AS ready`.pipe(
+        Effect.as(json(200, { status: "ready" })),
+        Effect.orElseSucceed(() => json(503, { status: "not_ready", reason: "store_unavailable" }))
+      )
+    )
+    for (const path of ["/healthz", "/readyz"] as const) {
+      for (const method of AnsweredMethods.filter((m) => m !== "GET")) {
+        yield* router.add(method, path, Effect.succeed(methodNotAllowed(["GET"])))
+      }
+    }
+  })
+
+const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
+  HttpServerResponse.jsonUnsafe(
+    { error: "method_not_allowed", detail: `allowed: ${allowed.join(", ")}` },
+    { status: 405, headers: { allow: allowed.join(", ") } }
+  )
+
 /**
  * The operator routes, registered on the current `HttpRouter`. `token` is the operator token; it is compared
  * in constant time and never logged.
  */
-export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, never, HttpRouter.HttpRouter | Operator | Turns> =>
-  HttpRouter.use((router) =>
+export const layer = (
+  token: Redacted.Redacted<string>,
+  options: OperatorApiOptions = {}
+): Layer.Layer<never, never, HttpRouter.HttpRouter | Operator | Turns | TurnStore | SqlClient.SqlClient> =>
+  HttpRouter.use((router_) =>
     Effect.gen(function* () {
       const operator = yield* Operator
       const turns = yield* Turns
+      const sql = yield* SqlClient.SqlClient
+      const turnStore = yield* TurnStore
+      yield* probes(router_, sql)
+
+      // Every operator route is registered through `router`, which remembers the methods of each path so
+      // the other methods answer 405 (after authorization, like every operator route).
+      const methods = new Map<string, Array<string>>()
+      const router = {
+        add: <E, R>(
+          method: AnsweredMethod,
+          path: HttpRouter.PathInput,
+          handler: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+        ) => {
+          methods.set(path, [...(methods.get(path) ?? []), method])
+          return router_.add(method, path, handler)
+        }
+      }
 
       const authorized = (request: HttpServerRequest.HttpServerRequest): boolean => {
         const header = request.headers["authorization"]
@@ -240,6 +301,17 @@ export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, neve
       )
       yield* router.add(
         "GET",
+        p("/turns"),
+        route((request) =>
+          Effect.flatMap(TurnList.parseQuery(new URL(request.url, "http://operator.invalid").searchParams), (query) =>
+            TurnList.listPage(query).pipe(
+              Effect.provideService(SqlClient.SqlClient, sql),
+              Effect.provideService(TurnStore, turnStore),
+              Effect.map((page) => json(200, page))
+            )))
+      )
+      yield* router.add(
+        "GET",
         p("/turns/:turn_id"),
         route(() => Effect.flatMap(param("turn_id"), (id) => Effect.map(turns.get(id), (turn) => json(200, turn))))
       )
@@ -258,10 +330,11 @@ export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, neve
             const url = new URL(request.url, "http://operator.invalid")
             const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0"
             const after = Number.parseInt(lastEventId, 10)
-            const body = turns.follow(id, Number.isFinite(after) && after > 0 ? after : 0).pipe(
-              Stream.map((item) => encoder.encode(sseEvent(item))),
-              Stream.catch(() => Stream.make(encoder.encode(Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" }))))
+            const events = turns.follow(id, Number.isFinite(after) && after > 0 ? after : 0).pipe(
+              Stream.map(sseEvent),
+              Stream.catch(() => Stream.make(Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" })))
             )
+            const body = withKeepAlive(events, options.keepAlive).pipe(Stream.map((text) => encoder.encode(text)))
             return HttpServerResponse.stream(body, {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
@@ -316,6 +389,12 @@ export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, neve
             return json(200, yield* turns.functionResult(id, call, body))
           }))
       )
+
+      for (const [path, allowed] of methods) {
+        for (const method of AnsweredMethods.filter((m) => !allowed.includes(m))) {
+          yield* router_.add(method, path as HttpRouter.PathInput, route(() => Effect.succeed(methodNotAllowed(allowed))))
+        }
+      }
     })
   )
 

@@ -1,0 +1,43 @@
+/**
+ * How the operator API's Server-Sent Events read (docs/operator-api.md "Events"): delivery facts named in
+ * snake_case under `fact` (not the internal `_tag`), and a keep-alive comment line at a fixed interval so
+ * proxies and clients can tell a quiet Turn from a dead connection.
+ */
+import { Duration, Stream } from "effect"
+
+/** The SSE comment sent between events; clients ignore it (it has no `data`). */
+export const KeepAliveComment = ": keep-alive\n\n"
+
+/** How often the keep-alive comment is sent on an open event stream. */
+export const DefaultKeepAlive = Duration.seconds(15)
+
+/** `InputAccepted` → `input_accepted`. */
+export const snakeCase = (tag: string): string =>
+  tag.replace(/([a-z0-9])([A-Z])/g, "$1_$2").replace(/([A-Z]+)([A-Z][a-z])/g, "$1_$2").toLowerCase()
+
+/**
+ * A stored delivery fact (`{"_tag":"InputAccepted",…}`) as operators read it: `{"fact":"input_accepted",…}`,
+ * the other fields unchanged and in order. Only the top level is rewritten (no recursion over stored data);
+ * anything that is not an object with a string `_tag` is returned as it was.
+ */
+export const readableFact = (bodyJson: string): string => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(bodyJson)
+  } catch {
+    return bodyJson
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return bodyJson
+  const { _tag, ...rest } = parsed as { readonly _tag?: unknown }
+  if (typeof _tag !== "string") return bodyJson
+  return JSON.stringify({ fact: snakeCase(_tag), ...rest })
+}
+
+/** `events` with a keep-alive comment every `interval` (the first one interval after the start), until `events` ends. */
+export const withKeepAlive = <E, R>(
+  events: Stream.Stream<string, E, R>,
+  interval: Duration.Input = DefaultKeepAlive
+): Stream.Stream<string, E, R> =>
+  Stream.merge(events, Stream.tick(interval).pipe(Stream.drop(1), Stream.map(() => KeepAliveComment)), {
+    haltStrategy: "left"
+  })

@@ -1,0 +1,115 @@
+/**
+ * The operator API's list, probe and method rules over a real loopback server in this process (the dev Core
+ * layer on port 0): `GET /turns` pages newest first with an opaque cursor and filters, `/healthz` and
+ * `/readyz` answer without a token, and a known path answers another method with 405 and `Allow`.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { TestClock } from "effect/testing"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as DevCore from "../../../src/core/dev/DevCore.js"
+import { DevIds } from "../../../src/core/dev/DevIds.js"
+import { TurnStore } from "../../../src/core/dev/TurnStore.js"
+import { MessageInput } from "../../../src/proto/index.js"
+
+const token = Redacted.make("awop_test-operator-token")
+
+type Call = (method: string, path: string, options?: { token?: string; body?: unknown }) => Effect.Effect<{ status: number; body: any; allow: string | null }>
+
+const withCore = <A, E>(body: (call: Call, context: Context.Context<DevCore.DevCoreServices>) => Effect.Effect<A, E>) =>
+  Effect.scoped(Effect.gen(function* () {
+    const dir = mkdtempSync(join(tmpdir(), "agentwire-oproutes-"))
+    yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+    const context = yield* Layer.build(DevCore.layer({ dataDir: dir, operatorToken: token, ids: DevIds.layerTest }))
+    const core = Context.get(context, DevCore.DevCore)
+    const call: Call = (method, path, options = {}) =>
+      Effect.promise(async () => {
+        const res = await fetch(`${core.url}${path}`, {
+          method,
+          headers: options.token === "" ? {} : { authorization: `Bearer ${options.token ?? Redacted.value(token)}` },
+          ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) })
+        })
+        const text = await res.text()
+        return { status: res.status, body: text === "" ? undefined : JSON.parse(text), allow: res.headers.get("allow") }
+      })
+    return yield* body(call, context)
+  }))
+
+const input = MessageInput.text("hi")
+
+describe("operator routes", () => {
+  it.effect("GET /turns pages newest first with a cursor, never repeating or skipping, and filters", () =>
+    withCore((call, context) =>
+      Effect.gen(function* () {
+        const store = Context.get(context, TurnStore)
+        const session = yield* call("POST", "/api/v1/operator/sessions", { body: { agent_kind: "scripted" } })
+        assert.strictEqual(session.status, 201)
+        const sessionId = session.body.session_id as string
+        const created: Array<string> = []
+        for (let i = 0; i < 5; i++) {
+          // two Turns share a millisecond: the turn_id breaks the tie
+          if (i !== 3) yield* TestClock.adjust(1)
+          const id = `turn-${i}`
+          yield* store.create({ turnId: id, sessionId, runId: `run-${i}`, input })
+          created.push(id)
+        }
+        const first = yield* call("GET", "/api/v1/operator/turns?limit=2")
+        assert.strictEqual(first.status, 200)
+        assert.deepStrictEqual(first.body.turns.map((t: any) => t.turn_id), ["turn-4", "turn-3"])
+        assert.isString(first.body.next_cursor)
+        const second = yield* call("GET", `/api/v1/operator/turns?limit=2&cursor=${first.body.next_cursor}`)
+        assert.deepStrictEqual(second.body.turns.map((t: any) => t.turn_id), ["turn-2", "turn-1"])
+        const third = yield* call("GET", `/api/v1/operator/turns?limit=2&cursor=${second.body.next_cursor}`)
+        assert.deepStrictEqual(third.body, { turns: [third.body.turns[0]], next_cursor: null })
+        assert.strictEqual(third.body.turns[0].turn_id, "turn-0")
+        // a full page that is also the last one has no next cursor
+        assert.strictEqual((yield* call("GET", "/api/v1/operator/turns?limit=5")).body.next_cursor, null)
+        assert.strictEqual((yield* call("GET", "/api/v1/operator/turns")).body.turns.length, 5)
+        assert.deepStrictEqual((yield* call("GET", "/api/v1/operator/turns?status=completed")).body, { turns: [], next_cursor: null })
+        assert.strictEqual((yield* call("GET", `/api/v1/operator/turns?session_id=${sessionId}&status=queued`)).body.turns.length, 5)
+        assert.deepStrictEqual((yield* call("GET", "/api/v1/operator/turns?session_id=other")).body.turns, [])
+      }).pipe(Effect.orDie)))
+
+  it.effect("GET /turns refuses a bad limit, status or cursor with a 400 that does not echo it", () =>
+    withCore((call) =>
+      Effect.gen(function* () {
+        for (const query of ["limit=0", "limit=201", "limit=x", "status=<script>", "cursor=%3Cscript%3E", `cursor=${"A".repeat(500)}`]) {
+          const res = yield* call("GET", `/api/v1/operator/turns?${query}`)
+          assert.strictEqual(res.status, 400, query)
+          assert.strictEqual(res.body.error, "invalid_request")
+          assert.notInclude(res.body.detail, "<script>")
+          assert.notInclude(res.body.detail, "AAAA")
+        }
+        assert.strictEqual((yield* call("GET", "/api/v1/operator/turns?limit=200")).status, 200)
+        assert.strictEqual((yield* call("GET", "/api/v1/operator/turns?limit=1")).status, 200)
+        assert.strictEqual((yield* call("GET", "/api/v1/operator/turns", { token: "" })).status, 401)
+      })))
+
+  it.effect("/healthz and /readyz answer without a token and carry nothing but the status", () =>
+    withCore((call) =>
+      Effect.gen(function* () {
+        assert.deepStrictEqual(yield* call("GET", "/healthz", { token: "" }), { status: 200, body: { status: "ok" }, allow: null })
+        assert.deepStrictEqual(yield* call("GET", "/readyz", { token: "" }), { status: 200, body: { status: "ready" }, allow: null })
+        const post = yield* call("POST", "/healthz", { token: "" })
+        assert.deepStrictEqual([post.status, post.allow], [405, "GET"])
+      })))
+
+  it.effect("a known path answers another method with 405 and Allow (after authorization); unknown paths stay 404", () =>
+    withCore((call) =>
+      Effect.gen(function* () {
+        const sessions = yield* call("DELETE", "/api/v1/operator/sessions")
+        assert.deepStrictEqual(sessions, {
+          status: 405,
+          body: { error: "method_not_allowed", detail: "allowed: POST, GET" },
+          allow: "POST, GET"
+        })
+        const cancel = yield* call("GET", "/api/v1/operator/turns/turn-x/cancel")
+        assert.deepStrictEqual([cancel.status, cancel.allow], [405, "POST"])
+        const credential = yield* call("PUT", "/api/v1/operator/devices/dev-1/credential")
+        assert.deepStrictEqual([credential.status, credential.allow], [405, "POST, DELETE"])
+        assert.strictEqual((yield* call("DELETE", "/api/v1/operator/sessions", { token: "" })).status, 401)
+        assert.strictEqual((yield* call("GET", "/api/v1/operator/nothing-here")).status, 404)
+      })))
+})

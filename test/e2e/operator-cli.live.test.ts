@@ -1,0 +1,111 @@
+/**
+ * The operator client in the CLI against a real `agentwire core` and daemon (scripted harness): Sessions,
+ * Turns started from text or a script file, steer, cancel, the live `turn watch` view, paged `turns list`,
+ * `--json` everywhere, and errors as one line with the documented exit code. The token comes from the data
+ * directory and the URL from the address the Core published there: no flag carries a secret.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { type CoreProc, eventually, runToEnd, startCore, startDaemon, stopAll, tempDir } from "../support/devcoreLive.js"
+
+let dir: string
+let core: CoreProc
+let token: string
+
+const cli = (...args: ReadonlyArray<string>) => runToEnd([...args, "--data-dir", dir])
+
+beforeAll(async () => {
+  dir = tempDir("agentwire-opcli-")
+  core = await startCore(dir)
+  token = readFileSync(join(dir, "operator-token"), "utf8").trim()
+  const file = join(dir, "dev-c.credential")
+  assert.strictEqual((await runToEnd(["core", "credential", "create", "--device-id", "dev-c", "--data-dir", dir, "--output", file])).code, 0)
+  startDaemon(core.url, "dev-c", file, join(dir, "profile"))
+  await eventually(async () => ((await cli("devices", "list")).stdout.includes("online") ? true : undefined), 25_000, "dev-c online")
+}, 60_000)
+
+afterAll(async () => {
+  await stopAll()
+  rmSync(dir, { recursive: true, force: true })
+}, 30_000)
+
+const sessionId = async () => {
+  const created = await cli("sessions", "create", "--agent-kind", "scripted")
+  assert.strictEqual(created.code, 0, created.stderr)
+  return created.stdout.trim()
+}
+
+describe("agentwire operator client (end to end)", () => {
+  it("lists devices with their declared kinds, as text and as JSON", async () => {
+    const text = await cli("devices", "list")
+    assert.match(text.stdout, /^dev-c\s+online\s+kinds: .*scripted/m)
+    const json = await cli("devices", "show", "dev-c", "--json")
+    assert.strictEqual(json.code, 0, json.stderr)
+    assert.strictEqual(JSON.parse(json.stdout).online, true)
+  })
+
+  it("starts a scripted Turn from a file and watches it live to its outcome", async () => {
+    const session = await sessionId()
+    const script = join(dir, "script.json")
+    writeFileSync(script, JSON.stringify({ script: [{ delta: "hello " }, { delta: "world" }] }))
+    const run = await cli("turn", "start", "--session", session, "--script", script, "--watch")
+    assert.strictEqual(run.code, 0, run.stderr + run.stdout)
+    const lines = run.stdout.split("\n")
+    const at = (re: RegExp) => lines.findIndex((l) => re.test(l))
+    const order = [at(/^turn \S+ \(run \S+\)$/), at(/← delta\s.*"hello "/), at(/← done\s/), at(/^outcome: completed/)]
+    assert.notInclude(order, -1, run.stdout)
+    assert.deepStrictEqual(order, [...order].sort((a, b) => a - b))
+    assert.notInclude(run.stdout + run.stderr, token)
+    const turnId = /^turn (\S+)/.exec(run.stdout)![1]!
+    const shown = await cli("turns", "show", turnId, "--json")
+    assert.strictEqual(JSON.parse(shown.stdout).status, "completed")
+    const listed = await cli("turns", "list", "--session", session, "--json")
+    assert.deepStrictEqual(JSON.parse(listed.stdout).turns.map((t: any) => t.turn_id), [turnId])
+  }, 60_000)
+
+  it("steers a waiting Turn (accepted, position 1), then cancels another", async () => {
+    const session = await sessionId()
+    const started = await cli("turn", "start", "--session", session, "--text", JSON.stringify({ script: [{ delta: "a" }, { await_steer: 1 }, { delta: "b" }] }))
+    assert.strictEqual(started.code, 0, started.stderr)
+    const turnId = started.stdout.trim()
+    const steered = await eventually(async () => {
+      const r = await cli("turn", "steer", turnId, "--text", "go on")
+      return r.code === 0 && r.stdout.startsWith("accepted") ? r : undefined
+    }, 20_000, "an accepted steer")
+    assert.strictEqual(steered.stdout, "accepted position 1\n")
+    const watched = await cli("turn", "watch", turnId)
+    assert.strictEqual(watched.code, 0, watched.stderr)
+    assert.match(watched.stdout, /input_accepted/)
+    assert.match(watched.stdout, /^outcome: completed/m)
+
+    const waiting = await cli("turn", "start", "--session", session, "--text", JSON.stringify({ script: [{ await_steer: 1 }] }))
+    const waitingId = waiting.stdout.trim()
+    await eventually(async () => (JSON.parse((await cli("turns", "show", waitingId, "--json")).stdout).status === "running" ? true : undefined), 20_000, "running")
+    const cancelled = await cli("turn", "cancel", waitingId, "--json")
+    assert.strictEqual(cancelled.code, 0, cancelled.stderr)
+    assert.strictEqual(JSON.parse(cancelled.stdout).status, "cancelled")
+    const after = await cli("turn", "watch", waitingId)
+    assert.strictEqual(after.code, 1)
+    assert.match(after.stdout, /^outcome: cancelled/m)
+  }, 90_000)
+
+  it("pages turns list with a cursor hint, and reports API errors as one line with the exit code", async () => {
+    const page = await cli("turns", "list", "--limit", "1")
+    assert.strictEqual(page.code, 0, page.stderr)
+    assert.match(page.stdout, /^more: agentwire turns list --cursor \S+$/m)
+    const missing = await cli("turns", "show", "turn-nope")
+    assert.strictEqual(missing.code, 1)
+    assert.match(missing.stderr, /HTTP 404 not_found: turn not found/)
+    const bad = await cli("turns", "list", "--limit", "500")
+    assert.strictEqual(bad.code, 2)
+    const wrongToken = join(dir, "wrong-token")
+    writeFileSync(wrongToken, "awop_wrong\n", { mode: 0o600 })
+    const denied = await cli("devices", "list", "--operator-token-file", wrongToken)
+    assert.strictEqual(denied.code, 2)
+    assert.match(denied.stderr, /HTTP 401 unauthorized/)
+    const nowhere = await runToEnd(["devices", "list", "--url", "http://127.0.0.1:9", "--operator-token-file", wrongToken])
+    assert.strictEqual(nowhere.code, 1)
+    assert.match(nowhere.stderr, /no answer from the operator API at http:\/\/127\.0\.0\.1:9/)
+  }, 60_000)
+})
