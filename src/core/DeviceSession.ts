@@ -14,6 +14,7 @@
  * the declaration snapshot. The read loop never waits for a subscriber and does no work beyond decode + route.
  */
 import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, type Scope, type Stream } from "effect"
+import { logVerdict, makeInvalidFrameBudget } from "./transport/internal/invalidFrames.js"
 import { Envelope, Limits, Messages, Trace, type Capabilities, type Ids } from "../proto/index.js"
 import * as Correlator from "./Correlator.js"
 import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
@@ -138,6 +139,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     const closeSignal = yield* Deferred.make<ObservationLost>()
     const tapQueue = tap.enabled ? yield* Queue.dropping<TappedFrame>(config.tapBuffer) : undefined
     const clock = yield* Clock.Clock
+    const invalidFrameBudget = makeInvalidFrameBudget()
 
     let declaration: Option.Option<Declaration> = Option.none()
     // Liveness counts from the moment the connection was accepted, not from when reading starts.
@@ -249,13 +251,21 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           observerFailed = replies.failWhere("prompt_steer_ack", (key) => key.startsWith(prefix), invalidFrame) > 0
         }
       }
-      return Effect.logWarning(
-        observerFailed ? "invalid frame: its observer failed with invalid_frame" : "invalid frame dropped"
-      ).pipe(Effect.annotateLogs(annotations))
+      // Bounded logging, and a close past the threshold (transport/internal/invalidFrames.ts).
+      const verdict = invalidFrameBudget.admit(error.code, clock.currentTimeMillisUnsafe())
+      const logged = logVerdict(
+        verdict,
+        Effect.logWarning(
+          observerFailed ? "invalid frame: its observer failed with invalid_frame" : "invalid frame dropped"
+        ).pipe(Effect.annotateLogs(annotations))
+      )
+      // Logged before the close, which ends this read loop.
+      return verdict.close ? Effect.andThen(logged, Effect.sync(() => void terminate("invalid_frame", 1008))) : logged
     }
 
     const handleFrame = (frame: string | Uint8Array): Effect.Effect<void> | undefined => {
-      const raw = Envelope.decodeEnvelope(frame)
+      // One envelope per text frame: a binary frame is refused as the daemon refuses it.
+      const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
       if (Result.isFailure(raw)) return onInvalid(raw.failure)
       const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
       if (Result.isFailure(decoded)) return onInvalid(decoded.failure)

@@ -3,14 +3,56 @@
  * idempotency, Executor reuse, input and decision conflicts). Object keys are sorted by code unit at every
  * depth, arrays keep their order, `undefined` members are dropped. Never fingerprint raw frame text: two
  * encodings of the same request must compare equal.
+ *
+ * The encoding walks the value with an explicit stack, never by recursion, so its cost is bounded by the value's
+ * size whatever its depth (decoded peer values are already bounded: JsonBounds.ts).
  */
 
+type Frame =
+  | { readonly kind: "array"; readonly items: ReadonlyArray<unknown>; index: number }
+  | { readonly kind: "object"; readonly record: Record<string, unknown>; readonly keys: ReadonlyArray<string>; index: number }
+
 export const canonicalJson = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`
-  const record = value as Record<string, unknown>
-  const keys = Object.keys(record).filter((k) => record[k] !== undefined).sort()
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`).join(",")}}`
+  const out: Array<string> = []
+  const stack: Array<Frame> = []
+  /** Writes a scalar, or opens a container and pushes its frame. */
+  const visit = (v: unknown) => {
+    if (v === null || typeof v !== "object") {
+      out.push(JSON.stringify(v) ?? "null")
+    } else if (Array.isArray(v)) {
+      out.push("[")
+      stack.push({ kind: "array", items: v, index: 0 })
+    } else {
+      const record = v as Record<string, unknown>
+      out.push("{")
+      stack.push({ kind: "object", record, keys: Object.keys(record).filter((k) => record[k] !== undefined).sort(), index: 0 })
+    }
+  }
+  visit(value)
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!
+    if (frame.kind === "array") {
+      if (frame.index === frame.items.length) {
+        stack.pop()
+        out.push("]")
+        continue
+      }
+      if (frame.index > 0) out.push(",")
+      const item = frame.items[frame.index++]
+      visit(item === undefined ? null : item)
+    } else {
+      if (frame.index === frame.keys.length) {
+        stack.pop()
+        out.push("}")
+        continue
+      }
+      if (frame.index > 0) out.push(",")
+      const key = frame.keys[frame.index++]!
+      out.push(JSON.stringify(key), ":")
+      visit(frame.record[key])
+    }
+  }
+  return out.join("")
 }
 
 /** Deep equality of two decoded JSON values through their canonical encodings. */

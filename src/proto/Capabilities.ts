@@ -8,6 +8,7 @@
  */
 import { Result, Schema } from "effect"
 import { NonNegativeInt } from "./Checks.js"
+import { MaxAgentKinds } from "./Limits.js"
 
 /** The 30 capability fields, in declaration order (encoders emit this order; decoders do not depend on it). */
 export const capabilityNames = [
@@ -159,9 +160,10 @@ export const HeartbeatPayload = Schema.Struct({
   active_requests: NonNegativeInt,
   /** The Runtime build version (not the wire version). */
   daemon_version: Schema.optionalKey(Schema.String),
-  /** Absent or empty: no engine is advertised. A kind may appear at most once. */
+  /** Absent or empty: no engine is advertised. A kind may appear at most once; at most 32 kinds (`Limits.MaxAgentKinds`). */
   supported_agent_kinds: Schema.optionalKey(
     Schema.Array(AgentKindDescriptor).check(
+      Schema.isMaxLength(MaxAgentKinds),
       Schema.makeFilter((kinds) => new Set(kinds.map((k) => k.kind)).size === kinds.length, {
         expected: "each kind declared once"
       })

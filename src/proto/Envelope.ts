@@ -2,13 +2,15 @@
  * The envelope `{type, id?, payload?, trace?}` and step one of the two-step decode: frame size, JSON, and
  * the outer shape. Step two (the payload schema that `type` selects) lives in Messages.ts.
  *
- * Rules: a frame is at most 4 MiB; unknown envelope members are ignored (later protocol versions add some);
+ * Rules: a frame is at most 4 MiB and its JSON nests at most 128 deep with at most 131,072 values (checked on
+ * the text before parsing, JsonBounds.ts); unknown envelope members are ignored (later protocol versions add some);
  * a non-string or oversized `trace` is dropped, never rejected; nothing from a bad frame is echoed: an
  * `InvalidFrame` carries a finite code, the frame size, and the type and id only once they are known to be
  * a defined type and a bounded id.
  */
 import { Result, Schema } from "effect"
 import { fitsUtf8Bytes, utf8ByteLength } from "./Checks.js"
+import { scanJsonText } from "./JsonBounds.js"
 import { MaxCorrelationIdBytes, MaxEchoedTraceChars, MaxFrameBytes } from "./Limits.js"
 
 /** The outer envelope as sent. `payload` is decoded in step two, by `type`. */
@@ -30,6 +32,8 @@ export const InvalidFrameCode = Schema.Literals([
   "id_too_large", // the id exceeds 128 bytes: never echoed
   "invalid_id", // the id fails its type's rule
   "payload_too_large", // the encoded payload exceeds its family's request bound
+  "too_deep", // the frame's JSON nests deeper than 128 arrays / objects (Limits.MaxJsonDepth)
+  "too_many_nodes", // the frame's JSON holds more than 131,072 values (Limits.MaxJsonNodes)
   "invalid_payload" // the payload does not decode strictly with its type's schema
 ])
 export type InvalidFrameCode = typeof InvalidFrameCode.Type
@@ -57,6 +61,12 @@ export interface RawEnvelope {
   readonly trace?: string | undefined
   /** Exact frame size in bytes. */
   readonly bytes: number
+  /**
+   * Set when the frame exceeds a structural bound (JsonBounds.ts). The text was then not parsed: `payload` is
+   * absent and `type` / `id` are the top-level strings the scan found; step two refuses the frame with this
+   * code once it has checked them, so the family's documented reply can still be sent.
+   */
+  readonly violation?: "too_deep" | "too_many_nodes" | undefined
 }
 
 // ignoreBOM keeps a leading byte-order mark in the text, so JSON.parse refuses it exactly as it refuses a text
@@ -93,6 +103,15 @@ export const decodeEnvelope = (
   }
   const bytesOf = () => (size ??= utf8ByteLength(text))
   if (size !== undefined && size > MaxFrameBytes) return Result.fail(new InvalidFrame({ code: "frame_too_large", bytes: size }))
+  const scan = scanJsonText(text)
+  if (scan.violation !== undefined) {
+    const type = stringToken(scan.typeToken)
+    const id = stringToken(scan.idToken)
+    if (type === undefined || type.length === 0) {
+      return Result.fail(new InvalidFrame({ code: scan.violation, bytes: bytesOf() }))
+    }
+    return Result.succeed(new Raw(type, id === "" ? undefined : id, undefined, undefined, size, text, scan.violation))
+  }
   let value: unknown
   try {
     value = JSON.parse(text)
@@ -123,6 +142,17 @@ export const decodeEnvelope = (
   )
 }
 
+/** The value of a raw JSON string token the scan kept (at most 1024 characters), or undefined. */
+const stringToken = (token: string | undefined): string | undefined => {
+  if (token === undefined) return undefined
+  try {
+    const value: unknown = JSON.parse(token)
+    return typeof value === "string" ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
 /** A step-one envelope whose exact byte size is computed on first use. */
 class Raw implements RawEnvelope {
   constructor(
@@ -131,12 +161,20 @@ class Raw implements RawEnvelope {
     readonly payload: unknown,
     readonly trace: string | undefined,
     private size: number | undefined,
-    private readonly text: string
+    private readonly text: string,
+    readonly violation?: "too_deep" | "too_many_nodes"
   ) {}
   get bytes(): number {
     return (this.size ??= utf8ByteLength(this.text))
   }
 }
+
+/**
+ * A binary WebSocket frame: the protocol carries one envelope per *text* frame, so both sides refuse a binary
+ * frame as `not_json` without decoding it.
+ */
+export const refuseBinaryFrame = (frame: Uint8Array): Result.Result<never, InvalidFrame> =>
+  Result.fail(new InvalidFrame({ code: "not_json", bytes: frame.byteLength }))
 
 /** True when an id may appear in an error, a log line or a reply (at most 128 bytes). */
 export const isEchoableId = (id: string | undefined): id is string =>

@@ -86,3 +86,14 @@ export const unsafeMake = {
   deviceId: (s: string) => s as DeviceId,
   ackSubjectId: (s: string) => s as AckSubjectId
 } as const
+
+/**
+ * An id as it may appear in a log line: control characters (C0, DEL, C1, U+2028/U+2029) become `\u{..}` escapes
+ * and anything past 128 UTF-16 units is cut with "...". Peer and operator ids are never logged raw.
+ */
+export const printable = (id: string): string => {
+  const clipped = id.length > MaxCorrelationIdBytes ? id.slice(0, MaxCorrelationIdBytes) : id
+  // eslint-disable-next-line no-control-regex
+  const escaped = clipped.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`)
+  return id.length > MaxCorrelationIdBytes ? `${escaped}...` : escaped
+}

@@ -20,6 +20,17 @@ export const MaxCorrelationIdBytes = 128
 export const MaxInputIdBytes = 256
 /** Echoed trace metadata longer than this is omitted from replies. */
 export const MaxEchoedTraceChars = 256
+/**
+ * Nesting depth of a frame's JSON: at most 128 open arrays / objects, the envelope object counting as 1 (so
+ * a payload member may nest about 125 levels). Checked on the text before `JSON.parse` (JsonBounds.ts);
+ * a deeper frame is refused as `too_deep`, and no message that deep is ever encoded.
+ */
+export const MaxJsonDepth = 128
+/**
+ * JSON values in one frame (the root, every array element and every object member value): at most 131,072.
+ * A 4 MiB frame could otherwise hold about two million; a frame with more is refused as `too_many_nodes`.
+ */
+export const MaxJsonNodes = 131_072
 
 // ---------------------------------------------------------------------------------------------- workspace
 
@@ -69,6 +80,8 @@ export const PreparationSubscriptionBuffer = 16
 export const MaxInputsPerRun = 256
 /** Applied interaction decisions the Runtime remembers for replay (pruned after an hour when full). */
 export const MaxAppliedDecisionRecords = 1024
+/** Harness kinds one heartbeat may declare; a longer `supported_agent_kinds` makes the heartbeat invalid. */
+export const MaxAgentKinds = 32
 /** Function tools Core admits per request. */
 export const MaxFunctionTools = 64
 /** Function tool names are at most 512 bytes. */

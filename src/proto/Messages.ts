@@ -24,6 +24,7 @@ import {
   UserChoicePayload
 } from "./Interaction.js"
 import { compileValidator, type Validator } from "./internal/fastValidator.js"
+import { checkJsonValue } from "./JsonBounds.js"
 import { MaxFrameBytes, MaxRequestPayloadBytes, MaxRuntimePrepareBeginBytes, MaxTransferFramePayloadBytes } from "./Limits.js"
 import {
   ExecutionPreparePayload,
@@ -253,6 +254,7 @@ const decodeWith = (table: ReadonlyMap<string, Compiled>, raw: RawEnvelope): Res
   }
   const id = input["id"] as string | undefined
   const withCorrelation = () => (id === undefined ? { type, bytes: raw.bytes } : { type, id, bytes: raw.bytes })
+  if (raw.violation !== undefined) return Result.fail(new InvalidFrame({ code: raw.violation, ...withCorrelation() }))
   if (spec.payload) {
     const payload = raw.payload ?? {}
     if (spec.maxPayloadBytes !== undefined && !fitsUtf8Bytes(JSON.stringify(payload), spec.maxPayloadBytes)) {
@@ -310,13 +312,19 @@ export class OutgoingFrameRejected extends Schema.TaggedError<OutgoingFrameRejec
 }
 
 /**
- * Encodes a message of either direction as one JSON text frame. Validates it against its schema first (an
+ * Encodes a message of either direction as one JSON text frame. Refuses a message beyond the structural bounds
+ * (128 deep, 131,072 values: JsonBounds.ts) as `invalid_message`, then validates it against its schema (an
  * incomplete capability declaration, a missing required member or an out-of-set code fails), then refuses a
  * frame over 4 MiB. Success means the text is a valid frame; nothing is sent.
  */
 export const encodeMessage = (message: Message): Result.Result<string, OutgoingFrameRejected> => {
   const spec = compiledAll.get(message.type)
   if (spec === undefined) return Result.fail(new OutgoingFrameRejected({ type: "unknown", reason: "invalid_message" }))
+  // Never encode a message deeper or larger than a peer may send (JsonBounds.ts); this also keeps
+  // JSON.stringify and Schema's encoder off unbounded recursion.
+  if (checkJsonValue(message) !== undefined) {
+    return Result.fail(new OutgoingFrameRejected({ type: message.type, reason: "invalid_message" }))
+  }
   let wire: unknown = message
   if (spec.validate === undefined || !spec.validate(message)) {
     const encoded = spec.encode(message)

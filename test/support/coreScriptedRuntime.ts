@@ -34,6 +34,8 @@ export interface ScriptedRuntime {
   readonly send: (message: Messages.RuntimeToCore) => Effect.Effect<void>
   /** Sends one raw text frame as is (invalid frames, unknown types). */
   readonly sendRaw: (frame: string) => Effect.Effect<void>
+  /** Sends one binary frame (the protocol carries envelopes in text frames only). */
+  readonly sendBinary: (frame: Uint8Array) => Effect.Effect<void>
   /** The next frame Core sent, decoded as a Core → Runtime message (dies if Core sent an invalid frame). */
   readonly receive: Effect.Effect<Messages.CoreToRuntime>
   /** A frame Core already sent, if any, without waiting. */
@@ -231,6 +233,7 @@ export const connectMemory = (
     const runtime: ScriptedRuntime = {
       send: (message) => Effect.sync(() => void Queue.offerUnsafe(inbound, encode(message))),
       sendRaw: (frame) => Effect.sync(() => void Queue.offerUnsafe(inbound, frame)),
+      sendBinary: (frame) => Effect.sync(() => void Queue.offerUnsafe(inbound, frame)),
       receive: Effect.map(Queue.take(outbound), decodeCore),
       poll: Effect.map(Queue.poll(outbound), Option.map(decodeCore)),
       close: (code = 1000, reason = "client closing") => Effect.sync(() => void closeInbound(code, reason)),
@@ -285,6 +288,7 @@ export const dial = (options: DialOptions): Effect.Effect<ScriptedRuntime | Upgr
     const runtime: ScriptedRuntime = {
       send: (message) => Effect.sync(() => ws.send(encode(message))),
       sendRaw: (frame) => Effect.sync(() => ws.send(frame)),
+      sendBinary: (frame) => Effect.sync(() => ws.send(frame, { binary: true })),
       receive: Effect.map(Queue.take(inbound), decodeCore),
       poll: Effect.map(Queue.poll(inbound), Option.map(decodeCore)),
       close: (code = 1000, reason = "client closing") => Effect.sync(() => ws.close(code, reason)),

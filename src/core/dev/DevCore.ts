@@ -16,7 +16,6 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, type Redacted } from "effect"
 import { HttpRouter, HttpServer, type HttpServerError } from "effect/http"
 import type { SqlClient } from "effect/sql"
-import { createServer } from "node:http"
 import { Gateway } from "../Gateway.js"
 import { GatewayConfig, type GatewayConfigInvalid } from "../GatewayConfig.js"
 import * as FrameTap from "../FrameTap.js"
@@ -117,7 +116,7 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     : { _tag: "postgres", url: options.database }
   const store = Store.layer(location).pipe(Layer.provideMerge(ids), Layer.provide(lock))
 
-  const server = NodeHttpServer.layer(() => createServer(), {
+  const server = NodeHttpServer.layer(() => GatewayHttp.createGuardedServer(), {
     host,
     port: options.port ?? 0,
     websocket: GatewayHttp.websocketServerOptions,
@@ -164,7 +163,13 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
 
   const routes = Layer.mergeAll(GatewayHttp.layer, OperatorApi.layer(options.operatorToken))
 
-  const serve = HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true })
+  // Path parameters up to 16 KiB reach the routes, so an over-long id is answered 400 by its route (never an
+  // empty 404 from the router's default 100-character bound).
+  const serve = HttpRouter.serve(routes, {
+    disableLogger: true,
+    disableListenLog: true,
+    routerConfig: { maxParamLength: OperatorApi.MaxPathParamChars }
+  })
 
   const devCore = Layer.effect(
     DevCore,

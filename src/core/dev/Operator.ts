@@ -84,7 +84,7 @@ const make = Effect.gen(function* () {
       return yield* new OperatorRequestInvalid({ detail: `device_id must be non-blank and at most ${Limits.MaxCorrelationIdBytes} bytes` })
     }
     const credential = yield* unavailable(devices.issueCredential(deviceId))
-    yield* Effect.logInfo("device credential issued").pipe(Effect.annotateLogs({ device_id: deviceId }))
+    yield* Effect.logInfo("device credential issued").pipe(Effect.annotateLogs({ device_id: Ids.printable(deviceId) }))
     return { deviceId, credential }
   })
 
@@ -94,7 +94,7 @@ const make = Effect.gen(function* () {
     const session = isDeviceId(deviceId) ? yield* gateway.session(deviceId) : Option.none()
     if (Option.isSome(session)) yield* session.value.close(Limits.CloseRuntimeRetired, "disconnected")
     yield* Effect.logInfo("device credential revoked").pipe(
-      Effect.annotateLogs({ device_id: deviceId, disconnected: Option.isSome(session) })
+      Effect.annotateLogs({ device_id: Ids.printable(deviceId), disconnected: Option.isSome(session) })
     )
     return { disconnected: Option.isSome(session) }
   })

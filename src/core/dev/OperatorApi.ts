@@ -12,7 +12,8 @@ import { ByteSize, type Duration, Effect, Layer, Redacted, Schema, Stream } from
 import { Sse } from "effect/encoding"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { MessageInput } from "../../proto/index.js"
+import { Ids, JsonBounds, Limits, MessageInput } from "../../proto/index.js"
+import { markAuthenticated } from "../transport/GatewayHttp.js"
 import type { AdmissionRejection, ConfigurationRejected } from "../Outcome.js"
 import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
@@ -30,6 +31,8 @@ export const OperatorPrefix = "/api/v1/operator"
 
 /** Request bodies larger than this are refused (inline images make inputs large; the wire frame is 4 MiB). */
 export const MaxOperatorBodyBytes = 4 * 1024 * 1024
+/** Path parameters up to this many characters reach the routes (the router's default bound is 100). */
+export const MaxPathParamChars = 16 * 1024
 
 export type OperatorError =
   | OperatorRequestInvalid
@@ -78,6 +81,14 @@ export const readBody = <S extends Schema.Top>(request: HttpServerRequest.HttpSe
       Effect.try({ try: () => (text.trim() === "" ? {} : JSON.parse(text)) as unknown, catch: () => new RequestInvalid({ detail: "the body is not JSON" }) })
     ),
     Effect.flatMap((body) =>
+      // The same structural bound as a wire frame (JsonBounds.ts): nothing deeper reaches a schema or a Runtime.
+      JsonBounds.checkJsonValue(body) === undefined
+        ? Effect.succeed(body)
+        : Effect.fail(new RequestInvalid({
+          detail: `the body nests deeper than ${Limits.MaxJsonDepth} levels or holds more than ${Limits.MaxJsonNodes} values`
+        }))
+    ),
+    Effect.flatMap((body) =>
       decode(body).pipe(
         Effect.mapError((issue) => new RequestInvalid({ detail: `the body does not match the schema: ${String(issue.message).slice(0, 300)}` }))
       )
@@ -87,6 +98,20 @@ export const readBody = <S extends Schema.Top>(request: HttpServerRequest.HttpSe
 
 const param = (name: string) =>
   Effect.map(HttpRouter.params, (params) => params[name] ?? "")
+
+const isDeviceId = Schema.is(Ids.DeviceId)
+
+/**
+ * The `:device_id` path parameter, valid per the protocol (non-blank, at most 128 bytes) or a 400 that never
+ * echoes it. Every device route reads its id through this one helper.
+ */
+export const deviceIdParam: Effect.Effect<Ids.DeviceId, OperatorRequestInvalid, HttpRouter.RouteContext> = Effect.flatMap(
+  param("device_id"),
+  (id) =>
+    isDeviceId(id)
+      ? Effect.succeed(id)
+      : Effect.fail(new RequestInvalid({ detail: `device_id must be non-blank and at most ${Limits.MaxCorrelationIdBytes} bytes` }))
+)
 
 /** One SSE event for a journal item. Entries carry their seq as the SSE id (for `Last-Event-ID`). */
 export const sseEvent = (item: JournalItem): string => {
@@ -207,7 +232,11 @@ export const layer = (
       ) =>
       (request: HttpServerRequest.HttpServerRequest) =>
         authorized(request)
-          ? Effect.catch(handler(request), (error) => Effect.succeed(errorResponse(error)))
+          ? Effect.suspend(() => {
+            // An authorized operator connection is never evicted for unauthenticated ones (connectionGuard.ts).
+            markAuthenticated(request)
+            return Effect.catch(handler(request), (error) => Effect.succeed(errorResponse(error)))
+          })
           : Effect.succeed(errorBody(401, "unauthorized", "Authorization: Bearer <operator token> required"))
 
       const p = (path: string) => `${OperatorPrefix}${path}` as HttpRouter.PathInput
@@ -217,13 +246,13 @@ export const layer = (
       yield* router.add(
         "GET",
         p("/devices/:device_id"),
-        route(() => Effect.flatMap(param("device_id"), (id) => Effect.map(operator.getDevice(id), (device) => json(200, device))))
+        route(() => Effect.flatMap(deviceIdParam, (id) => Effect.map(operator.getDevice(id), (device) => json(200, device))))
       )
       yield* router.add(
         "POST",
         p("/devices/:device_id/credential"),
         route(() =>
-          Effect.flatMap(param("device_id"), (id) =>
+          Effect.flatMap(deviceIdParam, (id) =>
             Effect.map(operator.createCredential(id), (issued) =>
               // The one place the credential leaves the process: this response body, once.
               json(201, { device_id: issued.deviceId, credential: Redacted.value(issued.credential) })))
@@ -233,7 +262,7 @@ export const layer = (
         "DELETE",
         p("/devices/:device_id/credential"),
         route(() =>
-          Effect.flatMap(param("device_id"), (id) =>
+          Effect.flatMap(deviceIdParam, (id) =>
             Effect.map(operator.revokeCredential(id), (r) => json(200, { device_id: id, revoked: true, disconnected: r.disconnected })))
         )
       )

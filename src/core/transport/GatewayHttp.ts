@@ -9,24 +9,49 @@
  * - `GET /api/v1/agent-daemon/device-status?device_id=…` with the Bearer header → `{device_id, online, owner}`
  *   (`owner` is always null: this gateway has no multi-pod owner lease).
  *
+ * Unauthenticated callers learn nothing about which devices exist: an unknown device and a wrong credential are
+ * both answered 401 `bad_credential` (Core's log keeps the difference). Bootstrap checks the credential's form
+ * (`awdc_` prefix, at most 256 characters) before it reads a body, and the body must arrive within 10 s;
+ * the server's header, request and pending-connection bounds are in `internal/connectionGuard.ts`.
+ *
  * Every error is JSON `{error, detail}`. Only daemon credentials authenticate (Project API keys and the Core
  * key are unknown to `DeviceCredentials`). The credential is wrapped in `Redacted` the moment it is read from
  * the header and never appears in a URL, a log line, a span or an error detail; peer text echoed in a detail
  * (the daemon's version) is bounded and reduced to printable ASCII.
  */
-import { ByteSize, type Cause, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { ByteSize, type Cause, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type ErrorCodes, Ids, Limits, Version } from "../../proto/index.js"
-import { CredentialRejected, type CredentialStoreFailed, DeviceCredentials, type DeviceRecord } from "../DeviceCredentials.js"
+import {
+  CredentialPrefix,
+  CredentialRejected,
+  type CredentialStoreFailed,
+  DeviceCredentials,
+  type DeviceRecord
+} from "../DeviceCredentials.js"
 import { Gateway } from "../Gateway.js"
 import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape, WebSocketPath } from "../GatewayConfig.js"
+import { markAuthenticated } from "./internal/connectionGuard.js"
 import { fromSocket } from "./internal/socket.js"
+
+/** The HTTP server factory with Core's connection bounds (header, request and pending-connection limits). */
+export { type ConnectionLimits, createGuardedServer, defaultConnectionLimits, markAuthenticated } from "./internal/connectionGuard.js"
 
 /** Options for the `ws` WebSocket server behind the routes: the 4 MiB inbound frame bound. */
 export const websocketServerOptions = { maxPayload: Limits.MaxFrameBytes } as const
 
 /** Bootstrap request bodies larger than this are refused as `bad_json`. */
 export const MaxBootstrapBodyBytes = 64 * 1024
+/** A bootstrap body must arrive within this budget once its credential passed the form check. */
+export const BootstrapBodyTimeout: Duration.Duration = Duration.seconds(10)
+/** A presented credential longer than this cannot be a daemon credential. */
+export const MaxCredentialChars = 256
+
+/** The form every daemon credential has; checked before any body is read or any store is asked. */
+export const isWellFormedCredential = (credential: Redacted.Redacted<string>): boolean => {
+  const value = Redacted.value(credential)
+  return value.startsWith(CredentialPrefix) && value.length <= MaxCredentialChars
+}
 
 /** The bootstrap response. */
 export interface BootstrapResponse {
@@ -87,7 +112,7 @@ const authenticate = (
       Effect.catchCause((cause) => {
         for (const reason of cause.reasons) {
           if (reason._tag === "Fail" && reason.error._tag === "CredentialRejected") {
-            return Effect.fail(rejectedResponse(reason.error.code))
+            return logRejection(reason.error.code, deviceId).pipe(Effect.andThen(Effect.fail(rejectedResponse(reason.error.code))))
           }
         }
         // Only the failure's kind is logged: never the cause's text, which a store could fill with input.
@@ -98,10 +123,18 @@ const authenticate = (
       })
     )
 
+/**
+ * An unknown device and a wrong credential get the same answer (401 `bad_credential`), so an unauthenticated
+ * caller cannot tell which device ids exist; `wrong_runtime_type` is only reached with a valid credential.
+ */
 const rejectedResponse = (code: CredentialRejected["code"]) =>
   code === "wrong_runtime_type"
     ? errorResponse(403, code, "the device is not an agent-daemon runtime")
-    : errorResponse(401, code, code === "unknown_device" ? "unknown device" : "credential rejected")
+    : errorResponse(401, "bad_credential", "credential rejected")
+
+/** Core's log keeps what the wire hides: the real reason and a bounded, printable device id. */
+const logRejection = (code: CredentialRejected["code"] | "malformed_credential", deviceId: string) =>
+  Effect.logInfo("device credential rejected").pipe(Effect.annotateLogs({ reason: code, device_id: Ids.printable(deviceId) }))
 
 const describeStoreFailure = (cause: Cause.Cause<CredentialRejected | CredentialStoreFailed>): string => {
   for (const reason of cause.reasons) {
@@ -135,9 +168,20 @@ const bootstrap = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
     if (request.method !== "POST") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
     const bearer = bearerOf(request)
     if (Option.isNone(bearer)) return yield* Effect.fail(errorResponse(401, "missing_bearer", "Authorization: Bearer required"))
+    // The credential's form is checked before any body is read: a caller without one cannot hold the socket
+    // open with a trickling body.
+    if (!isWellFormedCredential(bearer.value)) {
+      return yield* logRejection("malformed_credential", "").pipe(
+        Effect.andThen(Effect.fail(errorResponse(401, "bad_credential", "credential rejected")))
+      )
+    }
     const text = yield* request.text.pipe(
       Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxBootstrapBodyBytes)),
-      Effect.mapError(() => errorResponse(400, "bad_json", "the body could not be read (at most 64 KiB)"))
+      Effect.mapError(() => errorResponse(400, "bad_json", "the body could not be read (at most 64 KiB)")),
+      Effect.timeoutOrElse({
+        duration: BootstrapBodyTimeout,
+        orElse: () => Effect.fail(errorResponse(400, "bad_json", "the body did not arrive within 10 s"))
+      })
     )
     const parsed = parseJson(text)
     if (Result.isFailure(parsed)) return yield* Effect.fail(errorResponse(400, "bad_json", "the body is not JSON"))
@@ -202,6 +246,8 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
       )
     }
     const device = yield* authenticate(deps.credentials, deviceId, bearer.value)
+    // An authenticated daemon connection leaves the pending set: it is never evicted for unauthenticated ones.
+    markAuthenticated(request)
     if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
       return yield* Effect.fail(errorResponse(400, "missing_params", "a WebSocket upgrade is required"))
     }
@@ -217,7 +263,7 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
     })).pipe(
       Effect.catch((error) =>
         Effect.logInfo("websocket closed before the handshake completed").pipe(
-          Effect.annotateLogs({ device_id: device.deviceId, reason: error.reason._tag })
+          Effect.annotateLogs({ device_id: Ids.printable(device.deviceId), reason: error.reason._tag })
         )
       )
     )

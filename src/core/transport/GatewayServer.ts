@@ -9,11 +9,11 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, type HttpServerError } from "effect/http"
-import { createServer } from "node:http"
 import type { DeviceCredentials } from "../DeviceCredentials.js"
 import { Gateway } from "../Gateway.js"
 import { GatewayConfig, type GatewayConfigInvalid, type GatewayConfigOptions, makeConfig } from "../GatewayConfig.js"
 import * as GatewayHttp from "./GatewayHttp.js"
+import { type ConnectionLimits, createGuardedServer } from "./internal/connectionGuard.js"
 
 export interface GatewayServerOptions extends Partial<Omit<GatewayConfigOptions, "publicUrl">> {
   readonly host: string
@@ -21,6 +21,8 @@ export interface GatewayServerOptions extends Partial<Omit<GatewayConfigOptions,
   readonly port: number
   /** Core's public base URL for `ws_url`; defaults to `http://<host>:<bound port>`. */
   readonly publicUrl?: string
+  /** Header, request and pending-connection bounds (defaults: `defaultConnectionLimits`). */
+  readonly connectionLimits?: Partial<ConnectionLimits>
 }
 
 export interface GatewayServerShape {
@@ -46,7 +48,7 @@ export class GatewayServer extends Context.Service<GatewayServer, GatewayServerS
     HttpServerError.ServeError | GatewayConfigInvalid,
     DeviceCredentials
   > => {
-    const server = NodeHttpServer.layer(() => createServer(), {
+    const server = NodeHttpServer.layer(() => createGuardedServer(options.connectionLimits), {
       host: options.host,
       port: options.port,
       websocket: GatewayHttp.websocketServerOptions
@@ -56,7 +58,7 @@ export class GatewayServer extends Context.Service<GatewayServer, GatewayServerS
       Effect.gen(function*() {
         const http = yield* HttpServer.HttpServer
         const port = http.address._tag === "UnixPathAddress" ? options.port : http.address.port
-        const { host: _host, port: _port, publicUrl, ...rest } = options
+        const { connectionLimits: _limits, host: _host, port: _port, publicUrl, ...rest } = options
         return yield* Effect.fromResult(makeConfig({ ...rest, publicUrl: publicUrl ?? `http://${options.host}:${port}` }))
       })
     )

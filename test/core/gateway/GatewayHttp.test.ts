@@ -147,20 +147,40 @@ describe("bootstrap", () => {
       }
     }).pipe(Effect.provide(server())))
 
-  it.effect("refuses an unknown device, a wrong credential, another device's credential and another runtime type", () =>
-    Effect.gen(function*() {
+  it.effect("answers an unknown device exactly as a wrong credential (no enumeration); the log keeps the reason", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
       const cases: ReadonlyArray<[string, string, number, string]> = [
-        ["dev-unknown", CREDENTIAL, 401, "unknown_device"],
-        ["x".repeat(200), CREDENTIAL, 401, "unknown_device"],
+        ["dev-unknown", CREDENTIAL, 401, "bad_credential"],
+        ["x".repeat(200), CREDENTIAL, 401, "bad_credential"],
         ["dev-1", "awdc_wrong", 401, "bad_credential"],
         ["dev-1", OTHER_CREDENTIAL, 401, "bad_credential"],
         ["dev-sandbox", "awdc_sandbox-credential", 403, "wrong_runtime_type"]
       ]
+      const bodies = new Set<string>()
       for (const [id, credential, status, error] of cases) {
         const answer = yield* bootstrap(JSON.stringify({ device_id: id }), `Bearer ${credential}`)
         assert.deepStrictEqual([answer.status, asRefusal(answer).error], [status, error], id)
+        if (status === 401) bodies.add(JSON.stringify(answer.body))
       }
-    }).pipe(Effect.provide(server())))
+      assert.strictEqual(bodies.size, 1, "every 401 body is byte-identical")
+      assert.isTrue(logs.lines.some((line) => line.includes("unknown_device") && line.includes("dev-unknown")))
+    }).pipe(Effect.provide(server().pipe(Layer.provideMerge(logs.layer))))
+  })
+
+  it.effect("refuses a credential without the daemon form before reading the body, and logs no raw control character", () => {
+    const logs = captureLogs()
+    return Effect.gen(function*() {
+      // The body is not JSON: a malformed credential is refused before the body is looked at.
+      const answer = yield* bootstrap("not json", "Bearer x")
+      assert.deepStrictEqual([answer.status, asRefusal(answer).error], [401, "bad_credential"])
+      const controlled = yield* bootstrap(JSON.stringify({ device_id: "dev\u001b[31m\nforged" }), `Bearer ${CREDENTIAL}`)
+      assert.deepStrictEqual([controlled.status, asRefusal(controlled).error], [401, "bad_credential"])
+      assert.isTrue(logs.lines.some((line) => line.includes("malformed_credential")))
+      // eslint-disable-next-line no-control-regex
+      assert.deepStrictEqual(logs.lines.filter((line) => /[\u0000-\u001f]/.test(JSON.parse(line).annotations?.device_id ?? "")), [])
+    }).pipe(Effect.provide(server().pipe(Layer.provideMerge(logs.layer))))
+  })
 
   it.effect("never accepts a Project API key or the Core key as a daemon credential", () =>
     Effect.gen(function*() {
@@ -268,10 +288,10 @@ describe("websocket upgrade", () => {
       assert.strictEqual(boundedEcho("a\u0000b\u00e9"), "a?b?")
     }).pipe(Effect.provide(server())))
 
-  it.effect("refuses an unknown device, a wrong credential and another runtime type", () =>
+  it.effect("refuses an unknown device as a wrong credential (no enumeration), and another runtime type", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<[string, string, number, string]> = [
-        ["dev-unknown", CREDENTIAL, 401, "unknown_device"],
+        ["dev-unknown", CREDENTIAL, 401, "bad_credential"],
         ["dev-1", OTHER_CREDENTIAL, 401, "bad_credential"],
         ["dev-1", "awp_project-api-key", 401, "bad_credential"],
         ["dev-sandbox", "awdc_sandbox-credential", 403, "wrong_runtime_type"]
