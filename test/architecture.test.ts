@@ -48,6 +48,50 @@ const edgesOf = (file: string): Array<Edge> => {
 }
 
 const allEdges = (dir: string) => listTs(dir).flatMap(edgesOf)
+
+/** The relative-import graph of the files of `dir`. */
+const graphOf = (dir: string): ReadonlyMap<string, ReadonlyArray<string>> => {
+  const graph = new Map<string, Array<string>>()
+  for (const e of allEdges(dir)) {
+    const targets = graph.get(e.file) ?? []
+    if (!isPackage(e)) targets.push(e.target.replace(/\.js$/, ".ts"))
+    graph.set(e.file, targets)
+  }
+  return graph
+}
+
+/** Import cycles of a graph, each as the path that closes it. */
+const cyclesOf = (graph: ReadonlyMap<string, ReadonlyArray<string>>): Array<string> => {
+  const state = new Map<string, "open" | "done">()
+  const stack: Array<string> = []
+  const cycles: Array<string> = []
+  // Iterative depth-first search (no recursion over the graph).
+  for (const start of graph.keys()) {
+    if (state.has(start)) continue
+    const work: Array<{ node: string; next: number }> = [{ node: start, next: 0 }]
+    state.set(start, "open")
+    stack.push(start)
+    while (work.length > 0) {
+      const top = work[work.length - 1]!
+      const targets = graph.get(top.node) ?? []
+      if (top.next < targets.length) {
+        const target = targets[top.next++]!
+        if (!graph.has(target)) continue
+        if (state.get(target) === "open") cycles.push([...stack.slice(stack.indexOf(target)), target].join(" -> "))
+        else if (!state.has(target)) {
+          state.set(target, "open")
+          stack.push(target)
+          work.push({ node: target, next: 0 })
+        }
+      } else {
+        state.set(top.node, "done")
+        stack.pop()
+        work.pop()
+      }
+    }
+  }
+  return cycles
+}
 const isPackage = (e: Edge) => !e.spec.startsWith(".")
 const inDir = (path: string, dir: string) => path === dir || path.startsWith(dir + "/")
 const isEffect = (spec: string) => spec === "effect" || spec.startsWith("effect/")
@@ -117,10 +161,38 @@ describe("architecture", () => {
     assert.deepStrictEqual(offenders, [])
   })
 
+  it("src/core has no import cycles", () => {
+    assert.deepStrictEqual(cyclesOf(graphOf("src/core")), [])
+  })
+
+  it("the device transport sits below the session: transport modules import no Core module above them", () => {
+    // The transport contract and its internals know only the transport folder and the connection-level errors;
+    // the HTTP server entry points (GatewayHttp, GatewayServer) host the gateway and may import it.
+    const servers = ["src/core/transport/GatewayHttp.ts", "src/core/transport/GatewayServer.ts"]
+    const upward = allEdges("src/core/transport").filter((e) =>
+      !servers.includes(e.file) && inDir(e.target, "src/core") && !inDir(e.target, "src/core/transport") &&
+      e.target !== "src/core/Errors.js"
+    )
+    assert.deepStrictEqual(upward, [])
+    // The session and the gateway take the contract from the transport folder.
+    const sessionEdges = edgesOf(join(root, "src/core/DeviceSession.ts")).map((e) => e.target)
+    assert.include(sessionEdges, "src/core/transport/DeviceTransport.js")
+  })
+
+  it("every file in src/core stays under 400 lines", () => {
+    const long = listTs("src/core")
+      .map((f) => ({ file: relative(root, f), lines: readFileSync(f, "utf8").split("\n").length }))
+      .filter((f) => f.lines > 400)
+    assert.deepStrictEqual(long, [])
+  })
+
   it("detects a forbidden edge when one exists (the rule itself can fail)", () => {
     const fake: Edge = { file: "src/runtime/X.ts", spec: "../core/Gateway.js", target: "src/core/Gateway.js" }
     assert.isTrue(inDir(fake.target, "src/core"))
     assert.isFalse(isEffect("ws"))
     assert.isTrue(UNSTABLE("effect/socket"))
+    // The cycle check finds a cycle when one is there, and none in a chain.
+    assert.deepStrictEqual(cyclesOf(new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", ["a.ts"]]])), ["a.ts -> b.ts -> c.ts -> a.ts"])
+    assert.deepStrictEqual(cyclesOf(new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", []]])), [])
   })
 })

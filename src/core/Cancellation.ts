@@ -18,7 +18,7 @@ import type { DeviceSession } from "./DeviceSession.js"
 import type { NotSent, SubscriptionRejected } from "./Errors.js"
 import { promptCancel } from "./ExecutionRequest.js"
 import { registerAck } from "./Interactions.js"
-import { CancelRejected, CancelUnconfirmed } from "./Outcome.js"
+import { CancelFailed, CancelRejected, CancelUnconfirmed } from "./TurnErrors.js"
 
 /** `applied: true`: cancellation settled natively. `outcome` is the continuity snapshot when the Runtime sent one. */
 export interface CancelConfirmed {
@@ -27,7 +27,7 @@ export interface CancelConfirmed {
   readonly outcome: RunEvents.DonePayload | undefined
 }
 
-export type CancelError = NotSent | SubscriptionRejected | CancelRejected | CancelUnconfirmed
+export type CancelError = NotSent | SubscriptionRejected | CancelRejected | CancelFailed | CancelUnconfirmed
 
 export interface CancelOptions {
   /** Called once the prompt_cancel entered the send queue (from then on the receipt owns the outcome). */
@@ -39,8 +39,9 @@ const cancelCodes: ReadonlySet<string> = new Set(ErrorCodes.CancelErrorCode.lite
 /**
  * Sends `prompt_cancel` for a Run with a delivery id and waits at most 15 s for its receipt. Errors:
  * `NotSent` / `SubscriptionRejected` — definite, nothing sent (a duplicate pending delivery id is refused);
- * `CancelRejected{run_inactive}` — the Runtime has no such active Run; `CancelUnconfirmed` — sent and not
- * proven (no receipt, connection lost, or a non-applied code such as cancel_timeout, kept in `code`).
+ * `CancelRejected{run_inactive}` — the Runtime has no such active Run; `CancelFailed{cancel_failed}` — the
+ * Runtime definitely could not stop it; `CancelUnconfirmed` — sent and not proven (no receipt, connection
+ * lost, or a code that does not settle it such as cancel_timeout, kept in `code`).
  */
 export const cancel = Effect.fn("Cancellation.cancel")(function*(
   session: DeviceSession,
@@ -65,6 +66,7 @@ export const cancel = Effect.fn("Cancellation.cancel")(function*(
       if (ack.applied) return { ...ids, outcome: ack.outcome } satisfies CancelConfirmed
       const code = ack.error_code
       if (code === "run_inactive") return yield* new CancelRejected({ ...ids, code })
+      if (code === "cancel_failed") return yield* new CancelFailed({ ...ids, code })
       return yield* new CancelUnconfirmed({
         ...ids,
         reason: "not_applied",

@@ -1,5 +1,5 @@
 /**
- * One id → waiter registry for every reply family of a connection (protocol "Envelope and identity", "What
+ * One id → waiter registry for every reply family of a connection (a `KeyedRegistry` keyed by family and key) (protocol "Envelope and identity", "What
  * each acknowledgement proves"), instead of a map, lock and channel per family. A waiter is registered
  * before the request is sent, under `(family, key)`; the read loop delivers each correlated reply to it
  * without waiting (bounded buffer, overflow fails the waiter with `SubscriberOverflow`).
@@ -14,9 +14,10 @@
  * - Waiters are owned by the connection; a caller's scope only owns its registration. Closing that scope
  *   (interruption, timeout, done) unsubscribes and settles nothing.
  */
-import { Effect, Scope, Stream } from "effect"
-import { ObservationLost, SubscriptionRejected } from "./Errors.js"
-import { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriptions.js"
+import { Effect, type Scope, type Stream } from "effect"
+import type { ObservationLost, SubscriptionRejected } from "./Errors.js"
+import * as KeyedRegistry from "./KeyedRegistry.js"
+import type { SubscriptionError } from "./Subscriber.js"
 
 export interface Correlator<Families> {
   /**
@@ -56,57 +57,24 @@ export const make = <Families>(options: {
   readonly capacity: number
   readonly buffer: number
 }): Correlator<Families> => {
-  const waiters = new Map<string, Subscriber<unknown>>()
-  let closed: ObservationLost | undefined
-
-  const failSlot = (id: string, error: SubscriptionError): boolean => {
-    const waiter = waiters.get(id)
-    if (waiter === undefined) return false
-    waiter.fail(error)
-    waiters.delete(id)
-    return true
-  }
-
+  const waiters = KeyedRegistry.make<unknown>(options)
   return {
     register: <F extends keyof Families & string>(family: F, key: string) =>
-      Effect.gen(function*() {
-        if (closed !== undefined) return yield* new SubscriptionRejected({ reason: "connection_closed" })
-        const id = slot(family, key)
-        if (waiters.has(id)) return yield* new SubscriptionRejected({ reason: "duplicate" })
-        if (waiters.size >= options.capacity) return yield* new SubscriptionRejected({ reason: "capacity" })
-        const waiter = yield* makeSubscriber<Families[F]>(options.buffer)
-        waiters.set(id, waiter as Subscriber<unknown>)
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            if (waiters.get(id) === waiter) waiters.delete(id)
-            waiter.shutdown()
-          })
-        )
-        return waiter.stream
-      }),
+      Effect.map(waiters.subscribe(slot(family, key), undefined), (waiter) => waiter.stream as Stream.Stream<Families[F], SubscriptionError>),
     deliver: (family, key, reply) => {
-      const id = slot(family, key)
-      const waiter = waiters.get(id)
-      if (waiter === undefined) return false
-      if (waiter.push(reply)) return true
-      waiters.delete(id)
-      return false
+      const delivered = waiters.deliver(slot(family, key), reply)
+      return delivered === "delivered" || delivered === "delivered_backlogged"
     },
-    failKey: (family, key, error) => failSlot(slot(family, key), error),
+    failKey: (family, key, error) => waiters.fail(slot(family, key), error),
     failWhere: (family, predicate, error) => {
       const prefix = `${family}\u0000`
       let failed = 0
-      for (const id of [...waiters.keys()]) {
-        if (id.startsWith(prefix) && predicate(id.slice(prefix.length)) && failSlot(id, error)) failed++
+      for (const id of waiters.keys()) {
+        if (id.startsWith(prefix) && predicate(id.slice(prefix.length)) && waiters.fail(id, error)) failed++
       }
       return failed
     },
-    close: (lost) => {
-      if (closed !== undefined) return
-      closed = lost
-      for (const waiter of waiters.values()) waiter.fail(lost)
-      waiters.clear()
-    },
-    size: () => waiters.size
+    close: waiters.close,
+    size: waiters.size
   }
 }

@@ -13,14 +13,17 @@
  * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
  * the declaration snapshot. The read loop never waits for a subscriber and does no work beyond decode + route.
  */
-import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, Schema, type Scope, type Stream } from "effect"
+import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, type Scope, type Stream } from "effect"
 import { Envelope, Limits, Messages, Trace, type Capabilities, type Ids } from "../proto/index.js"
 import * as Correlator from "./Correlator.js"
 import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
 import type { GatewayConfigShape } from "./GatewayConfig.js"
+import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
+import { type ReplyFamilies, type ReplyFamily, type ReplyKeyedById, replyTypesKeyedById } from "./ReplyFamilies.js"
 import { isRunEventType, type RunEvent } from "./RunEvent.js"
 import { makePreparationRoutes, makeRunRoutes } from "./Subscriptions.js"
+import { closeCodeFor, type DeviceTransport, TransportEnded } from "./transport/DeviceTransport.js"
 
 /** The latest valid declaration of a connection. Kinds missing from it are not advertised. */
 export interface Declaration {
@@ -36,25 +39,7 @@ export interface Declaration {
 /** A frame routed to a Run's subscriber (defined in RunEvent.ts, re-exported here as part of the contract). */
 export type { RunEvent } from "./RunEvent.js"
 
-/** Reply families delivered through the one Correlator, with the key each is correlated by. */
-export interface ReplyFamilies {
-  /** key: delivery_id (the envelope id must also be the expected interaction or Run id; checked by the caller). */
-  readonly interaction_decision_ack: Messages.MessageOfType<"interaction_decision_ack">
-  /** key: `${runId}\u0000${input_id}`; several receipts per input (written, then accepted). */
-  readonly prompt_steer_ack: Messages.MessageOfType<"prompt_steer_ack">
-  /** key: transfer id; one receipt per step. */
-  readonly runtime_prepare_result: Messages.MessageOfType<"runtime_prepare_result">
-  /** key: operation id. */
-  readonly workspace_read_result: Messages.MessageOfType<"workspace_read_result">
-  readonly workspace_write_result: Messages.MessageOfType<"workspace_write_result">
-  readonly workspace_export_result: Messages.MessageOfType<"workspace_export_result">
-  readonly environment_quiesced: Messages.MessageOfType<"environment_quiesced">
-  readonly environment_resumed: Messages.MessageOfType<"environment_resumed">
-}
-export type ReplyFamily = keyof ReplyFamilies
-
-/** The correlation key of a steer receipt. */
-export const steerAckKey = (runId: Ids.RunId, inputId: string): string => `${runId}\u0000${inputId}`
+export { type ReplyFamilies, type ReplyFamily, steerAckKey } from "./ReplyFamilies.js"
 
 export interface DeviceSession {
   readonly deviceId: Ids.DeviceId
@@ -106,64 +91,6 @@ export interface DeviceSession {
 
 // ============================================================================================== implementation
 
-// ---------------------------------------------------------------------------------------------- transport
-
-/** Why a transport ended. The session reports every one as `ObservationLost("disconnected")`. */
-export class TransportEnded extends Schema.TaggedError<TransportEnded>()("TransportEnded", {
-  reason: Schema.Literals([
-    "closed_by_peer", // the peer closed (or the socket dropped); `code` is the close code when known
-    "read_failed",
-    "write_failed", // a socket write failed: the connection was closed
-    "write_timeout", // a socket write missed its deadline: the connection was closed
-    "frame_too_large", // an inbound frame exceeded 4 MiB: the connection was closed with 1009
-    "closed_locally"
-  ]),
-  code: Schema.optionalKey(Schema.Int)
-}) {
-  override get message() {
-    return `transport ended (${this.reason}${this.code === undefined ? "" : `, code ${this.code}`})`
-  }
-}
-
-/** Result of offering an encoded frame to the bounded send queue. */
-export type OfferResult = "queued" | "full" | "closed"
-
-/**
- * One physical connection as the session uses it. `transport/internal/socket.ts` builds it over an upgraded
- * WebSocket; tests build it over in-memory sockets. The transport owns the bounded send queue and its writer.
- */
-export interface DeviceTransport {
-  /** The next batch of inbound frames, in order. Fails with `TransportEnded` once the connection ended. */
-  readonly pull: Effect.Effect<ReadonlyArray<string | Uint8Array>, TransportEnded>
-  /**
-   * Puts one encoded frame in the bounded send queue without waiting. "queued" proves only that; "full" and
-   * "closed" mean nothing will be sent.
-   */
-  readonly offer: (frame: string) => OfferResult
-  /** Completes when the write side ended (a failed or late write, or `close`). */
-  readonly ended: Effect.Effect<TransportEnded>
-  /** Closes the connection with a close code. Idempotent; queued frames not yet written are dropped. */
-  readonly close: (code: number, reason: string) => Effect.Effect<void>
-}
-
-// ---------------------------------------------------------------------------------------------- close codes
-
-/** The WebSocket close code Core uses for each way it ends a connection itself. */
-export const closeCodeFor = (reason: ObservationLostReason): number => {
-  switch (reason) {
-    case "replaced":
-      return 4000
-    case "liveness_timeout":
-      return 4002
-    case "invalid_heartbeat":
-      return 1008
-    case "gateway_shutdown":
-      return 1001
-    default:
-      return 1000
-  }
-}
-
 // ---------------------------------------------------------------------------------------------- make
 
 export interface SessionOptions {
@@ -187,24 +114,6 @@ export interface SessionRunner {
    * `interruptedReason()`.
    */
   readonly run: Effect.Effect<ObservationLost>
-}
-
-type ReplyKeyedById = "runtime_prepare_result" | "workspace_read_result" | "workspace_write_result" |
-  "workspace_export_result" | "environment_quiesced" | "environment_resumed"
-const replyTypesKeyedById: ReadonlySet<string> = new Set<ReplyKeyedById>([
-  "runtime_prepare_result",
-  "workspace_read_result",
-  "workspace_write_result",
-  "workspace_export_result",
-  "environment_quiesced",
-  "environment_resumed"
-])
-
-type Handlers = {
-  readonly [K in Messages.RuntimeToCoreType]: (
-    message: Messages.MessageOfType<K>,
-    bytes: number
-  ) => Effect.Effect<void> | undefined
 }
 
 const invalidFrame = new ObservationLost({ reason: "invalid_frame" })
@@ -290,33 +199,8 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
 
     // ------------------------------------------------------------------------------------------ routing
 
-    const dropped = (what: string, type: string, id: string, bytes: number) =>
-      Effect.logDebug(what).pipe(Effect.annotateLogs({ type, id, bytes }))
-
-    const routeRun = (message: RunEvent, bytes: number) => {
-      const result = runs.route(message)
-      if (result === "delivered") return undefined
-      // The subscriber is falling behind: give it a turn before routing the next frame. This slows this
-      // connection's routing to the consumer's pace without ever waiting on it; a consumer that does not run
-      // still overflows and fails with SubscriberOverflow.
-      if (result === "delivered_backlogged") return Effect.yieldNow
-      if (result === "overflow") {
-        return Effect.logWarning("run subscriber overflowed; its stream failed").pipe(
-          Effect.annotateLogs({ type: message.type, id: message.id, bytes })
-        )
-      }
-      return dropped("run frame without subscriber dropped", message.type, message.id, bytes)
-    }
-
-    const routeReply = <F extends ReplyFamily>(family: F, key: string, message: ReplyFamilies[F], bytes: number) =>
-      replies.deliver(family, key, message)
-        ? undefined
-        : dropped("reply without waiter dropped", family, message.id, bytes)
-
-    const routeById = <F extends ReplyKeyedById>(message: ReplyFamilies[F], bytes: number) =>
-      routeReply(message.type as F, message.id, message, bytes)
-
     const handlers: Handlers = {
+      ...routeHandlers({ runs, preparations, replies }),
       heartbeat: (message) => {
         const payload = message.payload
         const next: Declaration = {
@@ -330,54 +214,6 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
         options.onDeclared(next)
         return undefined
       },
-      preparation_status: (message, bytes) => {
-        const result = preparations.route(message.id, message.payload)
-        switch (result) {
-          case "delivered":
-          case "delivered_backlogged":
-            return undefined
-          case "invalid":
-            return Effect.logWarning("preparation status with a wrong shape for its state; subscription failed").pipe(
-              Effect.annotateLogs({ type: message.type, id: message.id, state: message.payload.state, bytes })
-            )
-          case "overflow":
-            return Effect.logWarning("preparation subscriber overflowed; its stream failed").pipe(
-              Effect.annotateLogs({ type: message.type, id: message.id, bytes })
-            )
-          case "stale":
-            return dropped("stale, repeated or foreign-handle preparation status ignored", message.type, message.id, bytes)
-          case "no_subscriber":
-            return dropped("preparation status without subscriber dropped", message.type, message.id, bytes)
-        }
-      },
-      interaction_decision_ack: (message, bytes) =>
-        routeReply("interaction_decision_ack", message.payload.delivery_id, message, bytes),
-      prompt_steer_ack: (message, bytes) =>
-        message.payload.input_id === ""
-          ? dropped("steer receipt without input_id establishes nothing", message.type, message.id, bytes)
-          : routeReply("prompt_steer_ack", steerAckKey(message.id, message.payload.input_id), message, bytes),
-      runtime_prepare_result: routeById,
-      workspace_read_result: routeById,
-      workspace_write_result: routeById,
-      workspace_export_result: routeById,
-      environment_quiesced: routeById,
-      environment_resumed: routeById,
-      delta: routeRun,
-      thinking: routeRun,
-      output_message: routeRun,
-      tool_call: routeRun,
-      usage: routeRun,
-      error: routeRun,
-      done: routeRun,
-      permission_request: routeRun,
-      permission_cancel: routeRun,
-      prompt_for_user_choice: routeRun,
-      function_call: routeRun,
-      subagent_identity: routeRun,
-      subagent_lifecycle: routeRun,
-      subagent_turn: routeRun,
-      subagent_item: routeRun,
-      subagent_coordination: routeRun
     }
 
     const onInvalid = (error: Envelope.InvalidFrame): Effect.Effect<void> => {
@@ -457,20 +293,19 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
       })
 
       const livenessMs = Duration.toMillis(config.livenessTimeout)
-      const liveness = Effect.gen(function*() {
-        while (ended === undefined) {
-          const remaining = lastInbound + livenessMs - clock.currentTimeMillisUnsafe()
-          if (remaining <= 0) {
-            if (terminate("liveness_timeout")) {
-              yield* Effect.logWarning("no inbound frame within the liveness timeout; closing").pipe(
-                Effect.annotateLogs({ timeout_ms: livenessMs })
-              )
-            }
-            return
-          }
-          yield* Effect.sleep(Duration.millis(remaining))
-        }
-      })
+      /** Milliseconds until the liveness deadline the last inbound frame set. */
+      const remaining = () => lastInbound + livenessMs - clock.currentTimeMillisUnsafe()
+      // Sleeps to the deadline, again while inbound frames keep moving it; then closes (once).
+      const liveness = Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, remaining())))).pipe(
+        Effect.repeat({ until: () => ended !== undefined || remaining() <= 0 }),
+        Effect.andThen(Effect.suspend(() =>
+          ended === undefined && terminate("liveness_timeout")
+            ? Effect.logWarning("no inbound frame within the liveness timeout; closing").pipe(
+              Effect.annotateLogs({ timeout_ms: livenessMs })
+            )
+            : Effect.void
+        ))
+      )
 
       yield* readLoop.pipe(
         Effect.catchCause((cause) =>

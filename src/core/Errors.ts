@@ -4,7 +4,7 @@
  * Outcome errors of whole operations (delivery, steering, interactions) live in TurnErrors.ts (re-exported
  * by Outcome.ts).
  */
-import { Schema } from "effect"
+import { type Cause, Schema } from "effect"
 
 /** Why observation of a connection's replies and Run events ended. None of these is an execution fact. */
 export const ObservationLostReason = Schema.Literals([
@@ -54,3 +54,10 @@ export class SubscriptionRejected extends Schema.TaggedError<SubscriptionRejecte
     return `subscription rejected (${this.reason})`
   }
 }
+
+/**
+ * Why a receipt waiter's queue ended without its receipt: this waiter's own overflow, or the connection (its
+ * end, or the queue's end with it).
+ */
+export const receiptLoss = (e: ObservationLost | SubscriberOverflow | Cause.Done): "receipt_overflow" | "connection_lost" =>
+  e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost"

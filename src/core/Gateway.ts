@@ -24,6 +24,7 @@ import * as DeviceSession from "./DeviceSession.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import { FrameTap } from "./FrameTap.js"
 import { GatewayConfig } from "./GatewayConfig.js"
+import { closeCodeFor, type DeviceTransport } from "./transport/DeviceTransport.js"
 
 /** What the gateway reports about connections. */
 export type GatewayEvent =
@@ -67,7 +68,7 @@ export interface GatewayShape {
    * observer of the connection has ended with it. The caller owns the transport's scope; interrupting this
    * effect ends the connection (`gateway_shutdown` during shutdown, `disconnected` otherwise).
    */
-  readonly accept: (device: DeviceRecord, transport: DeviceSession.DeviceTransport) => Effect.Effect<ObservationLost>
+  readonly accept: (device: DeviceRecord, transport: DeviceTransport) => Effect.Effect<ObservationLost>
   /**
    * Refuses new connections and closes every session with `ObservationLost("gateway_shutdown")`, waiting
    * until each has ended. Idempotent; also runs when the gateway's layer scope closes.
@@ -103,10 +104,10 @@ const make = Effect.gen(function*() {
       )
     })
 
-  const accept = Effect.fn("Gateway.accept")(function*(device: DeviceRecord, transport: DeviceSession.DeviceTransport) {
+  const accept = Effect.fn("Gateway.accept")(function*(device: DeviceRecord, transport: DeviceTransport) {
     const deviceId = device.deviceId as Ids.DeviceId
     if (shuttingDown) {
-      yield* transport.close(DeviceSession.closeCodeFor("gateway_shutdown"), "gateway_shutdown")
+      yield* transport.close(closeCodeFor("gateway_shutdown"), "gateway_shutdown")
       return new ObservationLost({ reason: "gateway_shutdown" })
     }
     const connectionNumber = ++connections
@@ -129,7 +130,7 @@ const make = Effect.gen(function*() {
       registry.set(deviceId, entry)
       live.add(entry)
       if (previous !== undefined) {
-        yield* previous.session.close(DeviceSession.closeCodeFor("replaced"), "replaced")
+        yield* previous.session.close(closeCodeFor("replaced"), "replaced")
         yield* Effect.logInfo("connection replaced by a newer one").pipe(
           Effect.annotateLogs({ device_id: deviceId, connection: previous.session.connectionNumber, by: connectionNumber })
         )
@@ -158,7 +159,7 @@ const make = Effect.gen(function*() {
     shuttingDown = true
     const entries = [...live]
     for (const entry of entries) {
-      yield* entry.session.close(DeviceSession.closeCodeFor("gateway_shutdown"), "gateway_shutdown")
+      yield* entry.session.close(closeCodeFor("gateway_shutdown"), "gateway_shutdown")
     }
     for (const entry of entries) yield* Deferred.await(entry.finished)
   }).pipe(Effect.withSpan("Gateway.shutdown"))

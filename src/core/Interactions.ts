@@ -16,7 +16,7 @@
 import { Duration, Effect, Option, Queue, Result, Schema, type Scope, Stream } from "effect"
 import { ErrorCodes, Ids, Interaction, Limits, Messages } from "../proto/index.js"
 import type { DeviceSession, RunEvent } from "./DeviceSession.js"
-import type { NotSent, SubscriptionRejected } from "./Errors.js"
+import { type NotSent, receiptLoss, type SubscriptionRejected } from "./Errors.js"
 import {
   type AckUnknownReason,
   DecisionInvalid,
@@ -61,8 +61,7 @@ export const registerAck = (
       m.id === subject && m.payload.delivery_id === deliveryId
     const missing = (reason: AckUnknownReason): AckMissing => ({ _tag: "AckMissing", reason })
     const next: Effect.Effect<Interaction.InteractionDecisionAckPayload, AckMissing> = Effect.flatMap(
-      Effect.mapError(Queue.take(queue), (e) =>
-        missing(typeof e === "object" && e !== null && "_tag" in e && e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost")),
+      Effect.mapError(Queue.take(queue), (e) => missing(receiptLoss(e))),
       // A reply without the required correlation establishes nothing: keep waiting.
       (m) => (correlated(m) ? Effect.succeed(m.payload) : Effect.suspend(() => next))
     )

@@ -18,7 +18,7 @@ import { Clock, Duration, Effect, Option, Queue, Result, Semaphore, Stream } fro
 import { type Ids, Limits, type MessageInput, Messages, MessageInput as Input, Steering as SteerProto } from "../proto/index.js"
 import { type Admitted, type EngineProfile, requireFeature } from "./CapabilityPolicy.js"
 import { type DeviceSession, steerAckKey } from "./DeviceSession.js"
-import type { NotSent, SubscriptionRejected } from "./Errors.js"
+import { type NotSent, receiptLoss, type SubscriptionRejected } from "./Errors.js"
 import { promptSteer } from "./ExecutionRequest.js"
 import {
   type CapabilityUnsupported,
@@ -134,12 +134,7 @@ const deliverOne = (
         Effect.gen(function*() {
           const take = Effect.match(Queue.take(queue), {
             onFailure: (e): Result.Result<Receipt, WaitEnd> =>
-              Result.fail({
-                _tag: "Lost",
-                reason: typeof e === "object" && e !== null && "_tag" in e && e._tag === "SubscriberOverflow"
-                  ? "receipt_overflow"
-                  : "connection_lost"
-              }),
+              Result.fail({ _tag: "Lost", reason: receiptLoss(e) }),
             onSuccess: (m): Result.Result<Receipt, WaitEnd> => Result.succeed(m.payload)
           })
           const pollOnce = Effect.gen(function*() {

@@ -12,61 +12,14 @@
  *
  * Everything here runs on the read loop: routing is synchronous (a map lookup and a non-blocking offer).
  */
-import { Cause, Effect, Queue, Scope, Stream } from "effect"
+import { Effect, type Scope, type Stream } from "effect"
 import { Preparation, type Ids, type Messages } from "../proto/index.js"
+import { ObservationLost, type SubscriptionRejected } from "./Errors.js"
+import * as KeyedRegistry from "./KeyedRegistry.js"
 import type { RunEvent } from "./RunEvent.js"
-import { ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
+import type { SubscriptionError } from "./Subscriber.js"
 
-// ---------------------------------------------------------------------------------------------- subscriber
-
-/** How a subscriber's stream fails. */
-export type SubscriptionError = ObservationLost | SubscriberOverflow
-
-/** A bounded, non-blocking subscriber: the producer side is synchronous, the consumer side a Stream. */
-export interface Subscriber<A> {
-  /**
-   * Offers one item without waiting. Returns false when the subscriber already ended; a full buffer fails the
-   * subscriber with `SubscriberOverflow` (what was buffered is still delivered) and returns false.
-   */
-  readonly push: (item: A) => boolean
-  /** Ends the stream successfully after the buffered items. Idempotent. */
-  readonly end: () => void
-  /** Fails the stream after the buffered items. Idempotent; the first end or failure wins. */
-  readonly fail: (error: SubscriptionError) => void
-  /** True until the subscriber ended, failed or was shut down. */
-  readonly isOpen: () => boolean
-  /** True when at least half of the buffer is taken: the consumer is falling behind. */
-  readonly isBacklogged: () => boolean
-  /** The consumer left: drops buffered items. Idempotent. */
-  readonly shutdown: () => void
-  readonly stream: Stream.Stream<A, SubscriptionError>
-}
-
-/** A subscriber buffering at most `capacity` items. */
-export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>> =>
-  Effect.map(Queue.dropping<A, SubscriptionError | Cause.Done>(capacity), (queue) => {
-    const fail = (error: SubscriptionError) => {
-      Queue.failCauseUnsafe(queue, Cause.fail(error))
-    }
-    return {
-      push: (item) => {
-        if (queue.state._tag !== "Open") return false
-        if (Queue.offerUnsafe(queue, item)) return true
-        fail(new SubscriberOverflow({ capacity }))
-        return false
-      },
-      end: () => {
-        Queue.endUnsafe(queue)
-      },
-      fail,
-      isOpen: () => queue.state._tag === "Open",
-      isBacklogged: () => Queue.sizeUnsafe(queue) * 2 >= capacity,
-      shutdown: () => {
-        Queue.shutdownUnsafe(queue)
-      },
-      stream: Stream.fromQueue(queue)
-    }
-  })
+export { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriber.js"
 
 // ---------------------------------------------------------------------------------------------- Run routes
 
@@ -92,10 +45,9 @@ export const makeRunRoutes = (options: {
   readonly maxSubscriptions: number
   readonly maxInteractionRoutes: number
 }): RunRoutes => {
-  const subscribers = new Map<string, Subscriber<RunEvent>>()
+  const runs = KeyedRegistry.make<RunEvent>({ capacity: options.maxSubscriptions, buffer: options.buffer })
   // Insertion-ordered: the oldest interaction route is forgotten first when the bound is reached.
   const interactions = new Map<string, string>()
-  let closed: ObservationLost | undefined
 
   const remember = (interactionId: string, runId: string) => {
     interactions.delete(interactionId)
@@ -106,48 +58,22 @@ export const makeRunRoutes = (options: {
     }
   }
 
-  const removeIfSame = (runId: string, subscriber: Subscriber<RunEvent>) => {
-    if (subscribers.get(runId) === subscriber) subscribers.delete(runId)
-  }
-
   const forgetInteractionsOf = (runId: string) => {
     for (const [interaction, run] of interactions) if (run === runId) interactions.delete(interaction)
   }
 
   const deliver = (runId: string, event: RunEvent): RouteResult => {
-    const subscriber = subscribers.get(runId)
-    if (subscriber === undefined) return "no_subscriber"
-    if (!subscriber.push(event)) {
-      subscribers.delete(runId)
-      return "overflow"
-    }
-    if (event.type === "done") {
-      subscriber.end()
-      subscribers.delete(runId)
+    const result = runs.deliver(runId, event)
+    if (event.type === "done" && (result === "delivered" || result === "delivered_backlogged")) {
+      runs.end(runId)
       forgetInteractionsOf(runId)
       return "delivered"
     }
-    return subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
+    return result
   }
 
   return {
-    subscribe: (runId) =>
-      Effect.gen(function*() {
-        if (closed !== undefined) return yield* new SubscriptionRejected({ reason: "connection_closed" })
-        if (subscribers.has(runId)) return yield* new SubscriptionRejected({ reason: "duplicate" })
-        if (subscribers.size >= options.maxSubscriptions) {
-          return yield* new SubscriptionRejected({ reason: "capacity" })
-        }
-        const subscriber = yield* makeSubscriber<RunEvent>(options.buffer)
-        subscribers.set(runId, subscriber)
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            removeIfSame(runId, subscriber)
-            subscriber.shutdown()
-          })
-        )
-        return subscriber.stream
-      }),
+    subscribe: (runId) => Effect.map(runs.subscribe(runId, undefined), (subscriber) => subscriber.stream),
     route: (event) => {
       if (event.type === "permission_cancel") {
         const runId = interactions.get(event.id)
@@ -163,22 +89,15 @@ export const makeRunRoutes = (options: {
     },
     failFrame: (type, id, error) => {
       const runId = type === "permission_cancel" ? interactions.get(id) : id
-      if (runId === undefined) return false
-      const subscriber = subscribers.get(runId)
-      if (subscriber === undefined) return false
-      subscriber.fail(error)
-      subscribers.delete(runId)
+      if (runId === undefined || !runs.fail(runId, error)) return false
       forgetInteractionsOf(runId)
       return true
     },
     close: (lost) => {
-      if (closed !== undefined) return
-      closed = lost
-      for (const subscriber of subscribers.values()) subscriber.fail(lost)
-      subscribers.clear()
+      runs.close(lost)
       interactions.clear()
     },
-    size: () => subscribers.size
+    size: runs.size
   }
 }
 
@@ -189,7 +108,8 @@ export type PreparationStatus = Messages.MessageOfType<"preparation_status">["pa
 /**
  * Preparation request id → subscriber, applying `Preparation.applyRevision` per request. Kept apart from the
  * Correlator because the revision cursor per request id and the end at a terminal state are routing rules a
- * plain reply waiter does not have (docs/gateway.md); the subscriber is the same `makeSubscriber`.
+ * plain reply waiter does not have (docs/gateway.md); the registry is the same `KeyedRegistry`, with the
+ * cursor as its per-key state.
  */
 export interface PreparationRoutes {
   readonly subscribe: (
@@ -206,68 +126,33 @@ export interface PreparationRoutes {
   readonly size: () => number
 }
 
-interface PreparationEntry {
-  readonly subscriber: Subscriber<PreparationStatus>
-  cursor: Preparation.RevisionCursor | undefined
-}
-
 export const makePreparationRoutes = (options: {
   readonly buffer: number
   readonly maxSubscriptions: number
 }): PreparationRoutes => {
-  const entries = new Map<string, PreparationEntry>()
-  let closed: ObservationLost | undefined
+  const requests = KeyedRegistry.make<PreparationStatus, Preparation.RevisionCursor | undefined>({
+    capacity: options.maxSubscriptions,
+    buffer: options.buffer
+  })
   return {
-    subscribe: (requestId) =>
-      Effect.gen(function*() {
-        if (closed !== undefined) return yield* new SubscriptionRejected({ reason: "connection_closed" })
-        if (entries.has(requestId)) return yield* new SubscriptionRejected({ reason: "duplicate" })
-        if (entries.size >= options.maxSubscriptions) return yield* new SubscriptionRejected({ reason: "capacity" })
-        const subscriber = yield* makeSubscriber<PreparationStatus>(options.buffer)
-        const entry: PreparationEntry = { subscriber, cursor: undefined }
-        entries.set(requestId, entry)
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            if (entries.get(requestId) === entry) entries.delete(requestId)
-            subscriber.shutdown()
-          })
-        )
-        return subscriber.stream
-      }),
+    subscribe: (requestId) => Effect.map(requests.subscribe(requestId, undefined), (subscriber) => subscriber.stream),
     route: (requestId, status) => {
-      const entry = entries.get(requestId)
+      const entry = requests.get(requestId)
       if (entry === undefined) return "no_subscriber"
       if (Preparation.validateStatus(status)._tag === "Some") {
-        entry.subscriber.fail(new ObservationLost({ reason: "invalid_frame" }))
-        entries.delete(requestId)
+        requests.fail(requestId, new ObservationLost({ reason: "invalid_frame" }))
         return "invalid"
       }
-      const step = Preparation.applyRevision(entry.cursor, status)
+      const step = Preparation.applyRevision(entry.state, status)
       if (!step.apply) return "stale"
-      entry.cursor = step.cursor
-      if (!entry.subscriber.push(status)) {
-        entries.delete(requestId)
-        return "overflow"
-      }
-      if (Preparation.isTerminalState(status.state)) {
-        entry.subscriber.end()
-        entries.delete(requestId)
-      }
+      entry.state = step.cursor
+      const result = requests.deliver(requestId, status)
+      if (result === "overflow" || result === "no_subscriber") return result
+      if (Preparation.isTerminalState(status.state)) requests.end(requestId)
       return "delivered"
     },
-    fail: (requestId, error) => {
-      const entry = entries.get(requestId)
-      if (entry === undefined) return false
-      entry.subscriber.fail(error)
-      entries.delete(requestId)
-      return true
-    },
-    close: (lost) => {
-      if (closed !== undefined) return
-      closed = lost
-      for (const entry of entries.values()) entry.subscriber.fail(lost)
-      entries.clear()
-    },
-    size: () => entries.size
+    fail: requests.fail,
+    close: requests.close,
+    size: requests.size
   }
 }

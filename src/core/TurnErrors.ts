@@ -217,8 +217,9 @@ export class CancelRejected extends Schema.TaggedError<CancelRejected>()("Cancel
 }
 
 /**
- * Cancellation was sent and not proven: no receipt within 15 s, the connection ended, or the Runtime reported
- * a non-applied code (`code`). Cancellation may have happened; this neither establishes success nor
+ * Cancellation was sent and not proven: no receipt within 15 s, the connection ended, or the Runtime answered
+ * that it could not confirm it (`not_applied` with `code`: cancel_timeout, an unavailable outcome, not_ready;
+ * `run_inactive` is `CancelRejected`, `cancel_failed` is `CancelFailed`). Cancellation may have happened; this neither establishes success nor
  * authorizes another execution.
  */
 export class CancelUnconfirmed extends Schema.TaggedError<CancelUnconfirmed>()("CancelUnconfirmed", {
@@ -229,6 +230,20 @@ export class CancelUnconfirmed extends Schema.TaggedError<CancelUnconfirmed>()("
 }) {
   override get message() {
     return `cancellation of ${this.run_id} unconfirmed (${this.code ?? this.reason})`
+  }
+}
+
+/**
+ * The Runtime answered the cancellation with `cancel_failed`: a definite receipt that it tried and could not
+ * stop the Run. Nothing was cancelled; the Run's own outcome follows from its events.
+ */
+export class CancelFailed extends Schema.TaggedError<CancelFailed>()("CancelFailed", {
+  run_id: Schema.String,
+  delivery_id: Schema.String,
+  code: Schema.Literal("cancel_failed")
+}) {
+  override get message() {
+    return `cancellation of run ${this.run_id} failed (cancel_failed)`
   }
 }
 

@@ -26,7 +26,11 @@
  */
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { Ids } from "../../proto/index.js"
 import * as Outcome from "../Outcome.js"
+import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
+import { SessionStore } from "./SessionStore.js"
+import type { TurnPlan } from "./TurnRunner.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { storeFailed } from "./StoreErrors.js"
 import { fromEntry } from "./TurnJournal.js"
@@ -66,7 +70,7 @@ export const recoverUnfinishedTurns: Effect.Effect<
   for (const turn of unfinished) {
     const entries = (yield* turns.events(turn.turnId, 0)).filter((e) => e.attempt === turn.attempt)
     const facts = entries.flatMap((e) => Option.toArray(fromEntry(e)))
-    const resolution = Outcome.project([...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])
+    const resolution = Outcome.project(turn.runId, [...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])
     yield* sql`UPDATE turn_inputs SET status = 'unknown' WHERE turn_id = ${turn.turnId} AND status IN ('sending', 'written')`.pipe(
       storeFailed("recover_inputs")
     )
@@ -87,4 +91,35 @@ export const recoverUnfinishedTurns: Effect.Effect<
     )
   }
   return recovered
+})
+
+/**
+ * The queued Turns a previous process left (never dispatched, or unclaimed) whose Session still exists, as
+ * plans for their runners. A store that cannot be read resumes nothing now (the Turns stay queued).
+ */
+export const resumableTurns: Effect.Effect<ReadonlyArray<TurnPlan>, never, TurnStore | SessionStore> = Effect.gen(function* () {
+  const turns = yield* TurnStore
+  const sessions = yield* SessionStore
+  const plans: Array<TurnPlan> = []
+  for (const turn of yield* Effect.orElseSucceed(turns.listUnfinished, () => [])) {
+    if (turn.status !== "queued" || turn.deviceId === undefined) continue
+    const session = yield* Effect.option(sessions.get(turn.sessionId)).pipe(Effect.map(Option.flatten))
+    if (Option.isNone(session)) continue
+    const previous = yield* Effect.orElseSucceed(turns.listBySession(turn.sessionId), () => [])
+    plans.push({
+      turnId: turn.turnId,
+      sessionId: turn.sessionId,
+      runId: Ids.unsafeMake.runId(turn.runId),
+      deviceId: turn.deviceId,
+      spec: executionSpec({
+        sessionId: turn.sessionId,
+        agentKind: session.value.agentKind,
+        configuration: session.value.configuration as SessionConfiguration,
+        hasStartedTurn: previous.some((t) => t.turnId !== turn.turnId && t.dispatchedAtMs !== undefined),
+        nativeSessionId: session.value.nativeSessionId
+      }),
+      input: turn.input
+    })
+  }
+  return plans
 })

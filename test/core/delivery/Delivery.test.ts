@@ -96,7 +96,7 @@ describe("Delivery", () => {
         )
         assert.deepStrictEqual(facts.flatMap((f) => (f._tag === "RunEvent" ? [f.event.type] : [])), ["delta", "done"])
         assert.isFalse(facts.some((f) => f._tag === "PreparationObservationEnded" || f._tag === "RunObservationEnded"))
-        assert.deepStrictEqual(Outcome.project(facts), yield* turn.resolution)
+        assert.deepStrictEqual(Outcome.project(RUN, facts), yield* turn.resolution)
       }))
 
     it.effect("the same Turn over the gateway's real session", () =>
@@ -152,7 +152,7 @@ describe("Delivery", () => {
         const turn = yield* Delivery.deliverPrepared(fake.session, plan)
         yield* fake.receive
         yield* fake.emit(status({ revision: 0, state: "rejected", operation: "execution_prepare", error_code: "preparation_capacity" }))
-        assert.deepStrictEqual(yield* turn.resolution, { _tag: "Unclaimed", reason: "preparation_capacity" })
+        assert.deepStrictEqual(yield* turn.resolution, { _tag: "Unclaimed", reason: "preparation_capacity", error: new Outcome.PreparationRejected({ operation: "execution_prepare", code: "preparation_capacity" }) })
         const error = yield* Effect.flip(turn.result)
         assert.deepStrictEqual(error, new Outcome.PreparationRejected({ operation: "execution_prepare", code: "preparation_capacity" }))
         assert.isTrue(error._tag === "PreparationRejected" && error.isRetrySafe)
@@ -165,7 +165,7 @@ describe("Delivery", () => {
         const first = yield* Delivery.deliverPrepared(fake.session, plan)
         yield* fake.receive
         yield* fake.emit(status({ revision: 0, state: "rejected", operation: "execution_prepare", error_code: "preparation_capacity" }))
-        assert.deepStrictEqual(yield* first.resolution, { _tag: "Unclaimed", reason: "preparation_capacity" })
+        assert.deepStrictEqual(yield* first.resolution, { _tag: "Unclaimed", reason: "preparation_capacity", error: new Outcome.PreparationRejected({ operation: "execution_prepare", code: "preparation_capacity" }) })
         const retryPlan = { ...plan, request_id: Ids.unsafeMake.preparationRequestId("prep-2") }
         const second = yield* Delivery.deliverPrepared(fake.session, retryPlan)
         const prepare = yield* fake.receive
@@ -217,7 +217,8 @@ describe("Delivery", () => {
         const turn = yield* Delivery.deliverPrepared(fake.session, plan)
         assert.deepStrictEqual(yield* turn.resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "delivery_failed", detail: "queue_full" }
+          outcome: { status: "failed", error_code: "delivery_failed", detail: "queue_full" },
+          error: new Outcome.DeliveryRefused({ run_id: RUN, reason: "queue_full" })
         })
         assert.deepStrictEqual(yield* Effect.flip(turn.result), new Outcome.DeliveryRefused({ run_id: RUN, reason: "queue_full" }))
       }))
@@ -250,7 +251,8 @@ describe("Delivery", () => {
         const resolution = yield* turn.resolution
         assert.deepStrictEqual(resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "disconnected" }
+          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "disconnected" },
+          error: new Outcome.ExecutionUnknown({ run_id: RUN, reason: "disconnected" })
         })
         const facts = yield* Stream.runCollect(turn.facts)
         assert.isFalse(facts.some((f) => f._tag === "RunEvent" && (f.event.type === "done" || f.event.type === "error")))
@@ -266,7 +268,8 @@ describe("Delivery", () => {
         const resolution = yield* turn.resolution
         assert.deepStrictEqual(resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "subscriber_overflow" }
+          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "subscriber_overflow" },
+          error: new Outcome.ExecutionUnknown({ run_id: RUN, reason: "subscriber_overflow" })
         })
         assert.deepStrictEqual(yield* fake.receive, { type: "prompt_cancel", id: RUN, payload: {} })
       }))
@@ -329,12 +332,13 @@ describe("Delivery", () => {
         const resolution = yield* turn.resolution
         assert.deepStrictEqual(resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" }
+          outcome: { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" },
+          error: new Outcome.DeliveryRefused({ run_id: RUN, reason: "journal_unavailable" })
         })
         // The refusal is a fact of its own, so the journal proves nothing left.
         assert.deepStrictEqual(yield* facts.next, { _tag: "NotDispatched", type: "execution_prepare", reason: "journal_unavailable" })
         assert.deepStrictEqual(
-          Outcome.project([{ _tag: "Dispatching", type: "execution_prepare" }, { _tag: "NotDispatched", type: "execution_prepare", reason: "journal_unavailable" }]),
+          Outcome.project(RUN, [{ _tag: "Dispatching", type: "execution_prepare" }, { _tag: "NotDispatched", type: "execution_prepare", reason: "journal_unavailable" }]),
           resolution
         )
         assert.deepStrictEqual(yield* fake.calls, [{ op: "subscribePreparation", requestId: REQ }])
@@ -360,7 +364,8 @@ describe("Delivery", () => {
         yield* fake.flush
         assert.deepStrictEqual(yield* turn.resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "journal_unavailable" }
+          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "journal_unavailable" },
+          error: new Outcome.ExecutionUnknown({ run_id: RUN, reason: "journal_unavailable" })
         })
       }))
 
@@ -376,7 +381,8 @@ describe("Delivery", () => {
         }
         assert.deepStrictEqual(yield* turn.resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "subscriber_overflow" }
+          outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "subscriber_overflow" },
+          error: new Outcome.ExecutionUnknown({ run_id: RUN, reason: "subscriber_overflow" })
         })
         assert.deepStrictEqual(yield* fake.receive, { type: "prompt_cancel", id: RUN, payload: {} })
         const facts = yield* Stream.runCollect(turn.facts)
@@ -390,7 +396,7 @@ describe("Delivery", () => {
       Effect.gen(function*() {
         const fake = yield* makeFake()
         const turn = yield* Delivery.deliverPrepared(fake.session, plan)
-        assert.deepStrictEqual(yield* turn.resolution, { _tag: "Unclaimed", reason: "capabilities_unknown" })
+        assert.deepStrictEqual(yield* turn.resolution, { _tag: "Unclaimed", reason: "capabilities_unknown", error: new Outcome.CapabilitiesUnknown({ kind: KIND }) })
         assert.deepStrictEqual(yield* fake.calls, [])
       }))
 
@@ -510,7 +516,8 @@ describe("Delivery", () => {
         )
         assert.deepStrictEqual(yield* turn.resolution, {
           _tag: "Settled",
-          outcome: { status: "failed", error_code: "cancel_unconfirmed", cancel_delivery_id: "cancel-1", content: "all" }
+          outcome: { status: "failed", error_code: "cancel_unconfirmed", cancel_delivery_id: "cancel-1", content: "all" },
+          error: new Outcome.CancelUnconfirmed({ run_id: RUN, delivery_id: "cancel-1", reason: "no_receipt" })
         })
       }))
 

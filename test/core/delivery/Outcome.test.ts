@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Schema } from "effect"
+import { Result, Schema } from "effect"
 import type { RunEvent } from "../../../src/core/DeviceSession.js"
 import * as Outcome from "../../../src/core/Outcome.js"
 import { Ids, type Preparation, type RunEvents } from "../../../src/proto/index.js"
@@ -32,7 +32,7 @@ const error = (text: string, code?: RunEvents.ErrorPayload["code"], http_status?
   })
 const done = (payload: Partial<RunEvents.DonePayload> = {}) => ev({ type: "done", id: run, payload: { content: "", ...payload } })
 const lost = (reason: Outcome.ObservationEnd): Fact => ({ _tag: "RunObservationEnded", reason })
-const receipt = (delivery_id: string, applied: boolean, extra: { error_code?: "run_inactive" | "cancel_timeout"; outcome?: RunEvents.DonePayload } = {}): Fact => ({
+const receipt = (delivery_id: string, applied: boolean, extra: { error_code?: "run_inactive" | "cancel_timeout" | "cancel_failed"; outcome?: RunEvents.DonePayload } = {}): Fact => ({
   _tag: "CancelReceipt",
   delivery_id,
   ack: { delivery_id: Ids.unsafeMake.deliveryId(delivery_id), applied, ...extra }
@@ -49,9 +49,16 @@ const started: ReadonlyArray<Fact> = [
 ]
 
 const settled = (facts: ReadonlyArray<Fact>): Outcome.TurnOutcome => {
-  const r = Outcome.project(facts)
+  const r = Outcome.project(run, facts)
   if (r._tag !== "Settled") throw new Error(`expected Settled, got ${r._tag}`)
   return r.outcome
+}
+
+/** The typed result of a resolved journal. */
+const result = (facts: ReadonlyArray<Fact>) => {
+  const r = Outcome.project(run, facts)
+  if (r._tag === "Pending") throw new Error("expected a resolution, got Pending")
+  return Outcome.toResult(r)
 }
 
 describe("Outcome.project", () => {
@@ -81,7 +88,7 @@ describe("Outcome.project", () => {
     })
 
     it("stays pending while the stream is open", () => {
-      assert.deepStrictEqual(Outcome.project([...started, delta("x", 1)]), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, [...started, delta("x", 1)]), { _tag: "Pending" })
     })
 
     it("completes the direct prompt_request path", () => {
@@ -171,14 +178,15 @@ describe("Outcome.project", () => {
 
     it("lets the Run subscription decide once the start was sent", () => {
       const facts = [...started.slice(0, 4), { _tag: "PreparationObservationEnded", reason: "subscriber_overflow" } as Fact]
-      assert.deepStrictEqual(Outcome.project(facts), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, facts), { _tag: "Pending" })
     })
   })
 
   describe("preparation", () => {
     it("leaves the Turn unclaimed after a definite preparation_capacity rejection", () => {
-      assert.deepStrictEqual(Outcome.project([sent("execution_prepare"), rejected("execution_prepare", "preparation_capacity")]), {
+      assert.deepStrictEqual(Outcome.project(run, [sent("execution_prepare"), rejected("execution_prepare", "preparation_capacity")]), {
         _tag: "Unclaimed",
+        error: new Outcome.PreparationRejected({ operation: "execution_prepare", code: "preparation_capacity" }),
         reason: "preparation_capacity"
       })
     })
@@ -215,7 +223,7 @@ describe("Outcome.project", () => {
         status(2, "failed", { error_code: "preparation_failed" }),
         { _tag: "PreparationStatus", status: { handle: Ids.unsafeMake.admissionHandle("other"), revision: 9, state: "failed", error_code: "preparation_failed" } }
       ]
-      assert.deepStrictEqual(Outcome.project(facts), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, facts), { _tag: "Pending" })
     })
 
     it("is cancelled when Core abandons before start", () => {
@@ -249,7 +257,7 @@ describe("Outcome.project", () => {
 
     it("does not settle on done while the receipt is pending; the receipt decides", () => {
       const before = [...started, sent("prompt_cancel", { delivery_id: "c1" }), done({ content: "" })]
-      assert.deepStrictEqual(Outcome.project(before), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, before), { _tag: "Pending" })
       assert.strictEqual(settled([...before, receipt("c1", true)]).status, "cancelled")
     })
 
@@ -300,7 +308,7 @@ describe("Outcome.project", () => {
     })
 
     it("ignores a best-effort abort without delivery id", () => {
-      assert.deepStrictEqual(Outcome.project([...started, sent("prompt_cancel")]), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, [...started, sent("prompt_cancel")]), { _tag: "Pending" })
     })
   })
 
@@ -340,7 +348,7 @@ describe("Outcome.project", () => {
   describe("active input", () => {
     it("waits for an in-flight input at done and completes once it is accepted", () => {
       const facts = [...started, sent("prompt_steer", { input_id: "1" }), { _tag: "InputWritten", input_id: "1" } as Fact, done()]
-      assert.deepStrictEqual(Outcome.project(facts), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, facts), { _tag: "Pending" })
       assert.strictEqual(settled([...facts, { _tag: "InputAccepted", input_id: "1" }]).status, "completed")
     })
 
@@ -362,50 +370,66 @@ describe("Outcome.project", () => {
   describe("admission", () => {
     it("leaves the Turn unclaimed while capabilities are unknown or the Harness is unavailable", () => {
       assert.deepStrictEqual(
-        Outcome.project([Outcome.admissionFact(new Outcome.CapabilitiesUnknown({ kind: "codex" }))]),
-        { _tag: "Unclaimed", reason: "capabilities_unknown" }
+        Outcome.project(run, [Outcome.admissionFact(new Outcome.CapabilitiesUnknown({ kind: "codex" }))]),
+        { _tag: "Unclaimed", reason: "capabilities_unknown", error: new Outcome.CapabilitiesUnknown({ kind: "codex" }) }
       )
       assert.deepStrictEqual(
-        Outcome.project([Outcome.admissionFact(new Outcome.HarnessUnavailable({ kind: "codex", reason: "unavailable" }))]),
-        { _tag: "Unclaimed", reason: "harness_unavailable" }
+        Outcome.project(run, [Outcome.admissionFact(new Outcome.HarnessUnavailable({ kind: "codex", reason: "unavailable" }))]),
+        { _tag: "Unclaimed", reason: "harness_unavailable", error: new Outcome.HarnessUnavailable({ kind: "codex", reason: "unavailable" }) }
       )
     })
 
     it("fails the Turn on an unsupported capability or an invalid binding, and maps back to the typed error", () => {
       const unsupported = new Outcome.CapabilityUnsupported({ kind: "codex", capability: "function_tools", source: "engine_profile" })
-      const r = Outcome.project([Outcome.admissionFact(unsupported)])
-      assert.deepStrictEqual(Outcome.toResult(run, "codex", r), { _tag: "Failure", error: unsupported })
+      const r = Outcome.project(run, [Outcome.admissionFact(unsupported)])
+      assert(r._tag !== "Pending")
+      assert.deepStrictEqual(Outcome.toResult(r), Result.fail(unsupported))
       const binding = new Outcome.BindingInvalid({ reason: "missing_binding" })
       assert.deepStrictEqual(
-        Outcome.toResult(run, "codex", Outcome.project([Outcome.admissionFact(binding)])),
-        { _tag: "Failure", error: binding }
+        result([Outcome.admissionFact(binding)]),
+        Result.fail(binding)
       )
     })
   })
 
   describe("typed results", () => {
     it("maps each resolution to an error that says what is known", () => {
-      const result = (facts: ReadonlyArray<Fact>) => Outcome.toResult(run, "codex", Outcome.project(facts))
-      assert.deepStrictEqual(result([sent("execution_prepare"), rejected("execution_prepare", "preparation_capacity")]), {
-        _tag: "Failure",
-        error: new Outcome.PreparationRejected({ operation: "execution_prepare", code: "preparation_capacity" })
-      })
-      assert.deepStrictEqual(result([...started.slice(0, 4), lost("disconnected")]), {
-        _tag: "Failure",
-        error: new Outcome.DeliveryUnknown({ run_id: run, reason: "disconnected" })
-      })
-      assert.deepStrictEqual(result([...started, delta("x", 1), lost("subscriber_overflow")]), {
-        _tag: "Failure",
-        error: new Outcome.ExecutionUnknown({ run_id: run, reason: "subscriber_overflow" })
-      })
-      assert.deepStrictEqual(result([...started, error("x", "invalid_request"), done()]), {
-        _tag: "Failure",
-        error: new Outcome.ExecutionFailed({ run_id: run, engine_error_code: "invalid_request" })
-      })
-      assert.deepStrictEqual(result([...started, done({ content: "ok" })]), {
-        _tag: "Success",
-        outcome: { status: "completed", content: "ok" }
-      })
+      assert.deepStrictEqual(result([sent("execution_prepare"), rejected("execution_prepare", "preparation_capacity")]), Result.fail(new Outcome.PreparationRejected({ operation: "execution_prepare", code: "preparation_capacity" })))
+      assert.deepStrictEqual(result([...started.slice(0, 4), lost("disconnected")]), Result.fail(new Outcome.DeliveryUnknown({ run_id: run, reason: "disconnected" })))
+      assert.deepStrictEqual(result([...started, delta("x", 1), lost("subscriber_overflow")]), Result.fail(new Outcome.ExecutionUnknown({ run_id: run, reason: "subscriber_overflow" })))
+      assert.deepStrictEqual(result([...started, error("x", "invalid_request"), done()]), Result.fail(new Outcome.ExecutionFailed({ run_id: run, engine_error_code: "invalid_request" })))
+      assert.deepStrictEqual(result([...started, done({ content: "ok" })]), Result.succeed({ status: "completed", content: "ok" }))
+    })
+
+    it("carries a definite cancel_failed receipt apart from an unconfirmed cancellation", () => {
+      const cancelling = [...started, sent("prompt_cancel", { delivery_id: "c1" })]
+      assert.deepStrictEqual(
+        result([...cancelling, receipt("c1", false, { error_code: "cancel_failed" })]),
+        Result.fail(new Outcome.CancelFailed({ run_id: run, delivery_id: "c1", code: "cancel_failed" }))
+      )
+      assert.deepStrictEqual(
+        result([...cancelling, receipt("c1", false, { error_code: "cancel_timeout" })]),
+        Result.fail(new Outcome.CancelUnconfirmed({ run_id: run, delivery_id: "c1", reason: "not_applied", code: "cancel_timeout" }))
+      )
+      assert.deepStrictEqual(
+        result([...cancelling, { _tag: "CancelUnconfirmed", delivery_id: "c1", reason: "receipt_overflow" }]),
+        Result.fail(new Outcome.CancelUnconfirmed({ run_id: run, delivery_id: "c1", reason: "receipt_overflow" }))
+      )
+      assert.deepStrictEqual(
+        result([...cancelling, lost("disconnected")]),
+        Result.fail(new Outcome.CancelUnconfirmed({ run_id: run, delivery_id: "c1", reason: "connection_lost" }))
+      )
+    })
+
+    it("says which preparation end it saw (failed, expired, released) and keeps the engine classification current", () => {
+      const prepared = [sent("execution_prepare"), status(1, "preparing")]
+      assert.deepStrictEqual(result([...prepared, status(2, "released")]), Result.fail(new Outcome.PreparationFailed({ state: "released" })))
+      assert.deepStrictEqual(result([...prepared, status(2, "expired")]), Result.fail(new Outcome.PreparationFailed({ state: "expired" })))
+      // the last error frame after settlement updates the carried error as it updates the outcome
+      assert.deepStrictEqual(
+        result([...started, error("a", "invalid_request"), done(), error("b", "rate_limit_exceeded", 429)]),
+        Result.fail(new Outcome.ExecutionFailed({ run_id: run, engine_error_code: "rate_limit_exceeded", engine_http_status: 429 }))
+      )
     })
 
     it("exposes isRetrySafe only for a preparation_capacity refusal of execution_prepare", () => {
@@ -421,7 +445,7 @@ describe("Outcome.project", () => {
       const codec = Schema.Array(Outcome.TurnFact)
       const stored = JSON.parse(JSON.stringify(Schema.encodeSync(codec)(facts)))
       const replayed = Schema.decodeUnknownSync(codec)(stored)
-      assert.deepStrictEqual(Outcome.project(replayed), Outcome.project(facts))
+      assert.deepStrictEqual(Outcome.project(run, replayed), Outcome.project(run, facts))
     })
 
     it("reads a Dispatching fact without its outcome as 'may have left' and one with NotDispatched as definite", () => {
@@ -448,7 +472,7 @@ describe("Outcome.project", () => {
         { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" }
       )
       // nothing dispatched at all: observation loss alone settles nothing
-      assert.deepStrictEqual(Outcome.project([lost("core_restarted")]), { _tag: "Pending" })
+      assert.deepStrictEqual(Outcome.project(run, [lost("core_restarted")]), { _tag: "Pending" })
     })
 
     it("settles an in-flight Turn as event_stream_incomplete with core_restarted", () => {

@@ -96,7 +96,18 @@ describe("Cancellation", () => {
       )
     }))
 
-  for (const code of ["cancel_timeout", "cancel_failed", "cancel_output_unavailable", "cancel_outcome_unavailable", "not_ready"] as const) {
+  it.effect("fails definitely on cancel_failed (a receipt, not a missing one)", () =>
+    Effect.gen(function*() {
+      const fake = yield* makeFake()
+      const { fiber } = yield* start(fake)
+      yield* fake.emit(ack(RUN, "cancel-1", false, { error_code: "cancel_failed" }))
+      assert.deepStrictEqual(
+        yield* Effect.flip(Fiber.join(fiber)),
+        new Outcome.CancelFailed({ run_id: RUN, delivery_id: DELIVERY, code: "cancel_failed" })
+      )
+    }))
+
+  for (const code of ["cancel_timeout", "cancel_output_unavailable", "cancel_outcome_unavailable", "not_ready"] as const) {
     it.effect(`stays unconfirmed on ${code} (never success)`, () =>
       Effect.gen(function*() {
         const fake = yield* makeFake()

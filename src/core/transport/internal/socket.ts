@@ -14,7 +14,7 @@
 import { Deferred, Duration, Effect, Exit, Queue, type Scope } from "effect"
 import { Socket } from "effect/socket"
 import { Limits } from "../../../proto/index.js"
-import { type DeviceTransport, type OfferResult, TransportEnded } from "../../DeviceSession.js"
+import { type DeviceTransport, type OfferResult, TransportEnded } from "../DeviceTransport.js"
 
 export interface SocketTransportOptions {
   /** Envelopes the send queue holds. */

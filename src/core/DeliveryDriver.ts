@@ -1,0 +1,282 @@
+/**
+ * The delivery driver of one Turn (protocol "Preparation and execution order"): the five steps of a prepared
+ * Turn and the direct `prompt_request` path, recording every dispatch and observation as a fact through the
+ * Turn's journal barrier. `DeliveryTurn.ts` owns the Turn handle and runs a driver in the Turn's scope.
+ *
+ *  1. subscribe to the preparation status, then send `execution_prepare` (no Run input);
+ *  2. `preparing` / `ready` (Executor id, handle, revision, expiry);
+ *  3. subscribe to the Run, then send `execution_start` (`started` confirms the transfer; output can race it);
+ *  4. consume Run events until `done` or loss of observation;
+ *  5. to abandon before start send `execution_release`; after start only `prompt_cancel`.
+ */
+import { Cause, Deferred, Effect, Exit, Option, Pull, Queue, Result, Stream } from "effect"
+import { type Ids, Limits, type MessageInput, type Preparation } from "../proto/index.js"
+import type { DeviceSession, RunEvent } from "./DeviceSession.js"
+import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
+import * as Request from "./ExecutionRequest.js"
+import type * as Outcome from "./Outcome.js"
+import * as Projection from "./TurnProjection.js"
+
+/** What a prepared Turn delivers (the ids are Core's, generated and persisted before delivery). */
+export interface PreparedPlan {
+  readonly request_id: Ids.PreparationRequestId
+  readonly run_id: Ids.RunId
+  readonly spec: Request.ExecutionSpec
+  readonly input: MessageInput.MessageInput
+}
+
+/** What a direct Turn delivers. */
+export interface DirectPlan {
+  readonly run_id: Ids.RunId
+  readonly spec: Request.ExecutionSpec
+  readonly input: MessageInput.MessageInput
+}
+
+/** Run events taken off the session's subscriber ahead of the driver; a slower driver pushes back into it. */
+const RunQueueCapacity = 1024
+
+export type Phase = "preparing" | "starting" | "started" | "abandoned"
+
+export interface Driver {
+  readonly session: DeviceSession
+  readonly runId: Ids.RunId
+  readonly record: (fact: Outcome.TurnFact) => Effect.Effect<void>
+  /**
+   * Records `Dispatching{type}`; succeeds with true once the send may follow (at once, or with
+   * `durableDispatch` when the consumer confirmed it journaled), false when it was refused (the
+   * `NotDispatched` fact is already recorded).
+   */
+  readonly boundary: (type: Outcome.DispatchType) => Effect.Effect<boolean>
+  /** True when more facts wait for the consumer than `factBuffer` allows. */
+  readonly backlogFull: () => boolean
+  readonly state: () => Outcome.TurnState
+  readonly settled: Deferred.Deferred<Outcome.TurnResolution>
+  readonly turnEnded: Deferred.Deferred<void>
+  /** true once the start (or prompt_request) entered the send queue; false when it never will. */
+  readonly runDispatched: Deferred.Deferred<boolean>
+  readonly abandon: Deferred.Deferred<void>
+  phase: Phase
+}
+
+/** Why a subscription's queue ended without its terminal item. */
+const observationEnd = (cause: Cause.Cause<ObservationLost | SubscriberOverflow | Cause.Done>): Outcome.ObservationEnd => {
+  const error = Cause.findErrorOption(cause)
+  if (Option.isNone(error)) return "disconnected" // ended without its terminal frame: the connection went away
+  switch (error.value._tag) {
+    case "SubscriberOverflow":
+      return "subscriber_overflow"
+    case "ObservationLost":
+      return error.value.reason
+    case "Done":
+      return "disconnected"
+  }
+}
+
+type Subscription<A> = Queue.Dequeue<A, ObservationLost | SubscriberOverflow | Cause.Done>
+
+/** Takes the next item, or reports how the queue ended. Never loses an item when interrupted. */
+const takeExit = <A>(queue: Subscription<A>) => Effect.exit(Queue.take(queue))
+
+export const notDispatched = (
+  type: Outcome.DispatchType,
+  e: NotSent | SubscriptionRejected,
+  extra: { readonly delivery_id?: string; readonly input_id?: string } = {}
+): Outcome.TurnFact => ({
+  _tag: "NotDispatched",
+  type,
+  reason: e._tag === "NotSent" ? e.reason : "subscription_rejected",
+  ...extra
+})
+
+/** Sends and journals the dispatch boundary. */
+const dispatch = (d: Driver, type: Outcome.DispatchType, send: Effect.Effect<void, NotSent>) =>
+  Effect.matchEffect(send, {
+    onFailure: (e) => Effect.as(d.record(notDispatched(type, e)), false),
+    onSuccess: () => Effect.as(d.record({ _tag: "Dispatched", type }), true)
+  })
+
+/** A request that carries or may start the Run: `Dispatching` first (durable when asked), then the send. */
+const dispatchRun = (d: Driver, type: "execution_prepare" | "execution_start" | "prompt_request", send: Effect.Effect<void, NotSent>) =>
+  Effect.flatMap(d.boundary(type), (go) => (go ? dispatch(d, type, send) : Effect.succeed(false)))
+
+/** Step 4: consume Run events until done, loss, or another fact settled the Turn (a cancellation receipt). */
+const consumeRun = (d: Driver, runQueue: Subscription<RunEvent>) =>
+  Effect.gen(function*() {
+    let overflowed = false
+    while (true) {
+      if (Deferred.isDoneUnsafe(d.settled)) break
+      // Hot path: take what is buffered without forking; race the settlement only when idle.
+      const buffered = yield* Queue.poll(runQueue)
+      const next = Option.isSome(buffered)
+        ? { _tag: "Item" as const, exit: Exit.succeed(buffered.value) }
+        : yield* Effect.raceFirst(
+          Effect.map(takeExit(runQueue), (exit) => ({ _tag: "Item" as const, exit })),
+          Effect.as(Deferred.await(d.settled), { _tag: "Settled" as const })
+        )
+      if (next._tag === "Settled") break
+      const exit = next.exit
+      if (Exit.isSuccess(exit)) {
+        if (d.backlogFull()) {
+          // The consumer of the facts fell behind its bound: stop observing rather than buffer without end.
+          overflowed = true
+          yield* Effect.logWarning("turn facts consumer fell behind; observation ended").pipe(
+            Effect.annotateLogs({ reason: "subscriber_overflow" })
+          )
+          yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
+          break
+        }
+        yield* d.record({ _tag: "RunEvent", event: exit.value })
+        if (exit.value.type === "done") break
+        continue
+      }
+      // The stream ends normally only after done; any other end is a loss of observation.
+      yield* d.record({ _tag: "RunObservationEnded", reason: observationEnd(exit.cause) })
+      break
+    }
+    yield* Deferred.succeed(d.turnEnded, undefined)
+    // A pending cancellation (≤ 15 s) or in-flight input (grace) still owns the settlement.
+    yield* Deferred.await(d.settled)
+    // Events already buffered after settlement are evidence only (journal draining), within the bound.
+    while (!overflowed && !d.backlogFull()) {
+      const polled = yield* Queue.poll(runQueue)
+      if (Option.isNone(polled)) break
+      yield* d.record({ _tag: "RunEvent", event: polled.value })
+    }
+    // A failed Turn whose Run may still be running unobserved: best-effort abort (no receipt, owns nothing).
+    const s = d.state()
+    const r = s.resolution
+    if (
+      r._tag === "Settled" && s.done === undefined && s.cancel === undefined && (s.startSent || s.directSent) &&
+      (r.outcome.error_code === "event_stream_incomplete" || r.outcome.error_code === "delivery_unknown")
+    ) {
+      const abort = Request.promptCancel(d.runId)
+      if (Result.isSuccess(abort)) yield* dispatch(d, "prompt_cancel", d.session.send(abort.success))
+    }
+  })
+
+/** Releases an abandoned admission once a handle is known. */
+const releaseAbandoned = (
+  d: Driver,
+  requestId: Ids.PreparationRequestId,
+  prepQueue: Subscription<Preparation.PreparationStatusPayload>,
+  knownHandle: Ids.AdmissionHandle | undefined
+) =>
+  Effect.gen(function*() {
+    yield* d.record({ _tag: "Abandoned" })
+    let handle = knownHandle
+    if (handle === undefined) {
+      // The admission expires on its own; observe at most that long for its handle.
+      handle = yield* Effect.gen(function*() {
+        while (true) {
+          const exit = yield* takeExit(prepQueue)
+          if (Exit.isFailure(exit)) return undefined
+          yield* d.record({ _tag: "PreparationStatus", status: exit.value })
+          if (exit.value.handle !== undefined && exit.value.state !== "rejected") return exit.value.handle
+        }
+      }).pipe(Effect.timeoutOrElse({ duration: Limits.AdmissionExpiry, orElse: () => Effect.undefined }))
+    }
+    if (handle === undefined) return
+    const release = Request.executionRelease(requestId, handle)
+    if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
+  })
+
+export const preparedDriver = (
+  d: Driver,
+  plan: PreparedPlan,
+  prepare: Request.PrepareMessage
+) =>
+  Effect.gen(function*() {
+    const { session } = d
+    // Step 1: subscribe to the preparation status, then send execution_prepare.
+    const prepStream = yield* Effect.result(session.subscribePreparation(plan.request_id))
+    if (Result.isFailure(prepStream)) return yield* d.record(notDispatched("execution_prepare", prepStream.failure))
+    // At most 16 statuses per subscription (the session's buffer); terminal states end it.
+    const prepQueue = yield* Stream.toQueue(prepStream.success, { capacity: "unbounded" })
+    if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return
+
+    // Step 2: preparing / ready.
+    let handle: Ids.AdmissionHandle | undefined
+    let ready: Preparation.PreparationStatusPayload | undefined
+    while (ready === undefined) {
+      const next = yield* Effect.raceFirst(
+        Effect.map(takeExit(prepQueue), (exit) => ({ _tag: "Item" as const, exit })),
+        Effect.as(Deferred.await(d.abandon), { _tag: "Abandon" as const })
+      )
+      if (next._tag === "Abandon") return yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
+      const exit = next.exit
+      if (Exit.isFailure(exit)) {
+        // A stream that ended normally delivered a terminal state, which resolved the Turn.
+        if (!Projection.isResolved(d.state())) {
+          yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
+        }
+        return
+      }
+      const status = exit.value
+      yield* d.record({ _tag: "PreparationStatus", status })
+      if (Projection.isResolved(d.state())) return
+      if (status.state !== "rejected" && status.handle !== undefined) handle = status.handle
+      if (status.state === "ready" && status.executor_id !== undefined && status.handle !== undefined) ready = status
+    }
+    if (d.phase === "abandoned") return yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
+    d.phase = "starting"
+
+    // Step 3: subscribe to the Run, then send execution_start.
+    const start = Request.executionStart(
+      plan.request_id,
+      { executor_id: ready.executor_id!, handle: ready.handle! },
+      plan.run_id,
+      plan.input
+    )
+    if (Result.isFailure(start)) return yield* Effect.die(start.failure) // validated before delivery
+    const runStream = yield* Effect.result(session.subscribeDurable(plan.run_id))
+    if (Result.isFailure(runStream)) {
+      yield* d.record(notDispatched("execution_start", runStream.failure))
+      return yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+    }
+    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
+    const sent = yield* dispatchRun(d, "execution_start", session.send(start.success))
+    yield* Deferred.succeed(d.runDispatched, sent)
+    if (!sent) return yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+    d.phase = "started"
+
+    // starting / started / a start rejection keep arriving on the preparation stream.
+    yield* Effect.forkScoped(
+      Effect.gen(function*() {
+        while (true) {
+          const exit = yield* takeExit(prepQueue)
+          if (Exit.isFailure(exit)) {
+            // A normal end follows a terminal state; only a failure is a loss of observation.
+            if (!Pull.isDoneCause(exit.cause)) {
+              yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
+            }
+            return
+          }
+          yield* d.record({ _tag: "PreparationStatus", status: exit.value })
+        }
+      })
+    )
+    // Step 4.
+    yield* consumeRun(d, runQueue)
+  })
+
+/** The start never entered the queue: the reservation is Core's to abandon (no Run input was submitted). */
+const releaseAbandonedAfterRefusal = (d: Driver, requestId: Ids.PreparationRequestId, handle: Ids.AdmissionHandle) =>
+  Effect.gen(function*() {
+    const release = Request.executionRelease(requestId, handle)
+    if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
+  })
+
+export const directDriver = (d: Driver, plan: DirectPlan, request: Request.PromptMessage) =>
+  Effect.gen(function*() {
+    const runStream = yield* Effect.result(d.session.subscribeDurable(plan.run_id))
+    if (Result.isFailure(runStream)) {
+      yield* Deferred.succeed(d.runDispatched, false)
+      return yield* d.record(notDispatched("prompt_request", runStream.failure))
+    }
+    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
+    const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request))
+    yield* Deferred.succeed(d.runDispatched, sent)
+    if (!sent) return
+    d.phase = "started"
+    yield* consumeRun(d, runQueue)
+  })

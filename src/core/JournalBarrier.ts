@@ -1,0 +1,110 @@
+/**
+ * The fact journal of one delivered Turn and its durable dispatch boundary (see `DeliveryOptions`).
+ *
+ * Facts come from several fibers; each is applied to the projection and queued for the consumer in one
+ * synchronous step, so the resolution never lags the facts. With `durable`, a Run-carrying request waits
+ * until the consumer confirmed its `Dispatching` fact journaled (`journaled`, once per fact in order); once
+ * the consumer gave up (`refuse`), every boundary is refused and recorded `NotDispatched{journal_unavailable}`,
+ * so the journal proves nothing left.
+ *
+ * The queue is never full: the driver stops taking Run events once `factBuffer` facts wait (`backlogFull`),
+ * and what follows is bounded by the Turn's own operations.
+ */
+import { type Cause, Deferred, Effect, Exit, Queue, Stream } from "effect"
+import * as Projection from "./TurnProjection.js"
+import type { DispatchType, TurnFact } from "./TurnFact.js"
+import type { TurnResolution } from "./TurnOutcome.js"
+
+export interface JournalBarrier {
+  /** Every fact in order (single consumer); ends after `close`. */
+  readonly facts: Stream.Stream<TurnFact>
+  /** Applies and queues one fact at once; returns its index (1-based). */
+  readonly append: (fact: TurnFact) => number
+  readonly record: (fact: TurnFact) => Effect.Effect<void>
+  /**
+   * Records `Dispatching{type}`; succeeds with true once the send may follow (at once, or when durable once
+   * the consumer confirmed it), false when it was refused (`NotDispatched` already recorded).
+   */
+  readonly boundary: (type: DispatchType) => Effect.Effect<boolean>
+  /** The consumer confirms the next fact journaled. */
+  readonly journaled: Effect.Effect<void>
+  /** True when more facts wait for the consumer than the bound allows. */
+  readonly backlogFull: () => boolean
+  /** Refuses every later boundary and the one waiting now. False when it already refused. */
+  readonly refuse: () => boolean
+  readonly state: () => Projection.TurnState
+  /** Completes once the projection resolved. */
+  readonly settled: Deferred.Deferred<TurnResolution>
+  /** Releases a waiting boundary (refused) and ends the fact stream. Idempotent. */
+  readonly close: () => void
+}
+
+export const make = (runId: string, options: { readonly durable: boolean; readonly factBuffer: number }): Effect.Effect<JournalBarrier> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<TurnFact, Cause.Done>()
+    const settled = yield* Deferred.make<TurnResolution>()
+    let state = Projection.initial(runId)
+    /** Facts recorded so far, and how many of them the consumer confirmed journaled. */
+    let offered = 0
+    let confirmed = 0
+    let refusing = false
+    /** The boundary waiting for its fact's confirmation (the driver is sequential: at most one). */
+    let barrier: { readonly index: number; readonly type: DispatchType; readonly go: Deferred.Deferred<boolean> } | undefined
+
+    const append = (fact: TurnFact): number => {
+      const before = Projection.isResolved(state)
+      state = Projection.step(state, fact)
+      Queue.offerUnsafe(queue, fact)
+      offered++
+      if (!before && Projection.isResolved(state)) Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
+      return offered
+    }
+    const refused = (type: DispatchType) => {
+      append({ _tag: "NotDispatched", type, reason: "journal_unavailable" })
+    }
+    const release = (go: boolean) => {
+      if (barrier === undefined) return
+      const waiting = barrier
+      barrier = undefined
+      Deferred.doneUnsafe(waiting.go, Exit.succeed(go))
+    }
+
+    return {
+      facts: Stream.fromQueue(queue),
+      append,
+      record: (fact) => Effect.sync(() => void append(fact)),
+      boundary: (type) =>
+        Effect.suspend(() => {
+          if (refusing) {
+            refused(type)
+            return Effect.succeed(false)
+          }
+          const index = append({ _tag: "Dispatching", type })
+          if (!options.durable || confirmed >= index) return Effect.succeed(true)
+          const go = Deferred.makeUnsafe<boolean>()
+          barrier = { index, type, go }
+          return Deferred.await(go)
+        }),
+      journaled: Effect.sync(() => {
+        confirmed++
+        if (barrier !== undefined && confirmed >= barrier.index) release(true)
+      }),
+      backlogFull: () => (options.durable ? offered - confirmed : Queue.sizeUnsafe(queue)) >= options.factBuffer,
+      refuse: () => {
+        if (refusing) return false
+        refusing = true
+        // Refused before its send: recorded first, so the journal proves nothing left.
+        if (barrier !== undefined) {
+          refused(barrier.type)
+          release(false)
+        }
+        return true
+      },
+      state: () => state,
+      settled,
+      close: () => {
+        release(false)
+        Queue.endUnsafe(queue)
+      }
+    }
+  })

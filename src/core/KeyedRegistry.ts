@@ -1,0 +1,96 @@
+/**
+ * One keyed registry of bounded subscribers, shared by the Correlator (reply waiters) and the Run and
+ * preparation route tables of a connection (style guide §7.7). It owns the rules the three had in common:
+ *
+ * - `subscribe` registers under a key for the lifetime of the caller's scope, and rejects with
+ *   `SubscriptionRejected` a duplicate pending key (`duplicate`), one past `capacity` (`capacity`) and any
+ *   key once the connection closed (`connection_closed`): nothing is registered then.
+ * - Closing the caller's scope unregisters (only its own entry) and drops what was buffered; it settles nothing.
+ * - `deliver` never waits: a full buffer fails that subscriber with `SubscriberOverflow` and removes it.
+ * - `close` fails every subscriber with the connection's `ObservationLost` (the first reason wins).
+ *
+ * Everything runs on the read loop: each operation is a map lookup and a non-blocking offer.
+ */
+import { Effect, type Scope } from "effect"
+import { type ObservationLost, SubscriptionRejected } from "./Errors.js"
+import { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriber.js"
+
+/** A registered subscriber with the per-key routing state its table keeps (a revision cursor, …). */
+export interface Entry<A, S> {
+  readonly subscriber: Subscriber<A>
+  state: S
+}
+
+/** What `deliver` did (the caller logs it). */
+export type Delivered = "delivered" | "delivered_backlogged" | "no_subscriber" | "overflow"
+
+export interface KeyedRegistry<A, S> {
+  readonly subscribe: (key: string, state: S) => Effect.Effect<Subscriber<A>, SubscriptionRejected, Scope.Scope>
+  readonly get: (key: string) => Entry<A, S> | undefined
+  /** Offers one item to the key's subscriber without waiting; an overflow removes it. */
+  readonly deliver: (key: string, item: A) => Delivered
+  /** Ends the key's stream after what it buffered and removes it (a terminal item was delivered). */
+  readonly end: (key: string) => void
+  /** Fails the key's subscriber and removes it; false when none is registered. */
+  readonly fail: (key: string, error: SubscriptionError) => boolean
+  readonly keys: () => ReadonlyArray<string>
+  /** Fails every subscriber with `lost` and rejects later registrations. Idempotent. */
+  readonly close: (lost: ObservationLost) => void
+  readonly isClosed: () => boolean
+  readonly size: () => number
+}
+
+/** A new, empty registry; `capacity` bounds registrations, `buffer` each subscriber's items. */
+export const make = <A, S = undefined>(options: { readonly capacity: number; readonly buffer: number }): KeyedRegistry<A, S> => {
+  const entries = new Map<string, Entry<A, S>>()
+  let closed: ObservationLost | undefined
+  const remove = (key: string) => {
+    const entry = entries.get(key)
+    entries.delete(key)
+    return entry
+  }
+  return {
+    subscribe: (key, state) =>
+      Effect.gen(function*() {
+        if (closed !== undefined) return yield* new SubscriptionRejected({ reason: "connection_closed" })
+        if (entries.has(key)) return yield* new SubscriptionRejected({ reason: "duplicate" })
+        if (entries.size >= options.capacity) return yield* new SubscriptionRejected({ reason: "capacity" })
+        const subscriber = yield* makeSubscriber<A>(options.buffer)
+        const entry: Entry<A, S> = { subscriber, state }
+        entries.set(key, entry)
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => {
+            if (entries.get(key) === entry) entries.delete(key)
+            subscriber.shutdown()
+          })
+        )
+        return subscriber
+      }),
+    get: (key) => entries.get(key),
+    deliver: (key, item) => {
+      const entry = entries.get(key)
+      if (entry === undefined) return "no_subscriber"
+      if (!entry.subscriber.push(item)) {
+        entries.delete(key)
+        return "overflow"
+      }
+      return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
+    },
+    end: (key) => remove(key)?.subscriber.end(),
+    fail: (key, error) => {
+      const entry = remove(key)
+      if (entry === undefined) return false
+      entry.subscriber.fail(error)
+      return true
+    },
+    keys: () => [...entries.keys()],
+    close: (lost) => {
+      if (closed !== undefined) return
+      closed = lost
+      for (const entry of entries.values()) entry.subscriber.fail(lost)
+      entries.clear()
+    },
+    isClosed: () => closed !== undefined,
+    size: () => entries.size
+  }
+}

@@ -1,0 +1,304 @@
+/**
+ * The dev Core's operations on a running Turn: steer (active input), cancel, answer a permission request or a
+ * user-choice ask, and return a function result. Each dispatches through the Turn's delivery handle and
+ * answers with what is proven (accepted / rejected / unknown, cancelled / rejected / unconfirmed, applied /
+ * rejected / unknown); it fails with an operator error only when nothing was sent. A caller that goes away
+ * stops observing only: the dispatched operation keeps its waiter in the Turn's scope (Delivery,
+ * Interactions, Functions). The records (inputs, interactions) are written before the send and after the
+ * receipt, so a restart knows what may have left.
+ */
+import { Deferred, Effect, Option, Result, Schema } from "effect"
+import { Ids, type Interaction, MessageInput } from "../../proto/index.js"
+import type * as Functions from "../Functions.js"
+import * as Interactions from "../Interactions.js"
+import type * as Outcome from "../Outcome.js"
+import { DevIds } from "./DevIds.js"
+import { unavailable } from "./Operator.js"
+import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "./OperatorErrors.js"
+import { type Active, TurnRunner } from "./TurnRunner.js"
+import { type InteractionKind, TurnStore } from "./TurnStore.js"
+import type {
+  AnswerResult,
+  CancelResult,
+  PermissionAnswerBody,
+  SteerResult,
+  TurnOperationError,
+  UserChoiceAnswerBody
+} from "./TurnViews.js"
+
+export const notRunning = (turnId: string) =>
+  new OperatorConflict({ reason: "turn_not_running", detail: `turn ${turnId} is not running` })
+const notSent = (detail: string) => new OperatorConflict({ reason: "device_offline", detail: `nothing was sent: ${detail}` })
+
+/** Builds the operations over the runner's live Turns and the store. */
+export const make = Effect.gen(function* () {
+  const runner = yield* TurnRunner
+  const store = yield* TurnStore
+  const ids = yield* DevIds
+
+  /** The live state of a running Turn; 404 for an unknown Turn, 409 for one that is not running. */
+  const running = (turnId: string) =>
+    Effect.gen(function* () {
+      const a = runner.active(turnId)
+      if (Option.isSome(a)) return a.value
+      const stored = yield* unavailable(store.get(turnId))
+      if (Option.isNone(stored)) return yield* new OperatorNotFound({ resource: "turn", id: turnId })
+      return yield* notRunning(turnId)
+    })
+
+  // -------------------------------------------------------------------------------------- steer
+
+  const steer = Effect.fn("Turns.steer")(function* (turnId: string, input: MessageInput.MessageInput, requestedId?: string) {
+    const issue = MessageInput.validateMessageInput(input)
+    if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `input: ${issue.value}` })
+    const imageIssue = MessageInput.validateInlineImages(input)
+    if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
+    if (requestedId !== undefined && !Schema.is(Ids.InputId)(requestedId)) {
+      return yield* new OperatorRequestInvalid({ detail: "input_id must be non-blank and at most 256 bytes" })
+    }
+    const a = yield* running(turnId)
+    const current = a.current
+    if (current === undefined) return yield* notRunning(turnId)
+    const inputId = Ids.unsafeMake.inputId(requestedId ?? (yield* ids.next("input")))
+    const existing = yield* unavailable(store.inputs(turnId))
+    if (existing.some((i) => i.inputId === inputId)) {
+      return yield* new OperatorRequestInvalid({ detail: "input_id already used in this Turn" })
+    }
+    yield* unavailable(store.insertInput(turnId, inputId, input))
+    const result = yield* Effect.result(current.delivery.steer(inputId, input))
+    if (Result.isSuccess(result)) {
+      const position = yield* unavailable(store.acceptInput(turnId, inputId))
+      return { input_id: inputId, status: "accepted", position } satisfies SteerResult
+    }
+    const error = result.failure
+    switch (error._tag) {
+      case "InputRejected":
+        return { input_id: inputId, status: "rejected", error_code: error.code, retryable: error.isRetryable } satisfies SteerResult
+      case "InputOutcomeUnknown":
+        return { input_id: inputId, status: "unknown", reason: error.reason } satisfies SteerResult
+      case "CapabilityUnsupported":
+        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", "capability_unsupported"))
+        return yield* error
+      case "InputInvalid":
+        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", error.issue))
+        return yield* new OperatorRequestInvalid({ detail: `input: ${error.issue}` })
+      case "TurnNotActive":
+        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", "turn_not_active"))
+        return yield* notRunning(turnId)
+      case "NotSent":
+        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", error.reason))
+        return yield* notSent(error.reason)
+      case "SubscriptionRejected":
+        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", error.reason))
+        return yield* notSent(error.reason)
+    }
+  })
+
+  // -------------------------------------------------------------------------------------- cancel
+
+  const cancel = Effect.fn("Turns.cancel")(function* (turnId: string) {
+    const a = yield* running(turnId)
+    const current = a.current
+    if (current === undefined) {
+      // Queued (waiting for a device or a retry): nothing of this Turn runs; abandon it.
+      yield* Deferred.succeed(a.cancelQueued, undefined)
+      yield* Deferred.await(a.finished)
+      return { status: "cancelled", delivery_id: null, abandoned: true } satisfies CancelResult
+    }
+    const deliveryId = Ids.unsafeMake.deliveryId(yield* ids.next("delivery"))
+    const result = yield* Effect.result(current.delivery.cancel(deliveryId))
+    if (Result.isSuccess(result)) {
+      return result.success._tag === "Abandoned"
+        ? { status: "cancelled", delivery_id: null, abandoned: true } satisfies CancelResult
+        : { status: "cancelled", delivery_id: deliveryId, abandoned: false } satisfies CancelResult
+    }
+    const error = result.failure
+    switch (error._tag) {
+      case "CancelRejected":
+      case "CancelFailed":
+        return { status: "rejected", delivery_id: deliveryId, error_code: error.code } satisfies CancelResult
+      case "CancelUnconfirmed":
+        return { status: "unconfirmed", delivery_id: deliveryId, reason: error.reason, error_code: error.code ?? null } satisfies CancelResult
+      case "TurnNotActive":
+        return yield* notRunning(turnId)
+      case "NotSent":
+        return yield* notSent(error.reason)
+      case "SubscriptionRejected":
+        return yield* notSent(error.reason)
+    }
+  })
+
+  // -------------------------------------------------------------------------------------- answers
+
+  /**
+   * Claims a pending interaction, runs the send, records the outcome. The claim (`pending` → `answering`)
+   * makes a second concurrent answer a conflict; a definite not-sent result returns it to pending.
+   */
+  const answer = <E>(
+    a: Active,
+    kind: InteractionKind,
+    interactionId: string,
+    answerBody: unknown,
+    send: (deliveryId: Ids.DeliveryId) => Effect.Effect<unknown, E>,
+    classify: (error: E) =>
+      | { readonly _tag: "rejected"; readonly code: string; readonly retryable: boolean }
+      | { readonly _tag: "unknown"; readonly reason: string }
+      | { readonly _tag: "not_sent"; readonly error: TurnOperationError | Outcome.CapabilityUnsupported }
+  ) =>
+    Effect.gen(function* () {
+      const deliveryId = Ids.unsafeMake.deliveryId(yield* ids.next("delivery"))
+      const claimed = yield* unavailable(store.beginAnswer(a.turnId, kind, interactionId, deliveryId, answerBody))
+      if (!claimed) {
+        return yield* new OperatorConflict({ reason: "interaction_not_pending", detail: `${kind} ${interactionId} is not pending` })
+      }
+      const notify = (outcome: string, extra: Record<string, unknown> = {}) =>
+        a.current === undefined
+          ? Effect.void
+          : a.current.writer.notify("interaction", { kind, interaction_id: interactionId, delivery_id: deliveryId, outcome, ...extra })
+      const result = yield* Effect.result(send(deliveryId))
+      if (Result.isSuccess(result)) {
+        yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "applied"))
+        if (kind !== "function_call") {
+          const next = new Map(a.pending)
+          next.delete(interactionId)
+          a.pending = next
+        }
+        yield* notify("applied")
+        return { interaction_id: interactionId, delivery_id: deliveryId, outcome: "applied" } satisfies AnswerResult
+      }
+      const c = classify(result.failure)
+      switch (c._tag) {
+        case "rejected":
+          yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "rejected", c.code))
+          yield* notify("rejected", { error_code: c.code })
+          return {
+            interaction_id: interactionId,
+            delivery_id: deliveryId,
+            outcome: "rejected",
+            error_code: c.code,
+            retryable: c.retryable
+          } satisfies AnswerResult
+        case "unknown":
+          yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "unknown", c.reason))
+          yield* notify("unknown", { reason: c.reason })
+          return { interaction_id: interactionId, delivery_id: deliveryId, outcome: "unknown", reason: c.reason } satisfies AnswerResult
+        case "not_sent":
+          yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "not_sent"))
+          return yield* c.error
+      }
+    })
+
+  type Classified =
+    | { readonly _tag: "rejected"; readonly code: string; readonly retryable: boolean }
+    | { readonly _tag: "unknown"; readonly reason: string }
+    | { readonly _tag: "not_sent"; readonly error: TurnOperationError | Outcome.CapabilityUnsupported }
+
+  const decisionClassify = (e: Interactions.DecisionError): Classified => {
+    switch (e._tag) {
+      case "InteractionRejected":
+        return { _tag: "rejected", code: e.code, retryable: e.isRetryable } as const
+      case "InteractionAckUnknown":
+        return { _tag: "unknown", reason: e.reason } as const
+      case "NotSent":
+        return { _tag: "not_sent", error: notSent(e.reason) } as const
+      case "SubscriptionRejected":
+        return { _tag: "not_sent", error: notSent(e.reason) } as const
+    }
+  }
+
+  const pendingOf = (a: Active, interactionId: string) =>
+    Effect.gen(function* () {
+      const pending = a.pending.get(interactionId)
+      if (pending !== undefined) return pending
+      const stored = yield* unavailable(store.getInteraction(a.turnId, "permission", interactionId))
+      const storedAsk = yield* unavailable(store.getInteraction(a.turnId, "user_choice", interactionId))
+      if (Option.isNone(stored) && Option.isNone(storedAsk)) {
+        return yield* new OperatorNotFound({ resource: "interaction", id: interactionId })
+      }
+      return yield* new OperatorConflict({ reason: "interaction_not_pending", detail: `interaction ${interactionId} is not pending` })
+    })
+
+  const answerPermission = Effect.fn("Turns.answerPermission")(function* (
+    turnId: string,
+    requestId: string,
+    body: PermissionAnswerBody
+  ) {
+    const a = yield* running(turnId)
+    const pending = yield* pendingOf(a, requestId)
+    const session = a.current?.session
+    if (pending._tag !== "Permission") {
+      return yield* new OperatorRequestInvalid({ detail: `${requestId} is a user-choice ask, not a permission request` })
+    }
+    if (session === undefined) return yield* notRunning(turnId)
+    return yield* answer(a, "permission", requestId, body, (deliveryId) =>
+      Interactions.answerPermission(session, {
+        interaction_id: pending.request.request_id,
+        delivery_id: deliveryId,
+        approved: body.approved,
+        ...(body.message === undefined ? {} : { message: body.message }),
+        ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input })
+      }), decisionClassify)
+  })
+
+  const answerUserChoice = Effect.fn("Turns.answerUserChoice")(function* (
+    turnId: string,
+    askId: string,
+    body: UserChoiceAnswerBody
+  ) {
+    const a = yield* running(turnId)
+    const pending = yield* pendingOf(a, askId)
+    const session = a.current?.session
+    if (pending._tag !== "UserChoice") {
+      return yield* new OperatorRequestInvalid({ detail: `${askId} is a permission request, not a user-choice ask` })
+    }
+    if (session === undefined) return yield* notRunning(turnId)
+    // Validate against the emitted questions before claiming: an invalid shape sends nothing.
+    const probe: Interaction.UserChoiceDecisionPayload = { delivery_id: Ids.unsafeMake.deliveryId("probe"), ...body }
+    const valid = Interactions.validateDecision(pending.ask, probe)
+    if (Result.isFailure(valid)) return yield* new OperatorRequestInvalid({ detail: `decision: ${valid.failure.issue}` })
+    return yield* answer(a, "user_choice", askId, body, (deliveryId) =>
+      Interactions.answerUserChoice(session, pending.ask, { ...body, delivery_id: deliveryId }), (e) =>
+      e._tag === "DecisionInvalid"
+        ? { _tag: "not_sent", error: new OperatorRequestInvalid({ detail: `decision: ${e.issue}` }) }
+        : decisionClassify(e))
+  })
+
+  const functionResult = Effect.fn("Turns.functionResult")(function* (
+    turnId: string,
+    callId: string,
+    output: Functions.FunctionOutput
+  ) {
+    const a = yield* running(turnId)
+    const functions = a.current?.functions
+    if (!a.calls.has(callId)) {
+      const stored = yield* unavailable(store.getInteraction(turnId, "function_call", callId))
+      if (Option.isNone(stored)) return yield* new OperatorNotFound({ resource: "interaction", id: callId })
+      return yield* new OperatorConflict({ reason: "interaction_not_pending", detail: `function call ${callId} is not pending` })
+    }
+    if (functions === undefined) return yield* notRunning(turnId)
+    return yield* answer(a, "function_call", callId, output, (deliveryId) =>
+      functions.answer(Ids.unsafeMake.callId(callId), output, { deliveryId }), (e: Functions.FunctionResultError): Classified => {
+      switch (e._tag) {
+        case "FunctionResultRejected":
+          return { _tag: "rejected", code: e.code, retryable: e.isRetryable } as const
+        case "FunctionResultUnknown":
+          return { _tag: "unknown", reason: e.reason } as const
+        case "FunctionResultInvalid":
+          return { _tag: "not_sent", error: new OperatorRequestInvalid({ detail: `function result: ${e.issue}` }) } as const
+        case "FunctionResultOutstanding":
+          return {
+            _tag: "not_sent",
+            error: new OperatorConflict({ reason: "answer_outstanding", detail: "another function result of this Turn awaits its receipt" })
+          } as const
+        case "CapabilityUnsupported":
+          return { _tag: "not_sent", error: new OperatorRequestInvalid({ detail: e.message }) } as const
+        case "NotSent":
+          return { _tag: "not_sent", error: notSent(e.reason) } as const
+        case "SubscriptionRejected":
+          return { _tag: "not_sent", error: notSent(e.reason) } as const
+      }
+    })
+  })
+
+  return { steer, cancel, answerPermission, answerUserChoice, functionResult }
+})

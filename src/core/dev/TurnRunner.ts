@@ -1,0 +1,358 @@
+/**
+ * The dev Core's Turn runners: one fiber per Turn, owned by this service's scope.
+ *
+ * A runner waits for its device's connection (the gateway's `Connected` events, not a poll), begins an
+ * attempt, delivers it with `Delivery.deliverPrepared` (durable dispatch boundary), and persists every fact
+ * the delivery layer reports, in order, as it arrives (Run frames as received, dispatches, preparation
+ * statuses, receipts; `TurnJournal`), keeping the interaction and input records in step with them. It writes
+ * the outcome the projection settles on. A `preparation_capacity` refusal (or unknown capabilities, an
+ * unavailable Harness) leaves the Turn unclaimed: it is queued again and retried with capped backoff
+ * (nothing was executed); no other outcome is ever retried or replayed.
+ *
+ * Store writes of a runner are never dropped: a failed write is retried with capped backoff (100 ms doubling
+ * to 5 s by default) while later facts wait in the delivery layer's bounded buffer. When one write keeps
+ * failing for `journalStallBudget` (30 s), the runner logs an error with the Turn id and ends the Turn's
+ * observation (`journal_unavailable`): nothing more is dispatched, and the outcome it settles on is written
+ * only after every fact before it is stored (or reconciled from the journal at the next start).
+ *
+ * Shutdown: first the gateway shuts down (every connection ends with `gateway_shutdown`, so running Turns
+ * settle with that observation reason and are recorded), then the runners get a bounded time to record, then
+ * what is left is interrupted (such a Turn is reconciled at the next start).
+ */
+import { Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Schedule, Stream } from "effect"
+import { type Functions as FunctionsProto, Ids, type MessageInput } from "../../proto/index.js"
+import * as Delivery from "../Delivery.js"
+import type { DeviceSession } from "../DeviceSession.js"
+import type { ExecutionSpec } from "../ExecutionRequest.js"
+import * as Functions from "../Functions.js"
+import { Gateway } from "../Gateway.js"
+import * as Interactions from "../Interactions.js"
+import type * as Outcome from "../Outcome.js"
+import { DevIds } from "./DevIds.js"
+import { SessionStore } from "./SessionStore.js"
+import type { StoreFailed } from "./StoreErrors.js"
+import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
+import { type InteractionKind, TurnStore } from "./TurnStore.js"
+
+/** Tunables (tests shorten them). */
+export interface TurnsOptions {
+  /** First wait before another attempt of an unclaimed Turn; doubles up to `maxRetryDelay`. Default 1 s. */
+  readonly retryDelay?: Duration.Input
+  readonly maxRetryDelay?: Duration.Input
+  /** How long shutdown waits for running Turns to record their outcome. Default 20 s (a cancellation may hold 15 s). */
+  readonly shutdownGrace?: Duration.Input
+  /** First wait before a failed store write of a Turn is retried; doubles up to `maxStoreRetryDelay`. Default 100 ms. */
+  readonly storeRetryDelay?: Duration.Input
+  /** Default 5 s. */
+  readonly maxStoreRetryDelay?: Duration.Input
+  /**
+   * How long one store write of a Turn may keep failing before the Turn's observation ends with
+   * `journal_unavailable` (the write keeps being retried). Default 30 s.
+   */
+  readonly journalStallBudget?: Duration.Input
+  /** Delivery tunables; `durableDispatch` is always on in the dev Core. */
+  readonly delivery?: Delivery.DeliveryOptions
+}
+
+/** What a runner delivers (recorded before it is launched). */
+export interface TurnPlan {
+  readonly turnId: string
+  readonly sessionId: string
+  readonly runId: Ids.RunId
+  readonly deviceId: string
+  readonly spec: ExecutionSpec
+  readonly input: MessageInput.MessageInput
+}
+
+/** A Turn whose runner is alive. The operations read it; only its runner writes `current`. */
+export interface Active extends TurnPlan {
+  /** Set while an attempt is delivering. */
+  current: {
+    readonly session: DeviceSession
+    readonly delivery: Delivery.Turn
+    readonly writer: JournalWriter
+    readonly functions: Functions.Functions | undefined
+  } | undefined
+  /** Pending permission requests and user-choice asks (from the Run's events). */
+  pending: ReadonlyMap<string, Interactions.PendingInteraction>
+  /** Function calls of the Run, by call id. */
+  readonly calls: Map<string, FunctionsProto.FunctionCallPayload>
+  /** Cancel requested while no attempt was delivering (queued, waiting for a device or a retry). */
+  readonly cancelQueued: Deferred.Deferred<void>
+  readonly finished: Deferred.Deferred<void>
+}
+
+export class TurnRunner extends Context.Service<TurnRunner, {
+  /** Starts the runner of a recorded Turn. */
+  readonly launch: (plan: TurnPlan) => Effect.Effect<void>
+  /** The Turn's live state while its runner is alive. */
+  readonly active: (turnId: string) => Option.Option<Active>
+  /** Ends every connection, waits `shutdownGrace` for the runners to record, interrupts the rest. Idempotent. */
+  readonly shutdown: Effect.Effect<void>
+}>()("agentwire/core/dev/TurnRunner") {}
+
+const make = (options: TurnsOptions) =>
+  Effect.gen(function* () {
+    const gateway = yield* Gateway
+    const store = yield* TurnStore
+    const sessions = yield* SessionStore
+    const journal = yield* TurnJournal
+    const ids = yield* DevIds
+    const runners = yield* FiberSet.make()
+    const active = new Map<string, Active>()
+    /** Completed when shutdown begins: queued runners stop waiting and leave their Turn queued for the next start. */
+    const stopping = yield* Deferred.make<void>()
+    const retryDelay = Duration.fromInputUnsafe(options.retryDelay ?? Duration.seconds(1))
+    const maxRetryDelay = Duration.fromInputUnsafe(options.maxRetryDelay ?? Duration.seconds(10))
+    const firstStoreRetry = Duration.fromInputUnsafe(options.storeRetryDelay ?? Duration.millis(100))
+    /** The retries after the first one: the delay keeps doubling from where the first wait left off, capped. */
+    const laterStoreRetries = Schedule.min([
+      Schedule.exponential(Duration.times(firstStoreRetry, 2), 2),
+      Schedule.spaced(Duration.fromInputUnsafe(options.maxStoreRetryDelay ?? Duration.seconds(5)))
+    ])
+    const stallBudget = Duration.fromInputUnsafe(options.journalStallBudget ?? Duration.seconds(30))
+
+    /**
+     * A store write of a Turn's runner, retried with capped backoff until it succeeds (never dropped; only
+     * shutdown interrupts it). When it keeps failing for the stall budget, the Turn's observation ends with
+     * `journal_unavailable` and an error is logged with the Turn id; the retries go on.
+     */
+    const durable = <A>(a: Active, operation: string, effect: Effect.Effect<A, StoreFailed>): Effect.Effect<A> =>
+      Effect.catch(effect, (first) =>
+        Effect.scoped(Effect.gen(function* () {
+          yield* Effect.logWarning("turn record not persisted yet; retrying").pipe(
+            Effect.annotateLogs({ turn_id: a.turnId, operation, store_operation: first.operation })
+          )
+          yield* Effect.forkScoped(Effect.sleep(stallBudget).pipe(Effect.andThen(stalled(a, operation))))
+          yield* Effect.sleep(firstStoreRetry)
+          const result = yield* Effect.retry(effect, laterStoreRetries).pipe(Effect.orDie) // the schedule never ends
+          yield* Effect.logInfo("turn record persisted after retrying").pipe(Effect.annotateLogs({ turn_id: a.turnId, operation }))
+          return result
+        })))
+
+    /** A write of this Turn kept failing for the stall budget: make it visible and stop observing the Turn. */
+    const stalled = (a: Active, operation: string) =>
+      Effect.gen(function* () {
+        yield* Effect.logError("turn record not persisted: the store stays unavailable; observation of the turn ends").pipe(
+          Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, operation, observation: "journal_unavailable" })
+        )
+        if (a.current !== undefined) yield* a.current.delivery.endObservation("journal_unavailable")
+      })
+
+    // -------------------------------------------------------------------------------------- facts
+
+    const onFact = (a: Active, writer: JournalWriter, fact: Outcome.TurnFact) =>
+      Effect.gen(function* () {
+        yield* durable(a, "journal", writer.record(fact))
+        switch (fact._tag) {
+          case "Dispatched":
+            if (fact.type === "execution_start" || fact.type === "prompt_request") yield* durable(a, "dispatch", store.markDispatched(a.turnId))
+            return
+          case "NotDispatched":
+            if (fact.type === "prompt_steer" && fact.input_id !== undefined) {
+              yield* inputStatus(a, writer, fact.input_id, "not_sent", fact.reason)
+            }
+            return
+          case "InputWritten":
+            return yield* inputStatus(a, writer, fact.input_id, "written")
+          case "InputAccepted": {
+            const position = yield* durable(a, "input", store.acceptInput(a.turnId, fact.input_id))
+            return yield* writer.notify("input", { input_id: fact.input_id, status: "accepted", position })
+          }
+          case "InputRejected":
+            return yield* inputStatus(a, writer, fact.input_id, "rejected", fact.code)
+          case "InputUnknown":
+            return yield* inputStatus(a, writer, fact.input_id, "unknown", fact.reason)
+          case "RunEvent":
+            return yield* onRunEvent(a, writer, fact.event)
+          default:
+            return
+        }
+      })
+
+    const inputStatus = (
+      a: Active,
+      writer: JournalWriter,
+      inputId: string,
+      status: "written" | "not_sent" | "rejected" | "unknown",
+      code?: string
+    ) =>
+      Effect.gen(function* () {
+        yield* durable(a, "input", store.setInputStatus(a.turnId, inputId, status, code))
+        yield* writer.notify("input", { input_id: inputId, status, ...(code === undefined ? {} : { detail: code }) })
+      })
+
+    const onRunEvent = (a: Active, writer: JournalWriter, event: Extract<Outcome.TurnFact, { _tag: "RunEvent" }>["event"]) =>
+      Effect.gen(function* () {
+        a.pending = Interactions.trackInteractions(a.pending, event)
+        const record = (kind: InteractionKind, id: string, request: unknown) =>
+          Effect.gen(function* () {
+            yield* durable(a, "interaction", store.recordInteraction(a.turnId, kind, id, request))
+            yield* writer.notify("interaction", { kind, interaction_id: id, status: "pending" })
+          })
+        switch (event.type) {
+          case "permission_request":
+            return yield* record("permission", event.payload.request_id, event.payload)
+          case "prompt_for_user_choice":
+            return yield* record("user_choice", event.payload.ask_id, event.payload)
+          case "function_call":
+            a.calls.set(event.payload.call_id, event.payload)
+            return yield* record("function_call", event.payload.call_id, event.payload)
+          case "permission_cancel":
+            yield* durable(a, "interaction", store.withdrawInteraction(a.turnId, "permission", event.id))
+            return yield* writer.notify("interaction", { kind: "permission", interaction_id: event.id, status: "withdrawn" })
+          default:
+            return
+        }
+      })
+
+    // -------------------------------------------------------------------------------------- runner
+
+    const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
+      Effect.gen(function* () {
+        yield* durable(a, "complete", store.complete(a.turnId, outcome))
+        if (outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
+          yield* durable(a, "native_session", sessions.setNativeSessionId(a.sessionId, outcome.native_session_id))
+        }
+        const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))
+        yield* durable(a, "finish", w.finish)
+        active.delete(a.turnId)
+        yield* Deferred.succeed(a.finished, undefined)
+        yield* Effect.logInfo("turn finished").pipe(
+          Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, status: outcome.status, error_code: outcome.error_code ?? "" })
+        )
+      })
+
+    /** Waits `delay` unless the Turn is cancelled or shutdown begins first. */
+    const pause = (a: Active, delay: Duration.Duration) =>
+      Effect.raceFirst(
+        Effect.raceFirst(
+          Effect.as(Deferred.await(a.cancelQueued), "cancelled" as const),
+          Effect.as(Deferred.await(stopping), "stopping" as const)
+        ),
+        Effect.as(Effect.sleep(delay), "retry" as const)
+      )
+
+    /**
+     * The device's current connection, waiting for it while it is offline (or until a cancel or shutdown).
+     * Subscribed to the gateway's events before looking, so a connection in between is not missed.
+     */
+    const connection = (a: Active) =>
+      Effect.scoped(Effect.gen(function* () {
+        if (Option.isSome(yield* Deferred.poll(stopping))) return "stopping" as const
+        const deviceId = Ids.unsafeMake.deviceId(a.deviceId)
+        const events = yield* gateway.events
+        const current = yield* gateway.session(deviceId)
+        if (Option.isSome(current)) return current.value
+        const connected = events.pipe(
+          Stream.filter((e) => e._tag === "Connected" && e.deviceId === deviceId),
+          Stream.mapEffect(() => gateway.session(deviceId)),
+          Stream.filterMap((session) => Option.isSome(session) ? Result.succeed(session.value) : Result.failVoid),
+          Stream.runHead,
+          Effect.map(Option.getOrElse(() => "stopping" as const))
+        )
+        return yield* Effect.raceFirst(
+          connected,
+          Effect.raceFirst(
+            Effect.as(Deferred.await(a.cancelQueued), "cancelled" as const),
+            Effect.as(Deferred.await(stopping), "stopping" as const)
+          )
+        )
+      }))
+
+    const abandonQueued = (a: Active) =>
+      Effect.gen(function* () {
+        const attempt = Option.match(yield* durable(a, "get", store.get(a.turnId)), { onNone: () => 0, onSome: (t) => t.attempt })
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
+        yield* durable(a, "journal", writer.record({ _tag: "Abandoned" }))
+        yield* finish(a, { status: "cancelled" }, writer)
+      })
+
+    /** Shutdown while queued: the Turn stays queued in the store; the next start runs it again. */
+    const leaveQueued = (a: Active) =>
+      Effect.sync(() => {
+        active.delete(a.turnId)
+      }).pipe(Effect.andThen(Deferred.succeed(a.finished, undefined)))
+
+    const runTurn = (a: Active) =>
+      Effect.gen(function* () {
+        let delay = retryDelay
+        while (true) {
+          if (Option.isSome(yield* Deferred.poll(a.cancelQueued))) return yield* abandonQueued(a)
+          const found = yield* connection(a)
+          if (found === "cancelled") return yield* abandonQueued(a)
+          if (found === "stopping") return yield* leaveQueued(a)
+          const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId))
+          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
+          const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
+          const resolution = yield* Effect.scoped(Effect.gen(function* () {
+            const delivery = yield* Delivery.deliverPrepared(
+              found,
+              { request_id: requestId, run_id: a.runId, spec: a.spec, input: a.input },
+              { ...options.delivery, durableDispatch: true }
+            )
+            const functions = Option.isSome(delivery.admitted)
+              ? yield* Functions.make(found, a.runId, { admitted: delivery.admitted.value, engine: a.spec.engine })
+              : undefined
+            a.current = { session: found, delivery, writer, functions }
+            yield* Effect.logInfo("turn delivery started").pipe(
+              Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, device_id: a.deviceId, attempt })
+            )
+            // One fact at a time: stored (and its records updated), then confirmed to the delivery layer,
+            // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
+            yield* Stream.runForEach(delivery.facts, (fact) => Effect.andThen(onFact(a, writer, fact), delivery.journaled))
+            return yield* delivery.resolution
+          }))
+          a.current = undefined
+          switch (resolution._tag) {
+            case "Settled":
+              return yield* finish(a, resolution.outcome, writer)
+            case "Pending":
+              // The Turn's scope closed before it resolved (shutdown): the next start reconciles it.
+              return
+            case "Unclaimed": {
+              // Nothing was executed: queue it again and retry with capped backoff.
+              yield* durable(a, "requeue", store.requeue(a.turnId))
+              yield* Effect.logInfo("turn unclaimed; queued for another attempt").pipe(
+                Effect.annotateLogs({ turn_id: a.turnId, reason: resolution.reason, retry_in_ms: Duration.toMillis(delay) })
+              )
+              const wait = yield* pause(a, delay)
+              if (wait === "cancelled") return yield* abandonQueued(a)
+              if (wait === "stopping") return yield* leaveQueued(a)
+              delay = Duration.min(Duration.times(delay, 2), maxRetryDelay)
+              continue
+            }
+          }
+        }
+      }).pipe(Effect.annotateLogs({ turn_id: a.turnId }))
+
+    const launch = (plan: TurnPlan) =>
+      Effect.gen(function* () {
+        const a: Active = {
+          ...plan,
+          current: undefined,
+          pending: new Map(),
+          calls: new Map(),
+          cancelQueued: yield* Deferred.make<void>(),
+          finished: yield* Deferred.make<void>()
+        }
+        active.set(a.turnId, a)
+        yield* FiberSet.run(runners, runTurn(a))
+      })
+
+    // Shutdown: end the connections first so running Turns settle (gateway_shutdown) and get recorded.
+    const grace = Duration.fromInputUnsafe(options.shutdownGrace ?? Duration.seconds(20))
+    const shutdown = Effect.gen(function* () {
+      yield* Deferred.succeed(stopping, undefined)
+      yield* gateway.shutdown
+      yield* FiberSet.awaitEmpty(runners).pipe(Effect.timeoutOrElse({ duration: grace, orElse: () => Effect.void }))
+      // What did not record within the grace is interrupted now (a second call then returns at once); the
+      // next start reconciles such a Turn from its journal.
+      yield* FiberSet.clear(runners)
+    })
+    yield* Effect.addFinalizer(() => shutdown)
+
+    return TurnRunner.of({ launch, active: (turnId) => Option.fromUndefinedOr(active.get(turnId)), shutdown })
+  })
+
+export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))

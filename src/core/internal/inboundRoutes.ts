@@ -1,0 +1,106 @@
+/**
+ * The inbound routing table of a device session (the header of `DeviceSession.ts` states the rules): Run
+ * frames to the subscriber of their Run, preparation statuses to their request's subscription, reply
+ * families to the one Correlator. Each handler returns the log line or yield it needs, or nothing; none ever
+ * waits on a subscriber. The heartbeat handler stays with the session (it owns the declaration snapshot).
+ */
+import { Effect } from "effect"
+import type { Messages } from "../../proto/index.js"
+import type { Correlator } from "../Correlator.js"
+import { type ReplyFamilies, type ReplyFamily, type ReplyKeyedById, steerAckKey } from "../ReplyFamilies.js"
+import type { RunEvent } from "../RunEvent.js"
+import type { PreparationRoutes, RunRoutes } from "../Subscriptions.js"
+
+/** One handler per inbound message type (exhaustive). */
+export type Handlers = {
+  readonly [K in Messages.RuntimeToCoreType]: (
+    message: Messages.MessageOfType<K>,
+    bytes: number
+  ) => Effect.Effect<void> | undefined
+}
+
+export interface SessionRoutes {
+  readonly runs: RunRoutes
+  readonly preparations: PreparationRoutes
+  readonly replies: Correlator<ReplyFamilies>
+}
+
+/** Every handler but the heartbeat's. */
+export const routeHandlers = ({ preparations, replies, runs }: SessionRoutes): Omit<Handlers, "heartbeat"> => {
+  const dropped = (what: string, type: string, id: string, bytes: number) =>
+    Effect.logDebug(what).pipe(Effect.annotateLogs({ type, id, bytes }))
+
+  const routeRun = (message: RunEvent, bytes: number) => {
+    const result = runs.route(message)
+    if (result === "delivered") return undefined
+    // The subscriber is falling behind: give it a turn before routing the next frame. This slows this
+    // connection's routing to the consumer's pace without ever waiting on it; a consumer that does not run
+    // still overflows and fails with SubscriberOverflow.
+    if (result === "delivered_backlogged") return Effect.yieldNow
+    if (result === "overflow") {
+      return Effect.logWarning("run subscriber overflowed; its stream failed").pipe(
+        Effect.annotateLogs({ type: message.type, id: message.id, bytes })
+      )
+    }
+    return dropped("run frame without subscriber dropped", message.type, message.id, bytes)
+  }
+
+  const routeReply = <F extends ReplyFamily>(family: F, key: string, message: ReplyFamilies[F], bytes: number) =>
+    replies.deliver(family, key, message)
+      ? undefined
+      : dropped("reply without waiter dropped", family, message.id, bytes)
+
+  const routeById = <F extends ReplyKeyedById>(message: ReplyFamilies[F], bytes: number) =>
+    routeReply(message.type as F, message.id, message, bytes)
+
+  return {
+    preparation_status: (message, bytes) => {
+      const result = preparations.route(message.id, message.payload)
+      switch (result) {
+        case "delivered":
+        case "delivered_backlogged":
+          return undefined
+        case "invalid":
+          return Effect.logWarning("preparation status with a wrong shape for its state; subscription failed").pipe(
+            Effect.annotateLogs({ type: message.type, id: message.id, state: message.payload.state, bytes })
+          )
+        case "overflow":
+          return Effect.logWarning("preparation subscriber overflowed; its stream failed").pipe(
+            Effect.annotateLogs({ type: message.type, id: message.id, bytes })
+          )
+        case "stale":
+          return dropped("stale, repeated or foreign-handle preparation status ignored", message.type, message.id, bytes)
+        case "no_subscriber":
+          return dropped("preparation status without subscriber dropped", message.type, message.id, bytes)
+      }
+    },
+    interaction_decision_ack: (message, bytes) =>
+      routeReply("interaction_decision_ack", message.payload.delivery_id, message, bytes),
+    prompt_steer_ack: (message, bytes) =>
+      message.payload.input_id === ""
+        ? dropped("steer receipt without input_id establishes nothing", message.type, message.id, bytes)
+        : routeReply("prompt_steer_ack", steerAckKey(message.id, message.payload.input_id), message, bytes),
+    runtime_prepare_result: routeById,
+    workspace_read_result: routeById,
+    workspace_write_result: routeById,
+    workspace_export_result: routeById,
+    environment_quiesced: routeById,
+    environment_resumed: routeById,
+    delta: routeRun,
+    thinking: routeRun,
+    output_message: routeRun,
+    tool_call: routeRun,
+    usage: routeRun,
+    error: routeRun,
+    done: routeRun,
+    permission_request: routeRun,
+    permission_cancel: routeRun,
+    prompt_for_user_choice: routeRun,
+    function_call: routeRun,
+    subagent_identity: routeRun,
+    subagent_lifecycle: routeRun,
+    subagent_turn: routeRun,
+    subagent_item: routeRun,
+    subagent_coordination: routeRun
+  }
+}
