@@ -30,12 +30,14 @@ import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import * as PgStore from "../../core/dev/pg/PgStore.js"
 import * as Store from "../../core/dev/Store.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { loggerFor } from "../Logging.js"
 import { makeCredentialCommand } from "./credential.js"
 
 export const CoreEnvVars = {
   dataDir: "AGENTWIRE_CORE_DATA_DIR",
   database: "AGENTWIRE_CORE_DATABASE",
-  operatorToken: "AGENTWIRE_OPERATOR_TOKEN"
+  operatorToken: "AGENTWIRE_OPERATOR_TOKEN",
+  logFormat: "AGENTWIRE_LOG_FORMAT"
 } as const
 
 /** The default data directory: `~/.agentwire/core`. */
@@ -52,7 +54,6 @@ const dataDirFlag = Flag.String("data-dir").pipe(
 
 const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
 
-const logger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
 
 const databaseFlag = Flag.String("database").pipe(
   Flag.withDescription(
@@ -145,6 +146,11 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
       heartbeatSeconds: Flag.Int("heartbeat-seconds").pipe(
         Flag.withDescription("Heartbeat cadence bootstrap tells daemons (default 15)"),
         Flag.optional
+      ),
+      logFormat: Flag.Literals("log-format", ["text", "json"]).pipe(
+        Flag.withDescription(`Log format on stderr: text (logfmt, default) or json (one flat object per line). Env: ${CoreEnvVars.logFormat}`),
+        Flag.withFallbackConfig(Config.Literals(["text", "json"], CoreEnvVars.logFormat)),
+        Flag.withDefault("text" as const)
       )
     },
     (input) =>
@@ -174,7 +180,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         yield* Console.log(`operator token: ${source}`)
         yield* Console.log(`daemons connect with: agentwire daemon --core-url ${info.publicUrl} --device-id ID --credential-file FILE`)
         return yield* Effect.never
-      })).pipe(Effect.provide(logger))
+      })).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])))
   ).pipe(
     Command.withDescription("Run the standalone dev Core: machine routes and the operator API over an embedded store"),
     Command.withSubcommands([credential])

@@ -21,6 +21,7 @@ import { StatusBoard } from "../../runtime/StatusBoard.js"
 import { Connector } from "../../runtime/transport/Connector.js"
 import { AgentwireVersion } from "../BuildInfo.js"
 import { DurationText } from "../Durations.js"
+import { loggerFor } from "../Logging.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 
 const { env, EnvVars } = RuntimeConfig
@@ -179,9 +180,7 @@ export interface DaemonProcess {
  * rejection).
  */
 export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProcess) => {
-  const logger = config.logFormat === "json"
-    ? Logger.withConsoleError(Logger.formatJson)
-    : Logger.withConsoleError(Logger.formatLogFmt)
+  const logger = loggerFor(config.logFormat === "json" ? "json" : "text")
   const userAgent = `agentwire/${AgentwireVersion}`
   return Effect.gen(function* () {
     const fs = yield* FileSystem.FileSystem
