@@ -12,7 +12,7 @@
  */
 import { Context, Effect, FiberMap, Layer, Option, Schedule, Stream } from "effect"
 import type { Ids } from "../../../proto/index.js"
-import * as DeviceSession from "../../DeviceSession.js"
+import { closeCodeFor } from "../../transport/DeviceTransport.js"
 import { Gateway, type GatewayEvent } from "../../Gateway.js"
 import { type Lease, OwnerLeases } from "./OwnerLeases.js"
 
@@ -36,7 +36,7 @@ export class LeaseKeeper extends Context.Service<LeaseKeeper, {
         Effect.gen(function* () {
           const session = yield* gateway.session(deviceId as Ids.DeviceId)
           if (Option.isSome(session) && session.value.connectionNumber === connectionNumber) {
-            yield* session.value.close(DeviceSession.closeCodeFor("replaced"), "replaced")
+            yield* session.value.close(closeCodeFor("replaced"), "replaced")
           }
         })
 
