@@ -149,7 +149,9 @@ const makeAdmission = Effect.gen(function* () {
           if (prepared._tag === "Failure") {
             yield* Effect.logWarning("preparation failed").pipe(Effect.annotateLogs({ handle: record.handle }))
             yield* executors.close(record.entry)
-            yield* locked(record, publish(record, "failed", { error_code: "preparation_failed" }))
+            // A structural "no such native session" from the adapter keeps its code (docs/harness-claude-code.md).
+            const code = prepared.failure.code === "history_unavailable" ? "history_unavailable" : "preparation_failed"
+            yield* locked(record, publish(record, "failed", { error_code: code }))
             return
           }
         }
