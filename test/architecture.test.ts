@@ -98,7 +98,7 @@ const isEffect = (spec: string) => spec === "effect" || spec.startsWith("effect/
 
 const UNSTABLE = (spec: string) =>
   spec === "effect/socket" || spec === "effect/http" || spec === "effect/rpc" || spec.startsWith("@effect/platform-node") ||
-  spec === "ws" || spec.startsWith("effect/sql")
+  spec === "ws" || spec.startsWith("effect/sql") || spec.startsWith("@effect/sql-pg")
 
 const UNSTABLE_ALLOWED = [
   "src/runtime/transport",

@@ -24,70 +24,35 @@
  * `status_delivery_failed` (its reservation is released). Preparation and start run in connection-owned
  * fibers, never in the receive loop.
  */
-import { Clock, Duration, Effect, FiberMap, FiberSet, Latch, Option, Semaphore } from "effect"
-import { createHash } from "node:crypto"
-import { canonicalJson, omitKeys } from "../proto/Canonical.js"
+import { Clock, Context, Duration, Effect, FiberMap, FiberSet, Latch, Layer, Option } from "effect"
 import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
 import {
-  type PromptRequestPayload,
   requiredCapabilities,
   validatePreparationConfiguration,
   validateReadOnlyConfiguration
 } from "../proto/Execution.js"
-import type { AdmissionHandle, PreparationRequestId, RunId } from "../proto/Ids.js"
-import { AdmissionExpiry, MaxAdmissionRecords, StatusSendBudget } from "../proto/Limits.js"
+import type { AdmissionHandle, PreparationRequestId } from "../proto/Ids.js"
+import { AdmissionExpiry, MaxAdmissionRecords } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import type {
   ControlOperation,
   ExecutionPreparePayload,
   ExecutionReleasePayload,
-  ExecutionStartPayload,
-  PreparationStatusPayload
+  ExecutionStartPayload
 } from "../proto/Preparation.js"
-import type { ExecutorEntry, Executors } from "./Executors.js"
-import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
+import { type AdmissionRecord, makeRecord, type NewRecord, statusSender, terminal } from "./AdmissionRecord.js"
+import { Background, Drain } from "./ConnectionServices.js"
+import { Executors } from "./Executors.js"
+import { configurationFingerprint, fingerprint } from "./Fingerprint.js"
 import { missingCapability } from "./harness/Harness.js"
-import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
-import { type Outbound, type SendOutcome, withTrace } from "./Outbound.js"
-import type { Ownership } from "./Ownership.js"
-import type { RuntimeIds } from "./RuntimeIds.js"
-import type { Runs } from "./Runs.js"
-import type { AdmissionStatus } from "./StatusBoard.js"
+import { HarnessRegistry } from "./harness/HarnessRegistry.js"
+import { Outbound } from "./Outbound.js"
+import { Ownership } from "./Ownership.js"
+import { RuntimeIds } from "./RuntimeIds.js"
+import { Runs } from "./Runs.js"
+import { type AdmissionStatus, StatusBoard } from "./StatusBoard.js"
 
-/** SHA-256 of the canonical encoding of a decoded value (never of raw frame text). */
-export const fingerprint = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex")
-
-/** The Executor reuse key: the configuration without its per-Turn members. */
-export const configurationFingerprint = (config: PromptRequestPayload): string =>
-  fingerprint(
-    omitKeys(config, ["run_id", "input", "agent_session_id", "require_existing_native_session", "release_on_completion"])
-  )
-
-type AdmissionState = "preparing" | "ready" | "starting" | "started" | "released" | "expired" | "failed"
-
-const terminal: ReadonlySet<AdmissionState> = new Set(["started", "released", "expired", "failed"])
-
-interface AdmissionRecord {
-  readonly requestId: PreparationRequestId
-  readonly handle: AdmissionHandle
-  readonly fingerprint: string
-  readonly readOnly: boolean
-  readonly snapshot: HarnessDeclaration
-  readonly harness: Harness | undefined
-  readonly entry: ExecutorEntry
-  readonly configuration: PromptRequestPayload
-  readonly reused: boolean
-  readonly trace: string | undefined
-  readonly lock: Semaphore.Semaphore
-  state: AdmissionState
-  revision: number
-  expiresAt: number | undefined
-  runId: RunId | undefined
-  startFingerprint: string | undefined
-  last: PreparationStatusPayload | undefined
-}
-
-export interface Admission {
+export interface AdmissionShape {
   readonly prepare: (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) => Effect.Effect<void>
   readonly start: (requestId: PreparationRequestId, payload: ExecutionStartPayload, trace: string | undefined) => Effect.Effect<void>
   readonly release: (requestId: PreparationRequestId, payload: ExecutionReleasePayload, trace: string | undefined) => Effect.Effect<void>
@@ -98,30 +63,22 @@ export interface Admission {
   readonly view: Effect.Effect<ReadonlyArray<typeof AdmissionStatus.Type>>
 }
 
-export interface AdmissionDeps {
-  readonly outbound: Outbound
-  readonly executors: Executors
-  readonly runs: Runs
-  readonly registry: HarnessRegistry["Service"]
-  readonly ids: RuntimeIds["Service"]
-  readonly ownership: Ownership["Service"]
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-  /** True once device_shutdown began: new admissions are refused. */
-  readonly shuttingDown: () => boolean
-  /** Run after a record is added, changes state or is pruned (the status board's `touch`). */
-  readonly onChange?: Effect.Effect<void>
-}
-
 const invalidCode: Record<ControlOperation, PreparationErrorCode> = {
   execution_prepare: "invalid_request",
   execution_start: "invalid_start",
   execution_release: "invalid_release"
 }
 
-export const make = (deps: AdmissionDeps) =>
-  Effect.gen(function* () {
-    const { outbound, executors, runs, registry, ids, ownership, background } = deps
-    const changed = deps.onChange ?? Effect.void
+const makeAdmission = Effect.gen(function* () {
+    const outbound = yield* Outbound
+    const executors = yield* Executors
+    const runs = yield* Runs
+    const registry = yield* HarnessRegistry
+    const ids = yield* RuntimeIds
+    const ownership = yield* Ownership
+    const background = yield* Background
+    const drain = yield* Drain
+    const changed = (yield* StatusBoard).touch
     const records = new Map<PreparationRequestId, AdmissionRecord>()
     /** Preparation fibers and expiry timers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
@@ -129,58 +86,7 @@ export const make = (deps: AdmissionDeps) =>
 
     const fork = <A>(effect: Effect.Effect<A>) => FiberSet.run(background, effect).pipe(Effect.asVoid)
 
-    const reject = (
-      operation: ControlOperation,
-      requestId: PreparationRequestId,
-      code: PreparationErrorCode,
-      trace: string | undefined,
-      extra: { readonly handle?: AdmissionHandle; readonly executor_id?: ExecutorEntry["id"] } = {}
-    ) =>
-      outbound.sendWithin(
-        withTrace({
-          type: "preparation_status",
-          id: requestId,
-          payload: { ...extra, revision: 0, state: "rejected", operation, error_code: code }
-        }, trace),
-        StatusSendBudget
-      )
-
-    /** Moves a record to `state` with the next revision and sends it. Call under the record's lock. */
-    const publish = (
-      record: AdmissionRecord,
-      state: AdmissionState,
-      extra: { readonly error_code?: PreparationErrorCode; readonly trace?: string | undefined } = {}
-    ): Effect.Effect<SendOutcome> =>
-      Effect.suspend(() => {
-        record.state = state
-        record.revision += 1
-        const status: PreparationStatusPayload = {
-          executor_id: record.entry.id,
-          ...(record.reused ? { reused: true } : {}),
-          handle: record.handle,
-          revision: record.revision,
-          state,
-          ...(record.expiresAt === undefined ? {} : { expires_at: record.expiresAt }),
-          ...(record.runId === undefined ? {} : { run_id: record.runId }),
-          ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
-        }
-        record.last = status
-        return Effect.andThen(
-          changed,
-          outbound.sendWithin(
-            withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
-            StatusSendBudget
-          )
-        )
-      })
-
-    const republish = (record: AdmissionRecord, trace: string | undefined) =>
-      record.last === undefined
-        ? Effect.void
-        : outbound.sendWithin(
-          withTrace({ type: "preparation_status", id: record.requestId, payload: record.last }, trace),
-          StatusSendBudget
-        ).pipe(Effect.asVoid)
+    const { reject, publish, republish } = statusSender(outbound, changed)
 
     const locked = <A>(record: AdmissionRecord, effect: Effect.Effect<A>) => record.lock.withPermits(1)(effect)
 
@@ -243,7 +149,9 @@ export const make = (deps: AdmissionDeps) =>
           if (prepared._tag === "Failure") {
             yield* Effect.logWarning("preparation failed").pipe(Effect.annotateLogs({ handle: record.handle }))
             yield* executors.close(record.entry)
-            yield* locked(record, publish(record, "failed", { error_code: "preparation_failed" }))
+            // A structural "no such native session" from the adapter keeps its code (docs/harness-claude-code.md).
+            const code = prepared.failure.code === "history_unavailable" ? "history_unavailable" : "preparation_failed"
+            yield* locked(record, publish(record, "failed", { error_code: code }))
             return
           }
         }
@@ -264,7 +172,7 @@ export const make = (deps: AdmissionDeps) =>
             ? fork(locked(existing, republish(existing, trace)))
             : reply("request_conflict")
         }
-        if (deps.shuttingDown()) return yield* reply("resource_unavailable")
+        if (yield* drain.draining) return yield* reply("resource_unavailable")
         const config = payload.configuration
         const readOnly = config.workspace_read_only === true
         const found = yield* registry.get(config.agent_kind)
@@ -280,6 +188,9 @@ export const make = (deps: AdmissionDeps) =>
           if (!snapshot.capabilities.preparation) return yield* reply("unsupported_preparation")
           if (Option.isSome(validatePreparationConfiguration(payload.session_id, config))) return yield* reply("invalid_configuration")
           if (Option.isSome(missingCapability(snapshot, requiredCapabilities(config)))) return yield* reply("unsupported_configuration")
+          // No Environment binding check exists yet (the hosted-Environment work adds it): a kind declaring
+          // local_environment must not admit a configuration for any Environment, so a binding is refused.
+          if (config.local_environment !== undefined) return yield* reply("unsupported_configuration")
         }
         if (config.agent_state_key !== undefined && config.agent_state_key !== "") {
           const other = yield* executors.stateKeyOwner(config.agent_state_key, payload.session_id)
@@ -309,7 +220,9 @@ export const make = (deps: AdmissionDeps) =>
             if (admitted._tag === "Failure") {
               return yield* reply(admitted.failure === "not_idle" ? "resource_unavailable" : admitted.failure)
             }
-            const record = yield* newRecord(requestId, fp, readOnly, entry.declaration, harness, entry, config, true, trace)
+            const record = yield* newRecord({
+              requestId, fingerprint: fp, readOnly, snapshot: entry.declaration, harness, entry, configuration: config, reused: true, trace
+            })
             return yield* fork(locked(record, grant(record)))
           }
         }
@@ -324,7 +237,17 @@ export const make = (deps: AdmissionDeps) =>
           readOnly
         })
         if (reserved._tag === "Failure") return yield* reply(reserved.failure)
-        const record = yield* newRecord(requestId, fp, readOnly, snapshot, readOnly ? undefined : harness, reserved.success, config, false, trace)
+        const record = yield* newRecord({
+          requestId,
+          fingerprint: fp,
+          readOnly,
+          snapshot,
+          harness: readOnly ? undefined : harness,
+          entry: reserved.success,
+          configuration: config,
+          reused: false,
+          trace
+        })
         yield* FiberMap.run(
           preparations,
           record.handle,
@@ -332,38 +255,10 @@ export const make = (deps: AdmissionDeps) =>
         )
       })
 
-    const newRecord = (
-      requestId: PreparationRequestId,
-      fp: string,
-      readOnly: boolean,
-      snapshot: HarnessDeclaration,
-      harness: Harness | undefined,
-      entry: ExecutorEntry,
-      configuration: PromptRequestPayload,
-      reused: boolean,
-      trace: string | undefined
-    ) =>
+    const newRecord = (fields: NewRecord) =>
       Effect.gen(function* () {
-        const record: AdmissionRecord = {
-          requestId,
-          handle: yield* ids.handle,
-          fingerprint: fp,
-          readOnly,
-          snapshot,
-          harness,
-          entry,
-          configuration,
-          reused,
-          trace,
-          lock: Semaphore.makeUnsafe(1),
-          state: "preparing",
-          revision: 0,
-          expiresAt: undefined,
-          runId: undefined,
-          startFingerprint: undefined,
-          last: undefined
-        }
-        records.set(requestId, record)
+        const record = makeRecord(fields, yield* ids.handle)
+        records.set(record.requestId, record)
         yield* changed
         return record
       })
@@ -397,7 +292,7 @@ export const make = (deps: AdmissionDeps) =>
           if (!record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
           if (Option.isSome(validateInlineImages(payload.input))) return yield* reply("invalid_start")
         }
-        if (deps.shuttingDown()) return yield* reply("resource_unavailable")
+        if (yield* drain.draining) return yield* reply("resource_unavailable")
         const gate = yield* Latch.make()
         const registered = yield* runs.start({
           runId: payload.run_id,
@@ -460,7 +355,7 @@ export const make = (deps: AdmissionDeps) =>
         ? Effect.succeed(record.state)
         : Effect.map(runs.get(record.runId), (run) => Option.isSome(run) ? "running" : "finished")
 
-    const admission: Admission = {
+    const admission: AdmissionShape = {
       prepare,
       start,
       release,
@@ -491,5 +386,10 @@ export const make = (deps: AdmissionDeps) =>
           ...(r.runId === undefined ? {} : { run_id: r.runId })
         }))))
     }
-    return admission
+    return Admission.of(admission)
   })
+
+/** Execution admission of one connection. */
+export class Admission extends Context.Service<Admission, AdmissionShape>()("agentwire/runtime/Admission") {
+  static readonly layer = Layer.effect(Admission, makeAdmission)
+}

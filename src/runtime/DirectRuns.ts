@@ -7,7 +7,7 @@
  * `prompt_request` for an active Run id is ignored. The Run's Executor is prepared for it and closed after
  * its Turn (it belongs to no Session).
  */
-import { Effect, FiberSet, Option } from "effect"
+import { Context, Effect, FiberSet, Layer, Option } from "effect"
 import {
   type PromptRequestPayload,
   requiredCapabilities,
@@ -18,32 +18,30 @@ import type { RunId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import { StatusSendBudget } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
-import { configurationFingerprint } from "./Admission.js"
-import type { Executors } from "./Executors.js"
+import { configurationFingerprint } from "./Fingerprint.js"
+import { Background, Drain } from "./ConnectionServices.js"
+import { Executors } from "./Executors.js"
 import { missingCapability } from "./harness/Harness.js"
-import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
-import { type Outbound, withTrace } from "./Outbound.js"
-import type { RuntimeIds } from "./RuntimeIds.js"
-import type { Runs, StartRefusal } from "./Runs.js"
+import { HarnessRegistry } from "./harness/HarnessRegistry.js"
+import { Outbound, withTrace } from "./Outbound.js"
+import { RuntimeIds } from "./RuntimeIds.js"
+import type { StartRefusal } from "./RunRecord.js"
+import { Runs } from "./Runs.js"
 
-export interface DirectRuns {
+export interface DirectRunsShape {
   readonly request: (envelopeId: RunId | undefined, payload: PromptRequestPayload, trace: string | undefined) => Effect.Effect<void>
   /** `error` then `done` for a prompt_request that did not decode, unless the Run id is active. */
   readonly rejectInvalid: (runId: RunId, trace: string | undefined) => Effect.Effect<void>
 }
 
-export interface DirectRunsDeps {
-  readonly outbound: Outbound
-  readonly runs: Runs
-  readonly executors: Executors
-  readonly registry: HarnessRegistry["Service"]
-  readonly ids: RuntimeIds["Service"]
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-  readonly shuttingDown: () => boolean
-}
-
-export const make = (deps: DirectRunsDeps): DirectRuns => {
-  const { outbound, runs, executors, registry, ids, background } = deps
+const makeDirectRuns = Effect.gen(function* () {
+  const outbound = yield* Outbound
+  const runs = yield* Runs
+  const executors = yield* Executors
+  const registry = yield* HarnessRegistry
+  const ids = yield* RuntimeIds
+  const background = yield* Background
+  const drain = yield* Drain
 
   /** error then done on a Run id that has no Run here (each send bounded like a status). */
   const refuse = (runId: RunId, reason: string, trace: string | undefined) =>
@@ -65,7 +63,7 @@ export const make = (deps: DirectRunsDeps): DirectRuns => {
       if (Option.isSome(yield* runs.get(runId))) {
         return yield* Effect.logInfo("prompt_request for an active Run ignored").pipe(Effect.annotateLogs({ run_id: runId }))
       }
-      if (deps.shuttingDown()) return yield* refuse(runId, "the runtime is shutting down", trace)
+      if (yield* drain.draining) return yield* refuse(runId, "the runtime is shutting down", trace)
       const found = yield* registry.get(payload.agent_kind)
       if (Option.isNone(found)) return yield* refuse(runId, "agent kind not available", trace)
       const harness = found.value
@@ -81,6 +79,10 @@ export const make = (deps: DirectRunsDeps): DirectRuns => {
       if (Option.isSome(validateConfiguration(payload))) return yield* refuse(runId, "invalid configuration", trace)
       const missing = missingCapability(snapshot, requiredCapabilities(payload))
       if (Option.isSome(missing)) return yield* refuse(runId, `unsupported capability: ${missing.value}`, trace)
+      // No Environment binding check exists yet: a binding is refused even when the kind declares local_environment.
+      if (payload.local_environment !== undefined) {
+        return yield* refuse(runId, "an Environment binding cannot be checked by this daemon", trace)
+      }
 
       const acquire = Effect.gen(function* () {
         const reserved = yield* executors.reserve(yield* ids.executorId, {
@@ -122,12 +124,17 @@ export const make = (deps: DirectRunsDeps): DirectRuns => {
       })
     })
 
-  return {
+  return DirectRuns.of({
     request,
     rejectInvalid: (runId, trace) =>
       Effect.gen(function* () {
         if (Option.isSome(yield* runs.get(runId))) return
         yield* refuse(runId, "invalid prompt_request", trace)
       })
-  }
+  })
+})
+
+/** Direct `prompt_request` Runs of one connection. */
+export class DirectRuns extends Context.Service<DirectRuns, DirectRunsShape>()("agentwire/runtime/DirectRuns") {
+  static readonly layer = Layer.effect(DirectRuns, makeDirectRuns)
 }

@@ -33,20 +33,23 @@
  * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
-import { Effect, FiberSet } from "effect"
+import { Context, Deferred, Effect, FiberSet, Layer } from "effect"
 import type { InvalidFrame } from "../proto/Envelope.js"
 import { StatusSendBudget } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { PreparationRequestId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import { withReceivedTrace } from "../proto/Trace.js"
-import type { Admission } from "./Admission.js"
-import type { DirectRuns } from "./DirectRuns.js"
-import type { Functions } from "./Functions.js"
-import type { Interactions } from "./Interactions.js"
-import { type Outbound, withTrace } from "./Outbound.js"
-import type { Runs } from "./Runs.js"
-import type { Steering } from "./Steering.js"
+import { Admission } from "./Admission.js"
+import { Cancellation } from "./Cancellation.js"
+import { Background, Drain } from "./ConnectionServices.js"
+import { DirectRuns } from "./DirectRuns.js"
+import { Executors } from "./Executors.js"
+import { Functions } from "./Functions.js"
+import { Interactions } from "./Interactions.js"
+import { Outbound, withTrace } from "./Outbound.js"
+import { Runs } from "./Runs.js"
+import { Steering } from "./Steering.js"
 import type { Inbound } from "./transport/Transport.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
@@ -74,27 +77,40 @@ const spanNames: { readonly [K in Messages.CoreToRuntimeType]: string } = {
 /** One handler per Core → Runtime type; each returns without waiting on native work. */
 export type Handlers = { readonly [K in Messages.CoreToRuntimeType]: (message: MessageOf<K>) => Effect.Effect<void> }
 
-export interface DispatcherDeps {
-  readonly outbound: Outbound
-  readonly admission: Admission
-  readonly runs: Runs
-  readonly direct: DirectRuns
-  readonly steering: Steering
-  readonly interactions: Interactions
-  readonly functions: Functions
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-  /** device_shutdown: starts the drain (idempotent). */
-  readonly shutdown: (reason: string | undefined) => Effect.Effect<void>
-}
-
-export interface Dispatcher {
+export interface DispatcherShape {
   /** Routes one inbound item. Returns as soon as the work is handed to connection-owned fibers. */
   readonly dispatch: (item: Inbound) => Effect.Effect<void>
   readonly handlers: Handlers
 }
 
-export const make = (deps: DispatcherDeps): Dispatcher => {
-  const { outbound, admission, runs, direct, steering, interactions, functions, background } = deps
+const makeDispatcher = Effect.gen(function* () {
+  const outbound = yield* Outbound
+  const admission = yield* Admission
+  const runs = yield* Runs
+  const cancellation = yield* Cancellation
+  const direct = yield* DirectRuns
+  const steering = yield* Steering
+  const interactions = yield* Interactions
+  const functions = yield* Functions
+  const executors = yield* Executors
+  const background = yield* Background
+  const drain = yield* Drain
+
+  /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
+  const shutdown = (reason: string | undefined) =>
+    Effect.gen(function* () {
+      if (!(yield* drain.begin)) return
+      yield* Effect.logInfo("device_shutdown: draining").pipe(Effect.annotateLogs({ reason_bytes: reason?.length ?? 0 }))
+      yield* FiberSet.run(
+        background,
+        Effect.gen(function* () {
+          yield* runs.stopAll
+          yield* admission.shutdown
+          yield* executors.closeAll
+          yield* Deferred.succeed(drain.drained, undefined)
+        })
+      )
+    })
   const reply = (message: Messages.RuntimeToCore) =>
     FiberSet.run(background, outbound.sendWithin(message, StatusSendBudget)).pipe(Effect.asVoid)
 
@@ -103,8 +119,8 @@ export const make = (deps: DispatcherDeps): Dispatcher => {
     execution_start: (m) => admission.start(m.id, m.payload, m.trace),
     execution_release: (m) => admission.release(m.id, m.payload, m.trace),
     prompt_request: (m) => direct.request(m.id, m.payload, m.trace),
-    prompt_cancel: (m) => runs.cancel(m.id, m.payload.delivery_id, m.trace),
-    device_shutdown: (m) => deps.shutdown(m.payload.reason),
+    prompt_cancel: (m) => cancellation.cancel(m.id, m.payload.delivery_id, m.trace),
+    device_shutdown: (m) => shutdown(m.payload.reason),
     permission_decision: (m) => interactions.permissionDecision(m.id, m.payload, m.trace),
     prompt_for_user_choice_decision: (m) => interactions.userChoiceDecision(m.id, m.payload, m.trace),
     prompt_steer: (m) => steering.handle(m.id, m.payload, m.trace),
@@ -199,9 +215,14 @@ export const make = (deps: DispatcherDeps): Dispatcher => {
       message.trace
     )
 
-  return {
+  return Dispatcher.of({
     handlers,
     dispatch: (item) =>
       item._tag === "Message" ? route(item.message) : Effect.withSpan(invalid(item.error), "Runtime.invalid_frame")
-  }
+  })
+})
+
+/** The receive side of one connection: every Core → Runtime frame goes through `dispatch`. */
+export class Dispatcher extends Context.Service<Dispatcher, DispatcherShape>()("agentwire/runtime/Dispatcher") {
+  static readonly layer = Layer.effect(Dispatcher, makeDispatcher)
 }

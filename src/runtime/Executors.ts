@@ -19,13 +19,13 @@
  *
  * Never does: publish admission statuses, start Turns, or treat a close timeout as success.
  */
-import { Deferred, Effect, Exit, FiberMap, FiberSet, Option, Result, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, FiberMap, FiberSet, Layer, Option, Result, Scope } from "effect"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
 import type { Executor, Harness, HarnessDeclaration, PrepareFailed, PrepareRequest } from "./harness/Harness.js"
 import { closeUntilConfirmed, observed, Ownership } from "./Ownership.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
-import type { ExecutorStatus } from "./StatusBoard.js"
+import { type ExecutorStatus, StatusBoard } from "./StatusBoard.js"
 
 export type ExecutorState = "preparing" | "admitted" | "busy" | "idle" | "closing"
 
@@ -74,7 +74,7 @@ export interface ReserveSpec {
  */
 export type CapacityRejection = "preparation_capacity"
 
-export interface Executors {
+export interface ExecutorsShape {
   /** Atomically checks active capacity and records a new Executor in `preparing`, with its own child scope. */
   readonly reserve: (id: ExecutorId, spec: ReserveSpec) => Effect.Effect<Result.Result<ExecutorEntry, CapacityRejection>>
   /**
@@ -222,7 +222,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       )
     })
 
-  const executors: Executors = {
+  const executors: ExecutorsShape = {
     reserve: (id, spec) =>
       Effect.gen(function* () {
         if (counts().active >= policy.maxActive) return Result.fail<CapacityRejection>("preparation_capacity")
@@ -293,5 +293,17 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   return executors
 })
 
-/** `makeWith` without change notification. */
-export const make = makeWith({})
+/**
+ * The Executor table of one connection, built inside the connection's scope before the Runs and admissions that
+ * use it (so it is torn down after them): closing the connection closes every Executor until confirmed.
+ */
+export class Executors extends Context.Service<Executors, ExecutorsShape>()("agentwire/runtime/Executors") {
+  static readonly layer = Layer.effect(
+    Executors,
+    Effect.gen(function* () {
+      const executors = yield* makeWith({ onChange: (yield* StatusBoard).touch })
+      yield* Effect.addFinalizer(() => executors.closeAll)
+      return Executors.of(executors)
+    })
+  )
+}

@@ -10,35 +10,36 @@
  * Run), `runtime_error`, `decision_conflict`. Replay identity is (Run id, call id) with the fingerprint of
  * the payload without `delivery_id`; call ids, delivery ids and input ids are distinct branded types.
  */
-import { Effect, FiberSet, Option } from "effect"
+import { Context, Effect, FiberSet, Layer, Option } from "effect"
 import type { FunctionResultErrorCode } from "../proto/ErrorCodes.js"
 import type { FunctionResultPayload } from "../proto/Functions.js"
 import { functionResultFingerprint } from "../proto/Functions.js"
-import type { RunId } from "../proto/Ids.js"
+import type { CallId, RunId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import { contentHasImages, validateContentParts, validateInlineImage } from "../proto/MessageInput.js"
-import { guarded, type TurnEvent } from "./harness/Harness.js"
-import { type AppliedStore, makeKeyedLock, sendAck, submitErrorCode } from "./Interactions.js"
-import type { Outbound } from "./Outbound.js"
-import type { RunRecord, Runs } from "./Runs.js"
+import { AppliedDecisions, makeKeyedLock, sendAck, submitErrorCode } from "./Applied.js"
+import { Background } from "./ConnectionServices.js"
+import { guarded } from "./harness/Harness.js"
+import { Outbound } from "./Outbound.js"
+import { RunLifecycle } from "./RunLifecycle.js"
+import type { RunRecord } from "./RunRecord.js"
+import { Runs } from "./Runs.js"
 
-export interface Functions {
-  /** Registers a pending call when the Turn emits `function_call`. */
-  readonly onEmit: (run: RunRecord, event: TurnEvent) => Effect.Effect<void>
+export interface FunctionsShape {
   /** Handles one decoded function_result; never waits on native work. */
   readonly result: (runId: RunId, payload: FunctionResultPayload, trace: string | undefined) => Effect.Effect<void>
 }
 
-export interface FunctionsDeps {
-  readonly outbound: Outbound
-  readonly runs: Runs
-  readonly applied: AppliedStore
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-}
-
-export const make = (deps: FunctionsDeps): Functions => {
-  const { outbound, runs, applied, background } = deps
+const makeFunctions = Effect.gen(function* () {
+  const outbound = yield* Outbound
+  const runs = yield* Runs
+  const applied = yield* AppliedDecisions
+  const background = yield* Background
+  const lifecycle = yield* RunLifecycle
   const withLock = makeKeyedLock()
+  /** This family's per-Run state: function calls emitted and not yet answered. */
+  const pendingCalls = new Map<RunRecord, Set<CallId>>()
+  const callsOf = (run: RunRecord) => pendingCalls.get(run) ?? new Set<CallId>()
 
   const apply = (runId: RunId, payload: FunctionResultPayload, trace: string | undefined) => {
     const key = `${runId}\u0000function_result\u0000${payload.call_id}`
@@ -64,7 +65,7 @@ export const make = (deps: FunctionsDeps): Functions => {
       }
       const turn = run.turn
       if (turn === undefined) return yield* ack("not_ready")
-      if (!run.pendingCalls.has(payload.call_id)) return yield* ack("not_pending")
+      if (!callsOf(run).has(payload.call_id)) return yield* ack("not_pending")
       const outcome = yield* Effect.result(
         guarded(
           run.snapshot,
@@ -74,20 +75,33 @@ export const make = (deps: FunctionsDeps): Functions => {
       )
       if (outcome._tag === "Failure") {
         const code = submitErrorCode(outcome.failure)
-        if (code === "not_pending") run.pendingCalls.delete(payload.call_id)
+        if (code === "not_pending") pendingCalls.get(run)?.delete(payload.call_id)
         return yield* ack(code)
       }
       yield* applied.remember(key, fingerprint)
-      run.pendingCalls.delete(payload.call_id)
+      pendingCalls.get(run)?.delete(payload.call_id)
       return yield* ack(undefined)
     }))
   }
 
-  return {
-    onEmit: (run, event) =>
-      Effect.sync(() => {
-        if (event.type === "function_call") run.pendingCalls.add(event.payload.call_id)
-      }),
+  yield* lifecycle.subscribe((event) =>
+    Effect.sync(() => {
+      if (event._tag === "Emitted" && event.event.type === "function_call") {
+        const calls = pendingCalls.get(event.run) ?? new Set<CallId>()
+        calls.add(event.event.payload.call_id)
+        pendingCalls.set(event.run, calls)
+      } else if (event._tag === "Stopped") {
+        pendingCalls.delete(event.run)
+      }
+    })
+  )
+
+  return Functions.of({
     result: (runId, payload, trace) => FiberSet.run(background, apply(runId, payload, trace)).pipe(Effect.asVoid)
-  }
+  })
+})
+
+/** Client-executed function results of one connection. */
+export class Functions extends Context.Service<Functions, FunctionsShape>()("agentwire/runtime/Functions") {
+  static readonly layer = Layer.effect(Functions, makeFunctions)
 }

@@ -10,10 +10,10 @@ import type { HeartbeatPayload } from "../proto/Capabilities.js"
 import { FrameWriteDeadline } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
-import type { Outbound } from "./Outbound.js"
+import type { OutboundShape } from "./Outbound.js"
 
 export interface HeartbeatDeps {
-  readonly outbound: Outbound
+  readonly outbound: OutboundShape
   readonly registry: HarnessRegistry["Service"]
   readonly activeRequests: Effect.Effect<number>
   /** The Runtime build version (not the wire version); omitted when empty. */

@@ -16,109 +16,20 @@
  * conflict. A decision that does not decode or lacks a delivery id gets no ack (handled by the dispatcher).
  * There is no transport-wide deduplication.
  */
-import { Clock, Duration, Effect, FiberSet, Option, Semaphore } from "effect"
+import { Context, Effect, FiberSet, Layer, Option } from "effect"
 import { canonicalJson, omitKeys } from "../proto/Canonical.js"
-import type { DecisionErrorCode, FunctionResultErrorCode } from "../proto/ErrorCodes.js"
-import type { AckSubjectId, DeliveryId, InteractionId } from "../proto/Ids.js"
+import type { DecisionErrorCode } from "../proto/ErrorCodes.js"
+import type { DeliveryId, InteractionId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import type { PermissionDecisionPayload, UserChoiceDecisionPayload } from "../proto/Interaction.js"
 import { validateUserChoiceDecision } from "../proto/Interaction.js"
-import { MaxAppliedDecisionRecords, ReceiptSendBudget } from "../proto/Limits.js"
-import type { SubmitError, TurnEvent } from "./harness/Harness.js"
-import { type CapabilityUnsupported, type ContractViolation, guarded } from "./harness/Harness.js"
-import { type Outbound, withTrace } from "./Outbound.js"
-import type { RunRecord } from "./Runs.js"
-
-// ---------------------------------------------------------------------------------------------- replay store
-
-const AppliedRecordTtl = Duration.hours(1)
-
-/** Applied decisions and function results of one connection, for the replay rule. */
-export interface AppliedStore {
-  readonly lookup: (key: string) => Option.Option<string>
-  readonly remember: (key: string, fingerprint: string) => Effect.Effect<void>
-}
-
-export const makeAppliedStore = (capacity: number = MaxAppliedDecisionRecords): AppliedStore => {
-  const records = new Map<string, { readonly fingerprint: string; readonly at: number }>()
-  return {
-    lookup: (key) => Option.map(Option.fromNullishOr(records.get(key)), (r) => r.fingerprint),
-    remember: (key, fingerprint) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        records.delete(key)
-        if (records.size >= capacity) {
-          const cutoff = now - Duration.toMillis(AppliedRecordTtl)
-          for (const [k, r] of records) if (r.at < cutoff) records.delete(k)
-          // Still full: evict the oldest (Map iteration follows insertion order).
-          while (records.size >= capacity) {
-            const oldest = records.keys().next()
-            if (oldest.done === true) break
-            records.delete(oldest.value)
-          }
-        }
-        records.set(key, { fingerprint, at: now })
-      })
-  }
-}
-
-/** Serializes work per key; locks are dropped when nobody holds or waits for them. */
-export const makeKeyedLock = () => {
-  const locks = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
-  return <A, E, R>(key: string, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.suspend(() => {
-      let lock = locks.get(key)
-      if (lock === undefined) {
-        lock = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
-        locks.set(key, lock)
-      }
-      const held = lock
-      held.users++
-      return held.semaphore.withPermits(1)(effect).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          if (--held.users === 0) locks.delete(key)
-        }))
-      )
-    })
-}
-
-/** The ack code of a guarded native submission failure. */
-export const submitErrorCode = (
-  error: SubmitError | CapabilityUnsupported | ContractViolation
-): "not_pending" | "not_ready" | "unsupported" | "contract_violation" | "runtime_error" => {
-  switch (error._tag) {
-    case "NotPending":
-      return "not_pending"
-    case "NotReady":
-      return "not_ready"
-    case "CapabilityUnsupported":
-      return "unsupported"
-    case "ContractViolation":
-    case "OperationUnsupported":
-      return "contract_violation"
-    case "NativeFailed":
-      return "runtime_error"
-  }
-}
-
-/** Sends one `interaction_decision_ack` with its own 5 s budget. */
-export const sendAck = (
-  outbound: Outbound,
-  subject: AckSubjectId,
-  deliveryId: DeliveryId,
-  trace: string | undefined,
-  code: DecisionErrorCode | FunctionResultErrorCode | undefined
-) =>
-  outbound.sendWithin(
-    withTrace({
-      type: "interaction_decision_ack",
-      id: subject,
-      payload: code === undefined
-        ? { delivery_id: deliveryId, applied: true }
-        : { delivery_id: deliveryId, applied: false, error_code: code }
-    }, trace),
-    ReceiptSendBudget
-  )
+import { AppliedDecisions, makeKeyedLock, sendAck, submitErrorCode } from "./Applied.js"
+import { Background } from "./ConnectionServices.js"
+import type { TurnEvent } from "./harness/Harness.js"
+import { guarded } from "./harness/Harness.js"
+import { Outbound } from "./Outbound.js"
+import { RunLifecycle } from "./RunLifecycle.js"
+import type { RunRecord } from "./RunRecord.js"
 
 // ---------------------------------------------------------------------------------------------- interactions
 
@@ -131,25 +42,19 @@ interface PendingInteraction {
   readonly questionIds: ReadonlyArray<string>
 }
 
-export interface Interactions {
-  /** Registers and withdraws routes as the Turn emits its frames. */
-  readonly onEmit: (run: RunRecord, event: TurnEvent) => Effect.Effect<void>
-  /** Drops every route of a Run that is over. */
-  readonly onEnd: (run: RunRecord) => Effect.Effect<void>
+export interface InteractionsShape {
   readonly permissionDecision: (id: InteractionId, payload: PermissionDecisionPayload, trace: string | undefined) => Effect.Effect<void>
   readonly userChoiceDecision: (id: InteractionId, payload: UserChoiceDecisionPayload, trace: string | undefined) => Effect.Effect<void>
   /** Pending interaction ids (status). */
   readonly pendingCount: Effect.Effect<number>
 }
 
-export interface InteractionsDeps {
-  readonly outbound: Outbound
-  readonly applied: AppliedStore
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-}
-
-export const make = (deps: InteractionsDeps): Interactions => {
-  const { outbound, applied, background } = deps
+const makeInteractions = Effect.gen(function* () {
+  const outbound = yield* Outbound
+  const applied = yield* AppliedDecisions
+  const background = yield* Background
+  const lifecycle = yield* RunLifecycle
+  /** This family's per-Run state: the pending interactions, by interaction id, with the Run that emitted them. */
   const pending = new Map<string, PendingInteraction>()
   const withLock = makeKeyedLock()
 
@@ -183,25 +88,33 @@ export const make = (deps: InteractionsDeps): Interactions => {
   const turnOf = (entry: PendingInteraction) =>
     entry.run.turn === undefined ? Effect.fail("not_ready" as const) : Effect.succeed(entry.run.turn)
 
-  return {
-    onEmit: (run, event) =>
-      Effect.sync(() => {
-        switch (event.type) {
-          case "permission_request":
-            pending.set(event.payload.request_id, { kind: "permission", run, questionIds: [] })
-            return
-          case "prompt_for_user_choice":
-            pending.set(event.payload.ask_id, { kind: "user_choice", run, questionIds: event.payload.questions.map((q) => q.id) })
-            return
-          case "permission_cancel":
-            pending.delete(event.interactionId)
-            return
-        }
-      }),
-    onEnd: (run) =>
-      Effect.sync(() => {
-        for (const [id, entry] of pending) if (entry.run === run) pending.delete(id)
-      }),
+  /** Registers and withdraws routes as the Turn emits its frames (before the frame is queued). */
+  const emitted = (run: RunRecord, event: TurnEvent) =>
+    Effect.sync(() => {
+      switch (event.type) {
+        case "permission_request":
+          pending.set(event.payload.request_id, { kind: "permission", run, questionIds: [] })
+          return
+        case "prompt_for_user_choice":
+          pending.set(event.payload.ask_id, { kind: "user_choice", run, questionIds: event.payload.questions.map((q) => q.id) })
+          return
+        case "permission_cancel":
+          pending.delete(event.interactionId)
+          return
+      }
+    })
+
+  /** Drops every route of a Run that is over. */
+  const stopped = (run: RunRecord) =>
+    Effect.sync(() => {
+      for (const [id, entry] of pending) if (entry.run === run) pending.delete(id)
+    })
+
+  yield* lifecycle.subscribe((event) =>
+    event._tag === "Emitted" ? emitted(event.run, event.event) : event._tag === "Stopped" ? stopped(event.run) : Effect.void
+  )
+
+  return Interactions.of({
     permissionDecision: (id, payload, trace) =>
       FiberSet.run(
         background,
@@ -247,5 +160,10 @@ export const make = (deps: InteractionsDeps): Interactions => {
         )
       }),
     pendingCount: Effect.sync(() => pending.size)
-  }
+  })
+})
+
+/** Permission and user-choice routes and decisions of one connection. */
+export class Interactions extends Context.Service<Interactions, InteractionsShape>()("agentwire/runtime/Interactions") {
+  static readonly layer = Layer.effect(Interactions, makeInteractions)
 }

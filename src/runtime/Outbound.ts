@@ -5,10 +5,10 @@
  * after the frame was handed over is unknown, never a failure of the operation it reports. Logs carry type,
  * id and size, never payloads.
  */
-import { Duration, Effect } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import type { Messages } from "../proto/index.js"
 import { echo } from "../proto/Trace.js"
-import type { Transport } from "./transport/Transport.js"
+import { Transport } from "./transport/Transport.js"
 
 /** What a bounded send established. */
 export type SendOutcome =
@@ -18,7 +18,7 @@ export type SendOutcome =
   /** Handed to the transport without proof of a completed write (timeout or connection loss). */
   | { readonly _tag: "Unknown"; readonly reason: "timeout" | "connection_lost" }
 
-export interface Outbound {
+export interface OutboundShape {
   /** Ordered send; resolves when the write of this frame completed locally. */
   readonly send: Transport["Service"]["send"]
   /**
@@ -32,7 +32,7 @@ export interface Outbound {
 
 const idOf = (message: Messages.RuntimeToCore): string | undefined => ("id" in message ? message.id : undefined)
 
-export const make = (transport: Transport["Service"]): Outbound => ({
+export const make = (transport: Transport["Service"]): OutboundShape => ({
   send: transport.send,
   sendAll: transport.sendAll,
   sendWithin: (message, budget) =>
@@ -60,6 +60,11 @@ export const make = (transport: Transport["Service"]): Outbound => ({
       )
     )
 })
+
+/** The connection's send side, built from its `Transport` (one per connection). */
+export class Outbound extends Context.Service<Outbound, OutboundShape>()("agentwire/runtime/Outbound") {
+  static readonly layer = Layer.effect(Outbound, Transport.useSync(make))
+}
 
 /**
  * Adds the request's trace to a reply when it is a valid traceparent (`Trace.echo`); a missing, oversized or

@@ -1,211 +1,57 @@
 /**
  * Runs of one connection (protocol "Preparation and execution order" step 4, "Active input receipts",
- * reference part 1 §7–§8): the Run table, each Run's bounded output buffer and its single forwarder, the
- * terminal `done`, and cancellation receipts.
+ * reference part 1 §7–§8): the Run table, each Run's bounded output buffer and its single forwarder and the
+ * terminal `done`.
  *
  * A Run fiber owns its Turn: it starts the forwarder before native start, numbers deltas from 1, applies the
  * Run's opt-ins, waits for native settlement, lets in-flight inputs settle (bounded), then publishes `done`
  * and hands the Executor back (retained idle, or closed). An execution error is followed by done.
  *
- * Cancellation (`prompt_cancel`): the native cancel is requested by a connection-owned fiber; a receipt
- * waiter answers `interaction_decision_ack` (Envelope.id = Run id) only after native settlement:
- * `applied: true` with the confirmed continuity snapshot in `outcome` (done then carries no content), or
- * `applied: false` with `run_inactive`, `cancel_timeout` (no settlement within 10 s; ownership is kept),
- * `cancel_failed` or `cancel_outcome_unavailable`. The receipt owns the terminal outcome.
+ * Cancellation receipts (`Cancellation.ts`) own the terminal outcome: when receipts wait at settlement
+ * (`receiptWaiters`), `done` carries no content and the receipts carry the continuity snapshot.
+ *
+ * Lifecycle: the Run publishes `RunLifecycle` events (Started, Emitted for interaction and function events
+ * before their frame is queued, Settled before `done`, OutputClosed, Stopped); the families that follow a Run
+ * subscribe to them and keep their own per-Run state. This module knows none of them.
  *
  * Never does: report a local interruption (disconnect, device_shutdown, process exit) as a cancellation,
  * fabricate `error`/`done` when observation is lost, or release an Executor whose Turn did not settle.
  */
-import { type Cause, Data, Deferred, Effect, Fiber, FiberMap, FiberSet, Option, Queue, Result } from "effect"
-import type { PromptRequestPayload } from "../proto/Execution.js"
-import type { CallId, DeliveryId, RunId } from "../proto/Ids.js"
-import { unsafeMake } from "../proto/Ids.js"
-import type { CancelErrorCode } from "../proto/ErrorCodes.js"
-import { CancelSettlementBudget, ReceiptSendBudget, RunOutputBuffer } from "../proto/Limits.js"
+import { type Cause, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
+import type { RunId } from "../proto/Ids.js"
+import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
-import type { MessageInput } from "../proto/MessageInput.js"
-import { type DonePayload, type ErrorPayload, normalizeEngineFailure } from "../proto/RunEvents.js"
+import type { DonePayload } from "../proto/RunEvents.js"
 import { echo } from "../proto/Trace.js"
-import type { ExecutorEntry, Executors } from "./Executors.js"
-import type { HarnessDeclaration, Settlement, Turn, TurnEvent, TurnSink } from "./harness/Harness.js"
-import { SettlementUnconfirmed } from "./harness/Harness.js"
-import { type Outbound, withTrace } from "./Outbound.js"
+import { type ExecutorEntry, Executors } from "./Executors.js"
+import type { Settlement, TurnSink } from "./harness/Harness.js"
+import type { SettlementUnconfirmed } from "./harness/Harness.js"
+import { Outbound } from "./Outbound.js"
+import { isRouted, RefusedEventText, toMessage, traced } from "./RunFrames.js"
+import { RunLifecycle } from "./RunLifecycle.js"
+import { NoTurn, type RunRecord, type RunSpec, type StartRefusal } from "./RunRecord.js"
+import { StatusBoard } from "./StatusBoard.js"
 import type { TransportClosed } from "./transport/Transport.js"
 import type { RunStatus } from "./StatusBoard.js"
-import { makeRunInputs, type RunInputs } from "./Steering.js"
 
-export type RunPhase = "starting" | "running" | "settling" | "finished"
+export { NoTurn, RefusedEventText }
+export type { RunRecord, RunSpec, StartRefusal }
 
-/** The Run never got a Turn (its start failed or it was stopped before start). */
-export class NoTurn extends Data.TaggedError("NoTurn")<{}> {}
-
-/** One Run. Mutable fields change only in synchronous sections of this connection's fibers. */
-export interface RunRecord {
-  readonly runId: RunId
-  readonly kind: string
-  /** Started from an admission handle (execution_start) rather than a direct prompt_request. */
-  readonly prepared: boolean
-  /** For a prepared Run: the request id of the admission that started it (Core's Turn correlation). */
-  readonly requestId: string | undefined
-  /** The starting request's trace when it is a valid traceparent (`Trace.echo`), carried by every Run frame. */
-  readonly trace: string | undefined
-  /** The configuration whose opt-ins this Run follows. */
-  readonly config: PromptRequestPayload
-  /** The declaration snapshot this Run's Executor and Turn were admitted with. */
-  readonly snapshot: HarnessDeclaration
-  executor: ExecutorEntry | undefined
-  phase: RunPhase
-  turn: Turn | undefined
-  readonly turnReady: Deferred.Deferred<Turn, NoTurn>
-  readonly nativeSettled: Deferred.Deferred<Settlement, SettlementUnconfirmed | NoTurn>
-  /** Completes once the Run's stream is closed (done sent, or no done when settlement is unconfirmed). */
-  readonly finished: Deferred.Deferred<void>
-  cancelRequested: boolean
-  /** Cancellation receipts waiting for settlement (with a delivery id). */
-  receiptWaiters: number
-  /** Claimed at settlement: the receipts carry the continuity snapshot, done carries no content. */
-  receiptsOwnOutcome: boolean
-  readonly inputs: RunInputs
-  /** Function calls emitted and not yet answered. */
-  readonly pendingCalls: Set<CallId>
-  deltaSequence: number
-  thinkingSequence: number
-}
-
-/** Why a Run could not start. Nothing was submitted natively. */
-export interface StartRefusal {
-  readonly reason: string
-  /** For a prepared start: the admission's rejection code. */
-  readonly code: "executor_unavailable" | "executor_cleanup_unconfirmed" | "start_cancelled"
-}
-
-export interface RunSpec {
-  readonly runId: RunId
-  readonly kind: string
-  readonly prepared: boolean
-  readonly requestId?: string | undefined
-  readonly trace: string | undefined
-  readonly config: PromptRequestPayload
-  readonly snapshot: HarnessDeclaration
-  readonly input: MessageInput
-  /** Provides the prepared Executor (already reserved) or prepares one; fails when nothing can run. */
-  readonly acquire: Effect.Effect<ExecutorEntry, StartRefusal>
-  /** A Turn exists (prepared: publish `started`). */
-  readonly onStarted: Effect.Effect<void>
-  /** No Turn will exist (prepared: publish the rejection). A direct Run reports error then done itself. */
-  readonly onStartFailed: (refusal: StartRefusal) => Effect.Effect<void>
-}
-
-/** Hooks of the input, interaction and function families into a Run's life. */
-export interface RunHooks {
-  /**
-   * Called for every interaction and function event (`permission_request`, `permission_cancel`,
-   * `prompt_for_user_choice`, `function_call`) before it is queued, to register or drop its route. Output
-   * events (delta, thinking, output_message, tool_call, usage, error) do not go through it.
-   */
-  readonly onEmit: (run: RunRecord, event: TurnEvent) => Effect.Effect<void>
-  /** After native settlement, before done: let in-flight inputs settle (bounded). */
-  readonly beforeDone: (run: RunRecord) => Effect.Effect<void>
-  /** The Run is over (finished or interrupted): drop its routes. */
-  readonly onEnd: (run: RunRecord) => Effect.Effect<void>
-}
-
-export interface Runs {
+export interface RunsShape {
   /** Registers and forks a Run; `run_conflict` when the Run id is active on this connection. */
   readonly start: (spec: RunSpec) => Effect.Effect<Result.Result<RunRecord, "run_conflict">>
   readonly get: (runId: RunId) => Effect.Effect<Option.Option<RunRecord>>
-  /** Handles prompt_cancel; never waits (the receipt waiter runs in a connection-owned fiber). */
-  readonly cancel: (runId: RunId, deliveryId: DeliveryId | undefined, trace: string | undefined) => Effect.Effect<void>
   /** Stops every Run locally (device_shutdown): no receipt, no done; returns when each Run's cleanup ran. */
   readonly stopAll: Effect.Effect<void>
   readonly activeCount: Effect.Effect<number>
   readonly view: Effect.Effect<ReadonlyArray<typeof RunStatus.Type>>
 }
 
-export interface RunsDeps {
-  readonly outbound: Outbound
-  readonly executors: Executors
-  readonly hooks: RunHooks
-  /** Connection-owned fibers (receipt waiters, native cancel requests). */
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-  /** Run after a Run is added, changes phase or is removed (the status board's `touch`). */
-  readonly onChange?: Effect.Effect<void>
-}
-
-/** True for the events whose routes `RunHooks.onEmit` registers or drops. */
-const isRouted = (event: TurnEvent): boolean =>
-  event.type === "permission_request" || event.type === "permission_cancel" || event.type === "prompt_for_user_choice" ||
-  event.type === "function_call"
-
-/**
- * An adapter's error payload as the wire allows it (`RunEvents.normalizeEngineFailure`): an unknown code is
- * dropped, `http_status` survives only with `connection_failed`. A mis-classified failure loses its
- * classification, never the frame.
- */
-export const normalizeErrorPayload = (payload: ErrorPayload): ErrorPayload => {
-  if (payload.code === undefined && payload.http_status === undefined) return payload
-  const failure = normalizeEngineFailure(payload.code, payload.http_status)
-  if (Option.isNone(failure)) return { error: payload.error }
-  return failure.value.httpStatus === undefined
-    ? { error: payload.error, code: failure.value.code }
-    : { error: payload.error, code: failure.value.code, http_status: failure.value.httpStatus }
-}
-
-/** The text of the `error` frame that replaces a Run event the codec refused (no adapter text, no code). */
-export const RefusedEventText = "harness contract violation: a Run event could not be encoded and was not sent"
-
-/** Adds the Run's trace (already validated once) to one of its frames. */
-const traced = <M extends Messages.RuntimeToCore>(run: RunRecord, message: M): M =>
-  run.trace === undefined ? message : { ...message, trace: run.trace }
-
-/** A Run event as its wire frame, after opt-ins; `undefined` when the Run's opt-ins drop it. */
-const toMessage = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {
-  const message = untraced(run, event)
-  return message === undefined ? undefined : traced(run, message)
-}
-
-const untraced = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {
-  const id = run.runId
-  const observeMessages = run.config.observe_messages === true
-  switch (event.type) {
-    case "delta":
-      return {
-        type: "delta",
-        id,
-        payload: observeMessages && event.item_id !== undefined
-          ? { item_id: event.item_id, delta: event.delta, sequence: ++run.deltaSequence }
-          : { delta: event.delta, sequence: ++run.deltaSequence }
-      }
-    case "thinking":
-      return { type: "thinking", id, payload: { text: event.text, sequence: ++run.thinkingSequence } }
-    case "output_message":
-      return observeMessages ? { type: "output_message", id, payload: event.payload } : undefined
-    case "tool_call": {
-      if (run.config.observe_tool_observations === true || event.payload.observation === undefined) {
-        return { type: "tool_call", id, payload: event.payload }
-      }
-      const { observation: _dropped, ...payload } = event.payload
-      return { type: "tool_call", id, payload }
-    }
-    case "usage":
-      return { type: "usage", id, payload: event.payload }
-    case "error":
-      return { type: "error", id, payload: normalizeErrorPayload(event.payload) }
-    case "permission_request":
-      return { type: "permission_request", id, payload: event.payload }
-    case "permission_cancel":
-      return { type: "permission_cancel", id: event.interactionId }
-    case "prompt_for_user_choice":
-      return { type: "prompt_for_user_choice", id, payload: event.payload }
-    case "function_call":
-      return { type: "function_call", id, payload: event.payload }
-  }
-}
-
-export const make = (deps: RunsDeps) =>
-  Effect.gen(function* () {
-    const { outbound, executors, hooks } = deps
-    const changed = deps.onChange ?? Effect.void
+const makeRuns = Effect.gen(function* () {
+    const outbound = yield* Outbound
+    const executors = yield* Executors
+    const lifecycle = yield* RunLifecycle
+    const changed = (yield* StatusBoard).touch
     const fibers = yield* FiberMap.make<RunId, void, never>()
     const table = new Map<RunId, RunRecord>()
 
@@ -308,7 +154,7 @@ export const make = (deps: RunsDeps) =>
             yield* Deferred.succeed(run.finished, undefined)
             table.delete(run.runId)
             yield* changed
-            yield* hooks.onEnd(run)
+            yield* lifecycle.publish({ _tag: "Stopped", run })
           })
 
         const acquired = yield* Effect.result(spec.acquire)
@@ -331,7 +177,7 @@ export const make = (deps: RunsDeps) =>
             Effect.suspend(() => {
               const message = toMessage(run, event)
               if (isRouted(event)) {
-                const registered = hooks.onEmit(run, event)
+                const registered = lifecycle.publish({ _tag: "Emitted", run, event })
                 return message === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => offer(message)))
               }
               return message === undefined ? Effect.void : offer(message)
@@ -348,6 +194,7 @@ export const make = (deps: RunsDeps) =>
         run.phase = "running"
         yield* changed
         yield* Deferred.succeed(run.turnReady, turn)
+        yield* lifecycle.publish({ _tag: "Started", run })
         yield* spec.onStarted
 
         settlement = yield* Effect.result(turn.awaitSettlement)
@@ -358,7 +205,7 @@ export const make = (deps: RunsDeps) =>
         yield* Result.isSuccess(settlement)
           ? Deferred.succeed(run.nativeSettled, settlement.success)
           : Deferred.fail(run.nativeSettled, settlement.failure)
-        yield* hooks.beforeDone(run)
+        yield* lifecycle.publish({ _tag: "Settled", run })
         if (Result.isSuccess(settlement)) {
           const s = settlement.success
           yield* closeStream(done(run, s.outcome === "cancelled" && run.receiptsOwnOutcome ? { content: "" } : s.done))
@@ -367,11 +214,12 @@ export const make = (deps: RunsDeps) =>
           yield* Effect.logWarning("turn settlement unconfirmed").pipe(Effect.annotateLogs({ run_id: run.runId }))
           yield* closeStream(undefined)
         }
+        yield* lifecycle.publish({ _tag: "OutputClosed", run })
         run.phase = "finished"
         yield* Deferred.succeed(run.finished, undefined)
         table.delete(run.runId)
         yield* changed
-        yield* hooks.onEnd(run)
+        yield* lifecycle.publish({ _tag: "Stopped", run })
         yield* releaseExecutor(entry, Result.isSuccess(settlement) && settlement.success.reusable)
       })
 
@@ -397,117 +245,14 @@ export const make = (deps: RunsDeps) =>
             reusable = Result.isSuccess(settlement) && settlement.success.reusable
           }
         }
-        yield* hooks.onEnd(run)
+        yield* lifecycle.publish({ _tag: "Stopped", run })
         yield* releaseExecutor(run.executor, reusable)
       })
 
       return body.pipe(Effect.onInterrupt(() => stopLocally))
     }
 
-    const ack = (
-      runId: RunId,
-      deliveryId: DeliveryId,
-      trace: string | undefined,
-      result: { readonly applied: true; readonly outcome: DonePayload } | { readonly applied: false; readonly code: CancelErrorCode }
-    ) =>
-      outbound.sendWithin(
-        withTrace({
-          type: "interaction_decision_ack",
-          id: unsafeMake.ackSubjectId(runId),
-          payload: result.applied
-            ? { delivery_id: deliveryId, applied: true, outcome: result.outcome }
-            : { delivery_id: deliveryId, applied: false, error_code: result.code }
-        }, trace),
-        ReceiptSendBudget
-      )
-
-    type CancelResult =
-      | { readonly _tag: "Settled"; readonly settlement: Result.Result<Settlement, SettlementUnconfirmed | NoTurn> }
-      | { readonly _tag: "RequestFailed" }
-      | { readonly _tag: "Timeout" }
-
-    const cancel = (runId: RunId, deliveryId: DeliveryId | undefined, trace: string | undefined) =>
-      Effect.gen(function* () {
-        const run = table.get(runId)
-        if (run === undefined || run.phase === "settling" || run.phase === "finished") {
-          // The Turn already settled on its own (or there is no Run): nothing to cancel. The receipt follows the
-          // Run's done when one is still coming.
-          if (deliveryId !== undefined) {
-            const after = run === undefined ? Effect.void : Deferred.await(run.finished)
-            yield* FiberSet.run(deps.background, Effect.andThen(after, ack(runId, deliveryId, trace, { applied: false, code: "run_inactive" })))
-          }
-          return
-        }
-        run.cancelRequested = true
-        yield* changed
-        if (deliveryId !== undefined) run.receiptWaiters++
-        // The native cancel request belongs to the connection, not to the waiter: a waiter that times out
-        // stops observing and never interrupts the request.
-        const requested = yield* Deferred.make<void, "failed" | "no_turn">()
-        yield* FiberSet.run(
-          deps.background,
-          Deferred.await(run.turnReady).pipe(
-            Effect.mapError(() => "no_turn" as const),
-            Effect.flatMap((turn) => Effect.mapError(turn.cancel, () => "failed" as const)),
-            Effect.matchEffect({
-              onFailure: (e) => Deferred.fail(requested, e),
-              onSuccess: () => Deferred.succeed(requested, undefined)
-            })
-          )
-        )
-        if (deliveryId === undefined) return
-        const waiter = Effect.gen(function* () {
-          const result: CancelResult = yield* Deferred.await(requested).pipe(
-            Effect.flatMap(() => Effect.result(Deferred.await(run.nativeSettled))),
-            Effect.map((settlement): CancelResult => ({ _tag: "Settled", settlement })),
-            Effect.catch((e) =>
-              e === "no_turn"
-                ? Effect.succeed<CancelResult>({ _tag: "Settled", settlement: Result.fail(new NoTurn()) })
-                : Effect.sync((): CancelResult => {
-                  run.receiptWaiters--
-                  return { _tag: "RequestFailed" }
-                })
-            ),
-            Effect.timeoutOrElse({
-              duration: CancelSettlementBudget,
-              // A settlement that raced the deadline wins; otherwise this waiter stops observing and is no longer
-              // counted (checked and uncounted in one synchronous step, so done then carries the snapshot).
-              orElse: () =>
-                Effect.suspend(() => {
-                  if (Deferred.isDoneUnsafe(run.nativeSettled)) {
-                    return Effect.map(Effect.result(Deferred.await(run.nativeSettled)), (settlement): CancelResult => ({
-                      _tag: "Settled",
-                      settlement
-                    }))
-                  }
-                  run.receiptWaiters--
-                  return Effect.succeed<CancelResult>({ _tag: "Timeout" })
-                })
-            })
-          )
-          if (result._tag !== "Settled") {
-            return yield* ack(runId, deliveryId, trace, {
-              applied: false,
-              code: result._tag === "Timeout" ? "cancel_timeout" : "cancel_failed"
-            })
-          }
-          const s = result.settlement
-          if (Result.isFailure(s)) {
-            return yield* ack(runId, deliveryId, trace, {
-              applied: false,
-              code: s.failure._tag === "NoTurn" ? "run_inactive" : "cancel_outcome_unavailable"
-            })
-          }
-          // The receipt follows the Run's done (which closes the stream).
-          yield* Deferred.await(run.finished)
-          return yield* s.success.outcome === "cancelled"
-            ? ack(runId, deliveryId, trace, { applied: true, outcome: s.success.done })
-            : ack(runId, deliveryId, trace, { applied: false, code: "run_inactive" })
-        })
-        yield* FiberSet.run(deps.background, waiter)
-      })
-
-    const runs: Runs = {
+    const runs: RunsShape = {
       start: (spec) =>
         Effect.gen(function* () {
           if (table.has(spec.runId)) return Result.fail("run_conflict" as const)
@@ -528,8 +273,6 @@ export const make = (deps: RunsDeps) =>
             cancelRequested: false,
             receiptWaiters: 0,
             receiptsOwnOutcome: false,
-            inputs: makeRunInputs(),
-            pendingCalls: new Set(),
             deltaSequence: 0,
             thinkingSequence: 0
           }
@@ -539,7 +282,6 @@ export const make = (deps: RunsDeps) =>
           return Result.succeed(run)
         }),
       get: (runId) => Effect.sync(() => Option.fromNullishOr(table.get(runId))),
-      cancel,
       stopAll: FiberMap.clear(fibers),
       activeCount: Effect.sync(() => table.size),
       view: Effect.sync(() =>
@@ -552,5 +294,10 @@ export const make = (deps: RunsDeps) =>
         }))
       )
     }
-    return runs
+    return Runs.of(runs)
   })
+
+/** The Run table of one connection. */
+export class Runs extends Context.Service<Runs, RunsShape>()("agentwire/runtime/Runs") {
+  static readonly layer = Layer.effect(Runs, makeRuns)
+}

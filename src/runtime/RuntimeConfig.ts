@@ -33,7 +33,8 @@ export const EnvVars = {
   logFormat: "AGENTWIRE_LOG_FORMAT",
   scriptedDisable: "AGENTWIRE_SCRIPTED_DISABLE",
   scriptedUnavailable: "AGENTWIRE_SCRIPTED_UNAVAILABLE",
-  harness: "AGENTWIRE_HARNESS"
+  harness: "AGENTWIRE_HARNESS",
+  claudeCodePath: "AGENTWIRE_CLAUDE_CODE_PATH"
 } as const
 
 export const LogFormat = Schema.Literals(["text", "json"])
@@ -55,7 +56,9 @@ export const env = {
   scriptedDisable: Config.String(EnvVars.scriptedDisable),
   scriptedUnavailable: Config.Boolean(EnvVars.scriptedUnavailable),
   /** Comma-separated Harness kind names (`HarnessKinds`). */
-  harness: Config.String(EnvVars.harness)
+  harness: Config.String(EnvVars.harness),
+  /** The Claude Code binary of the `claude_code` kind. */
+  claudeCodePath: Config.String(EnvVars.claudeCodePath)
 } as const
 
 /** `--log-level` names (case-insensitive): all, trace, debug, info, warn (warning), error, fatal, none. */
@@ -118,6 +121,8 @@ export interface DaemonConfig {
   }
   /** The Harness kinds to register, in order (`--harness` / AGENTWIRE_HARNESS; default `scripted`). */
   readonly harnessKinds: ReadonlyArray<HarnessKindName>
+  /** `--claude-code-path` / AGENTWIRE_CLAUDE_CODE_PATH (absent: the default search, docs/harness-claude-code.md). */
+  readonly claudeCodePath: Option.Option<string>
 }
 
 /** The daemon's settings as a service (process-level). */
@@ -275,6 +280,7 @@ export interface DaemonInput {
   readonly scriptedUnavailable: boolean
   /** `--harness` values, else `AGENTWIRE_HARNESS` (each comma-separated); absent or empty: `scripted`. */
   readonly harness?: ReadonlyArray<string> | undefined
+  readonly claudeCodePath?: Option.Option<string> | undefined
 }
 
 /** Reads the environment-only inputs (the credential has no flag: it never goes on a command line). */
@@ -385,6 +391,7 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
     logLevel: input.logLevel,
     logFormat: Option.getOrElse(input.logFormat, () => defaults.logFormat),
     scripted: { disabledCapabilities, available: !input.scriptedUnavailable },
-    harnessKinds
+    harnessKinds,
+    claudeCodePath: input.claudeCodePath ?? Option.none()
   } satisfies DaemonConfig
 })

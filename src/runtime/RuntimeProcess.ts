@@ -7,6 +7,7 @@
  */
 import { type Duration, Effect, Layer } from "effect"
 import type { CapabilityName } from "../proto/Capabilities.js"
+import type { ClaudeCodeSettings } from "./harness/claude_code/ClaudeCodeSettings.js"
 import type { Harness } from "./harness/Harness.js"
 import { constructorsFor, defaultHarnessKinds, type HarnessKindName } from "./harness/HarnessKinds.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
@@ -43,6 +44,8 @@ export interface RuntimeProcessOptions {
   readonly closeAttemptTimeout?: Duration.Duration
   /** Id generation: random UUIDs (default) or sequential `handle-1`, `executor-1`, … for tests and scenarios. */
   readonly ids?: "uuid" | "sequential"
+  /** Settings of the `claude_code` kind (endpoint, key, binary, profile paths), when it is selected. */
+  readonly claudeCode?: ClaudeCodeSettings | undefined
   /** The kinds of `HarnessKinds` to register, in order (default `["scripted"]`). */
   readonly kinds?: ReadonlyArray<HarnessKindName>
   /** Further Harness kinds to register after them; an incomplete declaration fails the layer (a defect). */
@@ -62,7 +65,7 @@ const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyS
 /** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
 export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
   const constructors = [
-    ...constructorsFor(options.kinds ?? defaultHarnessKinds, { scripted: options.scripted ?? {} }),
+    ...constructorsFor(options.kinds ?? defaultHarnessKinds, { scripted: options.scripted ?? {}, claudeCode: options.claudeCode }),
     ...(options.harnesses ?? []).map((harness) => Effect.succeed(harness))
   ]
   return Layer.mergeAll(

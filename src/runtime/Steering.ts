@@ -15,16 +15,19 @@
  * shutdown). Before done the Run waits at most 15 s for an in-flight input, then reports it unknown. A waiter
  * that times out or is interrupted stops observing; it never releases, closes or replays anything.
  */
-import { Deferred, Effect, Fiber, FiberSet, Option } from "effect"
+import { Context, Deferred, Effect, Fiber, FiberSet, Layer, Option } from "effect"
 import type { InputId, RunId } from "../proto/Ids.js"
 import type { SteerErrorCode } from "../proto/ErrorCodes.js"
 import { InFlightInputBeforeDone, MaxInputsPerRun, NativeWriteBudget, ReceiptSendBudget } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import type { PromptSteerAckPayload, PromptSteerPayload } from "../proto/Steering.js"
 import { steerFingerprint } from "../proto/Steering.js"
+import { Background } from "./ConnectionServices.js"
 import { guarded } from "./harness/Harness.js"
-import { type Outbound, withTrace } from "./Outbound.js"
-import type { RunRecord, Runs } from "./Runs.js"
+import { Outbound, withTrace } from "./Outbound.js"
+import { RunLifecycle } from "./RunLifecycle.js"
+import type { RunRecord } from "./RunRecord.js"
+import { Runs } from "./Runs.js"
 
 /** Where one input id stands. `retryable` holds a stored `not_ready` / `busy` that lets a retry proceed. */
 type InputState = "in_flight" | "written" | "final" | "retryable"
@@ -41,15 +44,14 @@ interface InputRecord {
   readonly trace: string | undefined
 }
 
-/** Per-Run input receipts. */
-export interface RunInputs {
+/** Per-Run input receipts (this family's own state; dropped when the Run stops). */
+interface RunInputs {
   readonly records: Map<string, InputRecord>
   inFlight: InputRecord | undefined
   /** Native steer calls of this Run, stopped when the Run ends (their receipts are final by then). */
   readonly nativeCalls: Set<Fiber.Fiber<unknown, unknown>>
 }
 
-export const makeRunInputs = (): RunInputs => ({ records: new Map(), inFlight: undefined, nativeCalls: new Set() })
 
 const receipt = (inputId: string, code: SteerErrorCode | "accepted" | "written"): PromptSteerAckPayload =>
   code === "accepted"
@@ -58,25 +60,27 @@ const receipt = (inputId: string, code: SteerErrorCode | "accepted" | "written")
     ? { input_id: inputId, accepted: false, written: true }
     : { input_id: inputId, accepted: false, error_code: code }
 
-export interface Steering {
+export interface SteeringShape {
   /** Handles one decoded prompt_steer; never waits on native work or sends. */
   readonly handle: (runId: RunId, payload: PromptSteerPayload, trace: string | undefined) => Effect.Effect<void>
   /** The reply to a prompt_steer whose payload did not decode (input id unknown). */
   readonly replyInvalid: (runId: RunId, trace: string | undefined) => Effect.Effect<void>
-  /** Before done: wait at most 15 s for the in-flight input, then report it unknown. */
-  readonly beforeDone: (run: RunRecord) => Effect.Effect<void>
-  /** The Run is over: stop observing its native steer calls. */
-  readonly onEnd: (run: RunRecord) => Effect.Effect<void>
 }
 
-export interface SteeringDeps {
-  readonly outbound: Outbound
-  readonly runs: Runs
-  readonly background: FiberSet.FiberSet<unknown, unknown>
-}
-
-export const make = (deps: SteeringDeps): Steering => {
-  const { outbound, runs, background } = deps
+const makeSteering = Effect.gen(function* () {
+  const outbound = yield* Outbound
+  const runs = yield* Runs
+  const background = yield* Background
+  const lifecycle = yield* RunLifecycle
+  const perRun = new Map<RunRecord, RunInputs>()
+  const inputsOf = (run: RunRecord): RunInputs => {
+    let inputs = perRun.get(run)
+    if (inputs === undefined) {
+      inputs = { records: new Map(), inFlight: undefined, nativeCalls: new Set() }
+      perRun.set(run, inputs)
+    }
+    return inputs
+  }
 
   const send = (runId: RunId, payload: PromptSteerAckPayload, trace: string | undefined) =>
     outbound.sendWithin(withTrace({ type: "prompt_steer_ack", id: runId, payload }, trace), ReceiptSendBudget)
@@ -93,7 +97,7 @@ export const make = (deps: SteeringDeps): Steering => {
       if (record.state === "final") return
       record.state = "final"
       record.receipt = receipt(record.inputId, code)
-      if (!keepSlot && run.inputs.inFlight === record) run.inputs.inFlight = undefined
+      if (!keepSlot && inputsOf(run).inFlight === record) inputsOf(run).inFlight = undefined
       yield* send(run.runId, record.receipt, record.trace)
       yield* Deferred.succeed(record.settled, undefined)
     })
@@ -128,7 +132,7 @@ export const make = (deps: SteeringDeps): Steering => {
           Deferred.succeed(written, undefined).pipe(Effect.asVoid)
         )
       ).pipe(Effect.forkDetach)
-      run.inputs.nativeCalls.add(native)
+      inputsOf(run).nativeCalls.add(native)
       // Phase one: the native write, bounded at 10 s; the timer stops once the write completed.
       const phase = yield* Effect.raceFirst(
         Deferred.await(written).pipe(Effect.as("written" as const)),
@@ -144,7 +148,7 @@ export const make = (deps: SteeringDeps): Steering => {
         // `busy`) until the native call returns or the Turn ends (which stops it).
         yield* finalize(run, record, "outcome_unknown", true)
         yield* Fiber.await(native)
-        if (run.inputs.inFlight === record) run.inputs.inFlight = undefined
+        if (inputsOf(run).inFlight === record) inputsOf(run).inFlight = undefined
         return
       }
       // The write completed (the adapter may also have returned already): `written` goes out first.
@@ -162,7 +166,7 @@ export const make = (deps: SteeringDeps): Steering => {
       if (code === "not_ready" && record.state === "in_flight") {
         record.state = "retryable"
         record.receipt = receipt(record.inputId, code)
-        if (run.inputs.inFlight === record) run.inputs.inFlight = undefined
+        if (inputsOf(run).inFlight === record) inputsOf(run).inFlight = undefined
         yield* send(run.runId, record.receipt, record.trace)
         return yield* Deferred.succeed(record.settled, undefined)
       }
@@ -183,7 +187,7 @@ export const make = (deps: SteeringDeps): Steering => {
         return yield* replyLater(runId, receipt(inputId, "run_inactive"), trace)
       }
       const run = found.value
-      const inputs = run.inputs
+      const inputs = inputsOf(run)
       const fingerprint = steerFingerprint(payload)
       const existing = inputs.records.get(inputId)
       if (existing !== undefined) {
@@ -217,25 +221,40 @@ export const make = (deps: SteeringDeps): Steering => {
       yield* FiberSet.run(background, attempt(run, record, payload))
     })
 
-  return {
+  /** Before done: wait at most 15 s for the in-flight input, then report it unknown. */
+  const beforeDone = (run: RunRecord) =>
+    Effect.gen(function* () {
+      const record = perRun.get(run)?.inFlight
+      if (record === undefined) return
+      yield* Deferred.await(record.settled).pipe(
+        Effect.timeoutOrElse({
+          duration: InFlightInputBeforeDone,
+          orElse: () => finalize(run, record, "outcome_unknown")
+        })
+      )
+    })
+
+  /** The Run is over: stop observing its native steer calls and drop its receipts. */
+  const stopped = (run: RunRecord) =>
+    Effect.suspend(() => {
+      const inputs = perRun.get(run)
+      perRun.delete(run)
+      return inputs === undefined ? Effect.void : Fiber.interruptAll([...inputs.nativeCalls])
+    })
+
+  yield* lifecycle.subscribe((event) =>
+    event._tag === "Settled" ? beforeDone(event.run) : event._tag === "Stopped" ? stopped(event.run) : Effect.void
+  )
+  // The connection is closing: stop observing every native steer call still running.
+  yield* Effect.addFinalizer(() => Fiber.interruptAll([...perRun.values()].flatMap((inputs) => [...inputs.nativeCalls])))
+
+  return Steering.of({
     handle,
-    replyInvalid: (runId, trace) => replyLater(runId, receipt("", "invalid_input"), trace),
-    beforeDone: (run) =>
-      Effect.gen(function* () {
-        const record = run.inputs.inFlight
-        if (record === undefined) return
-        yield* Deferred.await(record.settled).pipe(
-          Effect.timeoutOrElse({
-            duration: InFlightInputBeforeDone,
-            orElse: () => finalize(run, record, "outcome_unknown")
-          })
-        )
-      }),
-    onEnd: (run) =>
-      Effect.suspend(() => {
-        const calls = [...run.inputs.nativeCalls]
-        run.inputs.nativeCalls.clear()
-        return Fiber.interruptAll(calls)
-      })
-  }
+    replyInvalid: (runId, trace) => replyLater(runId, receipt("", "invalid_input"), trace)
+  })
+})
+
+/** Active input receipts of one connection. */
+export class Steering extends Context.Service<Steering, SteeringShape>()("agentwire/runtime/Steering") {
+  static readonly layer = Layer.effect(Steering, makeSteering)
 }

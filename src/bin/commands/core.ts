@@ -3,9 +3,14 @@
  * until a signal stops it; `agentwire core credential create|revoke` manage daemon credentials in the same
  * data directory without a running server.
  *
- *   agentwire core [--host 127.0.0.1] [--port 7400] [--data-dir DIR] [--public-url URL]
+ *   agentwire core [--host 127.0.0.1] [--port 7400] [--data-dir DIR] [--database URL] [--public-url URL]
  *                  [--operator-token-file PATH] [--heartbeat-seconds N]
  *   agentwire core credential create|revoke …   (./credential.ts)
+ *
+ * `--database postgres://…` (else AGENTWIRE_CORE_DATABASE, which the credential commands also read) keeps the
+ * store in PostgreSQL instead of the data directory's SQLite file (docs/multi-node.md). The flag refuses a URL
+ * with a password (argv is visible to every local user); the variable may carry one. Only the URL without its
+ * password is ever printed.
  *
  * One Core per data directory: a second one fails with exit code 2 before it touches the store (DataDirLock).
  * Port 0 picks a free port. The first stdout line is the chosen URL alone (`http://127.0.0.1:PORT`, for
@@ -22,12 +27,14 @@ import { join } from "node:path"
 import * as DevCore from "../../core/dev/DevCore.js"
 import { DevIds } from "../../core/dev/DevIds.js"
 import * as OperatorToken from "../../core/dev/OperatorToken.js"
+import * as PgStore from "../../core/dev/pg/PgStore.js"
 import * as Store from "../../core/dev/Store.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { makeCredentialCommand } from "./credential.js"
 
 export const CoreEnvVars = {
   dataDir: "AGENTWIRE_CORE_DATA_DIR",
+  database: "AGENTWIRE_CORE_DATABASE",
   operatorToken: "AGENTWIRE_OPERATOR_TOKEN"
 } as const
 
@@ -47,14 +54,45 @@ const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usa
 
 const logger = Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])
 
-/** Opens the store of a data directory for one command (no server). */
+const databaseFlag = Flag.String("database").pipe(
+  Flag.withDescription(
+    `PostgreSQL URL postgres://user@host:port/db for the store (default: SQLite in the data directory). No password here: put one in ${CoreEnvVars.database}`
+  ),
+  Flag.optional
+)
+
+/** The PostgreSQL URL from `--database`, else the environment; none selects the data directory's SQLite file. */
+const resolveDatabase = (flag: Option.Option<string>) =>
+  Effect.gen(function* () {
+    if (Option.isSome(flag)) {
+      if (!PgStore.isDatabaseUrl(flag.value)) return yield* usage("--database must be a postgres:// or postgresql:// URL")
+      if (PgStore.hasPassword(flag.value)) {
+        return yield* usage(`--database must not carry a password (argv is visible to other users); set ${CoreEnvVars.database} instead`)
+      }
+      return Option.some(Redacted.make(flag.value.trim()))
+    }
+    const fromEnv = yield* Config.option(Config.Redacted(CoreEnvVars.database)).pipe(
+      Effect.mapError(() => usage(`${CoreEnvVars.database} is invalid`))
+    )
+    if (Option.isNone(fromEnv) || Redacted.value(fromEnv.value).trim() === "") return Option.none<Redacted.Redacted<string>>()
+    if (!PgStore.isDatabaseUrl(Redacted.value(fromEnv.value))) {
+      return yield* usage(`${CoreEnvVars.database} must be a postgres:// or postgresql:// URL`)
+    }
+    return Option.some(Redacted.make(Redacted.value(fromEnv.value).trim()))
+  })
+
+/** Opens the store (the data directory's, or AGENTWIRE_CORE_DATABASE's) for one command (no server). */
 const withStore = <A, E>(
   dataDir: string,
   effect: Effect.Effect<A, E, Store.StoreServices>
 ): Effect.Effect<A, E | CommandFailed> =>
   Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(Store.layerDataDir(dataDir).pipe(Layer.provide(DevIds.layer))).pipe(
+      const database = yield* resolveDatabase(Option.none())
+      const location: Store.StoreLocation = Option.isSome(database)
+        ? { _tag: "postgres", url: database.value }
+        : { _tag: "sqlite", dataDir }
+      const context = yield* Layer.build(Store.layer(location).pipe(Layer.provide(DevIds.layer))).pipe(
         Effect.mapError((e) => usage(e.message))
       )
       return yield* Effect.provideContext(effect, context)
@@ -95,6 +133,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
       host: Flag.String("host").pipe(Flag.withDescription("Listen address (default 127.0.0.1)"), Flag.withDefault("127.0.0.1")),
       port: Flag.Int("port").pipe(Flag.withDescription(`Listen port (default ${DefaultPort}; 0 picks a free one)`), Flag.withDefault(DefaultPort)),
       dataDir: dataDirFlag,
+      database: databaseFlag,
       publicUrl: Flag.String("public-url").pipe(
         Flag.withDescription("Base URL daemons dial (default: the listen address)"),
         Flag.optional
@@ -115,11 +154,13 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
           return yield* usage("--heartbeat-seconds must be at least 1")
         }
         const dataDir = dataDirOf(input.dataDir)
+        const database = yield* resolveDatabase(input.database)
         const { source, token } = yield* resolveOperatorToken(dataDir, input.operatorTokenFile)
         const context = yield* Layer.build(DevCore.layer({
           host: input.host,
           port: input.port,
           dataDir,
+          ...(Option.isSome(database) ? { database: database.value } : {}),
           operatorToken: token,
           ...(Option.isSome(input.publicUrl) ? { publicUrl: input.publicUrl.value } : {}),
           ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})
@@ -129,6 +170,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         yield* Console.log(info.url)
         yield* Console.log(`agentwire core listening on ${info.url}`)
         yield* Console.log(`data directory: ${dataDir}`)
+        yield* Console.log(`store: ${info.store}`)
         yield* Console.log(`operator token: ${source}`)
         yield* Console.log(`daemons connect with: agentwire daemon --core-url ${info.publicUrl} --device-id ID --credential-file FILE`)
         return yield* Effect.never

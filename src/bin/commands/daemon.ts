@@ -13,6 +13,7 @@ import * as Os from "node:os"
 import { ProtocolVersion } from "../../proto/Version.js"
 import * as ControlServer from "../../runtime/control/ControlServer.js"
 import * as Daemon from "../../runtime/Daemon.js"
+import { settingsFromEnv } from "../../runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { harnessKindNames } from "../../runtime/harness/HarnessKinds.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
@@ -76,6 +77,11 @@ export const daemonFlags = {
     Flag.withFallbackConfig(env.scriptedDisable),
     Flag.optional
   ),
+  claudeCodePath: Flag.String("claude-code-path").pipe(
+    Flag.withDescription(`Claude Code binary of the claude_code kind (default: the Agent SDK's, the @anthropic-ai/claude-code package's, or claude on PATH). Env: ${EnvVars.claudeCodePath}`),
+    Flag.withFallbackConfig(env.claudeCodePath),
+    Flag.optional
+  ),
   harness: Flag.String("harness").pipe(
     Flag.withDescription(
       `Harness kind to run; repeatable (known: ${harnessKindNames.join(", ")}; default scripted). Env: ${EnvVars.harness} (comma-separated)`
@@ -135,7 +141,8 @@ export const resolveConfig = (
       logFormat: input.logFormat,
       scriptedDisable: input.scriptedDisable,
       scriptedUnavailable: input.scriptedUnavailable,
-      harness
+      harness,
+      claudeCodePath: input.claudeCodePath
     }, { homeDir })
   })
 
@@ -183,7 +190,11 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         maxIdleExecutors: config.maxIdleExecutors,
         idleExecutorTtl: config.idleExecutorTtl,
         scripted: config.scripted,
-        kinds: config.harnessKinds
+        kinds: config.harnessKinds,
+        // Model endpoint and key come from the daemon's environment, held Redacted from here on.
+        ...(config.harnessKinds.includes("claude_code")
+          ? { claudeCode: settingsFromEnv(process.env, { profileDir: config.profileDir, binaryPath: config.claudeCodePath }) }
+          : {})
       })
     ).pipe(
       Layer.provideMerge(StatusBoard.layer({

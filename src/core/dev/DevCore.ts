@@ -1,11 +1,12 @@
 /**
  * The standalone dev Core (docs/dev-core.md): one HTTP server (platform-node) carrying the gateway's machine
  * routes (`/api/v1/agent-daemon/…`) and the operator API (`/api/v1/operator/…`, OperatorApi.ts), over the
- * embedded store in a data directory.
+ * store: by default SQLite in the data directory, or PostgreSQL when `database` is given (docs/store.md,
+ * docs/multi-node.md).
  *
- * Start order: open and migrate the store, reconcile Turns a previous process left unfinished (Recovery.ts),
- * bind the server (port 0 picks a free port), derive the gateway's public URL from the bound address (unless
- * one is given), then serve. Stop order: end every Runtime connection (`gateway_shutdown`) so running Turns
+ * Start order: open and migrate the store, bind the server (port 0 picks a free port), derive the gateway's
+ * public URL from the bound address (unless one is given), reconcile Turns a previous process left
+ * unfinished (Recovery.ts; with PostgreSQL, only those no live node owns), then serve. Stop order: end every Runtime connection (`gateway_shutdown`) so running Turns
  * record their outcome, wait for that (bounded), close the server, close the store.
  *
  * The operator token never authenticates a machine route: those accept daemon credentials only, checked
@@ -14,6 +15,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, type Redacted } from "effect"
 import { HttpRouter, HttpServer, type HttpServerError } from "effect/http"
+import type { SqlClient } from "effect/sql"
 import { Gateway } from "../Gateway.js"
 import { GatewayConfig, type GatewayConfigInvalid } from "../GatewayConfig.js"
 import * as FrameTap from "../FrameTap.js"
@@ -23,10 +25,13 @@ import { DevIds } from "./DevIds.js"
 import * as DeviceDirectory from "./DeviceDirectory.js"
 import * as Operator from "./Operator.js"
 import * as OperatorApi from "./OperatorApi.js"
+import { LeaseKeeper } from "./pg/LeaseKeeper.js"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
 import * as Store from "./Store.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
+import type { TurnStore } from "./TurnStore.js"
 import * as Turns from "./Turns.js"
 
 export interface DevCoreOptions {
@@ -35,6 +40,18 @@ export interface DevCoreOptions {
   /** Listen port; 0 picks a free one (default 0). */
   readonly port?: number
   readonly dataDir: string
+  /**
+   * A PostgreSQL database URL (`postgres://…`): the store lives there instead of the data directory's
+   * SQLite file. Kept redacted; only `Store.describeLocation` (no password) is ever shown.
+   */
+  readonly database?: Redacted.Redacted<string>
+  /**
+   * This node's id among several Core nodes on one database (default: its public URL, which other nodes
+   * and operators reach it at). Owner leases are kept only with a `database`.
+   */
+  readonly nodeId?: string
+  /** Owner lease TTL in milliseconds (default 15 s; renewed every third of it). */
+  readonly leaseTtlMs?: number
   /** The operator API's bearer token (the "Core key"). */
   readonly operatorToken: Redacted.Redacted<string>
   /** Public base URL daemons are told to dial; default: the bound address. */
@@ -70,6 +87,8 @@ export class DevCore extends Context.Service<DevCore, {
   readonly url: string
   readonly port: number
   readonly dataDir: string
+  /** Where the store is, as it may be printed (a file path, or the database URL without its password). */
+  readonly store: string
   /** The URL daemons should use for `--core-url`. */
   readonly publicUrl: string
 }>()("agentwire/core/dev/DevCore") {}
@@ -92,9 +111,10 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
   const lock = Layer.effectDiscard(
     Store.ensureDataDir(options.dataDir).pipe(Effect.andThen(DataDirLock.acquire(options.dataDir)))
   )
-  const store = Store.layerDataDir(options.dataDir).pipe(Layer.provideMerge(ids), Layer.provide(lock))
-
-  const recovery = Layer.effectDiscard(recoverUnfinishedTurns)
+  const location: Store.StoreLocation = options.database === undefined
+    ? { _tag: "sqlite", dataDir: options.dataDir }
+    : { _tag: "postgres", url: options.database }
+  const store = Store.layer(location).pipe(Layer.provideMerge(ids), Layer.provide(lock))
 
   const server = NodeHttpServer.layer(() => GatewayHttp.createGuardedServer(), {
     host,
@@ -110,6 +130,24 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
         ...(options.heartbeatSeconds === undefined ? {} : { heartbeatSeconds: options.heartbeatSeconds })
       }))
   )
+
+  // Owner leases (docs/multi-node.md), with a PostgreSQL store only: the node is known once the server is
+  // bound. Recovery reads them (Turns a live node owns stay its own); the keeper claims and renews them for
+  // this node's connections; the device views report them (both find them in the context when present).
+  const ownerLeases = Layer.unwrap(
+    Effect.map(GatewayConfig, (config) =>
+      OwnerLeases.layer({
+        nodeId: options.nodeId ?? config.publicUrl,
+        nodeUrl: config.publicUrl,
+        ...(options.leaseTtlMs === undefined ? {} : { ttlMs: options.leaseTtlMs })
+      }))
+  )
+  const recovery: Layer.Layer<never, StoreFailed, TurnStore | SqlClient.SqlClient | GatewayConfig> = options.database === undefined
+    ? Layer.effectDiscard(recoverUnfinishedTurns)
+    : Layer.effectDiscard(recoverUnfinishedTurns).pipe(Layer.provideMerge(ownerLeases))
+  const leaseKeeper: Layer.Layer<never, never, Gateway | SqlClient.SqlClient | GatewayConfig> = options.database === undefined
+    ? Layer.empty
+    : LeaseKeeper.layer.pipe(Layer.provideMerge(ownerLeases))
 
   const gateway = Gateway.layer.pipe(
     Layer.provide(options.tap === undefined ? Layer.empty : FrameTap.layer(options.tap))
@@ -142,7 +180,13 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
       const port = s.address._tag === "UnixPathAddress" ? 0 : s.address.port
       // For `agentwire core credential revoke` next to this Core (removed when the lock is released).
       yield* DataDirLock.writeAddress(options.dataDir, { url, pid: process.pid }).pipe(Effect.ignore)
-      return DevCore.of({ url, port, dataDir: options.dataDir, publicUrl: config.publicUrl })
+      return DevCore.of({
+        url,
+        port,
+        dataDir: options.dataDir,
+        store: Store.describeLocation(location),
+        publicUrl: config.publicUrl
+      })
     })
   )
 
@@ -157,10 +201,11 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
 
   return Layer.mergeAll(devCore, serve, shutdownFirst).pipe(
     Layer.provideMerge(services),
+    Layer.provideMerge(leaseKeeper),
     Layer.provideMerge(gateway),
+    Layer.provideMerge(recovery),
     Layer.provideMerge(gatewayConfig),
     Layer.provideMerge(server),
-    Layer.provideMerge(recovery),
     Layer.provideMerge(store)
   )
 }

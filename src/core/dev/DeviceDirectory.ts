@@ -10,6 +10,7 @@ import type { Capabilities, Ids } from "../../proto/index.js"
 import type { Declaration } from "../DeviceSession.js"
 import { Gateway, type GatewayEvent } from "../Gateway.js"
 import { DeviceStore, type StoredDevice } from "./DeviceStore.js"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 
 export interface KindView {
@@ -29,6 +30,18 @@ export interface DeviceView {
   readonly has_credential: boolean
   readonly online: boolean
   readonly connection_number: number | null
+  /**
+   * The device's owner lease (several nodes on PostgreSQL, docs/multi-node.md): the node holding its
+   * connection, the lease generation and expiry (`live` while unexpired). Null without leases or before
+   * the first connection.
+   */
+  readonly owner: {
+    readonly node_id: string
+    readonly node_url: string
+    readonly generation: number
+    readonly expires_at_ms: number
+    readonly live: boolean
+  } | null
   /** Null before the first heartbeat (capabilities unknown). From the live connection when online. */
   readonly declaration: {
     readonly source: "live" | "stored"
@@ -67,6 +80,7 @@ const liveView = (declaration: Declaration): NonNullable<DeviceView["declaration
 const make = Effect.gen(function* () {
   const gateway = yield* Gateway
   const store = yield* DeviceStore
+  const leases = yield* Effect.serviceOption(OwnerLeases)
 
   // Persist declarations as they arrive; a store failure is logged and never stops the gateway.
   const events = yield* gateway.events
@@ -93,6 +107,18 @@ const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const session = yield* gateway.session(device.deviceId as Ids.DeviceId)
       const live = Option.isSome(session) ? yield* session.value.declaration : Option.none()
+      const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+      const lease = Option.isSome(leases) ? yield* leases.value.get(device.deviceId) : Option.none()
+      const owner = Option.match(lease, {
+        onNone: () => null,
+        onSome: (l) => ({
+          node_id: l.nodeId,
+          node_url: l.nodeUrl,
+          generation: l.generation,
+          expires_at_ms: l.expiresAtMs,
+          live: l.expiresAtMs > now
+        })
+      })
       const stored = Option.map(device.declaration, (d): NonNullable<DeviceView["declaration"]> => ({
         source: "stored",
         daemon_version: d.daemonVersion ?? null,
@@ -115,6 +141,7 @@ const make = Effect.gen(function* () {
         has_credential: device.hasActiveCredential,
         online: Option.isSome(session),
         connection_number: Option.isSome(session) ? session.value.connectionNumber : null,
+        owner,
         declaration: Option.isSome(live) ? liveView(live.value) : Option.getOrNull(stored)
       } satisfies DeviceView
     })

@@ -165,9 +165,25 @@ const initial = Effect.gen(function* () {
   )`
 })
 
+const ownerLeases = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // The owner lease of a device (docs/multi-node.md): which Core node holds its connection. `generation`
+  // only grows (a claim adds one, even over an expired lease), so a write fenced on an older generation is
+  // refused. A released lease keeps its row with `expires_at_ms` in the past.
+  yield* sql`CREATE TABLE device_leases (
+    device_id TEXT PRIMARY KEY,
+    node_id TEXT NOT NULL,
+    node_url TEXT NOT NULL,
+    generation BIGINT NOT NULL,
+    expires_at_ms BIGINT NOT NULL,
+    claimed_at_ms BIGINT NOT NULL
+  )`
+})
+
 /** Every migration, in order. */
 export const migrations = {
-  "1_initial": initial
+  "1_initial": initial,
+  "2_owner_leases": ownerLeases
 } as const
 
 /** The table recording applied migration ids. */

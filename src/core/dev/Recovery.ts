@@ -23,8 +23,13 @@
  * previous process left unclaimed (a `preparation_capacity` refusal) stays queued for another attempt.
  * Inputs still waiting for a receipt become `unknown` (the cursor does not move); answers still waiting for
  * a receipt become `unknown`; open interactions are abandoned with the Turn.
+ *
+ * Several nodes on one database (docs/multi-node.md): when owner leases are in use, a Turn whose device
+ * holds a live lease of another node is that node's, and is left alone, and so is a Turn no attempt bound to
+ * a device yet (it is queued in the memory of the node that accepted it); only Turns of devices whose lease
+ * expired, was this node's (a previous process of it), or never existed are reconciled.
  */
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids } from "../../proto/index.js"
 import * as Outcome from "../Outcome.js"
@@ -33,6 +38,7 @@ import { SessionStore } from "./SessionStore.js"
 import type { TurnPlan } from "./TurnRunner.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { storeFailed } from "./StoreErrors.js"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { fromEntry } from "./TurnJournal.js"
 import { TurnStore } from "./TurnStore.js"
 
@@ -65,9 +71,23 @@ export const recoverUnfinishedTurns: Effect.Effect<
 > = Effect.gen(function* () {
   const turns = yield* TurnStore
   const sql = yield* SqlClient.SqlClient
+  const leases = yield* Effect.serviceOption(OwnerLeases)
+  const now = yield* Clock.currentTimeMillis
+  /**
+   * Whether the Turn may belong to a live node: another node holds a live lease on its device, or (with
+   * leases) no attempt bound it to a device yet — a queued Turn is in the memory of the node that took it.
+   */
+  const ownedElsewhere = (deviceId: string | undefined) =>
+    Option.isNone(leases)
+      ? Effect.succeed(false)
+      : deviceId === undefined
+      ? Effect.succeed(true)
+      : Effect.map(leases.value.get(deviceId), (lease) =>
+        Option.isSome(lease) && lease.value.expiresAtMs > now && lease.value.nodeId !== leases.value.node.nodeId)
   const unfinished = yield* turns.listUnfinished
   const recovered: Array<RecoveredTurn> = []
   for (const turn of unfinished) {
+    if (yield* ownedElsewhere(turn.deviceId)) continue
     const entries = (yield* turns.events(turn.turnId, 0)).filter((e) => e.attempt === turn.attempt)
     const facts = entries.flatMap((e) => Option.toArray(fromEntry(e)))
     const resolution = Outcome.project(turn.runId, [...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])

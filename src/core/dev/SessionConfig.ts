@@ -4,9 +4,10 @@
  * is secret-bearing (it may carry provider keys): it is stored, sent in the execution configuration, and
  * never returned by the API, logged or shown in the live view.
  *
- * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows one: the
- * `scripted` harness, which qualifies every public feature and declares both controls. Any other kind gets
- * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
+ * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows two: the
+ * `scripted` harness, which qualifies every public feature and declares both controls, and `claude_code`, which
+ * qualifies exactly what its declaration supports (no public feature, no control: docs/harness-claude-code.md).
+ * Any other kind gets the same conservative profile, so a feature it would need is refused with
  * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
  */
 import { Option, Schema } from "effect"
@@ -44,10 +45,19 @@ export const CreateSessionRequest = Schema.Struct({
 })
 export type CreateSessionRequest = typeof CreateSessionRequest.Type
 
+/**
+ * `claude_code` declares none of the public features (`structured_output`, `multi_agent`'s sub-agent
+ * observations, `tool_search`, function tools, images, HTTP MCP) and neither control (`web_search_control`,
+ * `text_verbosity`), so its profile qualifies nothing.
+ */
+const claudeCodeProfile: EngineProfile = { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
+
 /** The engine profiles the dev Core knows. */
 export const engineProfileFor = (agentKind: string): EngineProfile =>
   agentKind === "scripted"
     ? { controls: { web_search: true, text_verbosity: true }, qualifies: new Set(publicFeatures) }
+    : agentKind === "claude_code"
+    ? claudeCodeProfile
     : { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
 
 /** The admission table's view of a stored configuration. */

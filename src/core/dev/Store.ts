@@ -1,9 +1,10 @@
 /**
- * The dev Core's embedded store: SQLite through `node:sqlite` in `<data dir>/agentwire.db` (docs/store.md),
- * migrated on open. The layer provides `SqlClient` and the repositories (devices and credentials,
- * Sessions, Turns); its scope owns the database handle.
+ * The dev Core's store (docs/store.md): by default SQLite through `node:sqlite` in `<data dir>/agentwire.db`;
+ * with a `postgres://` database URL, PostgreSQL (`pg/PgStore.ts`, docs/multi-node.md). Either is migrated
+ * on open with the same migrations, and the same repositories (devices and credentials, Sessions, Turns)
+ * run over it. The layer's scope owns the database handle or pool.
  */
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient } from "effect/sql"
 import { chmodSync, mkdirSync } from "node:fs"
@@ -13,22 +14,15 @@ import { DevIds } from "./DevIds.js"
 import * as DeviceStore from "./DeviceStore.js"
 import { migrate } from "./Migrations.js"
 import * as SessionStore from "./SessionStore.js"
+import * as PgStore from "./pg/PgStore.js"
 import * as NodeSqliteClient from "./sqlite/NodeSqliteClient.js"
+import { StoreOpenFailed } from "./StoreErrors.js"
+
+export { StoreOpenFailed } from "./StoreErrors.js"
 import * as TurnStore from "./TurnStore.js"
 
 /** The database file inside a data directory. */
 export const databaseFile = (dataDir: string): string => join(dataDir, "agentwire.db")
-
-/** The store could not be opened: nothing was read or written. */
-export class StoreOpenFailed extends Schema.TaggedError<StoreOpenFailed>()("StoreOpenFailed", {
-  path: Schema.String,
-  stage: Schema.Literals(["data_dir", "open", "migrate"]),
-  detail: Schema.String
-}) {
-  override get message() {
-    return `cannot open the store at ${this.path} (${this.stage}): ${this.detail}`
-  }
-}
 
 /** Creates the data directory (mode 0700) when missing. */
 export const ensureDataDir = (dataDir: string): Effect.Effect<void, StoreOpenFailed> =>
@@ -64,14 +58,42 @@ export type StoreServices =
   | SessionStore.SessionStore
   | TurnStore.TurnStore
 
-/** Every repository over a migrated database at `filename` (`:memory:` for tests). Needs `DevIds`. */
-export const layerFile = (filename: string): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
+/** Every repository over a migrated `SqlClient` (any dialect the migrations support). Needs `DevIds`. */
+export const layerSql = <E>(
+  sql: Layer.Layer<SqlClient.SqlClient, E>
+): Layer.Layer<StoreServices, E, DevIds> =>
   Layer.mergeAll(
     DeviceStore.credentialsLayer.pipe(Layer.provideMerge(DeviceStore.layer)),
     SessionStore.layer,
     TurnStore.layer
-  ).pipe(Layer.provideMerge(sqlLayer(filename)))
+  ).pipe(Layer.provideMerge(sql))
+
+/** Every repository over a migrated database at `filename` (`:memory:` for tests). Needs `DevIds`. */
+export const layerFile = (filename: string): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
+  layerSql(sqlLayer(filename))
+
+/** Every repository over a migrated PostgreSQL database (docs/multi-node.md). Needs `DevIds`. */
+export const layerPostgres = (options: PgStore.PgStoreOptions): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
+  layerSql(PgStore.sqlLayer(options))
 
 /** The store in a data directory (created with mode 0700 when missing). */
 export const layerDataDir = (dataDir: string): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
   Layer.unwrap(Effect.as(ensureDataDir(dataDir), layerFile(databaseFile(dataDir))))
+
+/**
+ * Where Core keeps its records: the data directory's SQLite file (the zero-setup default), or a
+ * PostgreSQL database (`--database postgres://…`, `AGENTWIRE_CORE_DATABASE`).
+ */
+export type StoreLocation =
+  | { readonly _tag: "sqlite"; readonly dataDir: string }
+  | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string>; readonly schema?: string }
+
+/** The store at `location`. */
+export const layer = (location: StoreLocation): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
+  location._tag === "sqlite"
+    ? layerDataDir(location.dataDir)
+    : layerPostgres({ url: location.url, ...(location.schema === undefined ? {} : { schema: location.schema }) })
+
+/** The store's location as it may be printed: the file, or the database URL without its password. */
+export const describeLocation = (location: StoreLocation): string =>
+  location._tag === "sqlite" ? databaseFile(location.dataDir) : PgStore.describeDatabaseUrl(Redacted.value(location.url))

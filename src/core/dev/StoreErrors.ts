@@ -15,6 +15,18 @@ export class StoreFailed extends Schema.TaggedError<StoreFailed>()("StoreFailed"
   }
 }
 
+/** The store could not be opened: nothing was read or written. `path` is a file path or a
+ * database URL described without its password (`describeDatabaseUrl`). */
+export class StoreOpenFailed extends Schema.TaggedError<StoreOpenFailed>()("StoreOpenFailed", {
+  path: Schema.String,
+  stage: Schema.Literals(["data_dir", "open", "migrate"]),
+  detail: Schema.String
+}) {
+  override get message() {
+    return `cannot open the store at ${this.path} (${this.stage}): ${this.detail}`
+  }
+}
+
 /** Maps an `SqlError` of one operation into `StoreFailed`, logging the SQL reason tag (never parameters). */
 export const storeFailed = (operation: string) => <A, R>(effect: Effect.Effect<A, SqlError.SqlError, R>) =>
   effect.pipe(

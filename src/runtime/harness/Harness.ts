@@ -150,9 +150,14 @@ export interface Residue {
   readonly close: Effect.Effect<void, CloseFailed>
 }
 
-/** Preparation failed. When `residue` is present, something native was created and still needs cleanup. */
+/**
+ * Preparation failed. When `residue` is present, something native was created and still needs cleanup.
+ * `code: "history_unavailable"` says, from structural native evidence, that the native session to resume
+ * does not exist (checked before any input).
+ */
 export class PrepareFailed extends Data.TaggedError("PrepareFailed")<{
   readonly reason: string
+  readonly code?: "history_unavailable" | undefined
   readonly residue?: Residue | undefined
 }> {}
 

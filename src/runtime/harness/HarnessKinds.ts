@@ -5,6 +5,8 @@
  * `scripted`. A new adapter adds one line to `harnessKinds` (and, when it has settings, one field to
  * `HarnessSettings`); nothing else in the daemon changes.
  */
+import { makeClaudeCodeHarness } from "./claude_code/ClaudeCodeHarness.js"
+import type { ClaudeCodeSettings } from "./claude_code/ClaudeCodeSettings.js"
 import type { HarnessConstructor } from "./Harness.js"
 import { makeScriptedHarness, type ScriptedOptions } from "./scripted/ScriptedHarness.js"
 import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
@@ -12,6 +14,8 @@ import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
 /** Per-kind settings from the daemon's configuration. */
 export interface HarnessSettings {
   readonly scripted?: ScriptedOptions | undefined
+  /** Absent: `claude_code` registers as unavailable ("not configured"). */
+  readonly claudeCode?: ClaudeCodeSettings | undefined
 }
 
 /** Process services a constructor may use (built before the registry). */
@@ -19,7 +23,8 @@ export type HarnessServices = ScriptedSignals
 
 /** Kind name → constructor. Append new kinds here. */
 export const harnessKinds = {
-  scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {})
+  scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {}),
+  claude_code: (settings: HarnessSettings) => makeClaudeCodeHarness(settings.claudeCode)
 } as const satisfies Record<string, (settings: HarnessSettings) => HarnessConstructor<HarnessServices>>
 
 export type HarnessKindName = keyof typeof harnessKinds

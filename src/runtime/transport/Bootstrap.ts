@@ -34,7 +34,7 @@ export interface BootstrapResult {
   readonly deviceId: string
   /** The WebSocket URL to dial: ws:// or wss://, without credentials, `token` parameter or fragment. */
   readonly wsUrl: string
-  /** Heartbeat cadence: `heartbeat_seconds`, or 15 s when absent or <= 0. */
+  /** Heartbeat cadence: `heartbeat_seconds` clamped to [1 s, 300 s] (logged), or 15 s when absent or <= 0. */
   readonly heartbeatInterval: Duration.Duration
   /** Core's wire version when it returned a plausible one (only used in operator messages). */
   readonly protocolVersion: string | undefined
@@ -162,10 +162,17 @@ export const bootstrap = Effect.fn("Bootstrap.run")(function* (request: Bootstra
       const reply = decoded.success
       const wsUrl = sanitizeWsUrl(reply.ws_url, request.apiBase)
       if (Result.isFailure(wsUrl)) return yield* wsUrl.failure
+      const heartbeatInterval = heartbeatIntervalFrom(reply.heartbeat_seconds)
+      const offered = reply.heartbeat_seconds
+      if (offered !== undefined && offered > 0 && Duration.toSeconds(heartbeatInterval) !== offered) {
+        yield* Effect.logWarning("bootstrap heartbeat_seconds out of range; clamped").pipe(
+          Effect.annotateLogs({ heartbeat_seconds: offered, used_seconds: Duration.toSeconds(heartbeatInterval) })
+        )
+      }
       return {
         deviceId: reply.device_id,
         wsUrl: wsUrl.success,
-        heartbeatInterval: heartbeatIntervalFrom(reply.heartbeat_seconds),
+        heartbeatInterval,
         protocolVersion: plausibleVersion(reply.protocol_version)
       } satisfies BootstrapResult
     })

@@ -66,9 +66,18 @@ export class ConnectionInfo extends Context.Service<ConnectionInfo, {
   readonly heartbeatInterval: Duration.Duration
 }>()("agentwire/runtime/ConnectionInfo") {}
 
-/** The heartbeat cadence to use for a bootstrap value in seconds. */
+/** The range bootstrap's `heartbeat_seconds` is clamped to (Core's own setting is a positive integer). */
+export const MinHeartbeatSeconds = 1
+export const MaxHeartbeatSeconds = 300
+
+/**
+ * The heartbeat cadence to use for a bootstrap value in seconds: 15 s when absent or <= 0, otherwise the value
+ * clamped to [MinHeartbeatSeconds, MaxHeartbeatSeconds] (a peer's 1 ms would otherwise flood the connection).
+ */
 export const heartbeatIntervalFrom = (heartbeatSeconds: number | undefined): Duration.Duration =>
-  heartbeatSeconds === undefined || !(heartbeatSeconds > 0) ? Duration.seconds(15) : Duration.seconds(heartbeatSeconds)
+  heartbeatSeconds === undefined || !(heartbeatSeconds > 0)
+    ? Duration.seconds(15)
+    : Duration.seconds(Math.min(MaxHeartbeatSeconds, Math.max(MinHeartbeatSeconds, heartbeatSeconds)))
 
 /**
  * Decodes one received frame into an `Inbound` item (both decode steps of `Messages`). Never throws and never

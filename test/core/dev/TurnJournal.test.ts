@@ -1,67 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Option, Stream } from "effect"
+import { Layer, Option } from "effect"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
-import { SessionStore } from "../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
-import { fromEntry, type JournalItem, layer as journalLayer, toEntry, TurnJournal } from "../../../src/core/dev/TurnJournal.js"
-import { TurnStore } from "../../../src/core/dev/TurnStore.js"
+import { fromEntry, toEntry } from "../../../src/core/dev/TurnJournal.js"
 import type * as Outcome from "../../../src/core/Outcome.js"
-import { Ids, MessageInput } from "../../../src/proto/index.js"
-import { yieldTimes } from "../../support/coreFakeSession.js"
+import { Ids } from "../../../src/proto/index.js"
+import { turnJournalCases } from "./cases/TurnJournalCases.js"
 
-const services = journalLayer.pipe(Layer.provideMerge(Store.layerFile(":memory:")), Layer.provide(DevIds.layerTest))
 const run = Ids.unsafeMake.runId("run-1")
 const delta = (n: number): Outcome.TurnFact => ({
   _tag: "RunEvent",
   event: { type: "delta", id: run, payload: { delta: `d${n}`, sequence: n } }
 })
 
-const turn = Effect.gen(function* () {
-  yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-  yield* (yield* TurnStore).create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
-})
-
-const describeItems = (items: ReadonlyArray<JournalItem>) =>
-  items.map((i) => (i._tag === "entry" ? `${i.seq}:${i.kind}:${i.type}` : i._tag === "outcome" ? `outcome:${i.turn.status}` : `notice:${i.event}`))
-
 describe("TurnJournal", () => {
-  it.effect("replays stored entries, then continues live without a gap or a duplicate, and ends with the outcome", () =>
-    Effect.gen(function* () {
-      yield* turn
-      const journal = yield* TurnJournal
-      const writer = yield* journal.open("t1", 1)
-      yield* writer.record({ _tag: "Dispatched", type: "execution_start" })
-      yield* writer.record(delta(1))
-      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0)))
-      yield* yieldTimes(50)
-      yield* writer.record(delta(2))
-      yield* writer.notify("input", { input_id: "in-1", status: "written" })
-      yield* writer.record({ _tag: "RunEvent", event: { type: "done", id: run, payload: { content: "d1d2" } } })
-      yield* (yield* TurnStore).complete("t1", { status: "completed", content: "d1d2" })
-      yield* writer.finish
-      const items = yield* Fiber.join(follower)
-      assert.deepStrictEqual(describeItems(items), [
-        "1:fact:Dispatched",
-        "2:frame:delta",
-        "3:frame:delta",
-        "notice:input",
-        "4:frame:done",
-        "outcome:completed"
-      ])
-    }).pipe(Effect.provide(services)))
-
-  it.effect("replays a finished Turn after a given seq and ends at once", () =>
-    Effect.gen(function* () {
-      yield* turn
-      const journal = yield* TurnJournal
-      const writer = yield* journal.open("t1", 1)
-      for (const n of [1, 2, 3]) yield* writer.record(delta(n))
-      yield* (yield* TurnStore).complete("t1", { status: "failed", error_code: "event_stream_incomplete", observation: "disconnected" })
-      yield* writer.finish
-      const items = yield* Stream.runCollect(journal.follow("t1", 1))
-      assert.deepStrictEqual(describeItems(items), ["2:frame:delta", "3:frame:delta", "outcome:failed"])
-      assert.deepStrictEqual(yield* Stream.runCollect(journal.follow("nope", 0)), [])
-    }).pipe(Effect.provide(services)))
+  turnJournalCases(Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest)))
 
   it("stores Run events as their wire frame and other facts as encoded facts, and reads both back", () => {
     const frame = toEntry(delta(7))

@@ -64,7 +64,9 @@ describe("agentwire daemon (command line)", () => {
         "--harness",
         "scripted",
         "--harness",
-        "scripted"
+        "scripted",
+        "--claude-code-path",
+        "/opt/claude/bin/claude"
       ])
       assert.deepStrictEqual(exit, Exit.void)
       assert.deepStrictEqual(config?.core, { origin: "http://127.0.0.1:9000", apiBase: "http://127.0.0.1:9000/api/v1" })
@@ -78,6 +80,7 @@ describe("agentwire daemon (command line)", () => {
       assert.deepStrictEqual(config?.logLevel, Option.some("Debug"))
       assert.deepStrictEqual(config?.scripted, { disabledCapabilities: ["steering", "permissions"], available: false })
       assert.deepStrictEqual(config?.harnessKinds, ["scripted"])
+      assert.deepStrictEqual(config?.claudeCodePath, Option.some("/opt/claude/bin/claude"))
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.effect("falls back to the AGENTWIRE_* environment variables", () =>
@@ -94,7 +97,8 @@ describe("agentwire daemon (command line)", () => {
         AGENTWIRE_LOG_LEVEL: "warn",
         AGENTWIRE_SCRIPTED_DISABLE: "usage",
         AGENTWIRE_SCRIPTED_UNAVAILABLE: "true",
-        AGENTWIRE_HARNESS: "scripted, scripted"
+        AGENTWIRE_HARNESS: "scripted, claude_code",
+        AGENTWIRE_CLAUDE_CODE_PATH: "/usr/local/bin/claude"
       })
       assert.deepStrictEqual(exit, Exit.void)
       assert.strictEqual(config?.core.apiBase, "https://core.example/api/v1")
@@ -107,7 +111,8 @@ describe("agentwire daemon (command line)", () => {
       assert.strictEqual(config?.logFormat, "json")
       assert.deepStrictEqual(config?.logLevel, Option.some("Warn"))
       assert.deepStrictEqual(config?.scripted, { disabledCapabilities: ["usage"], available: false })
-      assert.deepStrictEqual(config?.harnessKinds, ["scripted"])
+      assert.deepStrictEqual(config?.harnessKinds, ["scripted", "claude_code"])
+      assert.deepStrictEqual(config?.claudeCodePath, Option.some("/usr/local/bin/claude"))
     }))
 
   it.effect("an unknown --harness kind is a usage error", () =>

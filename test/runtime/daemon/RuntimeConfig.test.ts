@@ -113,7 +113,7 @@ describe("RuntimeConfig.parseHarnessKinds", () => {
       const error = yield* Effect.flip(resolve({ harness: ["scripted,nope"] }))
       assert.deepStrictEqual(
         error,
-        new DaemonConfigInvalid({ setting: "--harness / AGENTWIRE_HARNESS", problem: `unknown harness kind "nope" (known: scripted)` })
+        new DaemonConfigInvalid({ setting: "--harness / AGENTWIRE_HARNESS", problem: `unknown harness kind "nope" (known: scripted, claude_code)` })
       )
     }))
 })
@@ -134,7 +134,8 @@ describe("RuntimeConfig.resolve", () => {
         logLevel: Option.none(),
         logFormat: "text",
         scripted: { disabledCapabilities: [], available: true },
-        harnessKinds: ["scripted"]
+        harnessKinds: ["scripted"],
+        claudeCodePath: Option.none()
       } as never)
     }))
 

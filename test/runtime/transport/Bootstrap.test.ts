@@ -50,6 +50,21 @@ describe("Bootstrap", () => {
       assert.strictEqual(second.protocolVersion, undefined)
     }))
 
+  it.effect("clamps heartbeat_seconds to [1 s, 300 s]: 1 ms becomes 1 s, a day becomes 5 minutes", () =>
+    Effect.gen(function* () {
+      const core = yield* FakeCore.make
+      yield* core.scriptBootstrap(
+        { _tag: "default", heartbeat_seconds: 0.001 },
+        { _tag: "default", heartbeat_seconds: 86_400 },
+        { _tag: "default", heartbeat_seconds: 1 },
+        { _tag: "default", heartbeat_seconds: 300 }
+      )
+      assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(1))
+      assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(300))
+      assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(1))
+      assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(300))
+    }))
+
   it.effect("401 and 403 are permanent rejections carrying Core's error code", () =>
     Effect.gen(function* () {
       const core = yield* FakeCore.make

@@ -1,0 +1,116 @@
+/**
+ * One admission record of a connection and how its `preparation_status` frames are sent (protocol "Preparation
+ * and execution order"): every resource status increments the record's revision under its lock and is sent in
+ * revision order; a `rejected` reply has revision 0, carries `operation` + `error_code` and never changes the
+ * record. Each status send has its own 5 s budget.
+ */
+import { Effect, Semaphore } from "effect"
+import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
+import type { PromptRequestPayload } from "../proto/Execution.js"
+import type { AdmissionHandle, PreparationRequestId, RunId } from "../proto/Ids.js"
+import { StatusSendBudget } from "../proto/Limits.js"
+import type { ControlOperation, PreparationStatusPayload } from "../proto/Preparation.js"
+import type { ExecutorEntry } from "./Executors.js"
+import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
+import { type OutboundShape, type SendOutcome, withTrace } from "./Outbound.js"
+
+export type AdmissionState = "preparing" | "ready" | "starting" | "started" | "released" | "expired" | "failed"
+
+export const terminal: ReadonlySet<AdmissionState> = new Set(["started", "released", "expired", "failed"])
+
+export interface AdmissionRecord {
+  readonly requestId: PreparationRequestId
+  readonly handle: AdmissionHandle
+  readonly fingerprint: string
+  readonly readOnly: boolean
+  readonly snapshot: HarnessDeclaration
+  readonly harness: Harness | undefined
+  readonly entry: ExecutorEntry
+  readonly configuration: PromptRequestPayload
+  readonly reused: boolean
+  readonly trace: string | undefined
+  readonly lock: Semaphore.Semaphore
+  state: AdmissionState
+  revision: number
+  expiresAt: number | undefined
+  runId: RunId | undefined
+  startFingerprint: string | undefined
+  last: PreparationStatusPayload | undefined
+}
+
+/** What a new record is made from. */
+export type NewRecord = Pick<
+  AdmissionRecord,
+  "requestId" | "fingerprint" | "readOnly" | "snapshot" | "harness" | "entry" | "configuration" | "reused" | "trace"
+>
+
+/** A fresh record in `preparing`, revision 0, holding `handle`. */
+export const makeRecord = (fields: NewRecord, handle: AdmissionHandle): AdmissionRecord => ({
+  ...fields,
+  handle,
+  lock: Semaphore.makeUnsafe(1),
+  state: "preparing",
+  revision: 0,
+  expiresAt: undefined,
+  runId: undefined,
+  startFingerprint: undefined,
+  last: undefined
+})
+
+/** The status sends of one connection's admissions; `changed` runs before each resource status goes out. */
+export const statusSender = (outbound: OutboundShape, changed: Effect.Effect<void>) => {
+  const reject = (
+    operation: ControlOperation,
+    requestId: PreparationRequestId,
+    code: PreparationErrorCode,
+    trace: string | undefined,
+    extra: { readonly handle?: AdmissionHandle; readonly executor_id?: ExecutorEntry["id"] } = {}
+  ) =>
+    outbound.sendWithin(
+      withTrace({
+        type: "preparation_status",
+        id: requestId,
+        payload: { ...extra, revision: 0, state: "rejected", operation, error_code: code }
+      }, trace),
+      StatusSendBudget
+    )
+
+  /** Moves a record to `state` with the next revision and sends it. Call under the record's lock. */
+  const publish = (
+    record: AdmissionRecord,
+    state: AdmissionState,
+    extra: { readonly error_code?: PreparationErrorCode; readonly trace?: string | undefined } = {}
+  ): Effect.Effect<SendOutcome> =>
+    Effect.suspend(() => {
+      record.state = state
+      record.revision += 1
+      const status: PreparationStatusPayload = {
+        executor_id: record.entry.id,
+        ...(record.reused ? { reused: true } : {}),
+        handle: record.handle,
+        revision: record.revision,
+        state,
+        ...(record.expiresAt === undefined ? {} : { expires_at: record.expiresAt }),
+        ...(record.runId === undefined ? {} : { run_id: record.runId }),
+        ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
+      }
+      record.last = status
+      return Effect.andThen(
+        changed,
+        outbound.sendWithin(
+          withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
+          StatusSendBudget
+        )
+      )
+    })
+
+  const republish = (record: AdmissionRecord, trace: string | undefined) =>
+    record.last === undefined
+      ? Effect.void
+      : outbound.sendWithin(
+        withTrace({ type: "preparation_status", id: record.requestId, payload: record.last }, trace),
+        StatusSendBudget
+      ).pipe(Effect.asVoid)
+
+  return { reject, publish, republish }
+}

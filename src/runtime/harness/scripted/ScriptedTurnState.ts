@@ -1,0 +1,149 @@
+/**
+ * The state of one scripted Turn and its output helpers (deltas, output messages, tool calls, the continuity
+ * snapshot). The per-delta path creates no generator.
+ */
+import { type Deferred, Effect, type Scope } from "effect"
+import type { PromptRequestPayload } from "../../../proto/Execution.js"
+import type { ExecutorId, RunId } from "../../../proto/Ids.js"
+import type { MessageInput } from "../../../proto/MessageInput.js"
+import type { DonePayload, ToolCallPayload, ToolObservation, Usage } from "../../../proto/RunEvents.js"
+import type { FunctionResult, PermissionDecision, SteerError, SteerInput, TurnSink, UserChoiceAnswer } from "../Harness.js"
+import type { Step } from "./Script.js"
+import type { ScriptedSignals } from "./ScriptedSignals.js"
+
+/** Operations the scripted adapter can be told to answer "unsupported" although declared (a contract violation). */
+export type ScriptedOperation = "steer" | "function_result" | "permission" | "user_choice"
+
+/** What every Turn of one scripted harness shares. */
+export interface ScriptedEnv {
+  readonly signals: ScriptedSignals["Service"]
+  readonly violations: ReadonlySet<ScriptedOperation>
+  readonly nextId: (prefix: string) => string
+}
+
+
+export type AcceptMode = "ok" | "never" | "reject" | "unknown"
+
+export interface BufferedInput {
+  readonly input: SteerInput
+  readonly result: Deferred.Deferred<void, SteerError>
+}
+
+export interface AwaitingSteer {
+  remaining: number
+  readonly write: "ok" | "hang" | "reject"
+  readonly writeReturnsOn: string | undefined
+  readonly accept: AcceptMode
+  readonly done: Deferred.Deferred<void>
+}
+
+export interface PendingAsk {
+  readonly questionIds: ReadonlyArray<string>
+  readonly answer: Deferred.Deferred<UserChoiceAnswer>
+}
+
+export interface TurnState {
+  content: string
+  usage: Usage | undefined
+  openMessage: { readonly id: string; text: string; readonly phase: string | undefined } | undefined
+  cancel: { readonly _tag: "Normal" } | { readonly _tag: "Ignored" } | { readonly _tag: "SettlesOn"; readonly signal: string }
+  cancelFails: boolean
+  cancelRequested: boolean
+  failSubmissions: number
+  reusable: boolean
+  ended: boolean
+  awaiting: AwaitingSteer | undefined
+  readonly buffer: Array<BufferedInput>
+  readonly permissions: Map<string, Deferred.Deferred<PermissionDecision>>
+  readonly asks: Map<string, PendingAsk>
+  readonly calls: Map<string, Deferred.Deferred<FunctionResult>>
+}
+
+
+export interface TurnContext {
+  readonly runId: RunId
+  readonly input: MessageInput
+  readonly sink: TurnSink
+  readonly config: PromptRequestPayload
+  readonly nativeSession: string
+  readonly scope: Scope.Scope
+  readonly executorId: ExecutorId
+  readonly setCloseFails: (n: number) => void
+  readonly setCloseHangs: (n: number) => void
+  readonly release: () => void
+}
+
+
+/** The Turn's output helpers over its state. */
+export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState) => {
+  const { nextId } = env
+  const observeMessages = ctx.config.observe_messages === true
+  const observeTools = ctx.config.observe_tool_observations === true
+  const emit = ctx.sink.emit
+
+  const snapshot = (): DonePayload => ({
+    content: state.content,
+    ...(state.usage === undefined ? {} : { usage: state.usage }),
+    metadata: { agent_session_id: ctx.nativeSession, agent_session_type: "scripted" }
+  })
+
+  /** One delta (opening an output message first when messages are observed). The per-delta path: no generator. */
+  const delta = (text: string, phase?: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (observeMessages && state.openMessage === undefined) {
+        const id = nextId("msg")
+        state.openMessage = { id, text: "", phase }
+        return Effect.andThen(
+          emit({
+            type: "output_message",
+            payload: phase === undefined ? { id, status: "in_progress" } : { id, status: "in_progress", phase }
+          }),
+          emitDelta(text)
+        )
+      }
+      return emitDelta(text)
+    })
+  const emitDelta = (text: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const open = state.openMessage
+      state.content += text
+      if (open !== undefined) open.text += text
+      return emit(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
+    })
+
+  const completeMessage = Effect.suspend(() => {
+    const open = state.openMessage
+    if (open === undefined) return Effect.void
+    state.openMessage = undefined
+    return emit({
+      type: "output_message",
+      payload: open.phase === undefined
+        ? { id: open.id, status: "completed", text: open.text }
+        : { id: open.id, status: "completed", phase: open.phase, text: open.text }
+    })
+  })
+
+  const toolCall = (step: Extract<Step, { tool_call: unknown }>["tool_call"]) =>
+    Effect.gen(function* () {
+      const id = step.id ?? nextId("tool")
+      const observation: ToolObservation | undefined = observeTools ? step.observation : undefined
+      const base = (stage: "before" | "after", obs: ToolObservation | undefined): ToolCallPayload => ({
+        id,
+        name: step.name,
+        stage,
+        ...(step.args === undefined ? {} : { args: step.args }),
+        ...(stage === "after" && step.result !== undefined ? { result: step.result } : {}),
+        ...(obs === undefined ? {} : { observation: obs })
+      })
+      const stage = step.stage ?? "both"
+      if (stage === "before" || stage === "both") {
+        const before = observation === undefined || stage === "before"
+          ? observation
+          : { ...observation, status: "in_progress" as const }
+        yield* emit({ type: "tool_call", payload: base("before", before) })
+      }
+      if (stage === "after" || stage === "both") yield* emit({ type: "tool_call", payload: base("after", observation) })
+    })
+
+  return { snapshot, delta, completeMessage, toolCall }
+}

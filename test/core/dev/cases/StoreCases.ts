@@ -1,0 +1,139 @@
+/** Store tests shared by every store dialect (docs/store.md). */
+import { assert, it } from "@effect/vitest"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
+import { CredentialRejected, DeviceCredentials, digestCredential } from "../../../../src/core/DeviceCredentials.js"
+import { DeviceStore } from "../../../../src/core/dev/DeviceStore.js"
+import type * as Store from "../../../../src/core/dev/Store.js"
+import { SessionStore } from "../../../../src/core/dev/SessionStore.js"
+import { TurnStore } from "../../../../src/core/dev/TurnStore.js"
+import { MessageInput } from "../../../../src/proto/index.js"
+import { declaration } from "../../../support/capabilities.js"
+
+/** The Store cases over `store` (a fresh store per test): SQLite in Store.test.ts, PostgreSQL in pg/. */
+export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => {
+  it.effect("stores only the digest of an issued credential and authenticates exactly its device", () =>
+    Effect.gen(function* () {
+      const credentials = yield* DeviceCredentials
+      const sql = yield* SqlClient.SqlClient
+      const credential = yield* credentials.issue("dev-a")
+      const other = yield* credentials.issue("dev-b")
+      assert.isTrue(Redacted.value(credential).startsWith("awdc_"))
+      const rows = yield* sql`SELECT device_id, digest FROM device_credentials ORDER BY device_id`
+      assert.deepStrictEqual(rows.map((r) => r.digest), [digestCredential(credential), digestCredential(other)])
+      const dump = JSON.stringify(
+        yield* sql`SELECT * FROM device_credentials`,
+        (_, v: unknown) => (typeof v === "bigint" ? v.toString() : v) // PostgreSQL BIGINT reads as bigint
+      )
+      assert.notInclude(dump, Redacted.value(credential))
+
+      const ok = yield* credentials.authenticate("dev-a", credential)
+      assert.deepStrictEqual(ok, { deviceId: "dev-a", workspaceId: "default", runtimeType: "agent-daemon" })
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.authenticate("dev-b", credential)),
+        new CredentialRejected({ code: "bad_credential" })
+      )
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.authenticate("dev-x", credential)),
+        new CredentialRejected({ code: "unknown_device" })
+      )
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.authenticate("dev-a", Redacted.make("awdc_wrong"))),
+        new CredentialRejected({ code: "bad_credential" })
+      )
+    }).pipe(Effect.provide(store)))
+
+  it.effect("refuses a revoked credential and a replaced one", () =>
+    Effect.gen(function* () {
+      const credentials = yield* DeviceCredentials
+      const first = yield* credentials.issue("dev-a")
+      const second = yield* credentials.issue("dev-a")
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.authenticate("dev-a", first)),
+        new CredentialRejected({ code: "bad_credential" })
+      )
+      yield* credentials.authenticate("dev-a", second)
+      yield* credentials.revoke("dev-a")
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.authenticate("dev-a", second)),
+        new CredentialRejected({ code: "bad_credential" })
+      )
+      const device = yield* (yield* DeviceStore).get("dev-a")
+      assert.isTrue(Option.isSome(device) && device.value.revokedAtMs !== undefined && !device.value.hasActiveCredential)
+    }).pipe(Effect.provide(store)))
+
+  it.effect("keeps the latest declaration with the persisted capability projection", () =>
+    Effect.gen(function* () {
+      const devices = yield* DeviceStore
+      const sql = yield* SqlClient.SqlClient
+      yield* (yield* DeviceCredentials).issue("dev-a")
+      const caps = declaration({ streaming: true, steering: true })
+      yield* TestClock.setTime(5_000)
+      yield* devices.recordDeclaration("dev-a", 7, {
+        kinds: new Map([["scripted", { kind: "scripted", available: true, version: "1", capabilities: caps }]]),
+        daemonVersion: "0.1.0",
+        activeRequests: 2,
+        ts: 5,
+        receivedAtMs: 5_000
+      })
+      const stored = yield* devices.get("dev-a")
+      assert.isTrue(Option.isSome(stored))
+      const decl = Option.getOrThrow(Option.getOrThrow(stored).declaration)
+      assert.deepStrictEqual(decl, {
+        connectionNumber: 7,
+        daemonVersion: "0.1.0",
+        activeRequests: 2,
+        heartbeatTs: 5,
+        receivedAtMs: 5_000,
+        kinds: [{ kind: "scripted", available: true, version: "1", capabilities: Option.some(caps) }]
+      })
+      // A projection missing a field reads back as unknown, never as a default.
+      yield* sql`UPDATE device_kinds SET cap_usage = NULL WHERE device_id = 'dev-a'`
+      const partial = Option.getOrThrow(Option.getOrThrow(yield* devices.get("dev-a")).declaration)
+      assert.isTrue(Option.isNone(partial.kinds[0]!.capabilities))
+      yield* devices.clearDeclaration("dev-a")
+      assert.isTrue(Option.isNone(Option.getOrThrow(yield* devices.get("dev-a")).declaration))
+    }).pipe(Effect.provide(store)))
+
+  it.effect("advances the input cursor only on acceptance, once per input", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      yield* turns.insertInput("t1", "in-1", MessageInput.text("a"))
+      yield* turns.insertInput("t1", "in-2", MessageInput.text("b"))
+      yield* turns.setInputStatus("t1", "in-1", "written")
+      yield* turns.setInputStatus("t1", "in-2", "not_sent")
+      assert.strictEqual(Option.getOrThrow(yield* turns.get("t1")).inputCursor, 0)
+      assert.strictEqual(yield* turns.acceptInput("t1", "in-1"), 1)
+      assert.strictEqual(yield* turns.acceptInput("t1", "in-1"), 1)
+      // a late `written` never rewinds an accepted input
+      yield* turns.setInputStatus("t1", "in-1", "written")
+      const inputs = yield* turns.inputs("t1")
+      assert.deepStrictEqual(inputs.map((i) => [i.inputId, i.status, i.position]), [["in-1", "accepted", 1], ["in-2", "not_sent", undefined]])
+      assert.strictEqual(Option.getOrThrow(yield* turns.get("t1")).inputCursor, 1)
+    }).pipe(Effect.provide(store)))
+
+  it.effect("writes a terminal outcome once and abandons pending interactions", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      yield* turns.beginAttempt("t1", "dev-a")
+      yield* turns.markDispatched("t1")
+      yield* turns.appendEvent("t1", { seq: 1, attempt: 1, kind: "frame", type: "delta", bodyJson: `{"type":"delta"}` })
+      yield* turns.appendEvent("t1", { seq: 2, attempt: 1, kind: "frame", type: "done", bodyJson: `{"type":"done"}` })
+      assert.isTrue(yield* turns.recordInteraction("t1", "permission", "p1", { request_id: "p1" }))
+      assert.isFalse(yield* turns.recordInteraction("t1", "permission", "p1", { request_id: "p1" }))
+      assert.isTrue(yield* turns.complete("t1", { status: "completed", content: "ok", usage: { input_tokens: 3 } }))
+      assert.isFalse(yield* turns.complete("t1", { status: "failed", error_code: "event_stream_incomplete" }))
+      const turn = Option.getOrThrow(yield* turns.get("t1"))
+      assert.deepStrictEqual([turn.status, turn.errorCode, turn.content, turn.usage], ["completed", undefined, "ok", { input_tokens: 3 }])
+      assert.deepStrictEqual((yield* turns.events("t1", 1)).map((e) => [e.seq, e.type]), [[2, "done"]])
+      assert.strictEqual(yield* turns.lastSeq("t1"), 2)
+      assert.deepStrictEqual((yield* turns.interactions("t1")).map((i) => i.status), ["abandoned"])
+    }).pipe(Effect.provide(store)))
+}

@@ -1,0 +1,62 @@
+/**
+ * The generic process supervisor against real processes: own process group, line reading, stdin writes with
+ * proof, SIGTERM then SIGKILL after the grace period, descendants killed, and the Scope's release as the
+ * last-resort kill. Live clock (real signals and grace periods).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Queue, Scope } from "effect"
+import { processStat, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
+
+/** Running (a zombie waiting for a reaper runs nothing and counts as gone). */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+  } catch {
+    return false
+  }
+  const state = processStat(pid)?.state
+  return state !== "Z" && state !== "X"
+}
+const sh = (script: string) => ({ command: "/bin/sh", args: ["-c", script], cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, grace: "300 millis" as const })
+
+describe("NativeProcess", () => {
+  it.live("reads complete lines and writes stdin lines with proof of the local write", () =>
+    Effect.gen(function* () {
+      const proc = yield* spawn(sh("while read l; do echo \"got $l\"; done"))
+      yield* Effect.orDie(proc.writeLine("one"))
+      yield* Effect.orDie(proc.writeLine("two"))
+      assert.strictEqual(yield* Effect.orDie(Queue.take(proc.lines)), "got one")
+      assert.strictEqual(yield* Effect.orDie(Queue.take(proc.lines)), "got two")
+      const exit = yield* proc.terminate
+      assert.isFalse(alive(proc.pid))
+      assert.isTrue(exit.code !== undefined)
+    }))
+
+  it.live("kills a process that ignores SIGTERM after the grace period, with its descendants", () =>
+    Effect.gen(function* () {
+      const proc = yield* spawn(sh("trap '' TERM; sleep 30 & echo $!; wait"))
+      const child = Number(yield* Effect.orDie(Queue.take(proc.lines)))
+      assert.isTrue(alive(child))
+      const exit = yield* proc.terminate
+      assert.strictEqual(exit.signal, "SIGKILL")
+      assert.isFalse(alive(proc.pid))
+      assert.isFalse(alive(child), "the grandchild in the same group is gone too")
+      // Idempotent.
+      assert.deepStrictEqual(yield* proc.terminate, exit)
+    }))
+
+  it.live("the Scope's release stops the process when its owner is interrupted", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const proc = yield* spawn(sh("sleep 30")).pipe(Scope.provide(scope))
+      assert.isTrue(alive(proc.pid))
+      yield* Scope.close(scope, Exit.interrupt(0))
+      assert.isFalse(alive(proc.pid))
+    }))
+
+  it.live("a binary that cannot start fails with SpawnFailed and leaves nothing", () =>
+    Effect.gen(function* () {
+      const exit = yield* Effect.exit(Effect.scoped(spawn({ command: "/nonexistent/claude", args: [], cwd: "/", env: {} })))
+      assert.isTrue(Exit.isFailure(exit))
+    }))
+})

@@ -1,0 +1,57 @@
+/**
+ * Discovery of the `claude_code` kind at daemon start: it can only make the kind unavailable, always with the
+ * complete capability record and a reason; the pinned binary with a key is available at its version.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, Redacted } from "effect"
+import { claudeCodeCapabilities, makeClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
+import { settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
+import { validateDeclaration } from "../../src/runtime/harness/HarnessRegistry.js"
+
+const base = settingsFromEnv({ PATH: process.env.PATH, ANTHROPIC_API_KEY: "sk-ant-discovery" }, {
+  profileDir: "/nonexistent-profile",
+  binaryPath: Option.none()
+})
+
+describe("ClaudeCode discovery", () => {
+  it.live("the pinned binary with a key is available at its version with the full declaration", () =>
+    Effect.gen(function* () {
+      const harness = yield* makeClaudeCodeHarness(base)
+      assert.deepStrictEqual(harness.declaration, {
+        kind: "claude_code",
+        available: true,
+        version: "2.1.332",
+        capabilities: claudeCodeCapabilities
+      })
+      assert.strictEqual(validateDeclaration(harness.declaration)._tag, "Success")
+    }), 60_000)
+
+  it.live("without a key, a missing binary or no settings it is unavailable with a reason and the same record", () =>
+    Effect.gen(function* () {
+      const noKey = yield* makeClaudeCodeHarness({ ...base, apiKey: Option.none() })
+      const missing = yield* makeClaudeCodeHarness({ ...base, binaryPath: Option.some("/nonexistent/claude") })
+      const unconfigured = yield* makeClaudeCodeHarness(undefined)
+      for (const harness of [noKey, missing, unconfigured]) {
+        assert.isFalse(harness.declaration.available)
+        assert.deepStrictEqual(harness.declaration.capabilities, claudeCodeCapabilities)
+        assert.isString(harness.declaration.unavailableReason)
+        assert.notInclude(harness.declaration.unavailableReason!, "sk-ant")
+      }
+      assert.strictEqual(noKey.declaration.version, "2.1.332")
+      assert.include(noKey.declaration.unavailableReason!, "ANTHROPIC_API_KEY")
+      assert.include(missing.declaration.unavailableReason!, "--claude-code-path")
+      const exit = yield* Effect.exit(Effect.scoped(noKey.prepare({
+        executorId: "e" as never,
+        sessionId: undefined,
+        configuration: { agent_kind: "claude_code", conversation_id: "", run_id: "" },
+        declaration: noKey.declaration
+      })))
+      assert.strictEqual(exit._tag, "Failure")
+    }), 60_000)
+
+  it("holds the keys Redacted", () => {
+    assert.isTrue(Option.isSome(base.apiKey))
+    assert.notInclude(String(base.apiKey), "sk-ant-discovery")
+    assert.strictEqual(Redacted.value(Option.getOrThrow(base.apiKey)), "sk-ant-discovery")
+  })
+})
