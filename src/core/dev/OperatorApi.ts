@@ -101,10 +101,7 @@ const param = (name: string) =>
 
 const isDeviceId = Schema.is(Ids.DeviceId)
 
-/**
- * The `:device_id` path parameter, valid per the protocol (non-blank, at most 128 bytes) or a 400 that never
- * echoes it. Every device route reads its id through this one helper.
- */
+/** The `:device_id` path parameter of every device route: valid per the protocol, or a 400 that never echoes it. */
 export const deviceIdParam: Effect.Effect<Ids.DeviceId, OperatorRequestInvalid, HttpRouter.RouteContext> = Effect.flatMap(
   param("device_id"),
   (id) =>
