@@ -74,6 +74,18 @@ export const TurnOutcome = Schema.Struct({
 })
 export type TurnOutcome = typeof TurnOutcome.Type
 
+/**
+ * The outcome as session diagnostics show it (protocol "engine failure"): the engine category
+ * (`engine_error_code`, `engine_http_status`) is kept in the stored outcome but exposed only for a failed Turn
+ * whose Core error is `engine_failed`; for every other outcome it is subordinate evidence and left out.
+ */
+export const diagnosticOutcome = (outcome: TurnOutcome): TurnOutcome => {
+  if (outcome.status === "failed" && outcome.error_code === "engine_failed") return outcome
+  if (outcome.engine_error_code === undefined && outcome.engine_http_status === undefined) return outcome
+  const { engine_error_code: _code, engine_http_status: _status, ...rest } = outcome
+  return rest
+}
+
 /** Why a Turn stays unclaimed (nothing was executed; the Worker may retry it). */
 export type UnclaimedReason = "preparation_capacity" | "capabilities_unknown" | "harness_unavailable"
 
