@@ -22,7 +22,7 @@ const record = (outcome: Outcome.TurnOutcome): TurnRecord => ({
   content: undefined,
   nativeSessionId: undefined,
   outcome,
-  input: { text: "hi" } as TurnRecord["input"],
+  input: [{ content: [{ type: "input_text", text: "hi" }] }],
   inputCursor: 0,
   createdAtMs: 1,
   dispatchedAtMs: 2,

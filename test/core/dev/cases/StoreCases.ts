@@ -42,6 +42,18 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
         yield* Effect.flip(credentials.authenticate("dev-a", Redacted.make("awdc_wrong"))),
         new CredentialRejected({ code: "bad_credential" })
       )
+      // Without a device id (bootstrap, before the body): the credential names its own device.
+      assert.deepStrictEqual(yield* credentials.identify(credential), ok)
+      assert.strictEqual((yield* credentials.identify(other)).deviceId, "dev-b")
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.identify(Redacted.make("awdc_wrong"))),
+        new CredentialRejected({ code: "bad_credential" })
+      )
+      yield* credentials.revoke("dev-a")
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.identify(credential)),
+        new CredentialRejected({ code: "bad_credential" })
+      )
     }).pipe(Effect.provide(store)))
 
   it.effect("refuses a revoked credential and a replaced one", () =>
