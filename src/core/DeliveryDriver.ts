@@ -49,6 +49,8 @@ export interface Driver {
   readonly boundary: (type: Outcome.DispatchType) => Effect.Effect<boolean>
   /** True when more facts wait for the consumer than `factBuffer` allows. */
   readonly backlogFull: () => boolean
+  /** Waits for room below `factBuffer`; false when the consumer made no progress for the stall budget. */
+  readonly awaitRoom: Effect.Effect<boolean>
   readonly state: () => Outcome.TurnState
   readonly settled: Deferred.Deferred<Outcome.TurnResolution>
   readonly turnEnded: Deferred.Deferred<void>
@@ -117,13 +119,22 @@ const consumeRun = (d: Driver, runQueue: Subscription<RunEvent>) =>
       const exit = next.exit
       if (Exit.isSuccess(exit)) {
         if (d.backlogFull()) {
-          // The consumer of the facts fell behind its bound: stop observing rather than buffer without end.
-          overflowed = true
-          yield* Effect.logWarning("turn facts consumer fell behind; observation ended").pipe(
-            Effect.annotateLogs({ reason: "subscriber_overflow" })
-          )
-          yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
-          break
+          // Backpressure: wait until the facts' consumer makes room (meanwhile the Run's subscriber fills and
+          // the connection stops reading). Only a consumer that makes no progress for the stall budget is gone.
+          const room = yield* Effect.raceFirst(d.awaitRoom, Effect.as(Deferred.await(d.settled), true))
+          if (!room) {
+            overflowed = true
+            yield* Effect.logWarning("turn facts consumer made no progress within the stall budget; observation ended").pipe(
+              Effect.annotateLogs({ reason: "subscriber_overflow" })
+            )
+            yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
+            break
+          }
+          if (Deferred.isDoneUnsafe(d.settled)) {
+            // Settled while waiting (a cancellation receipt, the journal given up): the event is evidence only.
+            if (!d.backlogFull()) yield* d.record({ _tag: "RunEvent", event: exit.value })
+            break
+          }
         }
         yield* d.record({ _tag: "RunEvent", event: exit.value })
         if (exit.value.type === "done") break

@@ -4,7 +4,7 @@
  * `endObservation`). The driver (`DeliveryDriver.ts`) runs in the Turn's scope; the operations' waiters live
  * there too, so interrupting a caller only stops it observing.
  */
-import { Deferred, type Duration, Effect, Exit, Fiber, Option, Result, type Scope, type Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Result, type Scope, type Stream } from "effect"
 import type { Ids, MessageInput } from "../proto/index.js"
 import * as Cancellation from "./Cancellation.js"
 import type { Admitted } from "./CapabilityPolicy.js"
@@ -32,13 +32,21 @@ export interface DeliveryOptions {
   readonly durableDispatch?: boolean
   /**
    * How many facts may wait for the consumer (not yet confirmed with `durableDispatch`, otherwise not yet
-   * taken) before the Turn stops taking Run events: observation ends with `subscriber_overflow`. Default 4096.
+   * taken) before the Turn stops taking Run events and waits for room (backpressure down to the device's
+   * socket). Default 4096.
    */
   readonly factBuffer?: number
+  /**
+   * How long the Turn waits for room while its consumer confirms (or takes) nothing before it counts as gone:
+   * observation ends with `subscriber_overflow`. Default 60 s.
+   */
+  readonly factStallBudget?: Duration.Input
 }
 
 /** Default bound of the facts waiting for their consumer. */
 export const DefaultFactBuffer = 4096
+/** Default time a consumer of the facts may make no progress while the bound is reached. */
+export const DefaultFactStallBudget: Duration.Duration = Duration.seconds(60)
 /** What `cancel` did. */
 export type CancelResult =
   | { readonly _tag: "Abandoned" } // before start: no Run input was submitted; execution_release sent when a handle was known
@@ -124,6 +132,7 @@ export const makeTurn = (
       record,
       boundary: journal.boundary,
       backlogFull: journal.backlogFull,
+      awaitRoom: journal.awaitRoom(Duration.fromInputUnsafe(options.factStallBudget ?? DefaultFactStallBudget)),
       state,
       settled,
       turnEnded: yield* Deferred.make<void>(),

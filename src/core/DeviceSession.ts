@@ -11,7 +11,9 @@
  * This file declares the contract; the implementation (`make`) follows it below the types. Routing of inbound
  * frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
  * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
- * the declaration snapshot. The read loop never waits for a subscriber and does no work beyond decode + route.
+ * the declaration snapshot. The read loop does no work beyond decode + route; it waits only for room in a full
+ * Run subscriber (backpressure: nothing more is read from the socket meanwhile, and the liveness deadline
+ * does not run), at most `subscriberStallTimeout` without progress (Subscriptions.ts).
  */
 import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, type Scope, type Stream } from "effect"
 import { logVerdict, makeInvalidFrameBudget } from "./transport/internal/invalidFrames.js"
@@ -144,6 +146,9 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     let declaration: Option.Option<Declaration> = Option.none()
     // Liveness counts from the moment the connection was accepted, not from when reading starts.
     let lastInbound = clock.currentTimeMillisUnsafe()
+    // True while the read loop waits for room in a full Run subscriber: nothing is read then, so the
+    // liveness deadline does not run (it restarts once reading resumes).
+    let holding = false
     let ended: { readonly lost: ObservationLost; readonly code: number } | undefined
 
     /** Ends observation of everything on this connection, synchronously and once. */
@@ -202,7 +207,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     // ------------------------------------------------------------------------------------------ routing
 
     const handlers: Handlers = {
-      ...routeHandlers({ runs, preparations, replies }),
+      ...routeHandlers({ runs, preparations, replies, subscriberStallTimeout: config.subscriberStallTimeout }),
       heartbeat: (message) => {
         const payload = message.payload
         const next: Declaration = {
@@ -294,7 +299,12 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           lastInbound = clock.currentTimeMillisUnsafe()
           for (let i = 0; i < frames.length && ended === undefined; i++) {
             const effect = handleFrame(frames[i]!)
-            if (effect !== undefined) yield* effect
+            if (effect !== undefined) {
+              holding = true
+              yield* effect
+              holding = false
+              lastInbound = clock.currentTimeMillisUnsafe()
+            }
             // One socket read can hold hundreds of small frames: let subscribers drain their bounded buffers
             // between slices instead of routing the whole burst first. The loop still never waits on a subscriber.
             if ((i + 1) % routeSlice === 0) yield* Effect.yieldNow
@@ -304,7 +314,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
 
       const livenessMs = Duration.toMillis(config.livenessTimeout)
       /** Milliseconds until the liveness deadline the last inbound frame set. */
-      const remaining = () => lastInbound + livenessMs - clock.currentTimeMillisUnsafe()
+      const remaining = () => (holding ? livenessMs : lastInbound + livenessMs - clock.currentTimeMillisUnsafe())
       // Sleeps to the deadline, again while inbound frames keep moving it; then closes (once).
       const liveness = Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, remaining())))).pipe(
         Effect.repeat({ until: () => ended !== undefined || remaining() <= 0 }),
