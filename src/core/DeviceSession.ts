@@ -3,10 +3,23 @@
  * "Failures, retries and cleanup"). The gateway builds one per physical connection; a newer connection for
  * the same device replaces it, and the old session's observers end with `ObservationLost("replaced")`.
  *
- * Malformed-frame rule for this direction (Runtime → Core): an invalid heartbeat clears the admission snapshot
- * and closes the transport; a frame that fails decoding but names a Run or reply we observe fails that
- * observer with `ObservationLost("invalid_frame")` (its stream is incomplete); any other invalid frame is
- * dropped with a log line carrying code, type, id and size, never the payload.
+ * Malformed-frame policy for this direction (Runtime → Core), per message family (docs/wire-decisions.md G14).
+ * Every invalid frame counts against the connection's invalid-frame budget (G13: the first 8 per 60 s logged
+ * one line each with code, type, id and size — never the payload —, the rest summarized; the 65th closes
+ * with 1008 `invalid_frame`). On top of that:
+ *
+ * | family                                                          | a malformed frame …                                  |
+ * |-----------------------------------------------------------------|------------------------------------------------------|
+ * | heartbeat                                                       | clears the declaration, closes 1008 (`invalid_heartbeat`) |
+ * | delta, thinking, output_message, tool_call, error, done,        | fails its Run's observer with `invalid_run_frame`:   |
+ * | permission_request, prompt_for_user_choice, function_call       | the Turn ends `event_stream_incomplete` (the frame   |
+ * |                                                                 | proves delivery, whatever the preparation stream saw) |
+ * | usage, subagent_*, permission_cancel                            | is dropped (a later frame supersedes it, metadata,   |
+ * |                                                                 | or enforced natively); the Turn goes on              |
+ * | preparation_status                                              | fails its request's subscription (`invalid_frame`)   |
+ * | correlated replies (*_result, environment_*, prompt_steer_ack,  | fails the waiter it names (`invalid_frame`): that    |
+ * | interaction_decision_ack when matched)                          | operation's outcome is unknown                       |
+ * | anything without a usable type and id                           | is dropped                                           |
  *
  * This file declares the contract; the implementation (`make`) follows it below the types. Routing of inbound
  * frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
@@ -23,8 +36,9 @@ import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOv
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
 import type { GatewayConfigShape } from "./GatewayConfig.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
-import { type ReplyFamilies, type ReplyFamily, type ReplyKeyedById, replyTypesKeyedById } from "./ReplyFamilies.js"
-import { isRunEventType, type RunEvent } from "./RunEvent.js"
+import type { ReplyFamilies, ReplyFamily } from "./ReplyFamilies.js"
+import { failNamedObserver } from "./internal/malformedFrames.js"
+import type { RunEvent } from "./RunEvent.js"
 import { makePreparationRoutes, makeRunRoutes } from "./Subscriptions.js"
 import { closeCodeFor, type DeviceTransport, TransportEnded } from "./transport/DeviceTransport.js"
 
@@ -119,7 +133,6 @@ export interface SessionRunner {
   readonly run: Effect.Effect<ObservationLost>
 }
 
-const invalidFrame = new ObservationLost({ reason: "invalid_frame" })
 
 /**
  * Builds the session of one authenticated connection. Nothing is read until `run` starts; `send` and the
@@ -245,17 +258,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           Effect.annotateLogs(annotations)
         )
       }
-      let observerFailed = false
-      if (error.type !== undefined && error.id !== undefined) {
-        const { id, type } = error
-        if (isRunEventType(type)) observerFailed = runs.failFrame(type, id, invalidFrame)
-        else if (type === "preparation_status") observerFailed = preparations.fail(id, invalidFrame)
-        else if (replyTypesKeyedById.has(type)) observerFailed = replies.failKey(type as ReplyKeyedById, id, invalidFrame)
-        else if (type === "prompt_steer_ack") {
-          const prefix = `${id}\u0000`
-          observerFailed = replies.failWhere("prompt_steer_ack", (key) => key.startsWith(prefix), invalidFrame) > 0
-        }
-      }
+      const observerFailed = failNamedObserver({ runs, preparations, replies }, error)
       // Bounded logging, and a close past the threshold (transport/internal/invalidFrames.ts).
       const verdict = invalidFrameBudget.admit(error.code, clock.currentTimeMillisUnsafe())
       const logged = logVerdict(

@@ -212,7 +212,9 @@ export const step = (s: TurnState, fact: TurnFact): TurnState => {
     case "RunEvent":
       return onRunEvent(s, fact.event)
     case "RunObservationEnded":
-      return observationEnded(s, fact.reason)
+      // A malformed frame naming the Run was still sent by the Runtime for this Run: it proves delivery, as
+      // `started` does, whichever subscription's fact was recorded first.
+      return observationEnded(fact.reason === "invalid_run_frame" ? { ...s, runEvidence: true } : s, fact.reason)
     case "CancelReceipt":
       return onCancelReceipt(s, fact.delivery_id, fact.ack)
     case "CancelUnconfirmed": {

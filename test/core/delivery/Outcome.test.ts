@@ -128,6 +128,17 @@ describe("Outcome.project", () => {
       assert.strictEqual(settled([...started.slice(0, 5), lost("liveness_timeout")]).error_code, "event_stream_incomplete")
     })
 
+    it("treats a malformed frame naming the Run as proof of delivery, whichever subscription was recorded first", () => {
+      const expected: Outcome.TurnOutcome = { status: "failed", error_code: "event_stream_incomplete", observation: "invalid_run_frame" }
+      // `started` recorded before the Run observer's failure, and after it (the race between the two streams).
+      assert.deepStrictEqual(settled([...started, lost("invalid_run_frame")]), expected)
+      assert.deepStrictEqual(settled([...started.slice(0, 4), lost("invalid_run_frame"), ...started.slice(4)]), expected)
+      // Without any status after the start: still not delivery_unknown.
+      assert.deepStrictEqual(settled([...started.slice(0, 4), lost("invalid_run_frame")]), expected)
+      // A connection closed for invalid frames proves nothing about this Run.
+      assert.strictEqual(settled([...started.slice(0, 4), lost("invalid_frame")]).error_code, "delivery_unknown")
+    })
+
     it("records event_stream_incomplete with the overflow as the observation reason", () => {
       assert.deepStrictEqual(settled([...started, delta("x", 1), lost("subscriber_overflow")]), {
         status: "failed",

@@ -216,7 +216,7 @@ describe("DeviceSession Run subscriptions", () => {
       assert.deepStrictEqual((yield* collect(run)).items, [frames.done("run-9", "second")])
     }).pipe(Effect.provide(gatewayLayer())))
 
-  it.effect("fails only the named Run with invalid_frame when its frame fails decoding", () =>
+  it.effect("fails only the named Run with invalid_run_frame when its delta fails decoding", () =>
     Effect.gen(function*() {
       const connection = yield* connectMemory(device("dev-1"))
       const broken = yield* connection.session.subscribeDurable(runId("run-1"))
@@ -226,9 +226,28 @@ describe("DeviceSession Run subscriptions", () => {
       yield* connection.runtime.send(frames.done("run-2"))
       const events = yield* collect(broken)
       assert.deepStrictEqual(events.items, [frames.delta("run-1", "ok", 1)])
-      assert.deepStrictEqual(events.exit, Exit.fail(lost("invalid_frame")))
+      assert.deepStrictEqual(events.exit, Exit.fail(lost("invalid_run_frame")))
       assert.deepStrictEqual((yield* collect(healthy)).items, [frames.done("run-2")])
       assert.isUndefined(connection.accepted.pollUnsafe())
+    }).pipe(Effect.provide(gatewayLayer())))
+
+  it.effect("applies the per-family policy: a malformed request ends its Run, a malformed usage or subagent frame is dropped", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      const ended = yield* connection.session.subscribeDurable(runId("run-1"))
+      const going = yield* connection.session.subscribeDurable(runId("run-2"))
+      // A permission_request without its request id ends run-1; run-2's malformed usage and subagent frame
+      // (and a malformed permission_cancel) are dropped and its stream goes on to done.
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "permission_request", id: "run-1", payload: { tool: "shell" } }))
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "usage", id: "run-2", payload: { input_tokens: "many" } }))
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "subagent_lifecycle", id: "run-2", payload: 7 }))
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "permission_cancel", id: 5 }))
+      yield* connection.runtime.send(frames.delta("run-2", "still here", 1))
+      yield* connection.runtime.send(frames.done("run-2"))
+      assert.deepStrictEqual((yield* collect(ended)).exit, Exit.fail(lost("invalid_run_frame")))
+      const rest = yield* collect(going)
+      assert.deepStrictEqual(rest.items, [frames.delta("run-2", "still here", 1), frames.done("run-2")])
+      assert.deepStrictEqual(rest.exit, Exit.void)
     }).pipe(Effect.provide(gatewayLayer())))
 
   it.effect("drops other invalid frames with a payload-free log line and keeps the connection", () => {
