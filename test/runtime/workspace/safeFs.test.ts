@@ -66,7 +66,6 @@ describe("safeFs path grammar", () => {
   })
 })
 
-type Node = { readonly kind: "file"; readonly content: string } | { readonly kind: "dir" } | { readonly kind: "other" }
 
 /**
  * Builds a generated tree in `root`: directories, files (content = their path), symlinks pointing inside, at
