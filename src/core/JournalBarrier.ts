@@ -86,12 +86,12 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
     }
 
     return {
-      facts: Stream.fromQueue(queue).pipe(Stream.tap(() =>
-        Effect.sync(() => {
-          taken++
-          if (!options.durable) signalProgress()
-        })
-      )),
+      // Counted per array the consumer pulls (keeps the queue's chunks: the dev Core groups its writes by them).
+      facts: Stream.fromQueue(queue).pipe(Stream.mapArray((facts) => {
+        taken += facts.length
+        if (!options.durable) signalProgress()
+        return facts
+      })),
       append,
       record: (fact) => Effect.sync(() => void append(fact)),
       boundary: (type) =>

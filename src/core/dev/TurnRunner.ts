@@ -139,6 +139,26 @@ const make = (options: TurnsOptions) =>
         }
       })
 
+    /** The facts available at once, in order: runs of plain Run events grouped, every other fact alone. */
+    const onFacts = (a: Active, writer: JournalWriter, facts: ReadonlyArray<Outcome.TurnFact>, journaled: Effect.Effect<void>) =>
+      Effect.gen(function* () {
+        let i = 0
+        while (i < facts.length) {
+          let j = i
+          while (j < facts.length && isPlainRunEvent(facts[j]!)) j++
+          if (j > i) {
+            const group = facts.slice(i, j)
+            yield* durable(a, "journal", writer.recordAll(group))
+            for (let k = 0; k < group.length; k++) yield* journaled
+            i = j
+          } else {
+            yield* onFact(a, writer, facts[i]!)
+            yield* journaled
+            i++
+          }
+        }
+      })
+
     const inputStatus = (
       a: Active,
       writer: JournalWriter,
@@ -269,7 +289,8 @@ const make = (options: TurnsOptions) =>
             )
             // One fact at a time: stored (and its records updated), then confirmed to the delivery layer,
             // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
-            yield* Stream.runForEach(delivery.facts, (fact) => Effect.andThen(onFact(a, writer, fact), delivery.journaled))
+            // Group commit: consecutive Run events that update no other record are stored in one statement.
+            yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled))
             return yield* delivery.resolution
           }))
           a.current = undefined
@@ -365,3 +386,7 @@ const make = (options: TurnsOptions) =>
 
 export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))
 
+/** A Run event that updates no record but the journal (interaction requests and withdrawals do). */
+const isPlainRunEvent = (fact: Outcome.TurnFact): boolean =>
+  fact._tag === "RunEvent" && !interactionTypes.has(fact.event.type)
+const interactionTypes: ReadonlySet<string> = new Set(["permission_request", "prompt_for_user_choice", "function_call", "permission_cancel"])

@@ -50,6 +50,12 @@ const flakyTurnStore = Layer.effect(
           yield* Ref.update(outage.appends, (n) => n + 1)
           if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
           return yield* real.appendEvent(turnId, event)
+        }),
+      appendEvents: (turnId, events) =>
+        Effect.gen(function* () {
+          yield* Ref.update(outage.appends, (n) => n + 1)
+          if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
+          return yield* real.appendEvents(turnId, events)
         })
     })
   })
@@ -85,7 +91,11 @@ const poisonedTurnStore = Layer.effect(
       appendEvent: (turnId, event) =>
         event.type === "tool_call" && event.bodyJson.includes("poison")
           ? Effect.die(new RangeError("Maximum call stack size exceeded"))
-          : real.appendEvent(turnId, event)
+          : real.appendEvent(turnId, event),
+      appendEvents: (turnId, events) =>
+        events.some((event) => event.type === "tool_call" && event.bodyJson.includes("poison"))
+          ? Effect.die(new RangeError("Maximum call stack size exceeded"))
+          : real.appendEvents(turnId, events)
     })
   })
 ).pipe(Layer.provide(store))
