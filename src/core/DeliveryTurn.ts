@@ -41,6 +41,18 @@ export interface DeliveryOptions {
    * observation ends with `subscriber_overflow`. Default 60 s.
    */
   readonly factStallBudget?: Duration.Input
+  /**
+   * How long a prepared Turn waits for `ready` after `execution_prepare` was sent. Past it the Turn is
+   * abandoned (`execution_release` once a handle is known) and fails `preparation_interrupted` with the
+   * observation `preparation_timeout` (`delivery_unknown` when no status arrived at all). Default 10 min.
+   */
+  readonly preparationTimeout?: Duration.Input
+  /**
+   * After `failed` with `cleanup_unconfirmed` / `executor_cleanup_unconfirmed`, how long the Turn waits for
+   * the confirmed release (`released` / `expired`: `preparation_failed`, `detail: cleanup_confirmed`) before it
+   * fails `cleanup_unconfirmed` (observation `preparation_timeout`). Default 60 s.
+   */
+  readonly cleanupConfirmTimeout?: Duration.Input
 }
 
 /** Default bound of the facts waiting for their consumer. */
@@ -138,6 +150,8 @@ export const makeTurn = (
       turnEnded: yield* Deferred.make<void>(),
       runDispatched: yield* Deferred.make<boolean>(),
       abandon: yield* Deferred.make<void>(),
+      preparationTimeout: Duration.fromInputUnsafe(options.preparationTimeout ?? Duration.minutes(10)),
+      cleanupConfirmTimeout: Duration.fromInputUnsafe(options.cleanupConfirmTimeout ?? Duration.seconds(60)),
       phase: initialPhase
     }
 

@@ -152,6 +152,11 @@ export interface PreparationRoutes {
   readonly size: () => number
 }
 
+/** `failed` with `cleanup_unconfirmed` / `executor_cleanup_unconfirmed`: the Runtime still owns the resource. */
+const cleanupPending = (status: PreparationStatus): boolean =>
+  status.state === "failed" &&
+  (status.error_code === "cleanup_unconfirmed" || status.error_code === "executor_cleanup_unconfirmed")
+
 export const makePreparationRoutes = (options: {
   readonly buffer: number
   readonly maxSubscriptions: number
@@ -174,7 +179,8 @@ export const makePreparationRoutes = (options: {
       entry.state = step.cursor
       const result = requests.deliver(requestId, status)
       if (result === "overflow" || result === "no_subscriber") return result
-      if (Preparation.isTerminalState(status.state)) requests.end(requestId)
+      // A `failed` whose cleanup is unconfirmed is followed by the confirmed release: keep routing.
+      if (Preparation.isTerminalState(status.state) && !cleanupPending(status)) requests.end(requestId)
       return "delivered"
     },
     fail: requests.fail,

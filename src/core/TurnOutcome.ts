@@ -22,6 +22,7 @@ import {
   ObservationEnd,
   type PreparationFailed,
   type PreparationRejected,
+  type PreparationCleanupUnconfirmed,
   type PreparationUnknown
 } from "./TurnErrors.js"
 
@@ -37,6 +38,7 @@ export const CoreErrorCode = Schema.Literals([
   "preparation_failed", // the admission failed or was released without Core asking (definite)
   "preparation_expired", // the admission expired before start (definite)
   "preparation_interrupted", // observation ended during preparation, before start was sent
+  "cleanup_unconfirmed", // the admission failed and its cleanup was not confirmed while Core observed
   "engine_failed", // the Run reported an execution error, then done
   "input_outcome_unknown", // an active input's outcome is unknown at the end of the Turn
   "cancel_unconfirmed", // cancellation sent and not proven
@@ -99,6 +101,7 @@ export type TurnError =
   | PreparationRejected
   | PreparationFailed
   | PreparationUnknown
+  | PreparationCleanupUnconfirmed
   | DeliveryRefused
   | DeliveryUnknown
   | ExecutionUnknown

@@ -176,6 +176,23 @@ describe("Outcome.project", () => {
       assert.isUndefined(o.engine_error_code)
     })
 
+    it("says cleanup is unconfirmed for a failed admission without its confirmed release (a restart too)", () => {
+      const failed = status(2, "failed", { error_code: "executor_cleanup_unconfirmed" })
+      assert.deepStrictEqual(Outcome.project(run, [sent("execution_prepare"), status(1, "preparing"), failed]), { _tag: "Pending" })
+      assert.deepStrictEqual(
+        settled([sent("execution_prepare"), status(1, "preparing"), failed, { _tag: "PreparationObservationEnded", reason: "core_restarted" }]),
+        { status: "failed", error_code: "cleanup_unconfirmed", preparation_error_code: "executor_cleanup_unconfirmed", observation: "core_restarted" }
+      )
+      assert.deepStrictEqual(settled([sent("execution_prepare"), status(1, "preparing"), failed, status(3, "expired")]), {
+        status: "failed",
+        error_code: "preparation_failed",
+        preparation_error_code: "executor_cleanup_unconfirmed",
+        detail: "cleanup_confirmed"
+      })
+      // Any other failed status is a plain, definite failure at once.
+      assert.strictEqual(settled([sent("execution_prepare"), status(1, "preparing"), status(2, "failed", { error_code: "preparation_failed" })]).error_code, "preparation_failed")
+    })
+
     it("records preparation_interrupted when observation ends after a status and before start", () => {
       assert.deepStrictEqual(
         settled([sent("execution_prepare"), status(1, "preparing"), { _tag: "PreparationObservationEnded", reason: "disconnected" }]),
