@@ -30,6 +30,7 @@ import preparationCapacity from "./preparation-capacity.js"
 import preparationFailureCleansUp from "./preparation-failure-cleans-up.js"
 import preparationReadyStartDone from "./preparation-ready-start-done.js"
 import promptRequestEveryEvent from "./prompt-request-every-event.js"
+import receiptsAfterDone from "./receipts-after-done.js"
 import reconnectionWithoutReplay from "./reconnection-without-replay.js"
 import releaseBeforeStart from "./release-before-start.js"
 import shutdown from "./shutdown.js"
@@ -62,6 +63,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   activeInputWriteTimeout,
   activeInputUnknown,
   duplicateAndStaleReceipts,
+  receiptsAfterDone,
   interactionDecisionsValid,
   interactionDecisionsInvalid,
   decisionWaiterTimeout,

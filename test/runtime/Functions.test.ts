@@ -42,6 +42,12 @@ describe("Functions", () => {
       same(yield* take(core, "interaction_decision_ack"), ack("function:1"))
       const frames = yield* until(core, "done")
       same(frames.flatMap((f) => (f.type === "delta" ? [f.payload.delta] : [])), ["result call_1 ok: open"])
+      // After done, a repeat of the applied result is answered from the applied-result records; a call the Run
+      // never answered is not_pending (docs/wire-decisions.md R14).
+      yield* core.toRuntime(result("run-1", "function:1#2", "call_1", [textPart("open")]))
+      same(yield* take(core, "interaction_decision_ack"), ack("function:1#2"))
+      yield* core.toRuntime(result("run-1", "function:2", "call_2", [textPart("open")]))
+      same(yield* take(core, "interaction_decision_ack"), ack("function:2", "not_pending"))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("replays an identical result under a new delivery id and refuses a changed one", () =>
