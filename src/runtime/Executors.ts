@@ -55,6 +55,8 @@ export interface ExecutorEntry {
   closing: boolean
   /** Completes when the close was confirmed (and the entry removed). */
   readonly closed: Deferred.Deferred<void>
+  /** Completes at the first close attempt that failed or timed out (cleanup unconfirmed; still owned). */
+  readonly cleanupFailed: Deferred.Deferred<void>
 }
 
 export interface ReserveSpec {
@@ -105,6 +107,12 @@ export interface ExecutorsShape {
   readonly close: (entry: ExecutorEntry) => Effect.Effect<void>
   /** Starts closing an Executor without waiting for confirmation. */
   readonly closeInBackground: (entry: ExecutorEntry) => Effect.Effect<void>
+  /**
+   * Starts closing an Executor and waits for the first verdict: `confirmed` once the close was confirmed, or
+   * `unconfirmed` as soon as one close attempt failed or timed out first. Either way the close goes on (retried
+   * until confirmed, capacity held); `close` waits for the confirmation.
+   */
+  readonly closeObserved: (entry: ExecutorEntry) => Effect.Effect<"confirmed" | "unconfirmed">
   /** Closes every Executor and waits until each close is confirmed. */
   readonly closeAll: Effect.Effect<void>
   /** Active entries (capacity in use), for the heartbeat and the status view. */
@@ -154,10 +162,17 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     return { active, idle }
   }
 
-  /** The confirmed close of one native owner, registered in its Executor's scope. */
-  const confirmedClose = (id: ExecutorId, close: Executor["close"]) =>
-    closeUntilConfirmed(id, close, (e) => e.reason).pipe(
-      Effect.provideService(Ownership, ownership),
+  /**
+   * The confirmed close of one native owner, registered in its Executor's scope. Its first failed attempt
+   * completes the entry's `cleanupFailed`, so an admission can report unconfirmed cleanup while it retries.
+   */
+  const confirmedClose = (entry: ExecutorEntry, close: Executor["close"]) =>
+    closeUntilConfirmed(entry.id, close, (e) => e.reason).pipe(
+      Effect.provideService(Ownership, Ownership.of({
+        ...ownership,
+        attemptFailed: (resource, cause) =>
+          Effect.andThen(ownership.attemptFailed(resource, cause), Deferred.succeed(entry.cleanupFailed, undefined))
+      })),
       Effect.provideService(RuntimePolicy, policy)
     )
 
@@ -177,14 +192,14 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
         Scope.provide(entry.scope),
         Effect.tap((native) =>
           Effect.andThen(
-            Scope.addFinalizer(entry.scope, confirmedClose(entry.id, native.close)),
+            Scope.addFinalizer(entry.scope, confirmedClose(entry, native.close)),
             Effect.sync(() => {
               entry.native = native
             })
           )
         ),
         Effect.tapError((failed) =>
-          failed.residue === undefined ? Effect.void : Scope.addFinalizer(entry.scope, confirmedClose(entry.id, failed.residue.close))
+          failed.residue === undefined ? Effect.void : Scope.addFinalizer(entry.scope, confirmedClose(entry, failed.residue.close))
         )
       )
     )
@@ -241,7 +256,8 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
           native: undefined,
           state: "preparing",
           closing: false,
-          closed: Deferred.makeUnsafe<void>()
+          closed: Deferred.makeUnsafe<void>(),
+          cleanupFailed: Deferred.makeUnsafe<void>()
         }
         entries.set(id, entry)
         yield* ownership.acquire(id, "executor")
@@ -274,6 +290,14 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     toIdle,
     close,
     closeInBackground: startClose,
+    closeObserved: (entry) =>
+      Effect.andThen(
+        startClose(entry),
+        Effect.raceFirst(
+          Effect.as(Deferred.await(entry.closed), "confirmed" as const),
+          Effect.as(Deferred.await(entry.cleanupFailed), "unconfirmed" as const)
+        )
+      ),
     closeAll: Effect.gen(function* () {
       const all = [...entries.values()]
       yield* Effect.forEach(all, startClose, { discard: true })
