@@ -17,7 +17,7 @@ import type { RunId } from "../../../proto/Ids.js"
 import { unsafeMake } from "../../../proto/Ids.js"
 import type { MessageInput } from "../../../proto/MessageInput.js"
 import { CloseFailed, type Executor, PrepareFailed, type PrepareRequest, StartFailed, type TurnSink } from "../Harness.js"
-import { spawnProcess } from "./CodexProcess.js"
+import { type NativeProcess, spawn } from "../process/NativeProcess.js"
 import * as P from "./CodexProtocol.js"
 import { bounded, makeRpcClient, type RpcClient } from "./CodexRpc.js"
 import { toUserInput } from "./CodexItems.js"
@@ -25,8 +25,10 @@ import { type CodexTurn, makeCodexTurn } from "./CodexTurn.js"
 
 /** Budget for `initialize`, `thread/start`, `thread/resume` and `turn/start` responses. */
 export const RequestBudget = Duration.seconds(30)
-/** Grace for a voluntary exit after stdin closes, before TERM. */
+/** Grace for a voluntary exit after stdin closes, before TERM (the app-server exits on stdin EOF). */
 export const ExitGrace = Duration.seconds(2)
+/** Grace between TERM and KILL. */
+export const TermGrace = Duration.seconds(3)
 
 /** How the daemon launches Codex (see CodexHarness.ts for resolution and discovery). */
 export interface CodexLaunch {
@@ -39,6 +41,8 @@ export interface CodexLaunch {
   readonly env: Readonly<Record<string, string>>
   /** `<profile>/codex`: CODEX_HOME and scratch directories live below it. */
   readonly root: string
+  /** Observer of every spawned app-server pid (leak tests); never affects behaviour. */
+  readonly observeSpawn?: ((pid: number) => void) | undefined
 }
 
 /** The app-server arguments for a launch. */
@@ -91,12 +95,14 @@ export const prepareExecutor = (
       "features.default_mode_request_user_input=true",
       "suppress_unstable_features_warning=true"
     ]
-    const proc = yield* spawnProcess({
+    const proc = yield* spawn({
       command: launch.command,
       args: appServerArgs(launch, extra),
       cwd: scratch,
-      env: { ...launch.env, CODEX_HOME: home.path }
-    }).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
+      env: { ...launch.env, CODEX_HOME: home.path },
+      grace: TermGrace
+    }).pipe(Effect.mapError(() => prepareFailed(`could not start ${Path.basename(launch.command)}`)))
+    launch.observeSpawn?.(proc.pid)
     const rpc = yield* makeRpcClient(proc)
     const mapRpc = (what: string) => (e: { readonly _tag: string }) => prepareFailed(`${what} failed (${e._tag})`)
     yield* rpc.call(
@@ -135,7 +141,7 @@ export const prepareExecutor = (
 
 interface ExecutorParts {
   readonly rpc: RpcClient
-  readonly proc: Effect.Success<ReturnType<typeof spawnProcess>>
+  readonly proc: NativeProcess
   readonly threadId: string
   readonly scratch: string
   readonly fresh: boolean
@@ -190,7 +196,7 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never,
 
     const startTurn = (runId: RunId, input: MessageInput, sink: TurnSink) =>
       Effect.gen(function* () {
-        if (closed || (yield* Deferred.isDone(proc.exited))) return yield* new StartFailed({ reason: "executor closed" })
+        if (closed || Option.isSome(yield* proc.exit)) return yield* new StartFailed({ reason: "executor closed" })
         if (active !== undefined && !(yield* Deferred.isDone(active.settled))) {
           return yield* new StartFailed({ reason: "executor busy" })
         }

@@ -12,7 +12,8 @@ import { type Cause, Data, Deferred, type Duration, Effect, Option, Queue, Schem
 
 /** What the client needs from a process: ordered stdout lines and a flushed line write. */
 export interface LineChannel {
-  readonly lines: Queue.Dequeue<string, Cause.Done>
+  /** Ends (`Done`) or fails (an overlong line) when the process output ends: the client ends with it. */
+  readonly lines: Queue.Dequeue<string, unknown>
   readonly writeLine: (line: string) => Effect.Effect<void, { readonly _tag: string }>
 }
 
