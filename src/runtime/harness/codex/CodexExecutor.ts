@@ -29,6 +29,8 @@ export const RequestBudget = Duration.seconds(30)
 export const ExitGrace = Duration.seconds(2)
 /** Grace between TERM and KILL. */
 export const TermGrace = Duration.seconds(3)
+/** How long a Turn may keep reconnecting to an unreachable model endpoint without progress (CodexWatchdog.ts). */
+export const ReconnectBudget = Duration.seconds(30)
 
 /** How the daemon launches Codex (see CodexHarness.ts for resolution and discovery). */
 export interface CodexLaunch {
@@ -43,6 +45,8 @@ export interface CodexLaunch {
   readonly root: string
   /** Observer of every spawned app-server pid (leak tests); never affects behaviour. */
   readonly observeSpawn?: ((pid: number) => void) | undefined
+  /** How long a Turn may keep reconnecting to an unreachable model endpoint (`ReconnectBudget`). */
+  readonly reconnectBudget: Duration.Duration
 }
 
 /** The app-server arguments for a launch. */
@@ -136,7 +140,7 @@ export const prepareExecutor = (
           }))
         })
       }, P.ThreadResult, { timeout: RequestBudget }).pipe(Effect.mapError(mapRpc("thread/start")))
-    return yield* makeExecutor({ rpc, proc, threadId: thread.thread.id, scratch, fresh: resumeId === undefined || resumeId === "", config })
+    return yield* makeExecutor({ rpc, proc, threadId: thread.thread.id, scratch, fresh: resumeId === undefined || resumeId === "", config, reconnectBudget: launch.reconnectBudget })
   })
 
 interface ExecutorParts {
@@ -146,6 +150,7 @@ interface ExecutorParts {
   readonly scratch: string
   readonly fresh: boolean
   readonly config: PrepareRequest["configuration"]
+  readonly reconnectBudget: Duration.Duration
 }
 
 /** A Codex Executor: also names its app-server process (the process group leader), for supervision checks. */
@@ -156,6 +161,7 @@ export interface CodexExecutor extends Executor {
 const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { proc, rpc, threadId } = parts
+    const scope = yield* Effect.scope
     let active: CodexTurn | undefined
     let closed = false
     let interactions = 0
@@ -214,7 +220,9 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never,
           onTotal: (total) => {
             lastTotal = total
           },
-          nextInteractionId: (prefix) => unsafeMake.interactionId(`${prefix}_${++interactions}`)
+          nextInteractionId: (prefix) => unsafeMake.interactionId(`${prefix}_${++interactions}`),
+          reconnectBudget: parts.reconnectBudget,
+          scope
         })
         active = turn
         const started = yield* rpc.call(

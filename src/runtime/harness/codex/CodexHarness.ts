@@ -10,7 +10,7 @@
  * commands Codex runs and from its shell snapshots (`shell_environment_policy.exclude`), and no AGENTWIRE_*
  * variable (the daemon's own credential) is passed to Codex at all.
  */
-import { Data, Effect, Option, type Scope } from "effect"
+import { Data, type Duration, Effect, Option, type Scope } from "effect"
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
@@ -18,7 +18,7 @@ import * as Path from "node:path"
 import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
 import type { Harness, HarnessDeclaration, PrepareRequest } from "../Harness.js"
 import { PrepareFailed } from "../Harness.js"
-import { appServerArgs, type CodexLaunch, prepareExecutor } from "./CodexExecutor.js"
+import { appServerArgs, type CodexLaunch, prepareExecutor, ReconnectBudget } from "./CodexExecutor.js"
 import { spawn } from "../process/NativeProcess.js"
 import * as P from "./CodexProtocol.js"
 import { makeRpcClient } from "./CodexRpc.js"
@@ -75,6 +75,8 @@ export interface CodexSettings {
   readonly profileDir: string
   /** Observer of every spawned app-server pid (leak tests); never affects behaviour. */
   readonly observeSpawn?: ((pid: number) => void) | undefined
+  /** The reconnect deadline of a Turn (default `ReconnectBudget`, 30 s; tests shorten it). */
+  readonly reconnectBudget?: Duration.Duration | undefined
 }
 
 /** A `--codex-config` entry is malformed or would expose a secret. The entry's value is never echoed. */
@@ -204,7 +206,8 @@ export const makeCodexHarness = (settings: CodexSettings): Effect.Effect<Harness
       overrides: overrides.success,
       env: childEnv(settings.env),
       root,
-      observeSpawn: settings.observeSpawn
+      observeSpawn: settings.observeSpawn,
+      reconnectBudget: settings.reconnectBudget ?? ReconnectBudget
     }
     const found = yield* discover(launch)
     const declaration = codexDeclaration(found.version, found.reason)

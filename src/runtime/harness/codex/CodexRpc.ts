@@ -150,7 +150,8 @@ export const makeRpcClient = (channel: LineChannel): Effect.Effect<RpcClient, ne
           )
           // Dispatched: from here on a missing response is unknown, never a failure.
           if (options.written !== undefined) yield* options.written
-          const raw = yield* restore(Deferred.await(result)).pipe(
+          // Interruptible while waiting (the deadline included): a caller that gives up never waits the budget out.
+          const raw = yield* restore(Deferred.await(result).pipe(
             Effect.timeoutOrElse({
               duration: options.timeout,
               orElse: () =>
@@ -158,9 +159,8 @@ export const makeRpcClient = (channel: LineChannel): Effect.Effect<RpcClient, ne
                   Option.isNone(polled)
                     ? Effect.fail(new RpcUnknown({ method, reason: "timeout" }))
                     : polled.value)
-            }),
-            Effect.ensuring(Effect.sync(() => pending.delete(id)))
-          )
+            })
+          )).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
           const decoded = Schema.decodeUnknownOption(schema)(raw)
           return Option.isSome(decoded) ? decoded.value : yield* new RpcUnknown({ method, reason: "invalid_response" })
         })

@@ -4,31 +4,10 @@
  * server requests and notifications in order, malformed lines ignored.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, Effect, Exit, Fiber, Queue, Schema } from "effect"
+import { Effect, Exit, Fiber, Queue, Schema } from "effect"
 import { TestClock } from "effect/testing"
-import { makeRpcClient, RpcNotSent, RpcRejected, RpcUnknown } from "../../../../src/runtime/harness/codex/CodexRpc.js"
-
-const channel = Effect.gen(function* () {
-  const lines = yield* Queue.unbounded<string, Cause.Done>()
-  const written = yield* Queue.unbounded<Record<string, unknown>>()
-  let broken = false
-  return {
-    lines,
-    written,
-    breakPipe: () => {
-      broken = true
-    },
-    writeLine: (line: string) =>
-      broken ? Effect.fail({ _tag: "WriteFailed" }) : Effect.asVoid(Queue.offer(written, JSON.parse(line) as Record<string, unknown>))
-  }
-})
-
-/** The shared setup: a channel and a client reading it (the reader lives in the test's Scope). */
-const connected = Effect.gen(function* () {
-  const ch = yield* channel
-  const rpc = yield* makeRpcClient(ch)
-  return { ch, rpc }
-})
+import { RpcNotSent, RpcRejected, RpcUnknown } from "../../../../src/runtime/harness/codex/CodexRpc.js"
+import { connected } from "../../../support/codexRpcChannel.js"
 
 const Result = Schema.Struct({ turnId: Schema.String })
 
