@@ -51,6 +51,7 @@ import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
 import { Steering } from "./Steering.js"
 import type { Inbound } from "./transport/Transport.js"
+import { Workspace } from "./workspace/Workspace.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
 
@@ -95,6 +96,7 @@ const makeDispatcher = Effect.gen(function* () {
   const executors = yield* Executors
   const background = yield* Background
   const drain = yield* Drain
+  const workspace = yield* Workspace
 
   /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
   const shutdown = (reason: string | undefined) =>
@@ -131,8 +133,7 @@ const makeDispatcher = Effect.gen(function* () {
         id: m.id,
         payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
       }, m.trace)),
-    workspace_read: (m) =>
-      reply(withTrace({ type: "workspace_read_result", id: m.id, payload: { outcome: "rejected", error_code: "read_unsupported" } }, m.trace)),
+    workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) =>
       reply(withTrace({ type: "workspace_write_result", id: m.id, payload: { outcome: "rejected", error_code: "write_unsupported" } }, m.trace)),
     workspace_export: (m) => {
