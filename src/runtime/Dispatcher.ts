@@ -27,9 +27,10 @@
  * traceparent, and in a local span otherwise; replies echo only a valid traceparent (`Outbound.withTrace`). A
  * trace never changes ownership and is never used as an id.
  *
+ * `workspace_read` goes to the connection's `Workspace` service (workspace/Reads.ts).
+ *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; `workspace_read_result` rejected `read_unsupported`;
- * `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
+ * rejected `runtime_preparation_unsupported`; `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
  * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
