@@ -31,6 +31,7 @@ import { recoverUnfinishedTurns } from "./Recovery.js"
 import * as Store from "./Store.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
+import * as ConsoleRoutes from "./console/ConsoleRoutes.js"
 import type { TurnStore } from "./TurnStore.js"
 import * as Turns from "./Turns.js"
 
@@ -161,7 +162,7 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(TurnJournal.layer)
   )
 
-  const routes = Layer.mergeAll(GatewayHttp.layer, OperatorApi.layer(options.operatorToken))
+  const routes = Layer.mergeAll(GatewayHttp.layer, OperatorApi.layer(options.operatorToken), ConsoleRoutes.layer)
 
   // Path parameters up to 16 KiB reach the routes, so an over-long id is answered 400 by its route (never an
   // empty 404 from the router's default 100-character bound).
