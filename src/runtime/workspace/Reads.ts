@@ -113,7 +113,7 @@ export const makeReads = Effect.gen(function* () {
         )
       })
       yield* Scope.addFinalizer(scope, settle)
-      return settle
+      return { settle }
     })
 
   /** The native read in `scope`: a definite rejection, `completed` after a confirmed close, or unconfirmed. */
@@ -124,7 +124,7 @@ export const makeReads = Effect.gen(function* () {
       if (directory) {
         const opened = yield* Effect.result(fs.openDirectory(p.path))
         if (opened._tag === "Failure") return { outcome: "rejected", error_code: rejectionFor(opened.failure, true) } as const
-        settles.push(yield* own(scope, resource, opened.success.close))
+        settles.push((yield* own(scope, resource, opened.success.close)).settle)
         const listing = yield* Effect.result(opened.success.list(p.max_entries ?? 0))
         const closed = yield* Effect.result(opened.success.close)
         if (listing._tag === "Failure" || closed._tag === "Failure") return unconfirmed
@@ -137,7 +137,7 @@ export const makeReads = Effect.gen(function* () {
       }
       const opened = yield* Effect.result(fs.openFile(p.path))
       if (opened._tag === "Failure") return { outcome: "rejected", error_code: rejectionFor(opened.failure, false) } as const
-      settles.push(yield* own(scope, resource, opened.success.close))
+      settles.push((yield* own(scope, resource, opened.success.close)).settle)
       const content = yield* Effect.result(opened.success.readPrefix(p.max_bytes))
       const closed = yield* Effect.result(opened.success.close)
       if (content._tag === "Failure" || closed._tag === "Failure") return unconfirmed
