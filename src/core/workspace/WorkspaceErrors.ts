@@ -123,3 +123,12 @@ export class ExportUnknown extends Schema.TaggedError<ExportUnknown>()("ExportUn
 export type ReadError = WorkspaceRefused | ReadRejected | ReadUnknown
 export type WriteError = WorkspaceRefused | WriteRejected | WriteFailed | WriteUnknown
 export type ExportError = WorkspaceRefused | ExportRejected | ExportFailed | ExportUnknown
+
+/** The read-only preparation was sent but no `ready` (nor a definite refusal) arrived: the Runtime may hold it. */
+export class ReadOnlyPreparationUnknown extends Schema.TaggedError<ReadOnlyPreparationUnknown>()("ReadOnlyPreparationUnknown", {
+  reason: Schema.Literals(["budget_exceeded", "connection_lost", "invalid_status"])
+}) {
+  override get message() {
+    return `read-only preparation outcome unknown (${this.reason})`
+  }
+}
