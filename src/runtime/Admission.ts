@@ -51,6 +51,7 @@ import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { Runs } from "./Runs.js"
 import { type AdmissionStatus, StatusBoard } from "./StatusBoard.js"
+import { bindingRejection, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 
 export interface AdmissionShape {
   readonly prepare: (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) => Effect.Effect<void>
@@ -79,6 +80,7 @@ const makeAdmission = Effect.gen(function* () {
     const background = yield* Background
     const drain = yield* Drain
     const changed = (yield* StatusBoard).touch
+    const binding = (yield* EnvironmentBinding).binding
     const records = new Map<PreparationRequestId, AdmissionRecord>()
     /** Preparation fibers and expiry timers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
@@ -188,10 +190,9 @@ const makeAdmission = Effect.gen(function* () {
           if (!snapshot.capabilities.preparation) return yield* reply("unsupported_preparation")
           if (Option.isSome(validatePreparationConfiguration(payload.session_id, config))) return yield* reply("invalid_configuration")
           if (Option.isSome(missingCapability(snapshot, requiredCapabilities(config)))) return yield* reply("unsupported_configuration")
-          // No Environment binding check exists yet (the hosted-Environment work adds it): a kind declaring
-          // local_environment must not admit a configuration for any Environment, so a binding is refused.
-          if (config.local_environment !== undefined) return yield* reply("unsupported_configuration")
         }
+        const bindingCode = bindingRejection(binding, config.local_environment)
+        if (bindingCode !== undefined) return yield* reply(bindingCode)
         if (config.agent_state_key !== undefined && config.agent_state_key !== "") {
           const other = yield* executors.stateKeyOwner(config.agent_state_key, payload.session_id)
           if (Option.isSome(other)) return yield* reply("session_binding_conflict")

@@ -27,6 +27,7 @@ import { Outbound, withTrace } from "./Outbound.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import type { StartRefusal } from "./RunRecord.js"
 import { Runs } from "./Runs.js"
+import { bindingRejection, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 
 export interface DirectRunsShape {
   readonly request: (envelopeId: RunId | undefined, payload: PromptRequestPayload, trace: string | undefined) => Effect.Effect<void>
@@ -42,6 +43,7 @@ const makeDirectRuns = Effect.gen(function* () {
   const ids = yield* RuntimeIds
   const background = yield* Background
   const drain = yield* Drain
+  const binding = (yield* EnvironmentBinding).binding
 
   /** error then done on a Run id that has no Run here (each send bounded like a status). */
   const refuse = (runId: RunId, reason: string, trace: string | undefined) =>
@@ -79,9 +81,11 @@ const makeDirectRuns = Effect.gen(function* () {
       if (Option.isSome(validateConfiguration(payload))) return yield* refuse(runId, "invalid configuration", trace)
       const missing = missingCapability(snapshot, requiredCapabilities(payload))
       if (Option.isSome(missing)) return yield* refuse(runId, `unsupported capability: ${missing.value}`, trace)
-      // No Environment binding check exists yet: a binding is refused even when the kind declares local_environment.
-      if (payload.local_environment !== undefined) {
-        return yield* refuse(runId, "an Environment binding cannot be checked by this daemon", trace)
+      const bindingCode = bindingRejection(binding, payload.local_environment)
+      if (bindingCode !== undefined) {
+        return yield* refuse(runId, bindingCode === "unsupported_configuration"
+          ? "this daemon is bound to no Environment"
+          : "the Environment is not this daemon's binding", trace)
       }
 
       const acquire = Effect.gen(function* () {

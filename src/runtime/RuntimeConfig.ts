@@ -18,6 +18,7 @@ import { DeviceId } from "../proto/Ids.js"
 import { defaultHarnessKinds, type HarnessKindName, harnessKindNames, isHarnessKindName } from "./harness/HarnessKinds.js"
 
 import { env, EnvVars, type LogFormat } from "./RuntimeEnv.js"
+import { type Binding, resolveBinding } from "./workspace/EnvironmentBinding.js"
 
 export { env, EnvVars, LogFormat, parseLogLevel } from "./RuntimeEnv.js"
 
@@ -68,6 +69,8 @@ export interface DaemonConfig {
   readonly codex: { readonly path: string | undefined; readonly config: ReadonlyArray<string> }
   /** `--claude-code-path` / AGENTWIRE_CLAUDE_CODE_PATH (absent: the default search, docs/harness-claude-code.md). */
   readonly claudeCodePath: Option.Option<string>
+  /** The local Environment binding (`--environment-id`, `--workspace`, `--network-access`); absent: none. */
+  readonly environment?: Binding | undefined
 }
 
 /** The daemon's settings as a service (process-level). */
@@ -230,6 +233,9 @@ export interface DaemonInput {
   /** `--codex-config` values, else the lines of `AGENTWIRE_CODEX_CONFIG`. */
   readonly codexConfig?: ReadonlyArray<string> | undefined
   readonly claudeCodePath?: Option.Option<string> | undefined
+  readonly environmentId?: Option.Option<string> | undefined
+  readonly workspace?: Option.Option<string> | undefined
+  readonly networkAccess?: Option.Option<string> | undefined
 }
 
 /** Reads the environment-only inputs (the credential has no flag: it never goes on a command line). */
@@ -328,6 +334,11 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
     ? yield* parseCapabilityList(input.scriptedDisable.value)
     : []
   const harnessKinds = yield* parseHarnessKinds(input.harness ?? [])
+  const environment = yield* resolveBinding({
+    environmentId: input.environmentId ?? Option.none(),
+    workspace: input.workspace ?? Option.none(),
+    networkAccess: input.networkAccess ?? Option.none()
+  }, (p) => path.resolve(p)).pipe(Effect.mapError((e) => invalid(e.setting, e.problem)))
   return {
     core,
     deviceId,
@@ -345,6 +356,7 @@ export const resolve = Effect.fn("RuntimeConfig.resolve")(function* (
       path: Option.getOrUndefined(input.codexPath ?? Option.none()),
       config: (input.codexConfig ?? []).map((line) => line.trim()).filter((line) => line !== "")
     },
-    claudeCodePath: input.claudeCodePath ?? Option.none()
+    claudeCodePath: input.claudeCodePath ?? Option.none(),
+    environment
   } satisfies DaemonConfig
 })

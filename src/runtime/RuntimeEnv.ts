@@ -23,7 +23,10 @@ export const EnvVars = {
   harness: "AGENTWIRE_HARNESS",
   codexPath: "AGENTWIRE_CODEX_PATH",
   codexConfig: "AGENTWIRE_CODEX_CONFIG",
-  claudeCodePath: "AGENTWIRE_CLAUDE_CODE_PATH"
+  claudeCodePath: "AGENTWIRE_CLAUDE_CODE_PATH",
+  environmentId: "AGENTWIRE_ENVIRONMENT_ID",
+  workspace: "AGENTWIRE_WORKSPACE",
+  networkAccess: "AGENTWIRE_NETWORK_ACCESS"
 } as const
 
 export const LogFormat = Schema.Literals(["text", "json"])
@@ -50,7 +53,13 @@ export const env = {
   /** One `KEY=VALUE` per line (the `codex` kind's `-c` overrides). */
   codexConfig: Config.String(EnvVars.codexConfig),
   /** The Claude Code binary of the `claude_code` kind. */
-  claudeCodePath: Config.String(EnvVars.claudeCodePath)
+  claudeCodePath: Config.String(EnvVars.claudeCodePath),
+  /** The bound Environment's id (with AGENTWIRE_WORKSPACE). */
+  environmentId: Config.String(EnvVars.environmentId),
+  /** The bound workspace directory (must exist; its real path is the root). */
+  workspace: Config.String(EnvVars.workspace),
+  /** enabled, disabled (default) or restricted. */
+  networkAccess: Config.String(EnvVars.networkAccess)
 } as const
 
 /** `--log-level` names (case-insensitive): all, trace, debug, info, warn (warning), error, fatal, none. */

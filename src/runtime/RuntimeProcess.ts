@@ -17,6 +17,7 @@ import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
 import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
+import { type Binding, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 
 export interface ScriptedHarnessOptions {
   /**
@@ -53,10 +54,12 @@ export interface RuntimeProcessOptions {
   readonly kinds?: ReadonlyArray<HarnessKindName>
   /** Further Harness kinds to register after them; an incomplete declaration fails the layer (a defect). */
   readonly harnesses?: ReadonlyArray<Harness>
+  /** The local Environment binding (absent: none; the workspace capabilities are declared false). */
+  readonly environment?: Binding | undefined
 }
 
 /** The services `layer` provides. */
-export type RuntimeProcessServices = HarnessRegistry | Ownership | RuntimePolicy | RuntimeIds | ScriptedSignals
+export type RuntimeProcessServices = HarnessRegistry | Ownership | RuntimePolicy | RuntimeIds | ScriptedSignals | EnvironmentBinding
 
 const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
   ...(options.maxActive === undefined ? {} : { maxActive: options.maxActive }),
@@ -68,13 +71,18 @@ const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyS
 /** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
 export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
   const constructors = [
-    ...constructorsFor(options.kinds ?? defaultHarnessKinds, { scripted: options.scripted ?? {}, codex: options.codex, claudeCode: options.claudeCode }),
+    ...constructorsFor(options.kinds ?? defaultHarnessKinds, {
+      scripted: { ...options.scripted, workspaceRoot: options.environment?.root },
+      codex: options.codex,
+      claudeCode: options.claudeCode
+    }),
     ...(options.harnesses ?? []).map((harness) => Effect.succeed(harness))
   ]
   return Layer.mergeAll(
     HarnessRegistry.layerFrom(constructors).pipe(Layer.provideMerge(ScriptedSignals.layer)),
     Ownership.layer,
     RuntimePolicy.layer(policyOverrides(options)),
-    options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer
+    options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
+    EnvironmentBinding.layer(options.environment)
   )
 }

@@ -311,7 +311,18 @@ describe("Admission", () => {
       assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "released")
       const board = yield* StatusBoard
       same((yield* board.snapshot).executors, [])
-    }).pipe(Effect.provide(processLayer({ harnesses: [reader] }))))
+      // The read-only profile is checked against the binding like any other configuration.
+      const other = readOnlyFrame("prep-other", "reader")
+      if (other.type !== "execution_prepare") throw new Error("unreachable")
+      yield* core.toRuntime({
+        ...other,
+        payload: { ...other.payload, configuration: { ...other.payload.configuration, local_environment: { ...binding, workspace_directory: "/elsewhere" } } }
+      })
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "invalid_configuration"))
+    }).pipe(Effect.provide(processLayer({
+      harnesses: [reader],
+      environment: { environmentId: binding.id, root: "/workspace", configured: "/workspace", networkAccess: "disabled" }
+    }))))
 
   it.effect("a failed preparation publishes failed only after its residue is closed, and no Run frames", () =>
     Effect.gen(function* () {

@@ -102,6 +102,21 @@ export const daemonFlags = {
     ),
     Flag.atLeast(0)
   ),
+  environmentId: Flag.String("environment-id").pipe(
+    Flag.withDescription(`The local Environment this daemon is bound to (with --workspace). Env: ${EnvVars.environmentId}`),
+    Flag.withFallbackConfig(env.environmentId),
+    Flag.optional
+  ),
+  workspace: Flag.String("workspace").pipe(
+    Flag.withDescription(`The bound Environment's workspace directory; must exist, its real path is the root. Env: ${EnvVars.workspace}`),
+    Flag.withFallbackConfig(env.workspace),
+    Flag.optional
+  ),
+  networkAccess: Flag.String("network-access").pipe(
+    Flag.withDescription(`The bound Environment's network policy: enabled, disabled (default) or restricted. Env: ${EnvVars.networkAccess}`),
+    Flag.withFallbackConfig(env.networkAccess),
+    Flag.optional
+  ),
   scriptedUnavailable: Flag.Boolean("scripted-unavailable").pipe(
     Flag.withDescription(`Declare the scripted harness unavailable. Env: ${EnvVars.scriptedUnavailable}`),
     Flag.withFallbackConfig(env.scriptedUnavailable),
@@ -166,7 +181,10 @@ export const resolveConfig = (
       harness,
       codexPath: input.codexPath,
       codexConfig,
-      claudeCodePath: input.claudeCodePath
+      claudeCodePath: input.claudeCodePath,
+      environmentId: input.environmentId,
+      workspace: input.workspace,
+      networkAccess: input.networkAccess
     }, { homeDir })
   })
 
@@ -213,6 +231,7 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         idleExecutorTtl: config.idleExecutorTtl,
         scripted: config.scripted,
         kinds: config.harnessKinds,
+        environment: config.environment,
         // The daemon's environment reaches Codex (for the provider's env_key); the adapter drops AGENTWIRE_*.
         codex: { ...config.codex, env: process.env, profileDir: config.profileDir },
         // Model endpoint and key come from the daemon's environment, held Redacted from here on.

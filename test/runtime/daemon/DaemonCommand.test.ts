@@ -34,6 +34,23 @@ const exitCodeOf = (exit: Exit.Exit<unknown, unknown>) => {
 }
 
 describe("agentwire daemon (command line)", () => {
+  it.effect("binds a local Environment from the flags or from their environment variables", () =>
+    Effect.gen(function* () {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* fs.makeTempDirectoryScoped()
+      const root = yield* fs.realPath(dir)
+      const base = ["--core-url", "http://127.0.0.1:9000", "--device-id", "dev-9"]
+      const env = { AGENTWIRE_CREDENTIAL: "cred-ENV" }
+      const fromFlags = yield* parse([...base, "--environment-id", "env-1", "--workspace", dir, "--network-access", "enabled"], env)
+      assert.deepStrictEqual(fromFlags.config?.environment, { environmentId: "env-1", root, configured: dir, networkAccess: "enabled" })
+      const fromEnv = yield* parse(base, { ...env, AGENTWIRE_ENVIRONMENT_ID: "env-2", AGENTWIRE_WORKSPACE: dir })
+      assert.deepStrictEqual(fromEnv.config?.environment, { environmentId: "env-2", root, configured: dir, networkAccess: "disabled" })
+      const missing = yield* parse([...base, "--environment-id", "env-1", "--workspace", `${dir}/nope`], env)
+      assert.strictEqual(exitCodeOf(missing.exit), 2)
+      assert.isUndefined(missing.config)
+      assert.isUndefined((yield* parse(base, env)).config?.environment)
+    }).pipe(Effect.provide(NodeServices.layer)))
+
   it.effect("reads the documented flags", () =>
     Effect.gen(function* () {
       const fs = yield* FileSystem.FileSystem

@@ -136,7 +136,8 @@ describe("RuntimeConfig.resolve", () => {
         scripted: { disabledCapabilities: [], available: true },
         harnessKinds: ["scripted"],
         codex: { path: undefined, config: [] },
-        claudeCodePath: Option.none()
+        claudeCodePath: Option.none(),
+        environment: undefined
       } as never)
     }))
 

@@ -97,6 +97,10 @@ export const CancelFailsStep = Schema.Struct({ cancel_fails: Schema.Literal(true
 export const WaitStep = Schema.Struct({ wait: SignalName })
 export const FailSubmissionsStep = Schema.Struct({ fail_submissions: NonNegativeInt })
 export const NotReusableStep = Schema.Struct({ reusable: Schema.Literal(false) })
+/** Writes a UTF-8 text file in the bound workspace (the Turn's working directory); creates missing parents. */
+export const WriteFileStep = Schema.Struct({ write_file: Schema.Struct({ path: Schema.String, text: Schema.String }) })
+/** Reads a workspace file (≤ 1 MiB) and emits its text as a delta. */
+export const ReadFileStep = Schema.Struct({ read_file: Schema.String })
 
 export const Step = Schema.Union([
   DeltaStep,
@@ -117,7 +121,9 @@ export const Step = Schema.Union([
   CancelFailsStep,
   WaitStep,
   FailSubmissionsStep,
-  NotReusableStep
+  NotReusableStep,
+  WriteFileStep,
+  ReadFileStep
 ])
 export type Step = typeof Step.Type
 

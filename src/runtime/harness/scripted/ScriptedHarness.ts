@@ -37,15 +37,20 @@ export interface ScriptedOptions {
   readonly disabledCapabilities?: ReadonlyArray<CapabilityName> | undefined
   readonly available?: boolean | undefined
   readonly contractViolations?: ReadonlyArray<ScriptedOperation> | undefined
+  /**
+   * The bound workspace root (EnvironmentBinding): its presence declares `local_environment`,
+   * `workspace_read_preparation` and `workspace_output_export` (the daemon's own workspace implementation serves
+   * them), and the Turns run with it as their working directory (`write_file` / `read_file` steps).
+   */
+  readonly workspaceRoot?: string | undefined
 }
 
 /**
  * What the daemon composed with the scripted harness can do, one explicit decision per field (a new field fails
  * to compile here until it is decided). Unsupported, because this daemon refuses the matching operations for
- * certain (docs/runtime.md, "Dispatcher"): `workspace_read_preparation` and `workspace_output_export`
- * (`workspace_read` / `workspace_export` answer `read_unsupported`), `workspace_authoring` (no authoring
- * command) and `local_environment` (no Environment binding or `workspace_directory` check). Core therefore
- * never admits a hosted-Environment Turn, an idle directory read or an output export on this daemon.
+ * certain: `workspace_authoring` (no authoring command); and, without an Environment binding,
+ * `local_environment`, `workspace_read_preparation` and `workspace_output_export` (nothing to bind or read).
+ * With a binding (`ScriptedOptions.workspaceRoot`) `scriptedDeclaration` declares those three true.
  */
 export const scriptedCapabilities: AgentKindCapabilities = {
   subagent_observations: true,
@@ -83,8 +88,12 @@ export const scriptedCapabilities: AgentKindCapabilities = {
 /** The declaration: `scriptedCapabilities`, with the disabled ones also unsupported (narrowing only). */
 export const scriptedDeclaration = (options: ScriptedOptions = {}): HarnessDeclaration => {
   const disabled = new Set(options.disabledCapabilities ?? [])
+  const bound = options.workspaceRoot !== undefined
+  const base: AgentKindCapabilities = bound
+    ? { ...scriptedCapabilities, local_environment: true, workspace_read_preparation: true, workspace_output_export: true }
+    : scriptedCapabilities
   const capabilities = Object.fromEntries(
-    capabilityNames.map((name) => [name, scriptedCapabilities[name] && !disabled.has(name)])
+    capabilityNames.map((name) => [name, base[name] && !disabled.has(name)])
   ) as AgentKindCapabilities
   return { kind: ScriptedKind, available: options.available ?? true, version: ScriptedVersion, capabilities }
 }
@@ -159,7 +168,7 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
             if (executorState.closed) return yield* new StartFailed({ reason: "executor closed" })
             if (executorState.busy) return yield* new StartFailed({ reason: "executor busy" })
             executorState.busy = true
-            return yield* makeTurn({ signals, violations, nextId }, {
+            return yield* makeTurn({ signals, violations, nextId, workspaceRoot: options.workspaceRoot }, {
               runId,
               input,
               sink,

@@ -20,6 +20,7 @@ import {
   type Turn,
   type UserChoiceAnswer
 } from "../Harness.js"
+import { readFile, writeFile } from "./ScriptedFiles.js"
 import { echoFragments, inputText, parseInput, type Step, toDuration } from "./Script.js"
 import {
   type AcceptMode,
@@ -169,6 +170,25 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
         yield* delta(`result ${id} ${got.success ? "ok" : "failed"}: ${texts}`)
       })
 
+    /** A workspace file step; a refusal is an `error` frame with the finite reason, then the Turn stops. */
+    const fileStep = (step: Extract<Step, { write_file: unknown }> | Extract<Step, { read_file: unknown }>) => {
+      const root = env.workspaceRoot
+      const failed = (what: string, reason: string) =>
+        emit({ type: "error", payload: { error: `${what} failed: ${reason}` } }).pipe(Effect.as("stop" as const))
+      if ("write_file" in step) {
+        if (root === undefined) return failed("write_file", "no workspace is bound")
+        return writeFile(root, step.write_file.path, step.write_file.text).pipe(
+          Effect.as("continue" as const),
+          Effect.catch((reason) => failed("write_file", reason))
+        )
+      }
+      if (root === undefined) return failed("read_file", "no workspace is bound")
+      return readFile(root, step.read_file).pipe(
+        Effect.flatMap((content) => Effect.as(delta(content), "continue" as const)),
+        Effect.catch((reason) => failed("read_file", reason))
+      )
+    }
+
     const runStep = (step: Step): Effect.Effect<"continue" | "stop"> => {
       const cont = Effect.as("continue" as const)
       if ("delta" in step) return delta(step.delta, step.phase).pipe(cont)
@@ -198,6 +218,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
       if ("ask" in step) return ask(step.ask).pipe(cont)
       if ("function_call" in step) return functionCall(step.function_call).pipe(cont)
       if ("wait" in step) return signals.await(step.wait).pipe(cont)
+      if ("write_file" in step || "read_file" in step) return closeThen(fileStep(step))
       return Effect.sync(() => {
         if ("close_fails" in step) ctx.setCloseFails(step.close_fails)
         else if ("close_hangs" in step) ctx.setCloseHangs(step.close_hangs)

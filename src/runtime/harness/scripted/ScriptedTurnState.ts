@@ -19,6 +19,8 @@ export interface ScriptedEnv {
   readonly signals: ScriptedSignals["Service"]
   readonly violations: ReadonlySet<ScriptedOperation>
   readonly nextId: (prefix: string) => string
+  /** The bound workspace root (the Turn's working directory); absent: file steps fail. */
+  readonly workspaceRoot?: string | undefined
 }
 
 

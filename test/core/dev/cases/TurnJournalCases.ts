@@ -1,6 +1,6 @@
 /** TurnJournal tests shared by every store dialect (docs/store.md). */
 import { assert, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Stream } from "effect"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import { SessionStore } from "../../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../../src/core/dev/Store.js"
 import { type JournalItem, layer as journalLayer, TurnJournal } from "../../../../src/core/dev/TurnJournal.js"
@@ -32,7 +32,18 @@ export const turnJournalCases = (store: Layer.Layer<Store.StoreServices, unknown
       const writer = yield* journal.open("t1", 1)
       yield* writer.record({ _tag: "Dispatched", type: "execution_start" })
       yield* writer.record(delta(1))
-      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0)))
+      // Notices are live only (never stored): the follower must have finished its stored replay (it emitted both
+      // stored entries, so its one replay query returned) before the notice is published, or the notice could
+      // overtake entries that the replay then reads from the store.
+      const replayed = yield* Deferred.make<void>()
+      const follower = yield* Effect.forkChild(
+        Stream.runCollect(
+          journal.follow("t1", 0).pipe(
+            Stream.tap((item) => item._tag === "entry" && item.seq === 2 ? Deferred.succeed(replayed, undefined) : Effect.void)
+          )
+        )
+      )
+      yield* Deferred.await(replayed)
       yield* yieldTimes(50)
       yield* writer.record(delta(2))
       yield* writer.notify("input", { input_id: "in-1", status: "written" })

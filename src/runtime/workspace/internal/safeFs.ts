@@ -1,0 +1,287 @@
+/**
+ * Path-safe filesystem access below a workspace root (Linux). Every path is checked against the wire grammar
+ * first (`validateRelativePath`: slash-separated, no leading slash, no empty, `.` or `..` element, no
+ * backslash, NUL, CR or LF, at most 4096 bytes). Then it is resolved openat-style: each directory is opened and
+ * the real path of the opened descriptor (`/proc/self/fd/N`) is checked to lie inside the root before anything
+ * below it is touched; the next component is reached through that descriptor (`/proc/self/fd/N/name`), so a
+ * directory swapped for a symlink during the operation can only lead to a descriptor that fails the check.
+ *
+ * - Intermediate symlinks are followed only when the directory they reach is inside the root.
+ * - The final component is never followed (`O_NOFOLLOW`): a symlink is refused for reads and writes and listed
+ *   as `symlink` in directories.
+ * - Special files (FIFO, socket, device) are never opened: `lstat` first; a regular file is opened with
+ *   `O_NONBLOCK` (a FIFO swapped in cannot hang the open) and its identity (device, inode) must equal the
+ *   `lstat` result, else it is refused.
+ * - A regular file with more than one hard link is refused for reads (a link can name a file outside the root).
+ *
+ * Every function returns a `SafeFsError` with a finite reason; errno texts and paths are never in it.
+ */
+import * as Fs from "node:fs"
+import * as FsP from "node:fs/promises"
+import { Option } from "effect"
+import { validateRelativePath } from "../../../proto/Transfer.js"
+
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW, O_NONBLOCK, O_WRONLY, O_CREAT, O_EXCL } = Fs.constants
+
+export type SafeFsReason =
+  | "invalid_path"
+  | "not_found"
+  | "permission_denied"
+  | "not_directory"
+  | "is_directory"
+  | "symlink"
+  | "special_file"
+  | "hard_link"
+  | "escapes_root"
+  | "exists"
+  | "io"
+
+export class SafeFsError extends Error {
+  constructor(readonly reason: SafeFsReason) {
+    super(`workspace filesystem: ${reason}`)
+  }
+}
+
+const errnoReason = (e: unknown): SafeFsReason => {
+  switch ((e as { code?: string }).code) {
+    case "ENOENT":
+      return "not_found"
+    case "EACCES":
+    case "EPERM":
+      return "permission_denied"
+    case "ENOTDIR":
+      return "not_directory"
+    case "EISDIR":
+      return "is_directory"
+    case "ELOOP":
+      return "symlink"
+    case "ENXIO":
+      return "special_file"
+    case "EEXIST":
+      return "exists"
+    default:
+      return "io"
+  }
+}
+
+/** Runs a syscall; a failure becomes a `SafeFsError` (never the errno text). */
+export const attempt = async <A>(f: () => Promise<A>): Promise<A> => {
+  try {
+    return await f()
+  } catch (e) {
+    throw e instanceof SafeFsError ? e : new SafeFsError(errnoReason(e))
+  }
+}
+
+/** The path through an open descriptor (Linux `/proc/self/fd`), optionally to a name inside it. */
+export const fdPath = (fd: number, name?: string): string => (name === undefined ? `/proc/self/fd/${fd}` : `/proc/self/fd/${fd}/${name}`)
+
+const inside = (root: string, real: string): boolean =>
+  real === root || real.startsWith(root.endsWith("/") ? root : `${root}/`)
+
+/** Fails unless the open descriptor's real path lies inside the root. */
+export const verifyInside = async (root: string, handle: FsP.FileHandle): Promise<void> => {
+  const real = await attempt(() => FsP.readlink(fdPath(handle.fd)))
+  if (!inside(root, real)) throw new SafeFsError("escapes_root")
+}
+
+/** Closes quietly (used only on paths that already fail). */
+const closeQuietly = (handle: FsP.FileHandle) => handle.close().catch(() => undefined)
+
+/** Splits a checked relative path into its components ("" → none). */
+export const components = (relative: string, options: { readonly allowRoot: boolean }): ReadonlyArray<string> => {
+  if (Option.isSome(validateRelativePath(relative, options))) throw new SafeFsError("invalid_path")
+  return relative === "" ? [] : relative.split("/")
+}
+
+/** Opens the root itself as a directory and checks it is still the root. */
+export const openRoot = async (root: string): Promise<FsP.FileHandle> => {
+  const handle = await attempt(() => FsP.open(root, O_RDONLY | O_DIRECTORY))
+  try {
+    const real = await attempt(() => FsP.readlink(fdPath(handle.fd)))
+    if (real !== root) throw new SafeFsError("escapes_root")
+    return handle
+  } catch (e) {
+    await closeQuietly(handle)
+    throw e
+  }
+}
+
+/**
+ * Opens the directory `dirs` (components) below the root, one component at a time, each verified inside the
+ * root. `create`: a missing component is created (mode 0755) through its parent's descriptor. The caller owns
+ * (closes) the result.
+ */
+export const openDirectoryChain = async (
+  root: string,
+  dirs: ReadonlyArray<string>,
+  options: { readonly create: boolean; readonly followLast: boolean }
+): Promise<FsP.FileHandle> => {
+  let current = await openRoot(root)
+  for (let i = 0; i < dirs.length; i++) {
+    const name = dirs[i]!
+    const last = i === dirs.length - 1
+    const flags = O_RDONLY | O_DIRECTORY | (last && !options.followLast ? O_NOFOLLOW : 0)
+    try {
+      let next: FsP.FileHandle
+      try {
+        next = await attempt(() => FsP.open(fdPath(current.fd, name), flags))
+      } catch (e) {
+        if (!(e instanceof SafeFsError) || e.reason !== "not_found" || !options.create) throw e
+        await attempt(() => FsP.mkdir(fdPath(current.fd, name), { mode: 0o755 })).catch((m: SafeFsError) => {
+          if (m.reason !== "exists") throw m
+        })
+        next = await attempt(() => FsP.open(fdPath(current.fd, name), flags | O_NOFOLLOW))
+      }
+      try {
+        await verifyInside(root, next)
+      } catch (e) {
+        await closeQuietly(next)
+        throw e
+      }
+      await current.close()
+      current = next
+    } catch (e) {
+      await closeQuietly(current)
+      throw e
+    }
+  }
+  return current
+}
+
+export interface OpenedFile {
+  readonly handle: FsP.FileHandle
+  readonly size: number
+  readonly mode: number
+}
+
+/**
+ * Opens a regular file for reading: parent chain verified, final component `lstat`ed (a symlink, a directory,
+ * a special file or a hard-linked file is refused before any open), opened `O_NOFOLLOW | O_NONBLOCK`, and its
+ * identity re-checked on the descriptor. The caller owns (closes) the handle.
+ */
+export const openFileForRead = async (root: string, relative: string): Promise<OpenedFile> => {
+  const parts = components(relative, { allowRoot: false })
+  const name = parts[parts.length - 1]!
+  const dir = await openDirectoryChain(root, parts.slice(0, -1), { create: false, followLast: true })
+  try {
+    const before = await attempt(() => FsP.lstat(fdPath(dir.fd, name)))
+    checkRegular(before)
+    const handle = await attempt(() => FsP.open(fdPath(dir.fd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+    try {
+      const after = await attempt(() => handle.stat())
+      if (after.dev !== before.dev || after.ino !== before.ino) throw new SafeFsError("special_file")
+      checkRegular(after)
+      await verifyInside(root, handle)
+      return { handle, size: after.size, mode: after.mode }
+    } catch (e) {
+      await closeQuietly(handle)
+      throw e
+    }
+  } finally {
+    await dir.close().catch(() => undefined)
+  }
+}
+
+const checkRegular = (s: Fs.Stats) => {
+  if (s.isSymbolicLink()) throw new SafeFsError("symlink")
+  if (s.isDirectory()) throw new SafeFsError("is_directory")
+  if (!s.isFile()) throw new SafeFsError("special_file")
+  if (s.nlink > 1) throw new SafeFsError("hard_link")
+}
+
+/**
+ * Opens a directory to list: "" is the root; otherwise the final component is opened `O_DIRECTORY |
+ * O_NOFOLLOW` (a symlink, a file or a missing path is `not_directory`). The caller owns (closes) the handle.
+ */
+export const openDirectoryForList = async (root: string, relative: string): Promise<FsP.FileHandle> => {
+  const parts = components(relative, { allowRoot: true })
+  try {
+    return await openDirectoryChain(root, parts, { create: false, followLast: false })
+  } catch (e) {
+    if (e instanceof SafeFsError && (e.reason === "not_found" || e.reason === "symlink" || e.reason === "not_directory")) {
+      // Only the final component decides `not_directory`; a missing parent is not_found like any missing path.
+      throw new SafeFsError(parts.length > 0 ? "not_directory" : e.reason)
+    }
+    throw e
+  }
+}
+
+export type EntryKind = "file" | "directory" | "symlink" | "other"
+
+export interface ListedEntry {
+  readonly name: string
+  readonly kind: EntryKind
+  readonly size: number | null
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true })
+
+/** A name the wire can carry: valid UTF-8, 1..255 bytes, no `/`, `\`, NUL, CR or LF, not `.` / `..`. */
+const wireName = (raw: string): string | undefined => {
+  const bytes = Buffer.from(raw, "latin1")
+  if (bytes.length === 0 || bytes.length > 255) return undefined
+  let name: string
+  try {
+    name = utf8.decode(bytes)
+  } catch {
+    return undefined
+  }
+  if (name === "." || name === ".." || /[/\\\u0000\r\n]/.test(name)) return undefined
+  return name
+}
+
+/**
+ * Lists one level of an open directory: at most `max` entries, symlinks listed (never followed), file sizes
+ * from `lstat`. Names the wire cannot carry are left out and make the listing `truncated`, as does any entry
+ * beyond `max`. Memory is bounded by `max`: the directory is streamed, never read whole. Sorted by name.
+ */
+export const listDirectory = async (
+  dir: FsP.FileHandle,
+  max: number
+): Promise<{ readonly entries: ReadonlyArray<ListedEntry>; readonly truncated: boolean }> => {
+  const entries: Array<ListedEntry> = []
+  let truncated = false
+  const handle = await attempt(() => FsP.opendir(fdPath(dir.fd), { encoding: "latin1", bufferSize: 64 }))
+  try {
+    for (;;) {
+      const dirent = await attempt(() => handle.read())
+      if (dirent === null) break
+      const name = wireName(dirent.name)
+      if (name === undefined) {
+        truncated = true
+        continue
+      }
+      if (entries.length >= max) {
+        truncated = true
+        break
+      }
+      const stat = await attempt(() => FsP.lstat(fdPath(dir.fd, dirent.name))).catch((e: SafeFsError) => {
+        if (e.reason === "not_found") return undefined // removed while listing
+        throw e
+      })
+      if (stat === undefined) continue
+      const kind: EntryKind = stat.isFile() ? "file" : stat.isDirectory() ? "directory" : stat.isSymbolicLink() ? "symlink" : "other"
+      entries.push({ name, kind, size: kind === "file" ? stat.size : null })
+    }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+  return { entries, truncated }
+}
+
+/** Reads up to `max` bytes from the start of an open file (a short read loop until EOF or `max`). */
+export const readPrefix = async (handle: FsP.FileHandle, max: number): Promise<{ readonly bytes: Uint8Array; readonly more: boolean }> => {
+  const buffer = Buffer.alloc(max + 1)
+  let filled = 0
+  while (filled < buffer.length) {
+    const { bytesRead } = await attempt(() => handle.read(buffer, filled, buffer.length - filled, filled))
+    if (bytesRead === 0) break
+    filled += bytesRead
+  }
+  const more = filled > max
+  return { bytes: new Uint8Array(buffer.buffer, buffer.byteOffset, Math.min(filled, max)), more }
+}
+
+export { O_CREAT, O_EXCL, O_NOFOLLOW, O_WRONLY }
