@@ -35,6 +35,7 @@ import * as WriteReservations from "./WriteReservations.js"
 import * as Store from "./Store.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
+import * as ConsoleRoutes from "./console/ConsoleRoutes.js"
 import type { TurnStore } from "./TurnStore.js"
 import * as Turns from "./Turns.js"
 
@@ -176,7 +177,12 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(writeReservations)
   )
 
-  const routes = Layer.mergeAll(GatewayHttp.layer, OperatorApi.layer(options.operatorToken), FilesApi.layer(options.operatorToken))
+  const routes = Layer.mergeAll(
+    GatewayHttp.layer,
+    OperatorApi.layer(options.operatorToken),
+    FilesApi.layer(options.operatorToken),
+    ConsoleRoutes.layer
+  )
 
   // Path parameters up to 16 KiB reach the routes, so an over-long id is answered 400 by its route (never an
   // empty 404 from the router's default 100-character bound).
