@@ -135,6 +135,15 @@ const writeAtomically = (path: string, chunks: ReadonlyArray<Uint8Array>) => {
   renameSync(temp, path)
 }
 
+/** The JSON of an error answer, or undefined when it is not JSON. */
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return undefined
+  }
+}
+
 /** Streams an export to `output` (temporary name, renamed when the response ended cleanly). */
 const download = (t: Target, path: string, output: string) =>
   Effect.gen(function* () {
@@ -142,13 +151,7 @@ const download = (t: Target, path: string, output: string) =>
     const url = `${t.url.replace(/\/+$/, "")}${OperatorClient.OperatorPrefix}${path}`
     const response = yield* client.execute(HttpClientRequest.get(url).pipe(HttpClientRequest.bearerToken(Redacted.value(t.token))))
     if (response.status !== 200) {
-      const text = yield* response.text
-      let body: unknown = undefined
-      try {
-        body = JSON.parse(text)
-      } catch {
-        body = undefined
-      }
+      const body = parseJson(yield* response.text)
       return yield* new CommandFailed({
         text: OperatorClient.errorLine({ status: response.status, body }),
         exitCode: response.status === 400 || response.status === 401 ? ExitCode.usage : ExitCode.failure

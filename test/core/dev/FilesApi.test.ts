@@ -4,7 +4,7 @@
  * end-to-end test with the real binary is test/e2e/workspace.live.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted, Ref } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Redacted, Ref } from "effect"
 import { createHash } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -19,6 +19,13 @@ const ENV = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
 const WORKSPACE = "/srv/workspace"
 
 interface Peer {
+  /** Reads of this path are answered only once `release` completes (holds the Session lock meanwhile). */
+  readonly slow: Deferred.Deferred<void>
+  /** Completes when the slow read arrived, and when a Run started. */
+  readonly slowSeen: Deferred.Deferred<void>
+  readonly runStarted: Deferred.Deferred<void>
+  /** Every workspace_read payload Core sent. */
+  readonly reads: Array<Messages.MessageOfType<"workspace_read">["payload"]>
   readonly files: Map<string, Uint8Array>
   /** Every frame type Core sent, in order. */
   readonly seen: Array<string>
@@ -36,6 +43,19 @@ const respond = (runtime: ScriptedRuntime, peer: Peer) =>
       peer.seen.push(m.type === "workspace_write" || m.type === "workspace_export" ? `${m.type}:${m.payload.step}` : m.type)
       const reply = (message: Messages.RuntimeToCore) => runtime.send(message)
       switch (m.type) {
+        case "execution_start":
+          yield* reply({
+            type: "preparation_status",
+            id: m.id,
+            payload: { handle: m.payload.handle, executor_id: m.payload.executor_id, revision: ++revision, state: "starting", run_id: m.payload.run_id, expires_at: 4_102_444_800_000 }
+          })
+          yield* reply({
+            type: "preparation_status",
+            id: m.id,
+            payload: { handle: m.payload.handle, executor_id: m.payload.executor_id, revision: ++revision, state: "started", run_id: m.payload.run_id, expires_at: 4_102_444_800_000 }
+          })
+          yield* Deferred.succeed(peer.runStarted, undefined)
+          break
         case "execution_prepare": {
           peer.configs.push(m.payload.configuration)
           const handle = Ids.unsafeMake.admissionHandle(`h-${m.id}`)
@@ -52,6 +72,11 @@ const respond = (runtime: ScriptedRuntime, peer: Peer) =>
           break
         case "workspace_read": {
           const p = m.payload
+          peer.reads.push(p)
+          if (p.path === "slow.txt") {
+            yield* Deferred.succeed(peer.slowSeen, undefined)
+            yield* Deferred.await(peer.slow)
+          }
           if (p.operation === "directory") {
             const prefix = p.path === "" ? "" : `${p.path}/`
             const names = [...peer.files.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length))
@@ -125,7 +150,7 @@ const respond = (runtime: ScriptedRuntime, peer: Peer) =>
 
 type Call = (method: string, path: string, body?: unknown) => Effect.Effect<{ status: number; body: any; raw: Buffer }>
 
-const withFiles = <A, E>(body: (call: Call, peer: Peer, sessionId: string) => Effect.Effect<A, E>) =>
+const withFiles = <A, E>(body: (call: Call, peer: Peer, sessionId: string, runtime: ScriptedRuntime) => Effect.Effect<A, E>) =>
   Effect.scoped(Effect.gen(function* () {
     const dir = mkdtempSync(join(tmpdir(), "agentwire-files-"))
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
@@ -157,7 +182,7 @@ const withFiles = <A, E>(body: (call: Call, peer: Peer, sessionId: string) => Ef
     assert.strictEqual(session.status, 201, JSON.stringify(session.body))
     const runtime = yield* dialOk({ wsUrl: `${core.url.replace(/^http/, "ws")}/api/v1/agent-daemon/ws`, deviceId: "dev-1", credential })
     yield* runtime.send(heartbeat([kind("scripted", { capabilities: allSupported() })]))
-    const peer: Peer = { files: new Map([["README.md", new TextEncoder().encode("hello")], ["src/main.ts", new TextEncoder().encode("x")]]), seen: [], configs: [] }
+    const peer: Peer = { slow: yield* Deferred.make<void>(), slowSeen: yield* Deferred.make<void>(), runStarted: yield* Deferred.make<void>(), reads: [], files: new Map([["README.md", new TextEncoder().encode("hello")], ["src/main.ts", new TextEncoder().encode("x")]]), seen: [], configs: [] }
     yield* Effect.forkScoped(Effect.ignore(respond(runtime, peer)))
     // Wait until the device is online with its declaration.
     const online = Ref.makeUnsafe(false)
@@ -165,7 +190,7 @@ const withFiles = <A, E>(body: (call: Call, peer: Peer, sessionId: string) => Ef
       const device = yield* call("GET", "/devices/dev-1")
       if (device.body.online === true && device.body.declaration !== null) yield* Ref.set(online, true)
     }
-    return yield* body(call, peer, session.body.session_id as string)
+    return yield* body(call, peer, session.body.session_id as string, runtime)
   }))
 
 describe("Files API", () => {
@@ -225,6 +250,52 @@ describe("Files API", () => {
         assert.deepStrictEqual(res.raw, expected)
         assert.deepStrictEqual(peer.seen.filter((t) => t.startsWith("workspace_export")).slice(-1), ["workspace_export:next"])
         assert.isFalse(peer.seen.includes("workspace_export:cancel"))
+      })))
+
+  it.effect("a read during a running Turn targets its exact Run; a Turn start waits for nothing and is refused while a Files read holds the Session", () =>
+    withFiles((call, peer, session, runtime) =>
+      Effect.gen(function* () {
+        // An idle read holds the Session's scheduling reservation until the Runtime answers it.
+        const slow = yield* Effect.forkChild(call("GET", `/sessions/${session}/files/content?path=slow.txt`))
+        yield* Deferred.await(peer.slowSeen)
+        const refused = yield* call("POST", `/sessions/${session}/turns`, { input: [{ content: [{ type: "input_text", text: "hi" }] }] })
+        assert.deepStrictEqual([refused.status, refused.body.error], [409, "session_busy"])
+        yield* Deferred.succeed(peer.slow, undefined)
+        assert.strictEqual((yield* Fiber.join(slow)).status, 404)
+        // Now a Turn runs; a read targets its Run on the same connection (no preparation, no handle).
+        const turn = yield* call("POST", `/sessions/${session}/turns`, { input: [{ content: [{ type: "input_text", text: "hi" }] }] })
+        assert.strictEqual(turn.status, 202, JSON.stringify(turn.body))
+        yield* Deferred.await(peer.runStarted)
+        // The runner records the start before it is sent: the Turn is running and dispatched by now.
+        const running = yield* call("GET", `/turns/${turn.body.turn_id}`)
+        assert.deepStrictEqual([running.body.status, running.body.dispatched_at_ms === null], ["running", false])
+        const during = yield* call("GET", `/sessions/${session}/files/content?path=README.md`)
+        assert.strictEqual(during.status, 200, JSON.stringify(during.body))
+        const last = peer.reads[peer.reads.length - 1]!
+        assert.deepStrictEqual([last.run_id, last.handle], [turn.body.run_id, undefined])
+        // Writes and exports need an idle Session.
+        const write = yield* call("PUT", `/sessions/${session}/files/content`, { path: "x.txt", data: "" })
+        assert.deepStrictEqual([write.status, write.body.error], [409, "turn_active"])
+        yield* runtime.send({ type: "done", id: Ids.unsafeMake.runId(turn.body.run_id), payload: { content: "" } })
+      })))
+
+  it.effect("a self_hosted Environment needs a device and a canonical UUID", () =>
+    withFiles((call) =>
+      Effect.gen(function* () {
+        const noDevice = yield* call("POST", "/sessions", { agent_kind: "scripted", environment: { type: "self_hosted", id: ENV, workspace_directory: WORKSPACE } })
+        assert.strictEqual(noDevice.status, 400)
+        const badId = yield* call("POST", "/sessions", {
+          agent_kind: "scripted",
+          device_id: "dev-1",
+          environment: { type: "self_hosted", id: "env-1", workspace_directory: WORKSPACE }
+        })
+        assert.strictEqual(badId.status, 400)
+        const ok = yield* call("POST", "/sessions", {
+          agent_kind: "scripted",
+          device_id: "dev-1",
+          environment: { type: "self_hosted", id: ENV, workspace_directory: WORKSPACE, network_access: "enabled" }
+        })
+        assert.deepStrictEqual(ok.body.environment, { type: "self_hosted", id: ENV, workspace_directory: WORKSPACE, network_access: "enabled" })
       })))
 
   it.effect("a Session of Environment type none has no workspace", () =>
