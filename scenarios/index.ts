@@ -27,15 +27,23 @@ import invalidHeartbeatCloses from "./invalid-heartbeat-closes.js"
 import malformedRequests from "./malformed-requests.js"
 import newerConnectionReplacesOlder from "./newer-connection-replaces-older.js"
 import preparationCapacity from "./preparation-capacity.js"
+import preparationCleanupUnconfirmed from "./preparation-cleanup-unconfirmed.js"
 import preparationFailureCleansUp from "./preparation-failure-cleans-up.js"
 import preparationReadyStartDone from "./preparation-ready-start-done.js"
 import promptRequestEveryEvent from "./prompt-request-every-event.js"
+import receiptsAfterDone from "./receipts-after-done.js"
 import reconnectionWithoutReplay from "./reconnection-without-replay.js"
 import releaseBeforeStart from "./release-before-start.js"
 import shutdown from "./shutdown.js"
 import staleAndDuplicateHandles from "./stale-and-duplicate-handles.js"
 import strayFramesTolerated from "./stray-frames-tolerated.js"
 import usageSnapshots from "./usage-snapshots.js"
+import workspaceReadBytesAndDirectory from "./workspace-read-bytes-and-directory.js"
+import workspaceReadUnknownNoReplay from "./workspace-read-unknown-no-replay.js"
+import workspaceWriteTransfer from "./workspace-write-transfer.js"
+import workspaceWriteUnconfirmed from "./workspace-write-unconfirmed.js"
+import workspaceExportPull from "./workspace-export-pull.js"
+import boundedTransferValidation from "./bounded-transfer-validation.js"
 import type { WireScenario } from "./WireScenario.js"
 
 export * from "./WireScenario.js"
@@ -47,6 +55,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   malformedRequests,
   preparationReadyStartDone,
   preparationFailureCleansUp,
+  preparationCleanupUnconfirmed,
   preparationCapacity,
   releaseBeforeStart,
   admissionExpiry,
@@ -62,6 +71,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   activeInputWriteTimeout,
   activeInputUnknown,
   duplicateAndStaleReceipts,
+  receiptsAfterDone,
   interactionDecisionsValid,
   interactionDecisionsInvalid,
   decisionWaiterTimeout,
@@ -73,7 +83,13 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   newerConnectionReplacesOlder,
   shutdown,
   incompatibleVersion,
-  badCredential
+  badCredential,
+  workspaceReadBytesAndDirectory,
+  workspaceReadUnknownNoReplay,
+  workspaceWriteTransfer,
+  workspaceWriteUnconfirmed,
+  workspaceExportPull,
+  boundedTransferValidation
 ]
 
 /** A scenario by name. */

@@ -15,9 +15,10 @@
  * | prompt_request                               | `error` then `done` on the Run id, unless that Run is active |
  * | runtime_prepare                              | `runtime_prepare_result` rejected `invalid_request`          |
  * | workspace_read / workspace_write             | `…_result` rejected `invalid_request`                         |
+ * | function_result (call and delivery ids read) | `interaction_decision_ack` `invalid_result` under the Run id  |
  * | prompt_cancel, permission_decision,          | none (no delivery id is known: an ack could establish        |
  * | prompt_for_user_choice_decision,             | nothing), one log line                                       |
- * | function_result, device_shutdown,            |                                                              |
+ * | function_result otherwise, device_shutdown,  |                                                              |
  * | workspace_export, environment_quiesce/resume |                                                              |
  *
  * — otherwise the frame is dropped with one log line (code, type, id, bytes; never the payload). The
@@ -27,9 +28,10 @@
  * traceparent, and in a local span otherwise; replies echo only a valid traceparent (`Outbound.withTrace`). A
  * trace never changes ownership and is never used as an id.
  *
+ * `workspace_read` goes to the connection's `Workspace` service (workspace/Reads.ts).
+ *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; `workspace_read_result` rejected `read_unsupported`;
- * `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
+ * rejected `runtime_preparation_unsupported`; `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
  * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
@@ -51,6 +53,7 @@ import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
 import { Steering } from "./Steering.js"
 import type { Inbound } from "./transport/Transport.js"
+import { Workspace } from "./workspace/Workspace.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
 
@@ -95,6 +98,7 @@ const makeDispatcher = Effect.gen(function* () {
   const executors = yield* Executors
   const background = yield* Background
   const drain = yield* Drain
+  const workspace = yield* Workspace
 
   /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
   const shutdown = (reason: string | undefined) =>
@@ -131,8 +135,7 @@ const makeDispatcher = Effect.gen(function* () {
         id: m.id,
         payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
       }, m.trace)),
-    workspace_read: (m) =>
-      reply(withTrace({ type: "workspace_read_result", id: m.id, payload: { outcome: "rejected", error_code: "read_unsupported" } }, m.trace)),
+    workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) =>
       reply(withTrace({ type: "workspace_write_result", id: m.id, payload: { outcome: "rejected", error_code: "write_unsupported" } }, m.trace)),
     workspace_export: (m) => {
@@ -168,8 +171,12 @@ const makeDispatcher = Effect.gen(function* () {
   }
 
   /** The documented reply to a malformed frame of a known type and id; undefined when the rule is to drop. */
-  const invalidReply = (type: string, id: string): Effect.Effect<void> | undefined => {
+  const invalidReply = (error: InvalidFrame, type: string, id: string): Effect.Effect<void> | undefined => {
     switch (type) {
+      case "function_result":
+        return error.call_id === undefined || error.delivery_id === undefined
+          ? undefined
+          : functions.rejectInvalid(unsafeMake.runId(id), unsafeMake.deliveryId(error.delivery_id), unsafeMake.callId(error.call_id))
       case "execution_prepare":
       case "execution_start":
       case "execution_release":
@@ -194,7 +201,7 @@ const makeDispatcher = Effect.gen(function* () {
   }
 
   const invalid = (error: InvalidFrame) => {
-    const action = error.type !== undefined && error.id !== undefined ? invalidReply(error.type, error.id) : undefined
+    const action = error.type !== undefined && error.id !== undefined ? invalidReply(error, error.type, error.id) : undefined
     return Effect.andThen(
       Effect.logWarning(action === undefined ? "invalid frame dropped" : "invalid frame answered").pipe(
         Effect.annotateLogs({ code: error.code, type: error.type ?? "", id: error.id ?? "", bytes: error.bytes })
