@@ -327,6 +327,8 @@ describe("Turns", () => {
       const turns = yield* Turns.Turns
       yield* startDelivered(runtime)
       yield* runtime.send(frames.delta("run-1", "partial", 1))
+      // Stored on its own (a group containing the poisoned frame is stored as a whole or not at all).
+      yield* flush
       // The journal write of this frame dies (a defect, as a stack overflow in an encoder would).
       yield* runtime.send({ type: "tool_call", id: Ids.unsafeMake.runId("run-1"), payload: { id: "poison", name: "sh", stage: "before" } })
       const record = yield* turns.awaitOutcome("turn-1")
