@@ -39,6 +39,7 @@ import { Turns } from "../../core/dev/Turns.js"
 import { MessageInput, Version } from "../../proto/index.js"
 import { status as fetchStatus } from "../../runtime/control/ControlClient.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 
 /** The device id the demo's daemon uses. */
 export const DemoDeviceId = "demo-device"
@@ -342,8 +343,9 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
       )
   ).pipe(
     Command.withDescription(
-      "Run one complete Turn between an embedded dev Core and the daemon with the scripted harness, shown live (npm start)"
-    )
+      "Run one complete Turn between an embedded dev Core and the daemon with the scripted harness, shown live (npm start). Exit codes: 0 the Turn completed (or a signal stopped --keep-running), 1 it did not, 2 usage."
+    ),
+    examples("agentwire demo", "agentwire demo --keep-running")
   )
 
 /** The `demo` subcommand of the binary. */
