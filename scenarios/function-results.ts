@@ -1,11 +1,11 @@
 import { deltaFrame, doneFrame, plainHeartbeat, promptRequest, script } from "./Fixtures.js"
-import { any, bind, type Bind, check, connect, core, frame, interleave, optional, runtime, scenario } from "./WireScenario.js"
+import { any, bind, type Bind, check, connect, core, frame, interleave, optional, raw, runtime, scenario } from "./WireScenario.js"
 
 const functionTools = [{ name: "lookup", description: "Find a ticket", parameters: { type: "object" } }]
 const deliveryA = bind("call-a.delivery_id", "function:call-a")
 const deliveryB = bind("call-b.delivery_id", "function:call-b")
 const resultA = { call_id: "call-a", success: true, content: [{ type: "input_text", text: "open" }] } as const
-const ack = (delivery: string | Bind<string>, applied: boolean, code?: "decision_conflict" | "not_pending") =>
+const ack = (delivery: string | Bind<string>, applied: boolean, code?: "decision_conflict" | "not_pending" | "invalid_result") =>
   frame({
     type: "interaction_decision_ack",
     id: "run-1",
@@ -18,10 +18,11 @@ export default scenario({
     "A function_call travels under the Run id with its native call id; Core answers with function_result (ordered " +
     "content, may be empty) and the Runtime acknowledges under the Run id with the delivery id. Replay identity is " +
     "(Run id, call id) plus the content: an identical retry is applied again, changed content is decision_conflict, " +
-    "an unknown call is not_pending. Call ids, delivery ids and input ids are never interchangeable.",
+    "an unknown call is not_pending, and a result whose content does not decode is invalid_result when its call and " +
+    "delivery ids can be read (the call stays pending). Call ids, delivery ids and input ids are never interchangeable.",
   sections: ["Envelope and identity", "Message families"],
   replay: {
-    runtime: { asserts: "each result acknowledged under the Run id; replay, conflict and unknown-call codes" },
+    runtime: { asserts: "each result acknowledged under the Run id; replay, conflict, unknown-call and undecodable-content codes" },
     core: { asserts: "both results are applied" }
   },
   steps: [
@@ -58,6 +59,12 @@ export default scenario({
       note: "a call that never happened"
     },
     { _tag: "Runtime", message: ack("function:call-z", false, "not_pending"), sides: ["runtime"] },
+    raw("core", JSON.stringify({
+      type: "function_result",
+      id: "run-1",
+      payload: { delivery_id: "function:call-b#0", call_id: "call-b", success: true, content: [{ type: "input_text" }] }
+    }), { note: "content that does not decode (a text part without text)" }),
+    { _tag: "Runtime", message: ack("function:call-b#0", false, "invalid_result"), sides: ["runtime"] },
     check("core", { _tag: "FunctionResultOutcome", run: "run-1", call: "call-a", outcome: "applied" }),
     core({
       type: "function_result",

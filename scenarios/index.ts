@@ -27,9 +27,11 @@ import invalidHeartbeatCloses from "./invalid-heartbeat-closes.js"
 import malformedRequests from "./malformed-requests.js"
 import newerConnectionReplacesOlder from "./newer-connection-replaces-older.js"
 import preparationCapacity from "./preparation-capacity.js"
+import preparationCleanupUnconfirmed from "./preparation-cleanup-unconfirmed.js"
 import preparationFailureCleansUp from "./preparation-failure-cleans-up.js"
 import preparationReadyStartDone from "./preparation-ready-start-done.js"
 import promptRequestEveryEvent from "./prompt-request-every-event.js"
+import receiptsAfterDone from "./receipts-after-done.js"
 import reconnectionWithoutReplay from "./reconnection-without-replay.js"
 import releaseBeforeStart from "./release-before-start.js"
 import shutdown from "./shutdown.js"
@@ -47,6 +49,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   malformedRequests,
   preparationReadyStartDone,
   preparationFailureCleansUp,
+  preparationCleanupUnconfirmed,
   preparationCapacity,
   releaseBeforeStart,
   admissionExpiry,
@@ -62,6 +65,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   activeInputWriteTimeout,
   activeInputUnknown,
   duplicateAndStaleReceipts,
+  receiptsAfterDone,
   interactionDecisionsValid,
   interactionDecisionsInvalid,
   decisionWaiterTimeout,

@@ -16,7 +16,7 @@ import type { Declaration } from "./DeviceSession.js"
 import {
   type AdmissionRejection,
   BindingInvalid,
-  CapabilitiesUnknown,
+  CapabilitiesUndeclared,
   CapabilityUnsupported,
   HarnessUnavailable
 } from "./Outcome.js"
@@ -294,7 +294,7 @@ export const admit = (
 ): Result.Result<Admitted, AdmissionRejection> => {
   const binding = checkBinding(input)
   if (Option.isSome(binding)) return Result.fail(binding.value)
-  if (Option.isNone(declaration)) return Result.fail(new CapabilitiesUnknown({ kind: input.agent_kind }))
+  if (Option.isNone(declaration)) return Result.fail(new CapabilitiesUndeclared({ kind: input.agent_kind }))
   const descriptor = declaration.value.kinds.get(input.agent_kind)
   if (descriptor === undefined) {
     return Result.fail(new HarnessUnavailable({ kind: input.agent_kind, reason: "not_advertised" }))
@@ -350,7 +350,7 @@ export interface DeviceCandidate<D> {
  * Picks the first candidate whose declaration admits the request (candidates all run the Agent's Harness
  * kind; this never substitutes another kind). When none admits, returns one refusal chosen by what helps the
  * caller most: an invalid binding (no device can help), else a definite CapabilityUnsupported, else
- * HarnessUnavailable, else CapabilitiesUnknown. With no candidates at all: HarnessUnavailable(not_advertised).
+ * HarnessUnavailable, else CapabilitiesUndeclared. With no candidates at all: HarnessUnavailable(not_advertised).
  */
 export const selectDevice = <D>(
   input: AdmissionInput,
@@ -359,7 +359,7 @@ export const selectDevice = <D>(
   const binding = checkBinding(input)
   if (Option.isSome(binding)) return Result.fail(binding.value)
   const rank = (e: AdmissionRejection) =>
-    e._tag === "CapabilityUnsupported" ? 0 : e._tag === "HarnessUnavailable" ? 1 : e._tag === "CapabilitiesUnknown" ? 2 : 3
+    e._tag === "CapabilityUnsupported" ? 0 : e._tag === "HarnessUnavailable" ? 1 : e._tag === "CapabilitiesUndeclared" ? 2 : 3
   let best: AdmissionRejection | undefined
   for (const candidate of candidates) {
     const result = admit(input, candidate.declaration)

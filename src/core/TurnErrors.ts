@@ -13,12 +13,15 @@ import { ObservationLostReason } from "./Errors.js"
 
 // ---------------------------------------------------------------------------------------------- admission errors
 
-/** No heartbeat yet on the selected connection: capabilities are unknown and admit nothing. Definite, nothing sent. */
-export class CapabilitiesUnknown extends Schema.TaggedError<CapabilitiesUnknown>()("CapabilitiesUnknown", {
+/**
+ * No heartbeat yet on the selected connection: nothing is declared, so nothing is admitted. Definite, nothing
+ * sent (a check before sending, hence not `…Unknown`).
+ */
+export class CapabilitiesUndeclared extends Schema.TaggedError<CapabilitiesUndeclared>()("CapabilitiesUndeclared", {
   kind: Schema.String
 }) {
   override get message() {
-    return `capabilities of ${this.kind} are unknown (no heartbeat yet)`
+    return `capabilities of ${this.kind} are not declared yet (no heartbeat yet)`
   }
 }
 
@@ -74,7 +77,7 @@ export class ConfigurationRejected extends Schema.TaggedError<ConfigurationRejec
 }
 
 /** Every definite refusal of the admission policy. */
-export type AdmissionRejection = CapabilitiesUnknown | HarnessUnavailable | BindingInvalid | CapabilityUnsupported
+export type AdmissionRejection = CapabilitiesUndeclared | HarnessUnavailable | BindingInvalid | CapabilityUnsupported
 
 // ---------------------------------------------------------------------------------------------- delivery errors
 

@@ -11,7 +11,7 @@ import { ErrorCodes, Interaction, Messages, Preparation } from "../proto/index.j
 import { type RunEvent, runEventTypes } from "./RunEvent.js"
 import {
   BindingInvalid,
-  CapabilitiesUnknown,
+  CapabilitiesUndeclared,
   CapabilityUnsupported,
   ConfigurationRejected,
   HarnessUnavailable,
@@ -21,7 +21,7 @@ import {
 
 /** Every refusal of the final admission check, as stored in an `AdmissionRejected` fact. */
 export const AdmissionRefusal = Schema.Union([
-  CapabilitiesUnknown,
+  CapabilitiesUndeclared,
   HarnessUnavailable,
   BindingInvalid,
   CapabilityUnsupported,
@@ -55,7 +55,7 @@ export const TurnFact = Schema.Union([
   /** The final admission check refused the Turn (nothing sent). `error` is the refusal itself. */
   Schema.TaggedStruct("AdmissionRejected", {
     rejection: Schema.Literals([
-      "capabilities_unknown",
+      "capabilities_undeclared",
       "harness_unavailable",
       "binding_invalid",
       "capability_unsupported",

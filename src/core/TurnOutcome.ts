@@ -10,7 +10,7 @@ import {
   type BindingInvalid,
   type CancelFailed,
   type CancelUnconfirmed,
-  type CapabilitiesUnknown,
+  type CapabilitiesUndeclared,
   type CapabilityUnsupported,
   type ConfigurationRejected,
   type DeliveryRefused,
@@ -75,11 +75,11 @@ export const TurnOutcome = Schema.Struct({
 export type TurnOutcome = typeof TurnOutcome.Type
 
 /** Why a Turn stays unclaimed (nothing was executed; the Worker may retry it). */
-export type UnclaimedReason = "preparation_capacity" | "capabilities_unknown" | "harness_unavailable"
+export type UnclaimedReason = "preparation_capacity" | "capabilities_undeclared" | "harness_unavailable"
 
 /** Every error a Turn's `result` can fail with. */
 export type TurnError =
-  | CapabilitiesUnknown
+  | CapabilitiesUndeclared
   | HarnessUnavailable
   | BindingInvalid
   | CapabilityUnsupported

@@ -178,7 +178,7 @@ export const step = (s: TurnState, fact: TurnFact): TurnState => {
     case "AdmissionRejected": {
       if (!isPending(s)) return s
       switch (fact.rejection) {
-        case "capabilities_unknown":
+        case "capabilities_undeclared":
         case "harness_unavailable":
           return { ...s, resolution: { _tag: "Unclaimed", reason: fact.rejection, error: fact.error } }
         default:

@@ -10,8 +10,8 @@ import type { Resolved, TurnError, TurnOutcome } from "./TurnOutcome.js"
 /** The journal fact of an admission refusal (it carries the refusal itself; `detail` is for the outcome). */
 export const admissionFact = (rejection: AdmissionRefusal): TurnFact => {
   switch (rejection._tag) {
-    case "CapabilitiesUnknown":
-      return { _tag: "AdmissionRejected", rejection: "capabilities_unknown", detail: rejection.kind, error: rejection }
+    case "CapabilitiesUndeclared":
+      return { _tag: "AdmissionRejected", rejection: "capabilities_undeclared", detail: rejection.kind, error: rejection }
     case "HarnessUnavailable":
       return { _tag: "AdmissionRejected", rejection: "harness_unavailable", detail: rejection.reason, error: rejection }
     case "BindingInvalid":

@@ -46,7 +46,13 @@ export class InvalidFrame extends Schema.TaggedError<InvalidFrame>()("InvalidFra
   /** Present only when it fits the 128-byte correlation bound. */
   id: Schema.optionalKey(Schema.String),
   /** Size of the frame in bytes (a lower bound for frames refused as too large). */
-  bytes: Schema.Int
+  bytes: Schema.Int,
+  /**
+   * A `function_result` whose payload failed decoding (`invalid_payload`): its call and delivery ids, present
+   * only when both are valid ids (not blank, at most 128 bytes), so the Runtime can answer `invalid_result`.
+   */
+  call_id: Schema.optionalKey(Schema.String),
+  delivery_id: Schema.optionalKey(Schema.String)
 }) {
   override get message() {
     return `invalid frame (${this.code})${this.type === undefined ? "" : ` type=${this.type}`} bytes=${this.bytes}`

@@ -269,7 +269,24 @@ const decodeWith = (table: ReadonlyMap<string, Compiled>, raw: RawEnvelope): Res
   if (Result.isSuccess(decoded)) return Result.succeed(decoded.success)
   // The id was checked for size above; a failure at ["id"] is its type's rule.
   const idIssue = id !== undefined && decoded.failure.issue._tag === "Pointer" && decoded.failure.issue.path[0] === "id"
-  return Result.fail(new InvalidFrame({ code: idIssue ? "invalid_id" : "invalid_payload", ...withCorrelation() }))
+  if (idIssue) return Result.fail(new InvalidFrame({ code: "invalid_id", ...withCorrelation() }))
+  return Result.fail(new InvalidFrame({ code: "invalid_payload", ...withCorrelation(), ...resultIdentity(type, input["payload"]) }))
+}
+
+const hasOwn = Object.prototype.hasOwnProperty
+const isCallId = Schema.is(Ids.CallId)
+const isDeliveryId = Schema.is(Ids.DeliveryId)
+
+/**
+ * The call and delivery ids of a `function_result` whose payload failed, when both are own members holding valid
+ * ids (not blank, at most 128 bytes): read from the parsed payload without decoding anything else, so a result
+ * whose content cannot be decoded still gets its `invalid_result` answer. Anything else yields nothing.
+ */
+const resultIdentity = (type: string, payload: unknown): { readonly call_id?: string; readonly delivery_id?: string } => {
+  if (type !== "function_result" || typeof payload !== "object" || payload === null || Array.isArray(payload)) return {}
+  const call = hasOwn.call(payload, "call_id") ? (payload as Record<string, unknown>)["call_id"] : undefined
+  const delivery = hasOwn.call(payload, "delivery_id") ? (payload as Record<string, unknown>)["delivery_id"] : undefined
+  return isCallId(call) && isDeliveryId(delivery) ? { call_id: call, delivery_id: delivery } : {}
 }
 
 /** Step two for frames Core sent: decodes a step-one envelope into a `CoreToRuntime` message. */

@@ -16,7 +16,8 @@
  *   an expired executable admission returns its Executor to the idle pool (still owned until closed).
  * - A valid start publishes `starting`, transfers the reservation to the Run exactly once, and `started` once
  *   a Turn exists. A release after that only re-publishes; it never cancels the successor.
- * - `released` / `failed` are published only after any close they imply is confirmed.
+ * - `released` / `failed` / `expired` are published only after any close they imply is confirmed; a failing
+ *   close is reported at once instead (`closeReported`: `failed` with `…cleanup_unconfirmed`, then `released`).
  * - Read-only preparations (`workspace_read_only`, capability `workspace_read_preparation`) are admitted
  *   without a Harness process and cannot start (`read_only_preparation`).
  *
@@ -40,7 +41,7 @@ import type {
   ExecutionReleasePayload,
   ExecutionStartPayload
 } from "../proto/Preparation.js"
-import { type AdmissionRecord, makeRecord, type NewRecord, statusSender, terminal } from "./AdmissionRecord.js"
+import { type AdmissionRecord, makeRecord, makeRoom, type NewRecord, statusSender } from "./AdmissionRecord.js"
 import { Background, Drain } from "./ConnectionServices.js"
 import { Executors } from "./Executors.js"
 import { configurationFingerprint, fingerprint } from "./Fingerprint.js"
@@ -94,15 +95,22 @@ const makeAdmission = Effect.gen(function* () {
 
     /** Frees room for one more record: prunes terminal records, oldest first. */
     const roomForRecord: Effect.Effect<boolean> = Effect.suspend(() => {
-      if (records.size < MaxAdmissionRecords) return Effect.succeed(true)
-      for (const [id, record] of records) {
-        if (terminal.has(record.state)) {
-          records.delete(id)
-          if (records.size < MaxAdmissionRecords) return Effect.as(changed, true)
-        }
-      }
-      return Effect.succeed(false)
+      const room = makeRoom(records, MaxAdmissionRecords)
+      return room === "pruned" ? Effect.as(changed, true) : Effect.succeed(room === "room")
     })
+
+    /**
+     * Closes the record's Executor (under its lock): true once confirmed without a failed attempt. Otherwise
+     * publishes `failed` / `executor_cleanup_unconfirmed` (`cleanup_unconfirmed` read-only) at once, keeps
+     * ownership and capacity while the close is retried, publishes `released` once it confirms, returns false.
+     */
+    const closeReported = (record: AdmissionRecord) =>
+      Effect.gen(function* () {
+        if ((yield* executors.closeObserved(record.entry)) === "confirmed") return true
+        yield* publish(record, "failed", { error_code: record.readOnly ? "cleanup_unconfirmed" : "executor_cleanup_unconfirmed" })
+        yield* fork(Effect.andThen(executors.close(record.entry), locked(record, publish(record, "released"))))
+        return false
+      })
 
     /** `ready` with a fresh expiry; an unconfirmed ready fails the admission and releases the reservation. */
     const grant = (record: AdmissionRecord) =>
@@ -129,9 +137,8 @@ const makeAdmission = Effect.gen(function* () {
     const expire = (record: AdmissionRecord) =>
       Effect.gen(function* () {
         if (record.state !== "ready") return
-        if (record.readOnly) yield* executors.close(record.entry)
-        else yield* executors.toIdle(record.entry)
-        yield* publish(record, "expired")
+        if (!record.readOnly) yield* executors.toIdle(record.entry)
+        if (!record.readOnly || (yield* closeReported(record))) yield* publish(record, "expired")
       })
 
     const prepareNative = (record: AdmissionRecord, sessionId: ExecutionPreparePayload["session_id"]) =>
@@ -150,10 +157,12 @@ const makeAdmission = Effect.gen(function* () {
           )
           if (prepared._tag === "Failure") {
             yield* Effect.logWarning("preparation failed").pipe(Effect.annotateLogs({ handle: record.handle }))
-            yield* executors.close(record.entry)
             // A structural "no such native session" from the adapter keeps its code (docs/harness-claude-code.md).
             const code = prepared.failure.code === "history_unavailable" ? "history_unavailable" : "preparation_failed"
-            yield* locked(record, publish(record, "failed", { error_code: code }))
+            yield* locked(record, Effect.gen(function* () {
+              if (record.state !== "preparing") return
+              if (yield* closeReported(record)) yield* publish(record, "failed", { error_code: code })
+            }))
             return
           }
         }
@@ -239,15 +248,8 @@ const makeAdmission = Effect.gen(function* () {
         })
         if (reserved._tag === "Failure") return yield* reply(reserved.failure)
         const record = yield* newRecord({
-          requestId,
-          fingerprint: fp,
-          readOnly,
-          snapshot,
-          harness: readOnly ? undefined : harness,
-          entry: reserved.success,
-          configuration: config,
-          reused: false,
-          trace
+          requestId, fingerprint: fp, readOnly, snapshot, harness: readOnly ? undefined : harness, entry: reserved.success,
+          configuration: config, reused: false, trace
         })
         yield* FiberMap.run(
           preparations,
@@ -335,14 +337,12 @@ const makeAdmission = Effect.gen(function* () {
           switch (record.state) {
             case "preparing":
               yield* FiberMap.remove(preparations, record.handle)
-              yield* executors.close(record.entry)
-              yield* publish(record, "released", { trace })
+              if (yield* closeReported(record)) yield* publish(record, "released", { trace })
               return
             case "ready":
               yield* FiberMap.remove(timers, record.handle)
-              if (record.readOnly) yield* executors.close(record.entry)
-              else yield* executors.toIdle(record.entry)
-              yield* publish(record, "released", { trace })
+              if (!record.readOnly) yield* executors.toIdle(record.entry)
+              if (!record.readOnly || (yield* closeReported(record))) yield* publish(record, "released", { trace })
               return
             default:
               yield* republish(record, trace)

@@ -57,6 +57,21 @@ export const makeRecord = (fields: NewRecord, handle: AdmissionHandle): Admissio
   last: undefined
 })
 
+/**
+ * Makes room for one more record in a table bounded at `max`: `room` when there already is, `pruned` after
+ * deleting terminal records (oldest first) until there is, `full` when only live records remain (none deleted
+ * beyond what was pruned; a live record is never displaced).
+ */
+export const makeRoom = (records: Map<PreparationRequestId, AdmissionRecord>, max: number): "room" | "pruned" | "full" => {
+  if (records.size < max) return "room"
+  for (const [id, record] of records) {
+    if (!terminal.has(record.state)) continue
+    records.delete(id)
+    if (records.size < max) return "pruned"
+  }
+  return "full"
+}
+
 /** The status sends of one connection's admissions; `changed` runs before each resource status goes out. */
 export const statusSender = (outbound: OutboundShape, changed: Effect.Effect<void>) => {
   const reject = (

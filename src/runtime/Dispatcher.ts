@@ -15,9 +15,10 @@
  * | prompt_request                               | `error` then `done` on the Run id, unless that Run is active |
  * | runtime_prepare                              | `runtime_prepare_result` rejected `invalid_request`          |
  * | workspace_read / workspace_write             | `…_result` rejected `invalid_request`                         |
+ * | function_result (call and delivery ids read) | `interaction_decision_ack` `invalid_result` under the Run id  |
  * | prompt_cancel, permission_decision,          | none (no delivery id is known: an ack could establish        |
  * | prompt_for_user_choice_decision,             | nothing), one log line                                       |
- * | function_result, device_shutdown,            |                                                              |
+ * | function_result otherwise, device_shutdown,  |                                                              |
  * | workspace_export, environment_quiesce/resume |                                                              |
  *
  * — otherwise the frame is dropped with one log line (code, type, id, bytes; never the payload). The
@@ -168,8 +169,12 @@ const makeDispatcher = Effect.gen(function* () {
   }
 
   /** The documented reply to a malformed frame of a known type and id; undefined when the rule is to drop. */
-  const invalidReply = (type: string, id: string): Effect.Effect<void> | undefined => {
+  const invalidReply = (error: InvalidFrame, type: string, id: string): Effect.Effect<void> | undefined => {
     switch (type) {
+      case "function_result":
+        return error.call_id === undefined || error.delivery_id === undefined
+          ? undefined
+          : functions.rejectInvalid(unsafeMake.runId(id), unsafeMake.deliveryId(error.delivery_id), unsafeMake.callId(error.call_id))
       case "execution_prepare":
       case "execution_start":
       case "execution_release":
@@ -194,7 +199,7 @@ const makeDispatcher = Effect.gen(function* () {
   }
 
   const invalid = (error: InvalidFrame) => {
-    const action = error.type !== undefined && error.id !== undefined ? invalidReply(error.type, error.id) : undefined
+    const action = error.type !== undefined && error.id !== undefined ? invalidReply(error, error.type, error.id) : undefined
     return Effect.andThen(
       Effect.logWarning(action === undefined ? "invalid frame dropped" : "invalid frame answered").pipe(
         Effect.annotateLogs({ code: error.code, type: error.type ?? "", id: error.id ?? "", bytes: error.bytes })

@@ -12,8 +12,12 @@
  * interrupts a preparation after the native side was created therefore still stops it. The table below is a
  * view of the open scopes: an entry is removed only after its scope closed.
  *
- * Capacity is derived from the table, so it is freed only when an entry is removed, which happens only
- * after a confirmed close: active = preparing, admitted, busy, closing or cleanup-unconfirmed entries
+ * Capacity is held in scopes (CapacityPermits.ts): each admission — a reservation, a reuse of an idle
+ * Executor, or a direct Run's Executor — acquires its active permit in its own permit scope, a child of the
+ * Executor's `holdings` scope. The permit stays with the admission and the Run it hands over to, and returns
+ * exactly when that ownership ends: `toIdle` closes the permit scope, and closing the Executor closes
+ * `holdings` only after the confirmed close (it was forked first, so it is finalized last). An idle Executor
+ * that starts closing takes a permit again, so closing and cleanup-unconfirmed Executors count as active
  * (bounded by `maxActive`); idle = retained idle entries (bounded by `maxIdleExecutors`; an Executor that
  * becomes idle beyond it is closed instead). A full table rejects at once; nothing queues.
  *
@@ -23,6 +27,7 @@ import { Context, Deferred, Effect, Exit, FiberMap, FiberSet, Layer, Option, Res
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
 import type { Executor, Harness, HarnessDeclaration, PrepareFailed, PrepareRequest } from "./harness/Harness.js"
+import { makeCapacityPermits } from "./CapacityPermits.js"
 import { closeUntilConfirmed, observed, Ownership } from "./Ownership.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 import { type ExecutorStatus, StatusBoard } from "./StatusBoard.js"
@@ -49,12 +54,18 @@ export interface ExecutorEntry {
   readonly readOnly: boolean
   /** The Executor's own scope (a child of the connection scope): its native state and its confirmed close. */
   readonly scope: Scope.Closeable
+  /** The parent of this Executor's permit scopes; the first child of `scope`, so it closes last. */
+  readonly holdings: Scope.Closeable
+  /** The current admission's permit scope (held through its Run); undefined while the Executor is idle. */
+  permit: Scope.Closeable | undefined
   native: Executor | undefined
   state: ExecutorState
   /** Set once a close was requested; the Executor can no longer be admitted. */
   closing: boolean
   /** Completes when the close was confirmed (and the entry removed). */
   readonly closed: Deferred.Deferred<void>
+  /** Completes at the first close attempt that failed or timed out (cleanup unconfirmed; still owned). */
+  readonly cleanupFailed: Deferred.Deferred<void>
 }
 
 export interface ReserveSpec {
@@ -105,6 +116,12 @@ export interface ExecutorsShape {
   readonly close: (entry: ExecutorEntry) => Effect.Effect<void>
   /** Starts closing an Executor without waiting for confirmation. */
   readonly closeInBackground: (entry: ExecutorEntry) => Effect.Effect<void>
+  /**
+   * Starts closing an Executor and waits for the first verdict: `confirmed` once the close was confirmed, or
+   * `unconfirmed` as soon as one close attempt failed or timed out first. Either way the close goes on (retried
+   * until confirmed, capacity held); `close` waits for the confirmation.
+   */
+  readonly closeObserved: (entry: ExecutorEntry) => Effect.Effect<"confirmed" | "unconfirmed">
   /** Closes every Executor and waits until each close is confirmed. */
   readonly closeAll: Effect.Effect<void>
   /** Active entries (capacity in use), for the heartbeat and the status view. */
@@ -143,21 +160,34 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   const closers = yield* FiberSet.make<void, never>()
   const idleTimers = yield* FiberMap.make<ExecutorId, void, never>()
   const entries = new Map<ExecutorId, ExecutorEntry>()
+  const permits = makeCapacityPermits(policy.maxActive)
 
   const counts = () => {
-    let active = 0
     let idle = 0
-    for (const e of entries.values()) {
-      if (e.state === "idle") idle++
-      else active++
-    }
-    return { active, idle }
+    for (const e of entries.values()) if (e.state === "idle") idle++
+    return { active: permits.inUse(), idle }
   }
 
-  /** The confirmed close of one native owner, registered in its Executor's scope. */
-  const confirmedClose = (id: ExecutorId, close: Executor["close"]) =>
-    closeUntilConfirmed(id, close, (e) => e.reason).pipe(
-      Effect.provideService(Ownership, ownership),
+  /** A new permit scope under the Executor's holdings, with a permit in it; undefined (nothing held) when full. */
+  const admit = (entry: Pick<ExecutorEntry, "holdings">) =>
+    Effect.gen(function* () {
+      const permit = yield* Scope.fork(entry.holdings, "sequential")
+      if (yield* permits.acquire(permit)) return permit
+      yield* Scope.close(permit, Exit.void)
+      return undefined
+    })
+
+  /**
+   * The confirmed close of one native owner, registered in its Executor's scope. Its first failed attempt
+   * completes the entry's `cleanupFailed`, so an admission can report unconfirmed cleanup while it retries.
+   */
+  const confirmedClose = (entry: ExecutorEntry, close: Executor["close"]) =>
+    closeUntilConfirmed(entry.id, close, (e) => e.reason).pipe(
+      Effect.provideService(Ownership, Ownership.of({
+        ...ownership,
+        attemptFailed: (resource, cause) =>
+          Effect.andThen(ownership.attemptFailed(resource, cause), Deferred.succeed(entry.cleanupFailed, undefined))
+      })),
       Effect.provideService(RuntimePolicy, policy)
     )
 
@@ -177,14 +207,14 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
         Scope.provide(entry.scope),
         Effect.tap((native) =>
           Effect.andThen(
-            Scope.addFinalizer(entry.scope, confirmedClose(entry.id, native.close)),
+            Scope.addFinalizer(entry.scope, confirmedClose(entry, native.close)),
             Effect.sync(() => {
               entry.native = native
             })
           )
         ),
         Effect.tapError((failed) =>
-          failed.residue === undefined ? Effect.void : Scope.addFinalizer(entry.scope, confirmedClose(entry.id, failed.residue.close))
+          failed.residue === undefined ? Effect.void : Scope.addFinalizer(entry.scope, confirmedClose(entry, failed.residue.close))
         )
       )
     )
@@ -195,6 +225,11 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       if (entry.closing) return
       entry.closing = true
       entry.state = "closing"
+      // Closing and unconfirmed Executors count as active until confirmed: an idle one takes a permit again.
+      if (entry.permit === undefined) {
+        entry.permit = yield* Scope.fork(entry.holdings, "sequential")
+        yield* permits.acquireBeyond(entry.permit)
+      }
       yield* changed
       yield* FiberSet.run(closers, closeEntry(entry))
     })
@@ -211,6 +246,10 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
         return yield* startClose(entry)
       }
       entry.state = "idle"
+      // The admission's (or its Run's) ownership ended: its permit scope closes, returning the permit.
+      const permit = entry.permit
+      entry.permit = undefined
+      if (permit !== undefined) yield* Scope.close(permit, Exit.void)
       yield* changed
       yield* FiberMap.run(
         idleTimers,
@@ -225,7 +264,13 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   const executors: ExecutorsShape = {
     reserve: (id, spec) =>
       Effect.gen(function* () {
-        if (counts().active >= policy.maxActive) return Result.fail<CapacityRejection>("preparation_capacity")
+        const scope = yield* Scope.fork(executorsScope, "sequential")
+        const holdings = yield* Scope.fork(scope, "sequential")
+        const permit = yield* admit({ holdings })
+        if (permit === undefined) {
+          yield* Scope.close(scope, Exit.void)
+          return Result.fail<CapacityRejection>("preparation_capacity")
+        }
         const entry: ExecutorEntry = {
           id,
           sessionId: spec.sessionId,
@@ -237,11 +282,14 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
           stateKey: spec.configuration.agent_state_key,
           retained: spec.retained,
           readOnly: spec.readOnly,
-          scope: yield* Scope.fork(executorsScope, "sequential"),
+          scope,
+          holdings,
+          permit,
           native: undefined,
           state: "preparing",
           closing: false,
-          closed: Deferred.makeUnsafe<void>()
+          closed: Deferred.makeUnsafe<void>(),
+          cleanupFailed: Deferred.makeUnsafe<void>()
         }
         entries.set(id, entry)
         yield* ownership.acquire(id, "executor")
@@ -259,7 +307,9 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     admitIdle: (entry) =>
       Effect.gen(function* () {
         if (entry.closing || entry.state !== "idle") return Result.fail("not_idle" as const)
-        if (counts().active >= policy.maxActive) return Result.fail<CapacityRejection>("preparation_capacity")
+        const permit = yield* admit(entry)
+        if (permit === undefined) return Result.fail<CapacityRejection>("preparation_capacity")
+        entry.permit = permit
         entry.state = "admitted"
         yield* changed
         yield* FiberMap.remove(idleTimers, entry.id)
@@ -274,6 +324,14 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     toIdle,
     close,
     closeInBackground: startClose,
+    closeObserved: (entry) =>
+      Effect.andThen(
+        startClose(entry),
+        Effect.raceFirst(
+          Effect.as(Deferred.await(entry.closed), "confirmed" as const),
+          Effect.as(Deferred.await(entry.cleanupFailed), "unconfirmed" as const)
+        )
+      ),
     closeAll: Effect.gen(function* () {
       const all = [...entries.values()]
       yield* Effect.forEach(all, startClose, { discard: true })

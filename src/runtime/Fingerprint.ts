@@ -9,6 +9,9 @@ import type { PromptRequestPayload } from "../proto/Execution.js"
 /** SHA-256 of the canonical encoding of a decoded value (never of raw frame text). */
 export const fingerprint = (value: unknown): string => createHash("sha256").update(canonicalJson(value)).digest("hex")
 
+/** SHA-256 of a text that already is a canonical encoding (e.g. `Steering.steerFingerprint`), in hex. */
+export const digest = (canonical: string): string => createHash("sha256").update(canonical).digest("hex")
+
 /** The Executor reuse key: the configuration without its per-Turn members. */
 export const configurationFingerprint = (config: PromptRequestPayload): string =>
   fingerprint(

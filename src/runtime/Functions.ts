@@ -6,7 +6,8 @@
  * `interaction_decision_ack` goes under the Run id with the result's delivery id, `applied: true` only after
  * the native side confirmed it applied the result.
  *
- * Codes: `invalid_result`, `not_ready`, `unsupported`, `contract_violation`, `not_pending` (unknown call or
+ * Codes: `invalid_result` (also for a result whose payload did not decode when its call and delivery ids could
+ * be read: `Envelope.InvalidFrame` carries them), `not_ready`, `unsupported`, `contract_violation`, `not_pending` (unknown call or
  * Run), `runtime_error`, `decision_conflict`. Replay identity is (Run id, call id) with the fingerprint of
  * the payload without `delivery_id`; call ids, delivery ids and input ids are distinct branded types.
  */
@@ -14,7 +15,7 @@ import { Context, Effect, FiberSet, Layer, Option } from "effect"
 import type { FunctionResultErrorCode } from "../proto/ErrorCodes.js"
 import type { FunctionResultPayload } from "../proto/Functions.js"
 import { functionResultFingerprint } from "../proto/Functions.js"
-import type { CallId, RunId } from "../proto/Ids.js"
+import type { CallId, DeliveryId, RunId } from "../proto/Ids.js"
 import { unsafeMake } from "../proto/Ids.js"
 import { contentHasImages, validateContentParts, validateInlineImage } from "../proto/MessageInput.js"
 import { AppliedDecisions, makeKeyedLock, sendAck, submitErrorCode } from "./Applied.js"
@@ -28,6 +29,11 @@ import { Runs } from "./Runs.js"
 export interface FunctionsShape {
   /** Handles one decoded function_result; never waits on native work. */
   readonly result: (runId: RunId, payload: FunctionResultPayload, trace: string | undefined) => Effect.Effect<void>
+  /**
+   * A function_result whose payload did not decode but whose call and delivery ids are known: `invalid_result`
+   * (nothing was submitted natively; the call stays pending, so a corrected result can still be applied).
+   */
+  readonly rejectInvalid: (runId: RunId, deliveryId: DeliveryId, callId: CallId) => Effect.Effect<void>
 }
 
 const makeFunctions = Effect.gen(function* () {
@@ -97,7 +103,14 @@ const makeFunctions = Effect.gen(function* () {
   )
 
   return Functions.of({
-    result: (runId, payload, trace) => FiberSet.run(background, apply(runId, payload, trace)).pipe(Effect.asVoid)
+    result: (runId, payload, trace) => FiberSet.run(background, apply(runId, payload, trace)).pipe(Effect.asVoid),
+    rejectInvalid: (runId, deliveryId, callId) =>
+      Effect.andThen(
+        Effect.logInfo("function_result content did not decode; answered invalid_result").pipe(
+          Effect.annotateLogs({ run_id: runId, call_id: callId })
+        ),
+        FiberSet.run(background, sendAck(outbound, unsafeMake.ackSubjectId(runId), deliveryId, undefined, "invalid_result"))
+      ).pipe(Effect.asVoid)
   })
 })
 

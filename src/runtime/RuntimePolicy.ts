@@ -17,6 +17,13 @@ export interface RuntimePolicyShape {
   readonly closeAttemptTimeout: Duration.Duration
   /** Delays between failed close attempts: 500 ms growing by 1.5, capped at 5 s, forever. */
   readonly cleanupBackoff: Schedule.Schedule<unknown, unknown>
+  /**
+   * How long an ended Run's input receipts still answer a repeated input id (default 5 minutes, the admission
+   * lifetime: longer than any Core receipt budget; docs/wire-decisions.md R14).
+   */
+  readonly endedRunReceiptRetention: Duration.Duration
+  /** Ended Runs whose input receipts are retained per connection (default 64; the oldest is dropped first). */
+  readonly maxEndedRunReceipts: number
 }
 
 export const defaultCleanupBackoff: Schedule.Schedule<unknown, unknown> = Schedule.min([
@@ -29,7 +36,9 @@ export const defaults: RuntimePolicyShape = {
   maxIdleExecutors: 16,
   idleExecutorTtl: Duration.minutes(10),
   closeAttemptTimeout: Duration.seconds(10),
-  cleanupBackoff: defaultCleanupBackoff
+  cleanupBackoff: defaultCleanupBackoff,
+  endedRunReceiptRetention: Duration.minutes(5),
+  maxEndedRunReceipts: 64
 }
 
 export class RuntimePolicy extends Context.Service<RuntimePolicy, RuntimePolicyShape>()("agentwire/runtime/RuntimePolicy") {

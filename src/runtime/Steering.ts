@@ -14,6 +14,12 @@
  * the Turn lifetime. Each receipt send has its own 5 s budget in a connection-owned fiber (interrupted on
  * shutdown). Before done the Run waits at most 15 s for an in-flight input, then reports it unknown. A waiter
  * that times out or is interrupted stops observing; it never releases, closes or replays anything.
+ *
+ * After the Run stopped accepting input (settling, then ended): a repeat of an already-receipted input id is
+ * answered from its record (same content: the stored receipt; other content: `input_conflict`), and once the
+ * Run ended its final receipts are kept for `RuntimePolicy.endedRunReceiptRetention` (5 minutes; at most
+ * `maxEndedRunReceipts` ended Runs per connection, EndedRunReceipts.ts). A new input id, or one whose
+ * retention passed, is `run_inactive`. Records hold a SHA-256 digest of the input, never the input itself.
  */
 import { Context, Deferred, Effect, Fiber, FiberSet, Layer, Option } from "effect"
 import type { InputId, RunId } from "../proto/Ids.js"
@@ -23,17 +29,21 @@ import { hasImages, validateInlineImages, validateMessageInput } from "../proto/
 import type { PromptSteerAckPayload, PromptSteerPayload } from "../proto/Steering.js"
 import { steerFingerprint } from "../proto/Steering.js"
 import { Background } from "./ConnectionServices.js"
+import { makeEndedRunReceipts } from "./EndedRunReceipts.js"
+import { digest } from "./Fingerprint.js"
 import { guarded } from "./harness/Harness.js"
 import { Outbound, withTrace } from "./Outbound.js"
 import { RunLifecycle } from "./RunLifecycle.js"
 import type { RunRecord } from "./RunRecord.js"
 import { Runs } from "./Runs.js"
+import { RuntimePolicy } from "./RuntimePolicy.js"
 
 /** Where one input id stands. `retryable` holds a stored `not_ready` / `busy` that lets a retry proceed. */
 type InputState = "in_flight" | "written" | "final" | "retryable"
 
 interface InputRecord {
   readonly inputId: InputId
+  /** SHA-256 of the canonical input and durable flag (`steerFingerprint`). */
   readonly fingerprint: string
   state: InputState
   /** The last receipt stored for replay. */
@@ -72,6 +82,8 @@ const makeSteering = Effect.gen(function* () {
   const runs = yield* Runs
   const background = yield* Background
   const lifecycle = yield* RunLifecycle
+  const policy = yield* RuntimePolicy
+  const ended = makeEndedRunReceipts<PromptSteerAckPayload>(policy.endedRunReceiptRetention, policy.maxEndedRunReceipts)
   const perRun = new Map<RunRecord, RunInputs>()
   const inputsOf = (run: RunRecord): RunInputs => {
     let inputs = perRun.get(run)
@@ -182,13 +194,13 @@ const makeSteering = Effect.gen(function* () {
       ) {
         return yield* replyLater(runId, receipt(inputId, "invalid_input"), trace)
       }
+      const fingerprint = digest(steerFingerprint(payload))
       const found = yield* runs.get(runId)
       if (Option.isNone(found) || found.value.phase === "settling" || found.value.phase === "finished") {
-        return yield* replyLater(runId, receipt(inputId, "run_inactive"), trace)
+        return yield* replyLater(runId, yield* afterInput(runId, inputId, fingerprint), trace)
       }
       const run = found.value
       const inputs = inputsOf(run)
-      const fingerprint = steerFingerprint(payload)
       const existing = inputs.records.get(inputId)
       if (existing !== undefined) {
         if (existing.fingerprint !== fingerprint) return yield* replyLater(runId, receipt(inputId, "input_conflict"), trace)
@@ -234,12 +246,37 @@ const makeSteering = Effect.gen(function* () {
       )
     })
 
-  /** The Run is over: stop observing its native steer calls and drop its receipts. */
+  /**
+   * The receipt for an input on a Run that no longer accepts input: from the Run's own records while it settles,
+   * from the ended Run's retained receipts afterwards, `run_inactive` for an id that has no receipt there.
+   */
+  const afterInput = (runId: RunId, inputId: InputId, fingerprint: string) =>
+    Effect.gen(function* () {
+      let known: { readonly fingerprint: string; readonly receipt: PromptSteerAckPayload } | undefined
+      for (const [run, inputs] of perRun) {
+        if (run.runId !== runId) continue
+        const record = inputs.records.get(inputId)
+        if (record !== undefined && record.state === "in_flight") {
+          return record.fingerprint === fingerprint ? receipt(inputId, "in_flight") : receipt(inputId, "input_conflict")
+        }
+        if (record !== undefined && (record.state === "final" || record.state === "written")) known = record
+      }
+      if (known === undefined) known = Option.getOrUndefined(yield* ended.lookup(runId, inputId))
+      if (known === undefined) return receipt(inputId, "run_inactive")
+      return known.fingerprint === fingerprint ? known.receipt : receipt(inputId, "input_conflict")
+    })
+
+  /** The Run is over: stop observing its native steer calls; keep its final receipts for the retention time. */
   const stopped = (run: RunRecord) =>
     Effect.suspend(() => {
       const inputs = perRun.get(run)
       perRun.delete(run)
-      return inputs === undefined ? Effect.void : Fiber.interruptAll([...inputs.nativeCalls])
+      if (inputs === undefined) return Effect.void
+      const receipts = new Map<string, { readonly fingerprint: string; readonly receipt: PromptSteerAckPayload }>()
+      for (const [id, record] of inputs.records) {
+        if (record.state === "final" || record.state === "written") receipts.set(id, { fingerprint: record.fingerprint, receipt: record.receipt })
+      }
+      return Effect.andThen(ended.retain(run.runId, receipts), Fiber.interruptAll([...inputs.nativeCalls]))
     })
 
   yield* lifecycle.subscribe((event) =>

@@ -324,20 +324,70 @@ describe("Admission", () => {
       environment: { environmentId: binding.id, root: "/workspace", configured: "/workspace", networkAccess: "disabled" }
     }))))
 
-  it.effect("a failed preparation publishes failed only after its residue is closed, and no Run frames", () =>
+  it.effect("a failed preparation whose close succeeds publishes failed / preparation_failed after the close", () =>
     Effect.gen(function* () {
       const { core, fiber } = yield* connect()
-      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare: "fail_with_residue", close_fails: 1 } } }))
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare: "fail_with_residue" } } }))
       assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
-      assert.isTrue(yield* silent(core))
-      yield* adjust(499)
-      assert.isTrue(yield* silent(core))
-      yield* adjust(1)
       same((yield* next(core, "preparation_status")).payload, {
         executor_id: "executor-1", handle: "handle-1", revision: 2, state: "failed", error_code: "preparation_failed"
       })
       assert.isTrue(yield* silent(core))
+      same((yield* (yield* StatusBoard).snapshot).executors, [])
       assert.isUndefined(fiber.pollUnsafe())
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a failed preparation whose close fails reports cleanup unconfirmed at once, holds capacity, then released", () =>
+    Effect.gen(function* () {
+      const { core, fiber } = yield* connect()
+      const board = yield* StatusBoard
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare: "fail_with_residue", close_fails: 1 } } }))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      // The first close attempt failed: the admission is not left `preparing`; ownership is kept.
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 2, state: "failed", error_code: "executor_cleanup_unconfirmed"
+      })
+      same((yield* board.snapshot).executors.map((e) => e.state), ["cleanup_unconfirmed"])
+      same((yield* board.snapshot).admissions.map((a) => a.state), ["failed"])
+      // Capacity stays held (maxActive 1) while the close is retried.
+      yield* core.toRuntime(prepareFrame("prep-2", {}, "session-2"))
+      same((yield* next(core, "preparation_status")).payload, rejected("execution_prepare", "preparation_capacity"))
+      // A repeat of the failed request re-publishes the failed status; nothing else moves before the retry.
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare: "fail_with_residue", close_fails: 1 } } }))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.error_code, "executor_cleanup_unconfirmed")
+      yield* adjust(499)
+      assert.isTrue(yield* silent(core))
+      // The retry at 500 ms confirms: the confirmed release is published and the capacity returns.
+      yield* adjust(1)
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "released"
+      })
+      same((yield* board.snapshot).executors, [])
+      same((yield* board.snapshot).unconfirmed, [])
+      yield* core.toRuntime(prepareFrame("prep-2", {}, "session-2"))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "ready")
+      assert.isUndefined(fiber.pollUnsafe())
+    }).pipe(Effect.provide(processLayer({ maxActive: 1 }))))
+
+  it.effect("a failed preparation whose close hangs: preparing at 9.999 s, cleanup unconfirmed at 10 s, released at 10.5 s", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_options: { scripted: { prepare: "fail_with_residue", close_hangs: 1 } } }))
+      assert.strictEqual((yield* next(core, "preparation_status")).payload.state, "preparing")
+      yield* adjust(9_999)
+      assert.isTrue(yield* silent(core))
+      yield* adjust(1)
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 2, state: "failed", error_code: "executor_cleanup_unconfirmed"
+      })
+      yield* adjust(499)
+      assert.isTrue(yield* silent(core))
+      yield* adjust(1)
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "released"
+      })
+      assert.isTrue(yield* silent(core))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("release while preparing stops the preparation and publishes released after the close", () =>

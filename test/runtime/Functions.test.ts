@@ -42,6 +42,12 @@ describe("Functions", () => {
       same(yield* take(core, "interaction_decision_ack"), ack("function:1"))
       const frames = yield* until(core, "done")
       same(frames.flatMap((f) => (f.type === "delta" ? [f.payload.delta] : [])), ["result call_1 ok: open"])
+      // After done, a repeat of the applied result is answered from the applied-result records; a call the Run
+      // never answered is not_pending (docs/wire-decisions.md R14).
+      yield* core.toRuntime(result("run-1", "function:1#2", "call_1", [textPart("open")]))
+      same(yield* take(core, "interaction_decision_ack"), ack("function:1#2"))
+      yield* core.toRuntime(result("run-1", "function:2", "call_2", [textPart("open")]))
+      same(yield* take(core, "interaction_decision_ack"), ack("function:2", "not_pending"))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("replays an identical result under a new delivery id and refuses a changed one", () =>
@@ -77,6 +83,24 @@ describe("Functions", () => {
       // A call id is not a delivery id or an input id: the same string as a delivery id changes nothing.
       yield* core.toRuntime(result("run-1", "call_1", "call_1", [textPart("x")]))
       same(yield* take(core, "interaction_decision_ack"), ack("call_1"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("a result whose content does not decode is invalid_result when its ids are known; the call stays pending", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([call]), tools))
+      yield* next(core, "function_call")
+      const raw = (payload: unknown) => JSON.stringify({ type: "function_result", id: "run-1", payload })
+      yield* core.toRuntime(raw({ delivery_id: "d-1", call_id: "call_1", success: true, content: [{ type: "input_text" }] }))
+      same(yield* take(core, "interaction_decision_ack"), ack("d-1", "invalid_result"))
+      yield* core.toRuntime(raw({ delivery_id: "d-2", call_id: "call_1", success: true, content: "open" }))
+      same(yield* take(core, "interaction_decision_ack"), ack("d-2", "invalid_result"))
+      // Without a readable delivery id nothing can be acknowledged: no reply.
+      yield* core.toRuntime(raw({ call_id: "call_1", success: true, content: "open" }))
+      yield* core.toRuntime(result("run-1", "d-3", "call_1", [textPart("open")]))
+      same(yield* take(core, "interaction_decision_ack"), ack("d-3"))
+      const frames = yield* until(core, "done")
+      same(frames.flatMap((f) => (f.type === "delta" ? [f.payload.delta] : [])), ["result call_1 ok: open"])
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("a result image outside the public inline profile is invalid_result; the call stays pending", () =>

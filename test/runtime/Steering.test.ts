@@ -16,6 +16,7 @@ import {
   promptFrame,
   same,
   script,
+  settle,
   silent,
   startFrame,
   steerFrame,
@@ -51,8 +52,54 @@ describe("Steering", () => {
       same(acks(frames), [written("1"), accepted("1")])
       const done = frames.find((f) => f.type === "done")
       assert.strictEqual(done?.type === "done" ? done.payload.content : "", "also this done")
+      // After done: the repeat is answered from the ended Run's receipts (issue #17), a new id is run_inactive.
       yield* core.toRuntime(steerFrame("run-1", "1", text("also this")))
-      same(yield* ack(core), failed("1", "run_inactive"))
+      same(yield* ack(core), accepted("1"))
+      yield* core.toRuntime(steerFrame("run-1", "2", text("also this")))
+      same(yield* ack(core), failed("2", "run_inactive"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("keeps an ended Run's receipts for 5 minutes after done: answered at 4:59.999, run_inactive at 5:00", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* preparedRun(core, [{ await_steer: 1, accept: "reject" }, { await_steer: 1 }, { delta: " done" }])
+      yield* core.toRuntime(steerFrame("run-1", "a", text("first")))
+      same(yield* ack(core), written("a"))
+      same(yield* ack(core), failed("a", "rejected"))
+      yield* core.toRuntime(steerFrame("run-1", "b", text("second")))
+      same(acks(yield* until(core, "done")), [written("b"), accepted("b")])
+      // Each kept receipt answers its own id; other content under a kept id is a conflict, never a new input.
+      yield* core.toRuntime(steerFrame("run-1", "a", text("first")))
+      same(yield* ack(core), failed("a", "rejected"))
+      yield* core.toRuntime(steerFrame("run-1", "b", text("changed")))
+      same(yield* ack(core), failed("b", "input_conflict"))
+      yield* core.toRuntime(steerFrame("run-1", "b", text("second"), false))
+      same(yield* ack(core), failed("b", "input_conflict"))
+      yield* adjust("299999 millis")
+      yield* core.toRuntime(steerFrame("run-1", "b", text("second")))
+      same(yield* ack(core), accepted("b"))
+      yield* adjust("1 millis")
+      yield* core.toRuntime(steerFrame("run-1", "b", text("second")))
+      same(yield* ack(core), failed("b", "run_inactive"))
+      yield* core.toRuntime(steerFrame("run-1", "a", text("first")))
+      same(yield* ack(core), failed("a", "run_inactive"))
+    }).pipe(Effect.provide(processLayer())))
+
+  it.effect("keeps the receipts of at most 64 ended Runs per connection, dropping the longest-ended first", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      for (let i = 0; i <= 64; i++) {
+        yield* core.toRuntime(promptFrame(`run-${i}`, script([{ await_steer: 1 }]), { release_on_completion: true }))
+        yield* settle
+        yield* core.toRuntime(steerFrame(`run-${i}`, "x", text("in")))
+        same(acks(yield* until(core, "done")), [written("x"), accepted("x")])
+      }
+      yield* core.toRuntime(steerFrame("run-64", "x", text("in")))
+      same(yield* ack(core), accepted("x"))
+      yield* core.toRuntime(steerFrame("run-1", "x", text("in")))
+      same(yield* ack(core), accepted("x"))
+      yield* core.toRuntime(steerFrame("run-0", "x", text("in")))
+      same(yield* ack(core), failed("x", "run_inactive"))
     }).pipe(Effect.provide(processLayer())))
 
   it.effect("a steer image outside the public inline profile is invalid_input before any native write", () =>

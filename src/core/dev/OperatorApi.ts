@@ -56,8 +56,8 @@ export const errorResponse = (error: OperatorError): HttpServerResponse.HttpServ
       return errorBody(409, error.reason, error.detail)
     case "OperatorUnavailable":
       return errorBody(500, "internal", error.operation)
-    case "CapabilitiesUnknown":
-      return errorBody(422, "capabilities_unknown", error.message)
+    case "CapabilitiesUndeclared":
+      return errorBody(422, "capabilities_undeclared", error.message)
     case "HarnessUnavailable":
       return errorBody(422, "harness_unavailable", error.message)
     case "BindingInvalid":

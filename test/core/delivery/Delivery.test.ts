@@ -396,7 +396,7 @@ describe("Delivery", () => {
       Effect.gen(function*() {
         const fake = yield* makeFake()
         const turn = yield* Delivery.deliverPrepared(fake.session, plan)
-        assert.deepStrictEqual(yield* turn.resolution, { _tag: "Unclaimed", reason: "capabilities_unknown", error: new Outcome.CapabilitiesUnknown({ kind: KIND }) })
+        assert.deepStrictEqual(yield* turn.resolution, { _tag: "Unclaimed", reason: "capabilities_undeclared", error: new Outcome.CapabilitiesUndeclared({ kind: KIND }) })
         assert.deepStrictEqual(yield* fake.calls, [])
       }))
 

@@ -370,8 +370,8 @@ describe("Outcome.project", () => {
   describe("admission", () => {
     it("leaves the Turn unclaimed while capabilities are unknown or the Harness is unavailable", () => {
       assert.deepStrictEqual(
-        Outcome.project(run, [Outcome.admissionFact(new Outcome.CapabilitiesUnknown({ kind: "codex" }))]),
-        { _tag: "Unclaimed", reason: "capabilities_unknown", error: new Outcome.CapabilitiesUnknown({ kind: "codex" }) }
+        Outcome.project(run, [Outcome.admissionFact(new Outcome.CapabilitiesUndeclared({ kind: "codex" }))]),
+        { _tag: "Unclaimed", reason: "capabilities_undeclared", error: new Outcome.CapabilitiesUndeclared({ kind: "codex" }) }
       )
       assert.deepStrictEqual(
         Outcome.project(run, [Outcome.admissionFact(new Outcome.HarnessUnavailable({ kind: "codex", reason: "unavailable" }))]),

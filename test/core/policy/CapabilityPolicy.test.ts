@@ -11,7 +11,7 @@ import {
 } from "../../../src/core/CapabilityPolicy.js"
 import {
   BindingInvalid,
-  CapabilitiesUnknown,
+  CapabilitiesUndeclared,
   CapabilityUnsupported,
   HarnessUnavailable
 } from "../../../src/core/Outcome.js"
@@ -288,7 +288,7 @@ describe("CapabilityPolicy", () => {
     it("refuses before the first heartbeat: capabilities are unknown", () => {
       assert.deepStrictEqual(
         admit(admissionInput(), Option.none()),
-        Result.fail(new CapabilitiesUnknown({ kind: KIND }))
+        Result.fail(new CapabilitiesUndeclared({ kind: KIND }))
       )
     })
   })
@@ -425,7 +425,7 @@ describe("CapabilityPolicy", () => {
       )
       assert.deepStrictEqual(
         selectDevice(admissionInput(), [{ device: "a", declaration: Option.none() }]),
-        Result.fail(new CapabilitiesUnknown({ kind: KIND }))
+        Result.fail(new CapabilitiesUndeclared({ kind: KIND }))
       )
       assert.deepStrictEqual(
         selectDevice(admissionInput(), []),
