@@ -61,6 +61,8 @@ export interface LifecycleInputs {
   readonly userChoice: MessageInput
   /** Calls the function tool named in `functionConfiguration`. */
   readonly functionCall: MessageInput
+  /** A text Turn whose words a resumed session must carry in its next model request (`recallMarker`). */
+  readonly recall: MessageInput
 }
 
 export interface LifecycleFixture {
@@ -71,6 +73,11 @@ export interface LifecycleFixture {
   /** Per-test timeout in milliseconds (real binaries are slow). */
   readonly timeout: number
   readonly harness: Effect.Effect<Harness, never, Scope.Scope>
+  /**
+   * The last request the fake model server received, as text, and the word of `inputs.recall` it must contain
+   * after a resume (native history restored). Required for a real fixture; a controlled one has no model.
+   */
+  readonly history?: { readonly lastModelRequest: Effect.Effect<string>; readonly recallMarker: string } | undefined
   readonly configuration: (overrides?: Partial<PromptRequestPayload>) => PromptRequestPayload
   /** Extra configuration that declares the function tool `functionCall` calls. */
   readonly functionConfiguration: Partial<PromptRequestPayload>
@@ -115,7 +122,7 @@ const scenarioCapability: Record<ScenarioName, CapabilityName | undefined> = {
   user_choice: "permissions",
   function_call: "function_tools",
   resume: "resume",
-  unknown_session: "native_session_recovery",
+  unknown_session: "resume",
   close: undefined,
   interrupted_preparation: "preparation"
 }
@@ -339,7 +346,7 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
     test("resume", "a new Executor resumes a prior native session strictly and keeps its identity", (harness) =>
       Effect.gen(function* () {
         const first = yield* prepared(harness)
-        const before = yield* settle(yield* start(first, fixture.inputs.text))
+        const before = yield* settle(yield* start(first, fixture.inputs.recall))
         const session = before.done.metadata?.agent_session_id
         assert.isString(session)
         yield* Effect.orDie(first.close)
@@ -352,6 +359,11 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         const after = yield* settle(yield* start(resumed, fixture.inputs.text))
         assert.strictEqual(after.outcome, "completed")
         assert.strictEqual(after.done.metadata?.agent_session_id, session)
+        // The new process restored the native history: the model sees the first Turn's words again.
+        if (fixture.nature === "real") assert.isDefined(fixture.history, "a real fixture proves history")
+        if (fixture.history !== undefined) {
+          assert.include(yield* fixture.history.lastModelRequest, fixture.history.recallMarker)
+        }
       }))
 
     test("unknown_session", "an unknown native session fails preparation with history_unavailable before any input", (harness) =>

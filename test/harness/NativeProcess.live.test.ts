@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Queue, Scope } from "effect"
-import { processStat, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
+import { LineTooLong, processStat, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
 
 /** Running (a zombie waiting for a reaper runs nothing and counts as gone). */
 const alive = (pid: number) => {
@@ -52,6 +52,28 @@ describe("NativeProcess", () => {
       assert.isTrue(alive(proc.pid))
       yield* Scope.close(scope, Exit.interrupt(0))
       assert.isFalse(alive(proc.pid))
+    }))
+
+  it.live("stop lets a process that exits on stdin EOF leave by itself: no signal is sent", () =>
+    Effect.gen(function* () {
+      const proc = yield* spawn(sh("cat > /dev/null; exit 7"))
+      const exit = yield* proc.stop("5 seconds")
+      assert.deepStrictEqual(exit, { code: 7, signal: null })
+      assert.isFalse(alive(proc.pid))
+      // A process that ignores EOF is terminated once the voluntary grace ran out.
+      const stubborn = yield* spawn(sh("trap '' HUP; while true; do sleep 1; done"))
+      const stopped = yield* stubborn.stop("200 millis")
+      assert.strictEqual(stopped.signal, "SIGTERM")
+    }))
+
+  it.live("an overlong stdout line ends the line stream with LineTooLong and kills the process", () =>
+    Effect.gen(function* () {
+      const proc = yield* spawn({ ...sh("echo short; head -c 5000 /dev/zero | tr '\\0' a; sleep 30"), maxLineBytes: 1000 })
+      assert.strictEqual(yield* Effect.orDie(Queue.take(proc.lines)), "short")
+      const failure = yield* Effect.flip(Queue.take(proc.lines))
+      assert.deepStrictEqual(failure, new LineTooLong({ limit: 1000 }))
+      const exit = yield* proc.exited
+      assert.strictEqual(exit.signal, "SIGKILL")
     }))
 
   it.live("a binary that cannot start fails with SpawnFailed and leaves nothing", () =>

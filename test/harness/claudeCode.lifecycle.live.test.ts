@@ -8,15 +8,28 @@ import { Effect } from "effect"
 import type { ClaudeCodeExecutor } from "../../src/runtime/harness/claude_code/ClaudeCodeExecutor.js"
 import type { MessageInput } from "../../src/proto/MessageInput.js"
 import { claudeCodeAgainstFake, spawnedClaudePids } from "../support/claudeCodeFixture.js"
+import type { FakeAnthropic } from "../support/fakeAnthropic.js"
 import { runLifecycleSuite } from "./HarnessLifecycleSuite.js"
 
 const say = (text: string): MessageInput => [{ content: [{ type: "input_text", text }] }]
+/** The fake of the running test (one per test). */
+let fake: FakeAnthropic | undefined
+
 runLifecycleSuite({
   name: "claude_code",
   nature: "real",
   live: true,
   timeout: 120_000,
-  harness: Effect.map(claudeCodeAgainstFake(), ({ harness }) => harness),
+  harness: Effect.map(claudeCodeAgainstFake(), (f) => {
+    fake = f.fake
+    return f.harness
+  }),
+  history: {
+    lastModelRequest: Effect.sync(() =>
+      JSON.stringify(fake?.requests.filter((r) => r.path === "/v1/messages").at(-1)?.body ?? null)
+    ),
+    recallMarker: "PLUM"
+  },
   configuration: (overrides) => ({
     agent_kind: "claude_code",
     conversation_id: "",
@@ -33,7 +46,8 @@ runLifecycleSuite({
     steer: say("and also this"),
     permission: say("TOOL please"),
     userChoice: say("ASK please"),
-    functionCall: say("FUNC please")
+    functionCall: say("FUNC please"),
+    recall: say("remember PLUM")
   },
   errorCode: "rate_limit_exceeded",
   nativePids: (executor) => [(executor as ClaudeCodeExecutor).pid],

@@ -4,7 +4,8 @@
  * about one second (process start included).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option, Scope } from "effect"
+import { Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
+import * as Net from "node:net"
 import { PrepareFailed, type TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { makeCodexHarness } from "../../src/runtime/harness/codex/CodexHarness.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
@@ -14,12 +15,22 @@ import {
   filesContaining,
   keyVar,
   prepareRequest,
+  providerConfig,
   recorder,
   secretKey,
   tempDir,
   text
 } from "../support/fakeResponsesCodex.js"
 import { fakeUsage } from "../support/fakeResponses.js"
+
+/** A loopback port nobody listens on (bound, then released). */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = Net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as Net.AddressInfo).port
+      server.close(() => resolve(port))
+    })
+  })
 
 const run = (id: string) => unsafeMake.runId(id)
 const is = <T extends TurnEvent["type"]>(type: T) => (e: TurnEvent): e is Extract<TurnEvent, { type: T }> => e.type === type
@@ -134,6 +145,30 @@ describe("CodexHarness (real binary)", () => {
       assert.deepStrictEqual(yield* errorOf("E429 please", "run-e1"), [{ code: "rate_limit_exceeded", http_status: undefined }])
       assert.deepStrictEqual(yield* errorOf("E500 please", "run-e2"), [{ code: "server_error", http_status: undefined }])
       assert.deepStrictEqual(yield* errorOf("ECTX please", "run-e3"), [{ code: "context_length_exceeded", http_status: undefined }])
+      yield* executor.close
+    }), 60_000)
+
+  it.live("a model server that refuses connections ends the Turn at the reconnect deadline with connection_failed", () =>
+    Effect.gen(function* () {
+      const profile = yield* tempDir
+      // A port nothing listens on: every connection is refused, and Codex keeps reconnecting on its own.
+      const port = yield* Effect.promise(() => freePort())
+      const harness = yield* makeCodexHarness({
+        path: undefined,
+        config: providerConfig({ baseUrl: `http://127.0.0.1:${port}/v1`, requests: () => [] }),
+        env: { PATH: process.env["PATH"] ?? "", HOME: profile, [keyVar]: secretKey },
+        profileDir: profile,
+        reconnectBudget: Duration.seconds(3)
+      })
+      const executor = yield* harness.prepare(prepareRequest(harness))
+      const r = recorder()
+      const turn = yield* executor.startTurn(run("run-down"), text("hello"), r.sink)
+      const settled = yield* turn.awaitSettlement
+      assert.strictEqual(settled.outcome, "completed")
+      assert.isTrue(settled.reusable, "codex stopped the turn natively on our interrupt")
+      assert.deepStrictEqual(r.events.filter(is("error")).map((e) => e.payload), [
+        { error: "codex could not reach the model endpoint within 3s (it kept reconnecting)", code: "connection_failed" }
+      ])
       yield* executor.close
     }), 60_000)
 

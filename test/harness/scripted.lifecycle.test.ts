@@ -35,7 +35,8 @@ runLifecycleSuite({
     steer: [{ content: [{ type: "input_text", text: "steered" }] }],
     permission: script([{ permission: { tool: "Bash", title: "run a command" } }]),
     userChoice: script([{ ask: { questions: [{ id: "q0", question: "Which color?", options: [{ label: "Blue" }] }] } }]),
-    functionCall: script([{ function_call: { name: "lookup", arguments: { key: "k" } } }])
+    functionCall: script([{ function_call: { name: "lookup", arguments: { key: "k" } } }]),
+    recall: script([{ delta: "remember" }, { usage: { input_tokens: 1, output_tokens: 1 } }])
   },
   errorCode: "rate_limit_exceeded",
   nativePids: () => [],

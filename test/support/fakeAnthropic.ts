@@ -16,9 +16,9 @@
  * Every error response carries `x-should-retry: false`, so the CLI sends one request. Requests are recorded
  * (path and body; headers without credential values) for history and resume assertions.
  */
-import { Effect } from "effect"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import { Effect, type Scope } from "effect"
+import type * as Http from "node:http"
+import { jsonReply, loopbackServer, sse, sseHead } from "./fakeSse.js"
 
 export interface RecordedRequest {
   readonly method: string
@@ -88,9 +88,6 @@ const keywordOf = (texts: ReadonlyArray<string>): Keyword | undefined => {
 
 let messageCounter = 0
 
-const sse = (res: Http.ServerResponse, event: string, data: unknown) =>
-  res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-
 const usageStart = { input_tokens: 50, output_tokens: 1, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
 
 const streamMessage = async (
@@ -104,7 +101,7 @@ const streamMessage = async (
   closed: () => boolean
 ) => {
   const id = `msg_fake_${++messageCounter}`
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+  sseHead(res)
   sse(res, "message_start", {
     type: "message_start",
     message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, usage: usageStart }
@@ -159,13 +156,10 @@ const handleMessages = async (
   if (keyword !== undefined && keyword.startsWith("E")) {
     const status = Number(keyword.slice(1))
     const type = errorTypes[status] ?? "api_error"
-    res.writeHead(status, { "content-type": "application/json", "x-should-retry": "false" })
-    res.end(JSON.stringify({ type: "error", error: { type, message: `fake ${type}` } }))
-    return
+    return jsonReply(res, status, { type: "error", error: { type, message: `fake ${type}` } })
   }
   if (body.stream !== true) {
-    res.writeHead(200, { "content-type": "application/json" })
-    res.end(JSON.stringify({
+    return jsonReply(res, 200, {
       id: `msg_fake_${++messageCounter}`,
       type: "message",
       role: "assistant",
@@ -173,8 +167,7 @@ const handleMessages = async (
       content: [{ type: "text", text: "ok" }],
       stop_reason: "end_turn",
       usage: { input_tokens: 10, output_tokens: 1 }
-    }))
-    return
+    })
   }
   const echo = (prefix: string) => ({ type: "text" as const, deltas: [`${prefix} `, said.length > 0 ? said : "(empty)"] })
   switch (keyword) {
@@ -213,60 +206,36 @@ const handleMessages = async (
 }
 
 /** Starts the fake on 127.0.0.1 (an ephemeral port) for the enclosing Scope. */
-export const makeFakeAnthropic = (options: FakeAnthropicOptions = {}): Effect.Effect<FakeAnthropic, never, import("effect").Scope.Scope> =>
+export const makeFakeAnthropic = (options: FakeAnthropicOptions = {}): Effect.Effect<FakeAnthropic, never, Scope.Scope> =>
   Effect.gen(function* () {
     const resolved = { slowDeltas: options.slowDeltas ?? 20, slowIntervalMs: options.slowIntervalMs ?? 250 }
     const requests: Array<RecordedRequest> = []
-    const server = yield* Effect.acquireRelease(
-      Effect.callback<Http.Server>((resume) => {
-        const server = Http.createServer((req, res) => {
-          const chunks: Array<Buffer> = []
-          let closed = false
-          res.on("close", () => {
-            closed = true
-          })
-          req.on("data", (c: Buffer) => chunks.push(c))
-          req.on("end", () => {
-            const raw = Buffer.concat(chunks).toString("utf8")
-            let body: unknown = undefined
-            try {
-              body = raw.length > 0 ? JSON.parse(raw) : undefined
-            } catch {
-              body = undefined
-            }
-            const path = (req.url ?? "/").split("?")[0]!
-            requests.push({
-              method: req.method ?? "",
-              path,
-              auth: req.headers["x-api-key"] !== undefined
-                ? "x-api-key"
-                : req.headers.authorization !== undefined
-                ? "bearer"
-                : "none",
-              body
-            })
-            if (req.method === "HEAD") return void res.writeHead(200).end()
-            if (path === "/v1/messages/count_tokens") {
-              res.writeHead(200, { "content-type": "application/json" })
-              return void res.end(JSON.stringify({ input_tokens: 10 }))
-            }
-            if (path === "/v1/messages" && req.method === "POST") {
-              void handleMessages(res, (body ?? {}) as never, resolved, () => closed).catch(() => res.destroy())
-              return
-            }
-            res.writeHead(404, { "content-type": "application/json" })
-            res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: "fake: unknown path" } }))
-          })
-        })
-        server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-      }),
-      (server) =>
-        Effect.callback<void>((resume) => {
-          server.closeAllConnections()
-          server.close(() => resume(Effect.void))
-        })
-    )
-    const port = (server.address() as AddressInfo).port
+    const port = yield* loopbackServer((req, res, raw) => {
+      let closed = false
+      res.on("close", () => {
+        closed = true
+      })
+      let body: unknown = undefined
+      try {
+        body = raw.length > 0 ? JSON.parse(raw) : undefined
+      } catch {
+        body = undefined
+      }
+      const path = (req.url ?? "/").split("?")[0]!
+      requests.push({
+        method: req.method ?? "",
+        path,
+        auth: req.headers["x-api-key"] !== undefined ? "x-api-key" : req.headers.authorization !== undefined ? "bearer" : "none",
+        body
+      })
+      if (req.method === "HEAD") return void res.writeHead(200).end()
+      if (path === "/v1/messages/count_tokens") return jsonReply(res, 200, { input_tokens: 10 })
+      if (path === "/v1/messages" && req.method === "POST") {
+        void handleMessages(res, (body ?? {}) as never, resolved, () => closed || res.destroyed).catch(() => res.destroy())
+        return
+      }
+      jsonReply(res, 404, { type: "error", error: { type: "not_found_error", message: "fake: unknown path" } })
+    })
     return {
       url: `http://127.0.0.1:${port}`,
       requests,

@@ -16,8 +16,8 @@
  * the key reached the server only in its header.
  */
 import { Effect, type Scope } from "effect"
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import type * as Http from "node:http"
+import { jsonReply, loopbackServer, sse as event, sseHead } from "./fakeSse.js"
 
 export interface SeenResponsesRequest {
   readonly body: {
@@ -61,8 +61,8 @@ const lastUserIndex = (input: ReadonlyArray<Item>): number => {
   return -1
 }
 
-const sse = (res: Http.ServerResponse, type: string, data: Record<string, unknown>) =>
-  res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`)
+/** Responses events repeat their type inside the data. */
+const sse = (res: Http.ServerResponse, type: string, data: Record<string, unknown>) => event(res, type, { type, ...data })
 
 const completed = (res: Http.ServerResponse, id: string) =>
   sse(res, "response.completed", {
@@ -96,10 +96,8 @@ const writeCall = (res: Http.ServerResponse, n: number, name: string, args: Reco
   sse(res, "response.output_item.done", { output_index: 0, item })
 }
 
-const httpError = (res: Http.ServerResponse, status: number, type: string, code: string) => {
-  res.writeHead(status, { "content-type": "application/json", "x-should-retry": "false" })
-  res.end(JSON.stringify({ error: { type, code, message: `fake ${code}` } }))
-}
+const httpError = (res: Http.ServerResponse, status: number, type: string, code: string) =>
+  jsonReply(res, status, { error: { type, code, message: `fake ${code}` } })
 
 /** Starts the fake on 127.0.0.1 (a random port); it stops when the scope closes. */
 export const makeFakeResponses: Effect.Effect<FakeResponses, never, Scope.Scope> = Effect.gen(function* () {
@@ -120,7 +118,7 @@ export const makeFakeResponses: Effect.Effect<FakeResponses, never, Scope.Scope>
     if (text.includes("E429")) return httpError(res, 429, "rate_limit_exceeded", "rate_limit_exceeded")
     if (text.includes("E500")) return httpError(res, 500, "server_error", "server_error")
     if (text.includes("ECTX")) return httpError(res, 400, "invalid_request_error", "context_length_exceeded")
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+    sseHead(res)
     const id = `resp_${n}`
     sse(res, "response.created", { response: { id } })
     const shell = /SHELL:(.+)$/m.exec(text)
@@ -177,21 +175,6 @@ export const makeFakeResponses: Effect.Effect<FakeResponses, never, Scope.Scope>
     completed(res, id)
     res.end()
   }
-  const server = yield* Effect.acquireRelease(
-    Effect.callback<Http.Server>((resume) => {
-      const server = Http.createServer((req, res) => {
-        const chunks: Array<Buffer> = []
-        req.on("data", (c: Buffer) => chunks.push(c))
-        req.on("end", () => handle(req, res, Buffer.concat(chunks).toString("utf8")))
-      })
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
-    }),
-    (server) =>
-      Effect.callback<void>((resume) => {
-        server.closeAllConnections()
-        server.close(() => resume(Effect.void))
-      })
-  )
-  const port = (server.address() as AddressInfo).port
+  const port = yield* loopbackServer(handle)
   return { baseUrl: `http://127.0.0.1:${port}/v1`, requests: () => requests }
 })

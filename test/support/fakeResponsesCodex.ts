@@ -10,6 +10,7 @@ import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import type { Harness, PrepareRequest, TurnEvent, TurnSink } from "../../src/runtime/harness/Harness.js"
 import { makeCodexHarness } from "../../src/runtime/harness/codex/CodexHarness.js"
+import { processStat } from "../../src/runtime/harness/process/NativeProcess.js"
 import { type FakeResponses, makeFakeResponses } from "./fakeResponses.js"
 
 /** The provider key the tests hand to Codex through the environment; it must never leak. */
@@ -38,6 +39,9 @@ export interface CodexFixture {
   readonly harness: Harness
 }
 
+/** Every app-server pid the fixtures started (leak checks). */
+export const spawnedCodexPids: Array<number> = []
+
 export const codexFixture: Effect.Effect<CodexFixture, never, Scope.Scope> = Effect.gen(function* () {
   const fake = yield* makeFakeResponses
   const profile = yield* tempDir
@@ -45,10 +49,19 @@ export const codexFixture: Effect.Effect<CodexFixture, never, Scope.Scope> = Eff
     path: undefined,
     config: providerConfig(fake),
     env: { PATH: process.env["PATH"] ?? "", HOME: profile, [keyVar]: secretKey, AGENTWIRE_CREDENTIAL: "aw-secret-cred" },
-    profileDir: profile
+    profileDir: profile,
+    observeSpawn: (pid) => void spawnedCodexPids.push(pid)
   })
   return { fake, profile, harness }
 })
+
+/** The live members of process group `pgid` (the npm launcher and the native app-server it starts). */
+export const groupMembers = (pgid: number): Array<number> =>
+  Fs.readdirSync("/proc").flatMap((entry) => {
+    if (!/^\d+$/.test(entry)) return []
+    const stat = processStat(Number(entry))
+    return stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" ? [Number(entry)] : []
+  })
 
 let executors = 0
 export const prepareRequest = (

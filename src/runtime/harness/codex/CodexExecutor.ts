@@ -17,7 +17,7 @@ import type { RunId } from "../../../proto/Ids.js"
 import { unsafeMake } from "../../../proto/Ids.js"
 import type { MessageInput } from "../../../proto/MessageInput.js"
 import { CloseFailed, type Executor, PrepareFailed, type PrepareRequest, StartFailed, type TurnSink } from "../Harness.js"
-import { spawnProcess } from "./CodexProcess.js"
+import { type NativeProcess, spawn } from "../process/NativeProcess.js"
 import * as P from "./CodexProtocol.js"
 import { bounded, makeRpcClient, type RpcClient } from "./CodexRpc.js"
 import { toUserInput } from "./CodexItems.js"
@@ -25,8 +25,12 @@ import { type CodexTurn, makeCodexTurn } from "./CodexTurn.js"
 
 /** Budget for `initialize`, `thread/start`, `thread/resume` and `turn/start` responses. */
 export const RequestBudget = Duration.seconds(30)
-/** Grace for a voluntary exit after stdin closes, before TERM. */
+/** Grace for a voluntary exit after stdin closes, before TERM (the app-server exits on stdin EOF). */
 export const ExitGrace = Duration.seconds(2)
+/** Grace between TERM and KILL. */
+export const TermGrace = Duration.seconds(3)
+/** How long a Turn may keep reconnecting to an unreachable model endpoint without progress (CodexWatchdog.ts). */
+export const ReconnectBudget = Duration.seconds(30)
 
 /** How the daemon launches Codex (see CodexHarness.ts for resolution and discovery). */
 export interface CodexLaunch {
@@ -39,6 +43,10 @@ export interface CodexLaunch {
   readonly env: Readonly<Record<string, string>>
   /** `<profile>/codex`: CODEX_HOME and scratch directories live below it. */
   readonly root: string
+  /** Observer of every spawned app-server pid (leak tests); never affects behaviour. */
+  readonly observeSpawn?: ((pid: number) => void) | undefined
+  /** How long a Turn may keep reconnecting to an unreachable model endpoint (`ReconnectBudget`). */
+  readonly reconnectBudget: Duration.Duration
 }
 
 /** The app-server arguments for a launch. */
@@ -91,12 +99,14 @@ export const prepareExecutor = (
       "features.default_mode_request_user_input=true",
       "suppress_unstable_features_warning=true"
     ]
-    const proc = yield* spawnProcess({
+    const proc = yield* spawn({
       command: launch.command,
       args: appServerArgs(launch, extra),
       cwd: scratch,
-      env: { ...launch.env, CODEX_HOME: home.path }
-    }).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
+      env: { ...launch.env, CODEX_HOME: home.path },
+      grace: TermGrace
+    }).pipe(Effect.mapError(() => prepareFailed(`could not start ${Path.basename(launch.command)}`)))
+    launch.observeSpawn?.(proc.pid)
     const rpc = yield* makeRpcClient(proc)
     const mapRpc = (what: string) => (e: { readonly _tag: string }) => prepareFailed(`${what} failed (${e._tag})`)
     yield* rpc.call(
@@ -130,16 +140,17 @@ export const prepareExecutor = (
           }))
         })
       }, P.ThreadResult, { timeout: RequestBudget }).pipe(Effect.mapError(mapRpc("thread/start")))
-    return yield* makeExecutor({ rpc, proc, threadId: thread.thread.id, scratch, fresh: resumeId === undefined || resumeId === "", config })
+    return yield* makeExecutor({ rpc, proc, threadId: thread.thread.id, scratch, fresh: resumeId === undefined || resumeId === "", config, reconnectBudget: launch.reconnectBudget })
   })
 
 interface ExecutorParts {
   readonly rpc: RpcClient
-  readonly proc: Effect.Success<ReturnType<typeof spawnProcess>>
+  readonly proc: NativeProcess
   readonly threadId: string
   readonly scratch: string
   readonly fresh: boolean
   readonly config: PrepareRequest["configuration"]
+  readonly reconnectBudget: Duration.Duration
 }
 
 /** A Codex Executor: also names its app-server process (the process group leader), for supervision checks. */
@@ -150,6 +161,7 @@ export interface CodexExecutor extends Executor {
 const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { proc, rpc, threadId } = parts
+    const scope = yield* Effect.scope
     let active: CodexTurn | undefined
     let closed = false
     let interactions = 0
@@ -190,7 +202,7 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never,
 
     const startTurn = (runId: RunId, input: MessageInput, sink: TurnSink) =>
       Effect.gen(function* () {
-        if (closed || (yield* Deferred.isDone(proc.exited))) return yield* new StartFailed({ reason: "executor closed" })
+        if (closed || Option.isSome(yield* proc.exit)) return yield* new StartFailed({ reason: "executor closed" })
         if (active !== undefined && !(yield* Deferred.isDone(active.settled))) {
           return yield* new StartFailed({ reason: "executor busy" })
         }
@@ -208,7 +220,9 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never,
           onTotal: (total) => {
             lastTotal = total
           },
-          nextInteractionId: (prefix) => unsafeMake.interactionId(`${prefix}_${++interactions}`)
+          nextInteractionId: (prefix) => unsafeMake.interactionId(`${prefix}_${++interactions}`),
+          reconnectBudget: parts.reconnectBudget,
+          scope
         })
         active = turn
         const started = yield* rpc.call(

@@ -10,7 +10,7 @@
  * commands Codex runs and from its shell snapshots (`shell_environment_policy.exclude`), and no AGENTWIRE_*
  * variable (the daemon's own credential) is passed to Codex at all.
  */
-import { Data, Effect, Option, type Scope } from "effect"
+import { Data, type Duration, Effect, Option, type Scope } from "effect"
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
@@ -18,8 +18,8 @@ import * as Path from "node:path"
 import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
 import type { Harness, HarnessDeclaration, PrepareRequest } from "../Harness.js"
 import { PrepareFailed } from "../Harness.js"
-import { type CodexLaunch, prepareExecutor } from "./CodexExecutor.js"
-import { spawnProcess } from "./CodexProcess.js"
+import { appServerArgs, type CodexLaunch, prepareExecutor, ReconnectBudget } from "./CodexExecutor.js"
+import { spawn } from "../process/NativeProcess.js"
 import * as P from "./CodexProtocol.js"
 import { makeRpcClient } from "./CodexRpc.js"
 
@@ -73,6 +73,10 @@ export interface CodexSettings {
   readonly env: Readonly<Record<string, string | undefined>>
   /** The daemon profile directory; Codex state lives in `<profile>/codex`. */
   readonly profileDir: string
+  /** Observer of every spawned app-server pid (leak tests); never affects behaviour. */
+  readonly observeSpawn?: ((pid: number) => void) | undefined
+  /** The reconnect deadline of a Turn (default `ReconnectBudget`, 30 s; tests shorten it). */
+  readonly reconnectBudget?: Duration.Duration | undefined
 }
 
 /** A `--codex-config` entry is malformed or would expose a secret. The entry's value is never echoed. */
@@ -163,9 +167,9 @@ const discover = (launch: CodexLaunch) =>
         Effect.sync(() => Fs.mkdirSync(home, { recursive: true, mode: 0o700 })),
         () => Effect.sync(() => Fs.rmSync(home, { recursive: true, force: true }))
       )
-      const proc = yield* spawnProcess({
+      const proc = yield* spawn({
         command: launch.command,
-        args: [...launch.prefix, "app-server", ...launch.overrides.flatMap((o) => ["-c", o])],
+        args: appServerArgs(launch),
         cwd: home,
         env: { ...launch.env, CODEX_HOME: home }
       })
@@ -197,7 +201,14 @@ export const makeCodexHarness = (settings: CodexSettings): Effect.Effect<Harness
     const overrides = yield* Effect.result(overridesFor(settings.config))
     if (overrides._tag === "Failure") return unavailable(overrides.failure.message)
     if (Option.isNone(resolved)) return unavailable("codex was not found (set --codex-path or AGENTWIRE_CODEX_PATH)")
-    const launch: CodexLaunch = { ...resolved.value, overrides: overrides.success, env: childEnv(settings.env), root }
+    const launch: CodexLaunch = {
+      ...resolved.value,
+      overrides: overrides.success,
+      env: childEnv(settings.env),
+      root,
+      observeSpawn: settings.observeSpawn,
+      reconnectBudget: settings.reconnectBudget ?? ReconnectBudget
+    }
     const found = yield* discover(launch)
     const declaration = codexDeclaration(found.version, found.reason)
     return { declaration, prepare: (request: PrepareRequest) => prepareExecutor(launch, request) }

@@ -28,6 +28,15 @@ export const toTokens = (total: P.TokenBreakdown, base: P.TokenBreakdown): Usage
   }
 }
 
+/** The thread total before the request `last` measured: the baseline of a Turn whose baseline was unknown. */
+export const totalBefore = (total: P.TokenBreakdown, last: P.TokenBreakdown): P.TokenBreakdown => ({
+  totalTokens: total.totalTokens - last.totalTokens,
+  inputTokens: total.inputTokens - last.inputTokens,
+  cachedInputTokens: total.cachedInputTokens - last.cachedInputTokens,
+  outputTokens: total.outputTokens - last.outputTokens,
+  reasoningOutputTokens: total.reasoningOutputTokens - last.reasoningOutputTokens
+})
+
 const observationStatus = (status: string): ToolObservation["status"] =>
   status === "completed" ? "completed" : status === "failed" || status === "declined" ? "failed" : "in_progress"
 

@@ -12,7 +12,8 @@ import { type Cause, Data, Deferred, type Duration, Effect, Option, Queue, Schem
 
 /** What the client needs from a process: ordered stdout lines and a flushed line write. */
 export interface LineChannel {
-  readonly lines: Queue.Dequeue<string, Cause.Done>
+  /** Ends (`Done`) or fails (an overlong line) when the process output ends: the client ends with it. */
+  readonly lines: Queue.Dequeue<string, unknown>
   readonly writeLine: (line: string) => Effect.Effect<void, { readonly _tag: string }>
 }
 
@@ -149,7 +150,8 @@ export const makeRpcClient = (channel: LineChannel): Effect.Effect<RpcClient, ne
           )
           // Dispatched: from here on a missing response is unknown, never a failure.
           if (options.written !== undefined) yield* options.written
-          const raw = yield* restore(Deferred.await(result)).pipe(
+          // Interruptible while waiting (the deadline included): a caller that gives up never waits the budget out.
+          const raw = yield* restore(Deferred.await(result).pipe(
             Effect.timeoutOrElse({
               duration: options.timeout,
               orElse: () =>
@@ -157,9 +159,8 @@ export const makeRpcClient = (channel: LineChannel): Effect.Effect<RpcClient, ne
                   Option.isNone(polled)
                     ? Effect.fail(new RpcUnknown({ method, reason: "timeout" }))
                     : polled.value)
-            }),
-            Effect.ensuring(Effect.sync(() => pending.delete(id)))
-          )
+            })
+          )).pipe(Effect.ensuring(Effect.sync(() => pending.delete(id))))
           const decoded = Schema.decodeUnknownOption(schema)(raw)
           return Option.isSome(decoded) ? decoded.value : yield* new RpcUnknown({ method, reason: "invalid_response" })
         })

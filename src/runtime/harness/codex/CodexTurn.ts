@@ -9,35 +9,30 @@
  * is rebased to this Run. Open messages stay open (no synthetic completion); open tool observations close as
  * `incomplete` when the turn ends. Errors are classified from `codexErrorInfo` only (CodexErrors.ts).
  */
-import { Deferred, Duration, Effect, Option } from "effect"
+import { Deferred, Duration, Effect, Option, type Scope } from "effect"
 import type { PromptRequestPayload } from "../../../proto/Execution.js"
-import { unsafeMake } from "../../../proto/Ids.js"
 import type { InteractionId, RunId } from "../../../proto/Ids.js"
 import type { DonePayload, ErrorPayload, Usage } from "../../../proto/RunEvents.js"
 import {
-  type FunctionResult,
   NativeFailed,
   NativeRejected,
   NativeUnknown,
-  NotPending,
-  type PermissionDecision,
   type Settlement,
   type SettlementUnconfirmed,
   type SteerError,
   type SteerInput,
   type Turn,
-  type TurnSink,
-  type UserChoiceAnswer
+  type TurnSink
 } from "../Harness.js"
-import { turnErrorPayload } from "./CodexErrors.js"
-import { toolCall, toTokens, toUserInput } from "./CodexItems.js"
+import { classify, turnErrorPayload } from "./CodexErrors.js"
+import { toolCall, toTokens, totalBefore, toUserInput } from "./CodexItems.js"
 import * as P from "./CodexProtocol.js"
-import type { Incoming, RequestId, RpcClient } from "./CodexRpc.js"
+import { makeLedgers } from "./CodexLedgers.js"
+import type { Incoming, RpcClient } from "./CodexRpc.js"
+import { makeWatchdog, type Watchdog } from "./CodexWatchdog.js"
 
 /** Budget for a steer response (reference: native steering write bounded at 10 s). */
 export const SteerBudget = Duration.seconds(10)
-/** Budget for the native side to resolve an answered server request (approval, function result). */
-export const AnswerBudget = Duration.seconds(10)
 
 export interface TurnContext {
   readonly runId: RunId
@@ -51,6 +46,10 @@ export interface TurnContext {
   readonly onTotal: (total: P.TokenBreakdown) => void
   /** Mints interaction ids unique within the Executor. */
   readonly nextInteractionId: (prefix: "perm" | "ask") => InteractionId
+  /** How long Codex may keep reconnecting without progress before the Turn ends itself (CodexWatchdog.ts). */
+  readonly reconnectBudget: Duration.Duration
+  /** The Executor's scope (the reconnect deadline's fiber). */
+  readonly scope: Scope.Scope
 }
 
 /** What the Executor's dispatcher needs from the active Turn. */
@@ -66,13 +65,12 @@ export interface CodexTurn {
   readonly settled: Deferred.Deferred<Settlement, SettlementUnconfirmed>
 }
 
-type PendingAnswer = { readonly rpcId: RequestId; readonly resolved: Deferred.Deferred<void> }
-
 export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
   Effect.gen(function* () {
     const observeMessages = ctx.config.observe_messages === true
     const observeTools = ctx.config.observe_tool_observations === true
     const settled = yield* Deferred.make<Settlement, SettlementUnconfirmed>()
+    let watchdog: Watchdog = { arm: Effect.void, reset: Effect.void, stop: Effect.void }
     const turnIdKnown = yield* Deferred.make<string>()
     const emit = ctx.sink.emit
     const state = {
@@ -81,12 +79,11 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
       usage: undefined as Usage | undefined,
       baseline: ctx.baseline,
       cancelRequested: false,
+      /** Set when the reconnect deadline passed: the interrupt is ours, the outcome an error. */
+      unreachable: undefined as ErrorPayload | undefined,
+      lastRetry: undefined as P.TurnError | undefined,
       ended: false,
-      openTools: new Map<string, P.ToolItem>(),
-      permissions: new Map<string, PendingAnswer>(),
-      calls: new Map<string, PendingAnswer>(),
-      asks: new Map<string, PendingAnswer>(),
-      answered: new Map<string, Deferred.Deferred<void>>()
+      openTools: new Map<string, P.ToolItem>()
     }
 
     const adoptTurnId = (id: string) => {
@@ -105,6 +102,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
       Effect.gen(function* () {
         if (state.ended) return
         state.ended = true
+        yield* watchdog.stop
         for (const item of state.openTools.values()) {
           const after = toolCall(item, "after", observeTools)
           yield* emit({
@@ -113,19 +111,14 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
           })
         }
         state.openTools.clear()
-        // The turn ended: a permission still pending can no longer be applied (Codex withdraws it natively).
-        for (const id of state.permissions.keys()) {
-          yield* emit({ type: "permission_cancel", interactionId: unsafeMake.interactionId(id) })
-        }
-        state.permissions.clear()
-        state.asks.clear()
-        state.calls.clear()
+        yield* ledgers.withdrawAll
         if (error !== undefined) yield* emit({ type: "error", payload: error })
         yield* Deferred.succeed(settled, { outcome, done: snapshot(), reusable, ...(reason === undefined ? {} : { reason }) })
       })
 
     /** Only `turn/started` and the `turn/start` response name the turn: a restored thread replays old turn ids. */
     const ours = (threadId: string, turnId: string) => threadId === ctx.threadId && state.turnId === turnId
+    const ledgers = makeLedgers({ rpc: ctx.rpc, emit, ours, nextInteractionId: ctx.nextInteractionId })
 
     const onNotification = (method: string, params: unknown): Effect.Effect<boolean> =>
       Effect.gen(function* () {
@@ -158,8 +151,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
             if (started) state.openTools.set(tool.value.id, tool.value)
             else {
               if (!state.openTools.delete(tool.value.id)) yield* emit({ type: "tool_call", payload: toolCall(tool.value, "before", observeTools) })
-              const answered = state.answered.get(tool.value.id)
-              if (answered !== undefined) yield* Deferred.succeed(answered, undefined)
+              yield* ledgers.onItemCompleted(tool.value.id)
             }
             yield* emit({ type: "tool_call", payload: toolCall(tool.value, started ? "before" : "after", observeTools) })
             return true
@@ -185,16 +177,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
             const last = (params as { tokenUsage: { last?: unknown } }).tokenUsage.last
             const lastDecoded = P.decode(P.TokenBreakdown)(last)
             // Unknown baseline (a resumed thread): the total before this turn's first request.
-            if (state.baseline === undefined && Option.isSome(lastDecoded)) {
-              const l = lastDecoded.value
-              state.baseline = {
-                totalTokens: total.totalTokens - l.totalTokens,
-                inputTokens: total.inputTokens - l.inputTokens,
-                cachedInputTokens: total.cachedInputTokens - l.cachedInputTokens,
-                outputTokens: total.outputTokens - l.outputTokens,
-                reasoningOutputTokens: total.reasoningOutputTokens - l.reasoningOutputTokens
-              }
-            }
+            if (state.baseline === undefined && Option.isSome(lastDecoded)) state.baseline = totalBefore(total, lastDecoded.value)
             ctx.onTotal(total)
             if (state.baseline === undefined) return true
             state.usage = toTokens(total, state.baseline)
@@ -204,21 +187,25 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
           case "serverRequest/resolved": {
             const p = P.decode(P.ServerRequestResolved)(params)
             if (Option.isNone(p) || p.value.threadId !== ctx.threadId) return false
-            for (const [id, pending] of state.permissions) {
-              if (pending.rpcId !== p.value.requestId) continue
-              state.permissions.delete(id)
-              // Resolved without our answer: a native withdrawal.
-              yield* emit({ type: "permission_cancel", interactionId: unsafeMake.interactionId(id) })
+            yield* ledgers.onResolved(p.value.requestId)
+            return true
+          }
+          case "error": {
+            // Terminal errors arrive with turn/completed; a retried one is progress, unless it never stops.
+            const p = P.decode(P.ErrorNotification)(params)
+            if (Option.isNone(p) || !ours(p.value.threadId, p.value.turnId)) return false
+            if (p.value.willRetry) {
+              state.lastRetry = p.value.error
+              yield* watchdog.arm
             }
-            const answered = state.answered.get(String(p.value.requestId))
-            if (answered !== undefined) yield* Deferred.succeed(answered, undefined)
             return true
           }
           case "turn/completed": {
             const p = P.decode(P.TurnCompleted)(params)
             if (Option.isNone(p) || !ours(p.value.threadId, p.value.turn.id)) return false
             const turn = p.value.turn
-            if (turn.status === "interrupted" && state.cancelRequested) yield* finish("cancelled", undefined, true)
+            if (turn.status === "interrupted" && state.unreachable !== undefined) yield* finish("completed", state.unreachable, true)
+            else if (turn.status === "interrupted" && state.cancelRequested) yield* finish("cancelled", undefined, true)
             else if (turn.status === "failed") {
               yield* finish("completed", turnErrorPayload(turn.error ?? { message: "codex turn failed" }), true)
             } else if (turn.status === "interrupted") {
@@ -231,112 +218,14 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
         }
       })
 
-    const onServerRequest = (id: RequestId, method: string, params: unknown): Effect.Effect<boolean> =>
-      Effect.gen(function* () {
-        if (method === "item/commandExecution/requestApproval" || method === "item/fileChange/requestApproval") {
-          const p = P.decode(P.ApprovalRequest)(params)
-          if (Option.isNone(p) || !ours(p.value.threadId, p.value.turnId)) return false
-          const interaction = ctx.nextInteractionId("perm")
-          state.permissions.set(interaction, { rpcId: id, resolved: yield* Deferred.make<void>() })
-          const command = method === "item/commandExecution/requestApproval"
-          const r = p.value
-          yield* emit({
-            type: "permission_request",
-            payload: {
-              request_id: interaction,
-              tool: command ? "command" : "file_change",
-              title: command ? `Run ${r.command ?? "a command"}` : "Apply file changes",
-              ...(r.reason === undefined || r.reason === null ? {} : { detail: r.reason }),
-              payload: { item_id: r.itemId, ...(r.command ? { command: r.command } : {}), ...(r.cwd ? { cwd: r.cwd } : {}) }
-            }
-          })
-          return true
-        }
-        if (method === "item/tool/requestUserInput") {
-          const p = P.decode(P.UserInputRequest)(params)
-          if (Option.isNone(p) || !ours(p.value.threadId, p.value.turnId)) return false
-          const ask = ctx.nextInteractionId("ask")
-          state.asks.set(ask, { rpcId: id, resolved: yield* Deferred.make<void>() })
-          yield* emit({
-            type: "prompt_for_user_choice",
-            payload: {
-              ask_id: ask,
-              tool_use_id: p.value.itemId,
-              questions: p.value.questions.map((q) => ({
-                id: q.id,
-                header: q.header,
-                question: q.question,
-                is_other: q.isOther,
-                is_secret: q.isSecret,
-                options: (q.options ?? []).map((o) => ({ label: o.label, description: o.description }))
-              }))
-            }
-          })
-          return true
-        }
-        if (method === "item/tool/call") {
-          const p = P.decode(P.ToolCallRequest)(params)
-          if (Option.isNone(p) || !ours(p.value.threadId, p.value.turnId)) return false
-          state.calls.set(p.value.callId, { rpcId: id, resolved: yield* Deferred.make<void>() })
-          yield* emit({
-            type: "function_call",
-            payload: { call_id: unsafeMake.callId(p.value.callId), name: p.value.tool, arguments: p.value.arguments as never }
-          })
-          return true
-        }
-        return false
-      })
-
     const handle = (message: Incoming) =>
-      message._tag === "Notification" ? onNotification(message.method, message.params) : onServerRequest(message.id, message.method, message.params)
-
-    /** Answers a pending server request, then waits for the native receipt (`key` resolves it). */
-    const answer = (operation: string, pending: PendingAnswer, key: string, result: unknown) =>
-      Effect.gen(function* () {
-        const receipt = yield* Deferred.make<void>()
-        state.answered.set(key, receipt)
-        yield* ctx.rpc.respond(pending.rpcId, result).pipe(
-          Effect.mapError(() => new NativeFailed({ operation, reason: "the answer could not be written" }))
-        )
-        yield* Deferred.await(receipt).pipe(
-          Effect.timeoutOrElse({
-            duration: AnswerBudget,
-            orElse: () => Effect.fail(new NativeFailed({ operation, reason: "no native receipt within the budget" }))
-          }),
-          Effect.ensuring(Effect.sync(() => state.answered.delete(key)))
-        )
-      })
-
-    const decidePermission = (id: InteractionId, decision: PermissionDecision) =>
-      Effect.suspend((): Effect.Effect<void, NotPending | NativeFailed> => {
-        const pending = state.permissions.get(id)
-        if (pending === undefined) return Effect.fail(new NotPending({ operation: "permission_decision" }))
-        state.permissions.delete(id)
-        return answer("permission_decision", pending, String(pending.rpcId), { decision: decision.approved ? "accept" : "decline" })
-      })
-
-    const answerUserChoice = (id: InteractionId, choice: UserChoiceAnswer) =>
-      Effect.suspend((): Effect.Effect<void, NotPending | NativeFailed> => {
-        const pending = state.asks.get(id)
-        if (pending === undefined) return Effect.fail(new NotPending({ operation: "prompt_for_user_choice_decision" }))
-        state.asks.delete(id)
-        const answers: Record<string, { answers: ReadonlyArray<string> }> = {}
-        if (!choice.cancelled) for (const a of choice.questionAnswers) answers[a.question_id] = { answers: a.answers }
-        return answer("prompt_for_user_choice_decision", pending, String(pending.rpcId), { answers })
-      })
-
-    const submitFunctionResult = (result: FunctionResult) =>
-      Effect.suspend((): Effect.Effect<void, NotPending | NativeFailed> => {
-        const pending = state.calls.get(result.callId)
-        if (pending === undefined) return Effect.fail(new NotPending({ operation: "function_result" }))
-        if (result.content.some((part) => part.type !== "input_text")) {
-          return Effect.fail(new NativeFailed({ operation: "function_result", reason: "image results are not supported" }))
-        }
-        state.calls.delete(result.callId)
-        const contentItems = result.content.map((part) => ({ type: "inputText", text: part.type === "input_text" ? part.text : "" }))
-        // The item/completed of the dynamic tool call (same id as the call) is the native receipt.
-        return answer("function_result", pending, result.callId, { contentItems, success: result.success })
-      })
+      Effect.tap(
+        message._tag === "Notification"
+          ? onNotification(message.method, message.params)
+          : ledgers.onServerRequest(message.id, message.method, message.params),
+        // Anything of ours but a retried error is native progress.
+        (ours) => (ours && !(message._tag === "Notification" && message.method === "error") ? watchdog.reset : Effect.void)
+      )
 
     const steerWithReceipt = (input: SteerInput, written: Effect.Effect<void>): Effect.Effect<void, SteerError> =>
       Effect.gen(function* () {
@@ -372,13 +261,32 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
       )
     })
 
+    /** The reconnect deadline passed: interrupt the turn; its `interrupted` completion settles it with the error. */
+    const unreachable = Effect.gen(function* () {
+      const turnId = state.turnId
+      if (state.ended || state.cancelRequested || turnId === undefined) return
+      const info = classify(state.lastRetry?.codexErrorInfo)
+      state.unreachable = {
+        error: `codex could not reach the model endpoint within ${Duration.format(ctx.reconnectBudget)} (it kept reconnecting)`,
+        ...(info.code === undefined ? { code: "request_timeout" } : info)
+      }
+      const interrupted = yield* ctx.rpc.call("turn/interrupt", { threadId: ctx.threadId, turnId }, P.AnyResult, { timeout: SteerBudget }).pipe(
+        Effect.andThen(Deferred.await(settled).pipe(Effect.timeoutOption(SteerBudget))),
+        Effect.map(Option.isSome),
+        Effect.orElseSucceed(() => false)
+      )
+      // No settlement after the interrupt: the Turn ends anyway; the app-server is not trusted with another.
+      if (!interrupted) yield* finish("completed", state.unreachable, false, "codex did not stop after the reconnect deadline")
+    })
+    watchdog = makeWatchdog(ctx.reconnectBudget, unreachable, ctx.scope)
+
     const turn: Turn = {
       cancel,
       cancellationOutcome: Effect.sync(snapshot),
       steerWithReceipt,
-      submitFunctionResult,
-      decidePermission,
-      answerUserChoice,
+      submitFunctionResult: ledgers.submitFunctionResult,
+      decidePermission: ledgers.decidePermission,
+      answerUserChoice: ledgers.answerUserChoice,
       awaitSettlement: Deferred.await(settled)
     }
     return {

@@ -10,7 +10,7 @@
  * `terminate` the release is a no-op. Process exit is lifecycle supervision, never proof of native cancellation
  * or of persisted history.
  *
- * Generic: it knows nothing about a Harness protocol. The Claude Code adapter uses it; the Codex adapter may.
+ * Generic: it knows nothing about a Harness protocol. Both real adapters (Claude Code, Codex) use it.
  */
 import { Cause, Data, Deferred, Duration, Effect, Option, Queue, Scope } from "effect"
 import { spawn as nodeSpawn } from "node:child_process"
@@ -24,7 +24,10 @@ export interface ProcessSpec {
   readonly env: Readonly<Record<string, string>>
   /** Time between SIGTERM and SIGKILL (default 3 seconds). */
   readonly grace?: Duration.Input | undefined
-  /** Longest accepted stdout line in bytes (default 16 MiB); a longer line ends the line stream with `LineTooLong`. */
+  /**
+   * Longest accepted stdout line in characters (default 16 Mi); a longer line is a protocol violation: the line
+   * stream ends with `LineTooLong` and the process group is killed.
+   */
   readonly maxLineBytes?: number | undefined
 }
 
@@ -52,6 +55,11 @@ export interface NativeProcess {
   readonly exit: Effect.Effect<Option.Option<ProcessExit>>
   /** SIGTERM to the group, SIGKILL after the grace period; returns once the leader exited. Idempotent. */
   readonly terminate: Effect.Effect<ProcessExit>
+  /**
+   * Closes stdin and waits up to `voluntary` for the process to exit by itself (a harness that exits on stdin EOF),
+   * then `terminate`. Idempotent; `stop(0)` is `terminate`.
+   */
+  readonly stop: (voluntary: Duration.Input) => Effect.Effect<ProcessExit>
   /** The last bytes of stderr (bounded), for diagnostics that are never logged raw. */
   readonly stderrTail: Effect.Effect<string>
 }
@@ -153,7 +161,7 @@ const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
       if (pending.length > maxLine) {
         pending = ""
         Queue.failCauseUnsafe(lines, Cause.fail(new LineTooLong({ limit: maxLine })))
-        child.stdout!.resume()
+        signalGroup(spawned, "SIGKILL")
       }
     })
     child.stdout!.on("end", () => {
@@ -175,10 +183,13 @@ const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
           resume(error ? Effect.fail(new WriteFailed({ reason: error.message })) : Effect.void))
       })
 
-    const terminate: Effect.Effect<ProcessExit> = Effect.gen(function* () {
-      const done = yield* Deferred.isDone(exited)
-      if (!done) {
+    const stop = (voluntary: Duration.Input): Effect.Effect<ProcessExit> => Effect.gen(function* () {
+      if (!(yield* Deferred.isDone(exited))) {
         child.stdin!.end()
+        const patience = Duration.fromInputUnsafe(voluntary)
+        if (Duration.isGreaterThan(patience, Duration.zero)) yield* Effect.ignore(Deferred.await(exited).pipe(Effect.timeoutOption(patience)))
+      }
+      if (!(yield* Deferred.isDone(exited))) {
         signalGroup(spawned, "SIGTERM")
         const inTime = yield* Deferred.await(exited).pipe(Effect.timeoutOption(grace))
         if (Option.isNone(inTime)) signalGroup(spawned, "SIGKILL")
@@ -191,6 +202,7 @@ const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
       }
       return result
     })
+    const terminate = stop(Duration.zero)
 
     return {
       pid: spawned,
@@ -199,6 +211,7 @@ const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
       exited: Deferred.await(exited),
       exit: Effect.sync(() => Option.fromNullishOr(exitInfo)),
       terminate,
+      stop,
       stderrTail: Effect.sync(() => stderr)
     } satisfies NativeProcess
   })

@@ -4,32 +4,17 @@
  * server requests and notifications in order, malformed lines ignored.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, Effect, Exit, Fiber, Queue, Schema } from "effect"
+import { Effect, Exit, Fiber, Queue, Schema } from "effect"
 import { TestClock } from "effect/testing"
-import { makeRpcClient, RpcNotSent, RpcRejected, RpcUnknown } from "../../../../src/runtime/harness/codex/CodexRpc.js"
-
-const channel = Effect.gen(function* () {
-  const lines = yield* Queue.unbounded<string, Cause.Done>()
-  const written = yield* Queue.unbounded<Record<string, unknown>>()
-  let broken = false
-  return {
-    lines,
-    written,
-    breakPipe: () => {
-      broken = true
-    },
-    writeLine: (line: string) =>
-      broken ? Effect.fail({ _tag: "WriteFailed" }) : Effect.asVoid(Queue.offer(written, JSON.parse(line) as Record<string, unknown>))
-  }
-})
+import { RpcNotSent, RpcRejected, RpcUnknown } from "../../../../src/runtime/harness/codex/CodexRpc.js"
+import { connected } from "../../../support/codexRpcChannel.js"
 
 const Result = Schema.Struct({ turnId: Schema.String })
 
 describe("CodexRpc", () => {
   it.effect("runs written once after the flush, then decodes the response of the same id", () =>
     Effect.gen(function* () {
-      const ch = yield* channel
-      const rpc = yield* makeRpcClient(ch)
+      const { ch, rpc } = yield* connected
       let written = 0
       const fiber = yield* Effect.forkChild(rpc.call("turn/steer", { a: 1 }, Result, { timeout: "10 seconds", written: Effect.sync(() => written++) }))
       const sent = yield* Queue.take(ch.written)
@@ -43,8 +28,7 @@ describe("CodexRpc", () => {
 
   it.effect("a JSON-RPC error is a definite rejection with a bounded message", () =>
     Effect.gen(function* () {
-      const ch = yield* channel
-      const rpc = yield* makeRpcClient(ch)
+      const { ch, rpc } = yield* connected
       const fiber = yield* Effect.forkChild(rpc.call("turn/steer", {}, Result, { timeout: "10 seconds" }))
       yield* Queue.take(ch.written)
       yield* Queue.offer(ch.lines, JSON.stringify({ id: 1, error: { code: -32600, message: `no active turn${"x".repeat(500)}` } }))
@@ -54,8 +38,7 @@ describe("CodexRpc", () => {
 
   it.effect("no response is unknown exactly at the budget, never before", () =>
     Effect.gen(function* () {
-      const ch = yield* channel
-      const rpc = yield* makeRpcClient(ch)
+      const { ch, rpc } = yield* connected
       const fiber = yield* Effect.forkChild(rpc.call("turn/steer", {}, Result, { timeout: "10 seconds" }))
       yield* Queue.take(ch.written)
       yield* TestClock.adjust("9999 millis")
@@ -66,8 +49,7 @@ describe("CodexRpc", () => {
 
   it.effect("a response just before the budget wins; a late one is ignored", () =>
     Effect.gen(function* () {
-      const ch = yield* channel
-      const rpc = yield* makeRpcClient(ch)
+      const { ch, rpc } = yield* connected
       const fiber = yield* Effect.forkChild(rpc.call("turn/steer", {}, Result, { timeout: "10 seconds" }))
       yield* Queue.take(ch.written)
       yield* TestClock.adjust("9999 millis")
@@ -78,15 +60,13 @@ describe("CodexRpc", () => {
 
   it.effect("a write that fails is not sent and runs no written callback; an undecodable result is unknown", () =>
     Effect.gen(function* () {
-      const ch = yield* channel
-      const rpc = yield* makeRpcClient(ch)
+      const { ch, rpc } = yield* connected
       ch.breakPipe()
       let written = 0
       const exit = yield* Effect.exit(rpc.call("turn/steer", {}, Result, { timeout: "10 seconds", written: Effect.sync(() => written++) }))
       assert.deepStrictEqual(exit, Exit.fail(new RpcNotSent({ method: "turn/steer" })))
       assert.strictEqual(written, 0)
-      const ch2 = yield* channel
-      const rpc2 = yield* makeRpcClient(ch2)
+      const { ch: ch2, rpc: rpc2 } = yield* connected
       const fiber = yield* Effect.forkChild(rpc2.call("turn/steer", {}, Result, { timeout: "10 seconds" }))
       yield* Queue.take(ch2.written)
       yield* Queue.offer(ch2.lines, JSON.stringify({ id: 1, result: { turnId: 7 } }))
@@ -95,8 +75,7 @@ describe("CodexRpc", () => {
 
   it.effect("delivers notifications and server requests in order, skipping malformed lines; the end fails pending calls as unknown", () =>
     Effect.gen(function* () {
-      const ch = yield* channel
-      const rpc = yield* makeRpcClient(ch)
+      const { ch, rpc } = yield* connected
       const fiber = yield* Effect.forkChild(rpc.call("thread/start", {}, Result, { timeout: "30 seconds" }))
       yield* Queue.take(ch.written)
       yield* Queue.offerAll(ch.lines, [
