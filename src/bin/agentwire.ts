@@ -36,6 +36,7 @@ const root = Command.make("agentwire").pipe(
     operator.sessions,
     operator.turns,
     operator.turn,
+    operator.files,
     helpCommand
   ]),
   examples("agentwire demo", "agentwire core --port 7400", "agentwire help daemon", "agentwire --completions bash > /etc/bash_completion.d/agentwire")

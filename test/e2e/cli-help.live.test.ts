@@ -43,7 +43,8 @@ describe("agentwire help and usage errors (end to end)", () => {
       [], ["daemon"], ["status"], ["core"], ["core", "credential"], ["core", "credential", "create"], ["core", "credential", "revoke"],
       ["demo"], ["conformance"], ["conformance", "runtime"], ["conformance", "core"], ["devices"], ["devices", "list"], ["devices", "show"],
       ["sessions"], ["sessions", "list"], ["sessions", "show"], ["sessions", "create"], ["turns"], ["turns", "list"], ["turns", "show"],
-      ["turn"], ["turn", "start"], ["turn", "steer"], ["turn", "cancel"], ["turn", "answer"], ["turn", "watch"], ["help"]
+      ["turn"], ["turn", "start"], ["turn", "steer"], ["turn", "cancel"], ["turn", "answer"], ["turn", "watch"], ["help"],
+      ["files"], ["files", "list"], ["files", "read"], ["files", "write"], ["files", "export"]
     ]
     for (const path of paths) {
       const help = await runToEnd(["help", ...path])
