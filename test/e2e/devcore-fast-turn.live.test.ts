@@ -11,7 +11,7 @@ import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { type CoreProc, createCredential, operator, startCore, stopAll, tempDir } from "../support/devcoreLive.js"
-import { connectFastDevice, type FastDevice, stalledSseClient } from "../support/fastTurnDevice.js"
+import { connectFastDevice, type FastDevice, stalledSseClient, stalledSseReader } from "../support/fastTurnDevice.js"
 
 const Deltas = 40_000
 const expected = Array.from({ length: Deltas }, (_, i) => i + 1)
@@ -67,5 +67,22 @@ describe("a fast Turn never fails (issue #17, SQLite)", () => {
     drop()
     assert.deepStrictEqual([outcome.status, outcome.error_code], ["completed", undefined])
     assert.deepStrictEqual(journaledDeltas(turnId), expected)
+  }, 300_000)
+
+  it("drops an SSE client that fell more than 8 MiB behind (it never gets the outcome), the Turn unaffected", async () => {
+    const session = await api.post("/sessions", { agent_kind: "scripted" })
+    let reader: ReturnType<typeof stalledSseReader> | undefined
+    const { outcome, turnId } = await device!.fastTurn(session.body.session_id, Deltas, (id) => {
+      reader = stalledSseReader(core.url, token, id)
+    })
+    assert.deepStrictEqual([outcome.status, outcome.error_code], ["completed", undefined])
+    const received = await reader!.resumeAndRead()
+    // The connection closed before the stream's end: no outcome event, and fewer deltas than the Turn sent.
+    assert.notInclude(received, "event: outcome")
+    assert.isBelow(received.split("event: frame").length - 1, Deltas)
+    assert.deepStrictEqual(journaledDeltas(turnId), expected)
+    // A client that reads follows the finished Turn to its outcome.
+    const again = stalledSseReader(core.url, token, turnId)
+    assert.include(await again.resumeAndRead(), "event: outcome")
   }, 300_000)
 })

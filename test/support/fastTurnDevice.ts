@@ -4,6 +4,7 @@
  * `done` as fast as its socket takes them. Plain `ws`, no daemon: the burst is what a talkative engine sends.
  */
 import { request as httpRequest } from "node:http"
+import { finished } from "node:stream/promises"
 import WebSocket from "ws"
 import { Ids, Messages, Version } from "../../src/proto/index.js"
 import { heartbeat, kind } from "./coreScriptedRuntime.js"
@@ -95,10 +96,29 @@ export const connectFastDevice = async (
 }
 
 /** Opens a Turn's event stream and never reads a byte of it; returns how to drop it. */
-export const stalledSseClient = (coreUrl: string, token: string, turnId: string): (() => void) => {
+export const stalledSseClient = (coreUrl: string, token: string, turnId: string): (() => void) => stalledSseReader(coreUrl, token, turnId).drop
+
+/**
+ * An SSE client that stops reading as soon as the response starts. `resumeAndRead` reads what the connection
+ * still holds until it closes (resolving with the text), proving whether Core dropped the client or sent the
+ * whole stream up to its `outcome` event.
+ */
+export const stalledSseReader = (coreUrl: string, token: string, turnId: string) => {
   const stalled = httpRequest(`${coreUrl}/api/v1/operator/turns/${turnId}/events`, { headers: { authorization: `Bearer ${token}` } })
-  stalled.on("response", (res) => res.pause())
+  const response = new Promise<import("node:http").IncomingMessage>((resolve) => stalled.on("response", (res) => {
+    res.pause()
+    resolve(res)
+  }))
   stalled.on("error", () => undefined)
   stalled.end()
-  return () => stalled.destroy()
+  const resumeAndRead = async (): Promise<string> => {
+    const res = await response
+    const chunks: Array<Buffer> = []
+    res.on("data", (chunk: Buffer) => chunks.push(chunk))
+    res.resume() // an explicit pause is not undone by a `data` listener
+    // Resolves on the end of the body and on a connection closed early (even one that closed before this call).
+    await finished(res).catch(() => undefined)
+    return Buffer.concat(chunks).toString("utf8")
+  }
+  return { drop: () => stalled.destroy(), resumeAndRead }
 }

@@ -18,7 +18,7 @@ import type { AdmissionRejection, ConfigurationRejected } from "../Outcome.js"
 import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
-import { readableFact, withKeepAlive } from "./OperatorSse.js"
+import { dropLaggingClient, readableFact, withKeepAlive } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
 import type { JournalItem } from "./TurnJournal.js"
@@ -327,7 +327,7 @@ export const layer = (
             const url = new URL(request.url, "http://operator.invalid")
             const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0"
             const after = Number.parseInt(lastEventId, 10)
-            const events = turns.follow(id, Number.isFinite(after) && after > 0 ? after : 0).pipe(
+            const events = turns.follow(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id)).pipe(
               Stream.map(sseEvent),
               Stream.catch(() => Stream.make(Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" })))
             )

@@ -3,7 +3,9 @@
  * snake_case under `fact` (not the internal `_tag`), and a keep-alive comment line at a fixed interval so
  * proxies and clients can tell a quiet Turn from a dead connection.
  */
-import { Duration, Stream } from "effect"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { Duration, Effect, Stream } from "effect"
+import type { HttpServerRequest } from "effect/http"
 
 /** The SSE comment sent between events; clients ignore it (it has no `data`). */
 export const KeepAliveComment = ": keep-alive\n\n"
@@ -41,3 +43,22 @@ export const withKeepAlive = <E, R>(
   Stream.merge(events, Stream.tick(interval).pipe(Stream.drop(1), Stream.map(() => KeepAliveComment)), {
     haltStrategy: "left"
   })
+
+/** Closes the client's connection: a client that stopped reading never pulls the end of its stream. */
+const closeConnection = (request: HttpServerRequest.HttpServerRequest): void => {
+  const response: unknown = NodeHttpServerRequest.toServerResponse(request)
+  if (typeof response === "object" && response !== null && "destroy" in response && typeof response.destroy === "function") {
+    response.destroy()
+  }
+}
+
+/**
+ * What happens when the client of `request` fell too far behind the live Turn (`FollowerLagging`, LiveBuffer.ts):
+ * one warning (the Turn id only) and its connection closed. The Turn is unaffected; the client may follow again
+ * with `Last-Event-ID`.
+ */
+export const dropLaggingClient = (request: HttpServerRequest.HttpServerRequest, turnId: string): Effect.Effect<void> =>
+  Effect.logWarning("operator event stream dropped: the client fell behind the Turn").pipe(
+    Effect.annotateLogs({ turn_id: turnId }),
+    Effect.andThen(Effect.sync(() => closeConnection(request)))
+  )

@@ -17,6 +17,8 @@ import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
 import * as Outcome from "../Outcome.js"
 import type { StoreFailed } from "./StoreErrors.js"
+import * as LiveBuffer from "./LiveBuffer.js"
+import type { FollowerLagging } from "./LiveBuffer.js"
 import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export type JournalItem =
@@ -54,7 +56,11 @@ export class TurnJournal extends Context.Service<TurnJournal, {
    * Stored entries after `afterSeq`, then live items, ending with the outcome. The stream fails with
    * `StoreFailed` when the store cannot be read; it ends without an outcome only for an unknown Turn.
    */
-  readonly follow: (turnId: string, afterSeq: number) => Stream.Stream<JournalItem, StoreFailed>
+  readonly follow: (
+    turnId: string,
+    afterSeq: number,
+    onLagging?: Effect.Effect<void>
+  ) => Stream.Stream<JournalItem, StoreFailed | FollowerLagging>
 }>()("agentwire/core/dev/TurnJournal") {}
 
 /** Encodes a received Run frame for the journal (the wire form of the decoded message). */
@@ -88,6 +94,12 @@ export const fromEntry = (entry: StoredEvent): Option.Option<Outcome.TurnFact> =
   }
   return Result.getSuccess(decodeFact(parsed))
 }
+
+/** How far a live reader may fall behind (in journal body characters) before it is dropped. */
+export const maxLiveBytes = 8 * 1024 * 1024
+
+/** A live item's weight in a reader's buffer: its body, plus a fixed share for the item itself. */
+const weighItem = (item: JournalItem): number => (item._tag === "entry" ? item.bodyJson.length : 0) + 64
 
 const itemOf = (e: StoredEvent): JournalItem => ({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson })
 
@@ -149,7 +161,11 @@ const make = Effect.gen(function* () {
     Effect.map(store.events(turnId, afterSeq), (stored): Stream.Stream<JournalItem> =>
       Stream.fromIterable([...stored.map(itemOf), { _tag: "outcome" as const, turn }]))
 
-  const follow = (turnId: string, afterSeq: number): Stream.Stream<JournalItem, StoreFailed> =>
+  const follow = (
+    turnId: string,
+    afterSeq: number,
+    onLagging: Effect.Effect<void> = Effect.void
+  ): Stream.Stream<JournalItem, StoreFailed | FollowerLagging> =>
     Stream.unwrap(
       Effect.gen(function* () {
         const first = yield* store.get(turnId)
@@ -158,16 +174,21 @@ const make = Effect.gen(function* () {
         // Subscribe before reading the store, so nothing published in between is missed. The hub is created
         // here when the Turn's writer has not opened it yet.
         const subscription = yield* PubSub.subscribe(yield* hubFor(turnId))
+        // Drained from now on into this reader's bounded buffer: a reader that stops reading is dropped
+        // (`FollowerLagging`), never a cost to the Turn (LiveBuffer.ts).
+        const buffered = yield* LiveBuffer.make(
+          Stream.fromSubscription(subscription).pipe(Stream.takeUntil((item) => item._tag === "outcome")),
+          weighItem,
+          maxLiveBytes,
+          onLagging
+        )
         const turn = yield* store.get(turnId)
         if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
           return yield* replayFinished(turnId, afterSeq, turn.value)
         }
         const stored = yield* store.events(turnId, afterSeq)
         const last = stored.length > 0 ? stored[stored.length - 1]!.seq : afterSeq
-        const live = Stream.fromSubscription(subscription).pipe(
-          Stream.filter((item) => item._tag !== "entry" || item.seq > last),
-          Stream.takeUntil((item) => item._tag === "outcome")
-        )
+        const live = buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > last))
         return Stream.concat(Stream.fromIterable(stored.map(itemOf)), live)
       })
     )

@@ -17,6 +17,7 @@ import type * as Functions from "../Functions.js"
 import { Gateway } from "../Gateway.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
+import type { FollowerLagging } from "./LiveBuffer.js"
 import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { resumableTurns } from "./Recovery.js"
@@ -60,7 +61,15 @@ export class Turns extends Context.Service<Turns, {
   readonly get: (turnId: string) => Effect.Effect<TurnDetail, OperatorNotFound | OperatorUnavailable>
   readonly listBySession: (sessionId: string) => Effect.Effect<ReadonlyArray<TurnView>, OperatorUnavailable>
   /** Stored journal entries after `afterSeq`, then live ones, ending with the outcome. */
-  readonly follow: (turnId: string, afterSeq: number) => Stream.Stream<JournalItem, StoreFailed>
+  /**
+   * Fails with `FollowerLagging` when the reader fell too far behind the live Turn (it may follow again);
+   * `onLagging` runs at that moment (TurnJournal.follow).
+   */
+  readonly follow: (
+    turnId: string,
+    afterSeq: number,
+    onLagging?: Effect.Effect<void>
+  ) => Stream.Stream<JournalItem, StoreFailed | FollowerLagging>
   /** Waits until the Turn is terminal; succeeds with its record. */
   readonly awaitOutcome: (turnId: string) => Effect.Effect<TurnRecord, OperatorNotFound | OperatorUnavailable>
   /** Delivers one active input (persisted first); the cursor advances only on `accepted`. */

@@ -1,0 +1,61 @@
+/**
+ * LiveBuffer: the live source is drained at once (it never waits for the reader), a reader gets every item in
+ * order while the buffered weight stays at or below the bound, and is dropped with `FollowerLagging` one unit past it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, PubSub, Ref, Stream } from "effect"
+import { FollowerLagging, make } from "../../../src/core/dev/LiveBuffer.js"
+
+/** A hub with one subscriber buffered through LiveBuffer; `n` items of weight 1 published before the reader reads. */
+const publishedBeforeReading = (n: number, maxWeight: number) =>
+  Effect.gen(function* () {
+    const hub = yield* PubSub.unbounded<number>()
+    const subscription = yield* PubSub.subscribe(hub)
+    const dropped = yield* Ref.make(false)
+    const reader = yield* make(
+      Stream.fromSubscription(subscription).pipe(Stream.takeUntil((i) => i === 0)),
+      () => 1,
+      maxWeight,
+      Ref.set(dropped, true)
+    )
+    for (let i = 1; i <= n; i++) yield* PubSub.publish(hub, i)
+    yield* PubSub.publish(hub, 0) // the end marker (weight 1 too)
+    yield* Effect.yieldNow
+    // `onLagging` ran from the draining side, before the reader pulled anything.
+    const droppedBeforeReading = yield* Ref.get(dropped)
+    return { exit: yield* Effect.exit(Stream.runCollect(reader)), droppedBeforeReading }
+  }).pipe(Effect.scoped)
+
+describe("LiveBuffer", () => {
+  it.effect("hands every item to the reader in order while the buffered weight stays at the bound", () =>
+    Effect.gen(function* () {
+      const { droppedBeforeReading, exit } = yield* publishedBeforeReading(99, 100)
+      assert.isFalse(droppedBeforeReading)
+      assert.isTrue(Exit.isSuccess(exit))
+      if (Exit.isSuccess(exit)) assert.deepStrictEqual(exit.value, [...Array.from({ length: 99 }, (_, i) => i + 1), 0])
+    }))
+
+  it.effect("drops a reader one unit past the bound, after the items already buffered", () =>
+    Effect.gen(function* () {
+      const { droppedBeforeReading, exit } = yield* publishedBeforeReading(100, 100)
+      assert.isTrue(droppedBeforeReading)
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        const reason = exit.cause.reasons[0]
+        assert.isTrue(reason?._tag === "Fail" && reason.error instanceof FollowerLagging)
+      }
+    }))
+
+  it.effect("drains the source without waiting for the reader (the publisher never blocks, the hub keeps nothing)", () =>
+    Effect.gen(function* () {
+      const hub = yield* PubSub.bounded<number>(4)
+      const subscription = yield* PubSub.subscribe(hub)
+      const reader = yield* make(Stream.fromSubscription(subscription).pipe(Stream.takeUntil((i) => i === 0)), () => 1, 50)
+      // A bounded hub suspends its publisher once its subscriber holds 4 unread items: the buffer takes them.
+      for (let i = 1; i <= 40; i++) yield* PubSub.publish(hub, i)
+      yield* PubSub.publish(hub, 0)
+      yield* Effect.yieldNow
+      assert.strictEqual(yield* PubSub.size(hub), 0)
+      assert.strictEqual((yield* Stream.runCollect(reader)).length, 41)
+    }).pipe(Effect.scoped))
+})
