@@ -337,10 +337,12 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         yield* Effect.orDie(started.turn.submitFunctionResult({
           callId: call.payload.call_id,
           success: true,
-          content: [{ type: "input_text", text: "42" }]
+          content: [{ type: "input_text", text: "forty-two" }]
         }))
         const settlement = yield* settle(started)
         assert.strictEqual(settlement.outcome, "completed")
+        // The result reached the model under the native call id (the follow-up request carries it).
+        if (fixture.history !== undefined) assert.include(yield* fixture.history.lastModelRequest, "forty-two")
       }))
 
     test("resume", "a new Executor resumes a prior native session strictly and keeps its identity", (harness) =>
