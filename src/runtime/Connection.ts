@@ -29,6 +29,7 @@ import { Runs } from "./Runs.js"
 import { StatusBoard } from "./StatusBoard.js"
 import { Steering } from "./Steering.js"
 import { ConnectionInfo, Transport, TransportClosed } from "./transport/Transport.js"
+import { Workspace } from "./workspace/Workspace.js"
 
 /** How a connection ended. Returned only after its cleanup confirmed. */
 export type ConnectionEnd =
@@ -40,6 +41,7 @@ export type ConnectionEnd =
  * Executor table first, then the shared connection services, the Run table, the families and the dispatcher.
  */
 export const ConnectionLayer = Dispatcher.layer.pipe(
+  Layer.provideMerge(Workspace.layer),
   Layer.provideMerge(Layer.mergeAll(
     Admission.layer,
     DirectRuns.layer,

@@ -28,9 +28,10 @@
  * traceparent, and in a local span otherwise; replies echo only a valid traceparent (`Outbound.withTrace`). A
  * trace never changes ownership and is never used as an id.
  *
+ * `workspace_read` goes to the connection's `Workspace` service (workspace/Reads.ts).
+ *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; `workspace_read_result` rejected `read_unsupported`;
- * `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
+ * rejected `runtime_preparation_unsupported`; `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
  * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
@@ -52,6 +53,7 @@ import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
 import { Steering } from "./Steering.js"
 import type { Inbound } from "./transport/Transport.js"
+import { Workspace } from "./workspace/Workspace.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
 
@@ -96,6 +98,7 @@ const makeDispatcher = Effect.gen(function* () {
   const executors = yield* Executors
   const background = yield* Background
   const drain = yield* Drain
+  const workspace = yield* Workspace
 
   /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
   const shutdown = (reason: string | undefined) =>
@@ -132,8 +135,7 @@ const makeDispatcher = Effect.gen(function* () {
         id: m.id,
         payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
       }, m.trace)),
-    workspace_read: (m) =>
-      reply(withTrace({ type: "workspace_read_result", id: m.id, payload: { outcome: "rejected", error_code: "read_unsupported" } }, m.trace)),
+    workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) =>
       reply(withTrace({ type: "workspace_write_result", id: m.id, payload: { outcome: "rejected", error_code: "write_unsupported" } }, m.trace)),
     workspace_export: (m) => {

@@ -124,6 +124,8 @@ export interface ExecutorsShape {
   readonly closeObserved: (entry: ExecutorEntry) => Effect.Effect<"confirmed" | "unconfirmed">
   /** Closes every Executor and waits until each close is confirmed. */
   readonly closeAll: Effect.Effect<void>
+  /** The open Executor with this id (workspace targets). */
+  readonly byId: (id: string) => Effect.Effect<Option.Option<ExecutorEntry>>
   /** Active entries (capacity in use), for the heartbeat and the status view. */
   readonly counts: Effect.Effect<{ readonly active: number; readonly idle: number }>
   readonly view: Effect.Effect<ReadonlyArray<typeof ExecutorStatus.Type>>
@@ -337,6 +339,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       yield* Effect.forEach(all, startClose, { discard: true })
       yield* Effect.forEach(all, (e) => Deferred.await(e.closed), { discard: true })
     }),
+    byId: (id) => Effect.sync(() => Option.fromNullishOr(entries.get(id as ExecutorId))),
     counts: Effect.sync(counts),
     view: Effect.gen(function* () {
       const unconfirmed = new Set((yield* ownership.unconfirmed).map((u) => u.resource))

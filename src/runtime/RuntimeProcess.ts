@@ -18,6 +18,7 @@ import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 import { type Binding, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
+import { WorkspaceFs, type WorkspaceFsShape } from "./workspace/WorkspaceFs.js"
 
 export interface ScriptedHarnessOptions {
   /**
@@ -56,10 +57,12 @@ export interface RuntimeProcessOptions {
   readonly harnesses?: ReadonlyArray<Harness>
   /** The local Environment binding (absent: none; the workspace capabilities are declared false). */
   readonly environment?: Binding | undefined
+  /** Test-only: wraps the workspace implementation (fault injection: failing closes, hanging reads). */
+  readonly wrapWorkspaceFs?: ((fs: WorkspaceFsShape) => WorkspaceFsShape) | undefined
 }
 
 /** The services `layer` provides. */
-export type RuntimeProcessServices = HarnessRegistry | Ownership | RuntimePolicy | RuntimeIds | ScriptedSignals | EnvironmentBinding
+export type RuntimeProcessServices = HarnessRegistry | Ownership | RuntimePolicy | RuntimeIds | ScriptedSignals | EnvironmentBinding | WorkspaceFs
 
 const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
   ...(options.maxActive === undefined ? {} : { maxActive: options.maxActive }),
@@ -83,6 +86,7 @@ export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProces
     Ownership.layer,
     RuntimePolicy.layer(policyOverrides(options)),
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
-    EnvironmentBinding.layer(options.environment)
+    EnvironmentBinding.layer(options.environment),
+    WorkspaceFs.layer(options.environment?.root, options.wrapWorkspaceFs)
   )
 }

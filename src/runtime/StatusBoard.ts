@@ -77,7 +77,7 @@ export const RunStatus = Schema.Struct({
 /** A resource the daemon still owns because its cleanup has not been confirmed. */
 export const UnconfirmedCleanup = Schema.Struct({
   resource: Schema.String,
-  kind: Schema.Literals(["executor", "run", "admission", "interaction", "input", "transfer"]),
+  kind: Schema.Literals(["executor", "run", "admission", "interaction", "input", "transfer", "workspace"]),
   attempts: Schema.Int,
   last_error: Schema.String
 })

@@ -132,7 +132,8 @@ describe("Dispatcher", () => {
         id: unsafeMake.operationId("op-1"),
         payload: { run_id: unsafeMake.runId("run-1"), environment_id: "env", path: "", max_bytes: 0, operation: "directory", max_entries: 10 }
       })
-      same((yield* next(core, "workspace_read_result")).payload, { outcome: "rejected", error_code: "read_unsupported" })
+      // Without an Environment binding there is nothing to read (test/runtime/workspace/Reads.test.ts).
+      same((yield* next(core, "workspace_read_result")).payload, { outcome: "rejected", error_code: "resource_unavailable" })
       yield* core.toRuntime({ type: "workspace_write", id: unsafeMake.operationId("op-2"), payload: { step: "commit" } })
       same((yield* next(core, "workspace_write_result")).payload, { outcome: "rejected", error_code: "write_unsupported" })
       yield* core.toRuntime({ type: "workspace_export", id: unsafeMake.operationId("op-3"), payload: { step: "begin", handle: unsafeMake.admissionHandle("h"), environment_id: "env" } })

@@ -1,0 +1,28 @@
+/**
+ * The workspace families of one connection (protocol "Workspace operations", reference part 2 §7) as a
+ * connection service: `workspace_read` (Reads.ts), `workspace_write` (Writes.ts) and `workspace_export`
+ * (Exports.ts), all served by the daemon's own implementation (`WorkspaceFs`) below the bound root. Each read,
+ * write and export is an owned resource in a Scope; nothing is replayed on a later connection.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { OperationId } from "../../proto/Ids.js"
+import type { WorkspaceReadPayload } from "../../proto/Workspace.js"
+import { makeReads } from "./Reads.js"
+
+export interface WorkspaceShape {
+  /** Handles one `workspace_read`; returns at once (the native work and the reply run in connection fibers). */
+  readonly read: (id: OperationId, payload: WorkspaceReadPayload, trace: string | undefined) => Effect.Effect<void>
+  /** Reads whose native work has not finished. */
+  readonly activeReads: Effect.Effect<number>
+}
+
+/** The workspace families of one connection. */
+export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("agentwire/runtime/Workspace") {
+  static readonly layer = Layer.effect(
+    Workspace,
+    Effect.gen(function* () {
+      const reads = yield* makeReads
+      return Workspace.of({ read: reads.read, activeReads: reads.active })
+    })
+  )
+}

@@ -1,0 +1,88 @@
+/**
+ * The daemon's own workspace implementation, process-level (protocol "Workspace operations": every platform uses
+ * the daemon's implementation for bounded reads, directory listing, file creation and output export, with no
+ * external helper or staging directory). Native handles are explicit values with an idempotent `close`, so the
+ * families can own them in Scopes, try the close once to decide their reply, and leave an unconfirmed close to
+ * `closeUntilConfirmed`.
+ *
+ * Every path goes through `internal/safeFs.ts` (grammar, openat-style resolution, no final-component symlink, no
+ * special or hard-linked file). Refusals are `SafeFsReason`s; nothing carries an errno text or a path.
+ */
+import type * as FsP from "node:fs/promises"
+import { Context, Effect, Layer, Option } from "effect"
+import { listDirectory, type ListedEntry, openDirectoryForList, openFileForRead, readPrefix, SafeFsError, type SafeFsReason } from "./internal/safeFs.js"
+
+/** A native handle's close: idempotent (every caller shares the first attempt's outcome once it succeeded). */
+export type NativeClose = Effect.Effect<void, SafeFsReason>
+
+export interface NativeFile {
+  readonly size: number
+  /** Up to `max` bytes from the start; `more` when the file had more. */
+  readonly readPrefix: (max: number) => Effect.Effect<{ readonly bytes: Uint8Array; readonly more: boolean }, SafeFsReason>
+  readonly close: NativeClose
+}
+
+export interface NativeDirectory {
+  readonly list: (max: number) => Effect.Effect<{ readonly entries: ReadonlyArray<ListedEntry>; readonly truncated: boolean }, SafeFsReason>
+  readonly close: NativeClose
+}
+
+export interface WorkspaceFsShape {
+  /** The workspace root (absent: the daemon has no Environment binding; every operation is unavailable). */
+  readonly root: Option.Option<string>
+  /** Opens a regular file for reading (the caller owns the handle until its close is confirmed). */
+  readonly openFile: (path: string) => Effect.Effect<NativeFile, SafeFsReason>
+  /** Opens a directory to list ("" is the root; the caller owns the handle until its close is confirmed). */
+  readonly openDirectory: (path: string) => Effect.Effect<NativeDirectory, SafeFsReason>
+}
+
+export const reasonOf = (e: unknown): SafeFsReason => (e instanceof SafeFsError ? e.reason : "io")
+
+const promise = <A>(f: () => Promise<A>): Effect.Effect<A, SafeFsReason> => Effect.tryPromise({ try: f, catch: reasonOf })
+
+/** An idempotent close of a FileHandle: a later call after success is a no-op; after a failure it retries. */
+export const closeOnce = (handle: FsP.FileHandle): NativeClose => {
+  let closed = false
+  let pending: Promise<void> | undefined
+  return promise(async () => {
+    if (closed) return
+    pending ??= handle.close()
+    try {
+      await pending
+      closed = true
+    } finally {
+      pending = undefined
+    }
+  })
+}
+
+const unbound: Effect.Effect<never, SafeFsReason> = Effect.fail("not_found")
+
+/** The real implementation over `root` (absent: nothing is bound). */
+export const make = (root: string | undefined): WorkspaceFsShape => {
+  if (root === undefined) return { root: Option.none(), openFile: () => unbound, openDirectory: () => unbound }
+  return {
+    root: Option.some(root),
+    openFile: (path) =>
+      promise(() => openFileForRead(root, path)).pipe(
+        Effect.map(({ handle, size }): NativeFile => ({
+          size,
+          readPrefix: (max) => promise(() => readPrefix(handle, max)),
+          close: closeOnce(handle)
+        }))
+      ),
+    openDirectory: (path) =>
+      promise(() => openDirectoryForList(root, path)).pipe(
+        Effect.map((handle): NativeDirectory => ({
+          list: (max) => promise(() => listDirectory(handle, max)),
+          close: closeOnce(handle)
+        }))
+      )
+  }
+}
+
+/** The process's workspace implementation (from the Environment binding). */
+export class WorkspaceFs extends Context.Service<WorkspaceFs, WorkspaceFsShape>()("agentwire/runtime/WorkspaceFs") {
+  static readonly layer = (root: string | undefined, wrap?: (fs: WorkspaceFsShape) => WorkspaceFsShape): Layer.Layer<WorkspaceFs> =>
+    Layer.succeed(WorkspaceFs, WorkspaceFs.of((wrap ?? ((fs) => fs))(make(root))))
+}

@@ -1,0 +1,29 @@
+/**
+ * Core-side frames of the workspace families for the Runtime's tests: the read-only preparation profile
+ * (reference §7.1) for a bound Environment and `workspace_read` requests.
+ */
+import type { Messages } from "../../src/proto/index.js"
+import type { LocalEnvironment } from "../../src/proto/Execution.js"
+import { unsafeMake } from "../../src/proto/Ids.js"
+import type { WorkspaceReadPayload } from "../../src/proto/Workspace.js"
+import { prepareFrame } from "./runtimeTestWire.js"
+
+/** `execution_prepare` with exactly the §7.1 read-only profile for `local`. */
+export const readOnlyPrepare = (requestId: string, local: LocalEnvironment, sessionId?: string): Messages.CoreToRuntime => {
+  const frame = prepareFrame(requestId, {}, sessionId)
+  if (frame.type !== "execution_prepare") throw new Error("unreachable")
+  const { disable_execution_environment: _a, execution_controls: _b, observe_tool_observations: _c, ...base } = frame.payload.configuration
+  return { ...frame, payload: { ...frame.payload, configuration: { ...base, workspace_read_only: true, local_environment: local } } }
+}
+
+export const readFrame = (id: string, payload: Partial<WorkspaceReadPayload> & { readonly environment_id: string }): Messages.CoreToRuntime => ({
+  type: "workspace_read",
+  id: unsafeMake.operationId(id),
+  payload: { path: "", max_bytes: 0, ...payload } as WorkspaceReadPayload
+})
+
+export const bytesRead = (id: string, environmentId: string, path: string, maxBytes: number, target: { handle?: string; run_id?: string } = { handle: "handle-1" }) =>
+  readFrame(id, { ...target, environment_id: environmentId, path, max_bytes: maxBytes } as never)
+
+export const dirRead = (id: string, environmentId: string, path: string, maxEntries: number, target: { handle?: string; run_id?: string } = { handle: "handle-1" }) =>
+  readFrame(id, { ...target, environment_id: environmentId, path, max_bytes: 0, operation: "directory", max_entries: maxEntries } as never)
