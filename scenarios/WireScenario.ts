@@ -284,6 +284,16 @@ export type Fact =
   | { readonly _tag: "LatestUsage"; readonly run: string; readonly usage: Usage }
   /** The connection Core held was closed by Core (after an invalid heartbeat or a replacement). */
   | { readonly _tag: "SessionClosed"; readonly reason: string }
+  /**
+   * The outcome of a workspace operation Core ran (read, write or export), by its operation id: `completed`;
+   * `rejected` with the Runtime's code; `failed` (a write stopped before its commit, or an export the Runtime
+   * failed); `unknown` (dispatched without proof); `refused` by Core's own validator (nothing sent).
+   */
+  | {
+    readonly _tag: "WorkspaceOutcome"
+    readonly operation: string
+    readonly outcome: "completed" | "pending" | "failed" | "unknown" | { readonly rejected: string } | { readonly refused: string }
+  }
   // ----------------------------------------------------------------------------- Runtime
   /** The daemon stopped connecting for good (426, 401/403, close 4001) or after device_shutdown. */
   | { readonly _tag: "DaemonStopped"; readonly reason: "incompatible_version" | "rejected_credential" | "shutdown" }

@@ -38,6 +38,12 @@ import shutdown from "./shutdown.js"
 import staleAndDuplicateHandles from "./stale-and-duplicate-handles.js"
 import strayFramesTolerated from "./stray-frames-tolerated.js"
 import usageSnapshots from "./usage-snapshots.js"
+import workspaceReadBytesAndDirectory from "./workspace-read-bytes-and-directory.js"
+import workspaceReadUnknownNoReplay from "./workspace-read-unknown-no-replay.js"
+import workspaceWriteTransfer from "./workspace-write-transfer.js"
+import workspaceWriteUnconfirmed from "./workspace-write-unconfirmed.js"
+import workspaceExportPull from "./workspace-export-pull.js"
+import boundedTransferValidation from "./bounded-transfer-validation.js"
 import type { WireScenario } from "./WireScenario.js"
 
 export * from "./WireScenario.js"
@@ -77,7 +83,13 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   newerConnectionReplacesOlder,
   shutdown,
   incompatibleVersion,
-  badCredential
+  badCredential,
+  workspaceReadBytesAndDirectory,
+  workspaceReadUnknownNoReplay,
+  workspaceWriteTransfer,
+  workspaceWriteUnconfirmed,
+  workspaceExportPull,
+  boundedTransferValidation
 ]
 
 /** A scenario by name. */

@@ -39,7 +39,7 @@ export interface OperatorTarget {
 /** One operator API request (`path` below `/api/v1/operator`). */
 export const call = (
   target: OperatorTarget,
-  method: "GET" | "POST" | "DELETE",
+  method: "GET" | "POST" | "PUT" | "DELETE",
   path: string,
   body?: unknown
 ): Effect.Effect<OperatorReply, OperatorUnreachable> =>

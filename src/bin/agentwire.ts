@@ -35,6 +35,7 @@ const root = Command.make("agentwire").pipe(
     operator.sessions,
     operator.turns,
     operator.turn,
+    operator.files,
     helpCommand
   ])
 )

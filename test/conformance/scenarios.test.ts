@@ -154,7 +154,8 @@ describe("wire scenarios", () => {
           for (const capability of requiredCapabilities(config)) {
             assert.isTrue(declared[capability], `${s.name} (${side}) step ${step} needs ${capability}`)
           }
-          if (side === "core") {
+          // The read-only profile (reference §7.1) carries no observation opt-ins at all.
+          if (side === "core" && config.workspace_read_only !== true) {
             assert.strictEqual(config.observe_messages === true, declared.message_items, `${s.name} step ${step}: observe_messages`)
           }
         }

@@ -29,6 +29,10 @@ import type { UserChoicePayload } from "../../src/proto/Interaction.js"
 import type { MessageInput } from "../../src/proto/MessageInput.js"
 import type * as Messages from "../../src/proto/Messages.js"
 import type { PreparationStatusPayload } from "../../src/proto/Preparation.js"
+import { decodeChunkData } from "../../src/proto/Transfer.js"
+import * as WorkspaceExport from "../../src/core/workspace/WorkspaceExport.js"
+import * as WorkspaceRead from "../../src/core/workspace/WorkspaceRead.js"
+import * as WorkspaceWrite from "../../src/core/workspace/WorkspaceWrite.js"
 
 export const DeviceIdValue = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
 export const Credential = Redacted.make("awdc_wire-core-runner-credential")
@@ -166,6 +170,37 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
       const decisions = new Map<string, Tracked<unknown, unknown> | { readonly refused: string }>()
       const functionResults = new Map<string, Tracked<unknown, unknown>>()
       const functionChannels = new Map<string, Functions.Functions>()
+      const workspace = new Map<string, Tracked<unknown, unknown> | { readonly refused: string }>()
+
+      /** Runs one workspace operation: a refusal Core's validator must make now, or a tracked fiber. */
+      const runWorkspace = (step: CoreStep, id: string, effect: Effect.Effect<unknown, unknown>) =>
+        Effect.gen(function* () {
+          if (step.refusedByCore === undefined) {
+            workspace.set(id, yield* fork(effect))
+            return
+          }
+          const exit = yield* Effect.exit(effect)
+          const error = Exit.findErrorOption(exit)
+          const refusal = Option.getOrUndefined(error) as { _tag?: string; reason?: string; detail?: string } | undefined
+          if (refusal?._tag === "WorkspaceRefused" && refusal.reason === "invalid_request" && refusal.detail === step.refusedByCore) {
+            workspace.set(id, { refused: step.refusedByCore })
+            return
+          }
+          return yield* fail(`Core did not refuse ${id} with ${step.refusedByCore}: ${refusal?._tag ?? "success"}`)
+        })
+
+      /** The body of a write: the decoded data of its chunk steps, in scenario order. */
+      const writeBody = (s: WireScenario, id: string): Uint8Array => {
+        const parts: Array<Uint8Array> = []
+        for (const step of s.steps) {
+          if (step._tag !== "Core" || (step.sides !== undefined && !step.sides.includes("core"))) continue
+          const m = step.message as { type?: string; id?: string; payload?: { step?: string; data?: string } }
+          if (m.type !== "workspace_write" || m.id !== id || m.payload?.step !== "chunk" || typeof m.payload.data !== "string") continue
+          const decoded = decodeChunkData(m.payload.data)
+          if (decoded._tag === "Success") parts.push(decoded.success)
+        }
+        return Buffer.concat(parts)
+      }
 
       /** The current session once its declaration is known (Core admits nothing before the first heartbeat). */
       const declaredSession: Effect.Effect<DeviceSession, StepFailure> = Effect.gen(function* () {
@@ -367,6 +402,45 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
               functionResults.set(p.call_id, yield* fork(channel.answer(p.call_id, output, { deliveryId: p.delivery_id })))
               return
             }
+            case "workspace_read": {
+              const session = yield* declaredSession
+              const p = message.payload
+              const target: WorkspaceRead.ReadTarget = p.handle !== undefined ? { handle: p.handle } : { run_id: p.run_id! }
+              const kind: WorkspaceRead.ReadKind = p.operation === "directory"
+                ? { _tag: "Directory", maxEntries: p.max_entries ?? 0 }
+                : { _tag: "Bytes", maxBytes: p.max_bytes }
+              return yield* runWorkspace(step, message.id, WorkspaceRead.read(session, {
+                operationId: message.id,
+                target,
+                environmentId: p.environment_id,
+                path: p.path,
+                kind
+              }))
+            }
+            case "workspace_write": {
+              // Core's driver sends the chunks and the commit itself as the receipts arrive.
+              if (message.payload.step !== "begin") return
+              const session = yield* declaredSession
+              const p = message.payload
+              return yield* runWorkspace(step, message.id, WorkspaceWrite.write(session, {
+                operationId: message.id,
+                environmentId: p.environment_id ?? "",
+                sessionId: p.session_id ?? "",
+                path: p.path ?? "",
+                body: writeBody(position.scenario, message.id)
+              }))
+            }
+            case "workspace_export": {
+              // next and cancel are the driver's own (after each consumed chunk; on a stop before completed).
+              if (message.payload.step !== "begin") return
+              const session = yield* declaredSession
+              const p = message.payload
+              return yield* runWorkspace(step, message.id, WorkspaceExport.exportTo(session, {
+                operationId: message.id,
+                handle: p.handle!,
+                environmentId: p.environment_id ?? ""
+              }, () => Effect.void))
+            }
             case "device_shutdown": {
               const session = yield* declaredSession
               return yield* session.send(message).pipe(Effect.mapError((e) => ({ reason: e.message })))
@@ -542,6 +616,42 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
               events.some((e) => e._tag === "Disconnected" && e.reason === fact.reason)
                 ? Option.none()
                 : Option.some(events.filter((e) => e._tag === "Disconnected").map((e) => (e as { reason: string }).reason).join(",") || "none")))
+          case "WorkspaceOutcome":
+            return eventually_(`workspace operation ${fact.operation}`, Effect.sync(() => {
+              const tracked = workspace.get(fact.operation)
+              const actual = tracked === undefined
+                ? "none"
+                : "refused" in tracked
+                ? `refused:${tracked.refused}`
+                : Option.match(Option.fromNullishOr(exitOf(tracked)), {
+                  onNone: () => "pending",
+                  onSome: (exit) =>
+                    Exit.isSuccess(exit) ? "completed" : Option.match(Exit.findErrorOption(exit), {
+                      onNone: () => "defect",
+                      onSome: (e) => {
+                        const error = e as { _tag?: string; code?: string }
+                        switch (error._tag) {
+                          case "ReadRejected":
+                          case "WriteRejected":
+                          case "ExportRejected":
+                            return `rejected:${error.code}`
+                          case "WriteFailed":
+                          case "ExportFailed":
+                            return "failed"
+                          case "ReadUnknown":
+                          case "WriteUnknown":
+                          case "ExportUnknown":
+                            return "unknown"
+                          default:
+                            return String(error._tag)
+                        }
+                      }
+                    })
+                })
+              const o = fact.outcome
+              const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
+              return actual === expected ? Option.none() : Option.some(actual)
+            }))
           default:
             return fail(`the Core runner cannot check ${fact._tag} (a Runtime fact)`)
         }

@@ -3,11 +3,13 @@
  *
  *   agentwire devices list | show ID
  *   agentwire sessions list | show ID | create --agent-kind KIND [--device-id ID]
+ *     [--environment-id ID --workspace-directory DIR [--network-access enabled|disabled|restricted]]
  *   agentwire turns list [--status S] [--session ID] [--device-id ID] [--limit N] [--cursor C] | show ID
  *   agentwire turn start --session ID (--text TEXT | --script FILE) [--watch]
  *   agentwire turn steer ID --text TEXT | cancel ID | watch ID
  *   agentwire turn answer ID --permission REQUEST_ID (--allow | --deny) [--message TEXT]
  *   agentwire turn answer ID --question ASK_ID (--answer QUESTION_ID=ANSWER … | --dismiss)
+ *   agentwire files list|read|write|export --session ID … (files.ts)
  *
  * Every command takes `--json` (the API's JSON body on stdout) and the connection flags: `--url` (env
  * AGENTWIRE_OPERATOR_URL; default the URL a Core on `--data-dir` published, else http://127.0.0.1:7400),
@@ -26,6 +28,7 @@ import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import * as OperatorClient from "../OperatorClient.js"
 import * as TurnWatch from "../TurnWatch.js"
+import { makeFilesCommand } from "./files.js"
 
 export const OperatorEnvVars = {
   url: "AGENTWIRE_OPERATOR_URL",
@@ -89,7 +92,7 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
     })
 
   /** One call; a non-2xx answer fails with its one-line error. `change` says the call may have changed something. */
-  const request = (c: Connection, method: "GET" | "POST" | "DELETE", path: string, body?: unknown, change = false) =>
+  const request = (c: Connection, method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown, change = false) =>
     Effect.gen(function* () {
       const t = yield* target(c)
       const reply = yield* OperatorClient.call(t, method, path, body).pipe(
@@ -138,12 +141,35 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
       Command.make("create", {
         ...connection,
         agentKind: Flag.String("agent-kind").pipe(Flag.withDescription("(required) The agent kind, e.g. scripted")),
-        deviceId: Flag.String("device-id").pipe(Flag.withDescription("Pin the Session to this device"), Flag.optional)
+        deviceId: Flag.String("device-id").pipe(Flag.withDescription("Pin the Session to this device"), Flag.optional),
+        environmentId: Flag.String("environment-id").pipe(
+          Flag.withDescription("A self_hosted Environment: the id the device's daemon is bound to (needs --device-id, --workspace-directory)"),
+          Flag.optional
+        ),
+        workspaceDirectory: Flag.String("workspace-directory").pipe(Flag.withDescription("The daemon's --workspace (self_hosted)"), Flag.optional),
+        networkAccess: Flag.String("network-access").pipe(Flag.withDescription("The daemon's --network-access (self_hosted; default disabled)"), Flag.optional)
       }, (c) =>
-        Effect.flatMap(
-          request(c, "POST", "/sessions", { agent_kind: c.agentKind, ...(Option.isSome(c.deviceId) ? { device_id: c.deviceId.value } : {}) }, true),
-          (s) => print(c, s, () => [s.session_id])
-        ))
+        Effect.gen(function* () {
+          if (Option.isSome(c.environmentId) !== Option.isSome(c.workspaceDirectory)) {
+            return yield* usage("give --environment-id and --workspace-directory together")
+          }
+          const environment = Option.isSome(c.environmentId)
+            ? {
+              environment: {
+                type: "self_hosted",
+                id: c.environmentId.value,
+                workspace_directory: Option.getOrThrow(c.workspaceDirectory),
+                ...(Option.isSome(c.networkAccess) ? { network_access: c.networkAccess.value } : {})
+              }
+            }
+            : {}
+          const s = yield* request(c, "POST", "/sessions", {
+            agent_kind: c.agentKind,
+            ...(Option.isSome(c.deviceId) ? { device_id: c.deviceId.value } : {}),
+            ...environment
+          }, true)
+          return yield* print(c, s, () => [s.session_id])
+        }))
     ])
   )
 
@@ -269,5 +295,5 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
     ])
   )
 
-  return { devices, sessions, turns, turn }
+  return { devices, sessions, turns, turn, files: makeFilesCommand({ connection, target, request, print }) }
 }

@@ -23,11 +23,15 @@ import * as GatewayHttp from "../transport/GatewayHttp.js"
 import * as DataDirLock from "./DataDirLock.js"
 import { DevIds } from "./DevIds.js"
 import * as DeviceDirectory from "./DeviceDirectory.js"
+import * as Files from "./Files.js"
+import * as FilesApi from "./FilesApi.js"
 import * as Operator from "./Operator.js"
 import * as OperatorApi from "./OperatorApi.js"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
+import { SessionLocks } from "./SessionLocks.js"
+import * as WriteReservations from "./WriteReservations.js"
 import * as Store from "./Store.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
@@ -99,6 +103,7 @@ export type DevCoreServices =
   | DevCore
   | Operator.Operator
   | Turns.Turns
+  | Files.Files
   | DeviceDirectory.DeviceDirectory
   | Gateway
   | Store.StoreServices
@@ -154,15 +159,30 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provide(options.tap === undefined ? Layer.empty : FrameTap.layer(options.tap))
   )
 
+  // Write reservations a previous process left unsettled are reconciled at start (single node only: with
+  // PostgreSQL another live node may be mid-write, so its rows are left as they are).
+  const writeReservations = options.database === undefined
+    ? Layer.effectDiscard(Effect.flatMap(WriteReservations.WriteReservations, (w) => w.recover)).pipe(
+      Layer.provideMerge(WriteReservations.layer)
+    )
+    : WriteReservations.layer
   const services = Layer.mergeAll(
     Operator.layer,
-    Turns.layer(options.turns ?? {})
+    Turns.layer(options.turns ?? {}),
+    Files.layer
   ).pipe(
     Layer.provideMerge(DeviceDirectory.layer),
-    Layer.provideMerge(TurnJournal.layer)
+    Layer.provideMerge(TurnJournal.layer),
+    Layer.provideMerge(SessionLocks.layer),
+    Layer.provideMerge(writeReservations)
   )
 
-  const routes = Layer.mergeAll(GatewayHttp.layer, OperatorApi.layer(options.operatorToken), ConsoleRoutes.layer)
+  const routes = Layer.mergeAll(
+    GatewayHttp.layer,
+    OperatorApi.layer(options.operatorToken),
+    FilesApi.layer(options.operatorToken),
+    ConsoleRoutes.layer
+  )
 
   // Path parameters up to 16 KiB reach the routes, so an over-long id is answered 400 by its route (never an
   // empty 404 from the router's default 100-character bound).

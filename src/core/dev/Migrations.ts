@@ -152,7 +152,9 @@ const initial = Effect.gen(function* () {
     answered_at_ms BIGINT,
     PRIMARY KEY (turn_id, kind, interaction_id)
   )`
-  // Workspace write reservations (protocol "Workspace operations"): the table only, for later.
+  // Workspace write reservations (protocol "Workspace operations"; docs/dev-core.md "Files"): one row per
+  // durable mutation id, reserved under the Session lock before any Runtime work; `status` moves
+  // reserved → dispatched → committing → completed | rejected | failed | unknown.
   yield* sql`CREATE TABLE write_reservations (
     reservation_id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions (session_id),
@@ -180,10 +182,19 @@ const ownerLeases = Effect.gen(function* () {
   )`
 })
 
+const workspace = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // The Session's Environment as JSON (type none, or the self_hosted binding Core sends as local_environment).
+  yield* sql`ALTER TABLE sessions ADD COLUMN environment_json TEXT`
+  // Write reservations by Session: the Files API looks up the unsettled one under the Session lock.
+  yield* sql`CREATE INDEX write_reservations_by_session ON write_reservations (session_id, status)`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
-  "2_owner_leases": ownerLeases
+  "2_owner_leases": ownerLeases,
+  "3_workspace": workspace
 } as const
 
 /** The table recording applied migration ids. */

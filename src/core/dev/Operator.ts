@@ -18,6 +18,7 @@ import { OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from ".
 import {
   configurationIssue,
   type CreateSessionRequest,
+  type EnvironmentSpec,
   publicConfiguration,
   type SessionConfiguration
 } from "./SessionConfig.js"
@@ -27,7 +28,7 @@ import { StoreFailed } from "./StoreErrors.js"
 export interface SessionView {
   readonly session_id: string
   readonly agent_kind: string
-  readonly environment: { readonly type: "none" }
+  readonly environment: EnvironmentSpec
   readonly configuration: Record<string, unknown>
   readonly device_id: string | null
   readonly native_session_id: string | null
@@ -37,7 +38,7 @@ export interface SessionView {
 export const sessionView = (session: SessionRecord): SessionView => ({
   session_id: session.sessionId,
   agent_kind: session.agentKind,
-  environment: { type: session.environmentType },
+  environment: session.environment,
   configuration: publicConfiguration(session.configuration as SessionConfiguration),
   device_id: session.deviceId ?? null,
   native_session_id: session.nativeSessionId ?? null,
@@ -109,6 +110,10 @@ const make = Effect.gen(function* () {
     const configuration = request.configuration ?? {}
     const issue = configurationIssue(configuration)
     if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `configuration: ${issue.value}` })
+    const environment = request.environment ?? { type: "none" as const }
+    if (environment.type === "self_hosted" && request.device_id === undefined) {
+      return yield* new OperatorRequestInvalid({ detail: "a self_hosted Environment needs device_id (the device it is bound on)" })
+    }
     if (request.device_id !== undefined) {
       const device = yield* unavailable(devices.get(request.device_id))
       if (Option.isNone(device)) return yield* new OperatorNotFound({ resource: "device", id: request.device_id })
@@ -117,7 +122,8 @@ const make = Effect.gen(function* () {
     const session = yield* unavailable(sessions.create({
       sessionId,
       agentKind: request.agent_kind,
-      environmentType: "none",
+      environmentType: environment.type,
+      environment,
       configuration,
       deviceId: request.device_id
     }))

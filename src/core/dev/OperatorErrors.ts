@@ -32,7 +32,11 @@ export class OperatorConflict extends Schema.TaggedError<OperatorConflict>()("Op
     "interaction_not_pending",
     "device_offline",
     "device_mismatch", // the Session is bound to another device
-    "answer_outstanding" // another answer of this Turn is still awaiting its receipt
+    "answer_outstanding", // another answer of this Turn is still awaiting its receipt
+    "session_busy", // a Files operation holds the Session's scheduling reservation
+    "turn_starting", // the Session's Turn is queued or preparing: no Run to read from yet
+    "write_unsettled", // an earlier write of the Session has no exact settlement (kept across restarts)
+    "no_workspace" // the Session's Environment is type none: there is no workspace to read or write
   ]),
   detail: Schema.String
 }) {

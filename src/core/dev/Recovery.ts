@@ -136,7 +136,8 @@ export const resumableTurns: Effect.Effect<ReadonlyArray<TurnPlan>, never, TurnS
         agentKind: session.value.agentKind,
         configuration: session.value.configuration as SessionConfiguration,
         hasStartedTurn: previous.some((t) => t.turnId !== turn.turnId && t.dispatchedAtMs !== undefined),
-        nativeSessionId: session.value.nativeSessionId
+        nativeSessionId: session.value.nativeSessionId,
+        environment: session.value.environment
       }),
       input: turn.input
     })

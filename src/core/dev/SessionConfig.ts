@@ -34,14 +34,45 @@ export const SessionConfiguration = Schema.Struct({
 })
 export type SessionConfiguration = typeof SessionConfiguration.Type
 
-export const EnvironmentSpec = Schema.Struct({ type: Schema.Literal("none") })
+const CanonicalUuid = Schema.String.check(
+  Schema.isPattern(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+  Schema.makeFilter((s: string) => s !== "00000000-0000-0000-0000-000000000000" || "the nil UUID is not an Environment id")
+)
+
+/**
+ * A `self_hosted` Environment: the Environment a device's daemon is bound to (`--environment-id`,
+ * `--workspace`, `--network-access`). Core sends exactly this binding as `local_environment`; the daemon
+ * admits it only when `id`, `workspace_directory` (the real path of its `--workspace`) and `network_access`
+ * match its own binding. The id is a canonical UUID (the workspace write validator requires one).
+ */
+export const SelfHostedEnvironment = Schema.Struct({
+  type: Schema.Literal("self_hosted"),
+  id: CanonicalUuid,
+  workspace_directory: Schema.String.check(Checks.isNonBlank, Checks.isMaxBytes(4096)),
+  network_access: Schema.optionalKey(Execution.NetworkAccess)
+})
+export type SelfHostedEnvironment = typeof SelfHostedEnvironment.Type
+
+export const EnvironmentSpec = Schema.Union([Schema.Struct({ type: Schema.Literal("none") }), SelfHostedEnvironment])
+export type EnvironmentSpec = typeof EnvironmentSpec.Type
+
+/** The exact `local_environment` binding of a hosted Environment (network access defaults to the daemon's `disabled`). */
+export const localEnvironment = (env: SelfHostedEnvironment): Execution.LocalEnvironment => ({
+  id: env.id,
+  workspace_directory: env.workspace_directory,
+  capability_sources: null,
+  network_access: env.network_access ?? "disabled"
+})
 
 /** `POST /api/v1/operator/sessions`. */
 export const CreateSessionRequest = Schema.Struct({
   agent_kind: Schema.String.check(Checks.isNonBlank, Checks.isMaxBytes(128)),
   environment: Schema.optionalKey(EnvironmentSpec),
   configuration: Schema.optionalKey(SessionConfiguration),
-  /** Pin the Session to one device (otherwise the first admitting online device is chosen at its first Turn). */
+  /**
+   * Pin the Session to one device (otherwise the first admitting online device is chosen at its first Turn).
+   * Required for a `self_hosted` Environment: the Environment lives on that device.
+   */
   device_id: Schema.optionalKey(Ids.DeviceId)
 })
 export type CreateSessionRequest = typeof CreateSessionRequest.Type
@@ -98,13 +129,16 @@ export const executionSpec = (session: {
   readonly configuration: SessionConfiguration
   readonly hasStartedTurn: boolean
   readonly nativeSessionId: string | undefined
+  readonly environment?: EnvironmentSpec
 }): ExecutionSpec => ({
   session_id: Ids.unsafeMake.sessionId(session.sessionId),
   agent_kind: session.agentKind,
   ...(session.configuration.agent_options === undefined ? {} : { agent_options: session.configuration.agent_options }),
   engine: engineProfileFor(session.agentKind),
   agent: agentConfiguration(session.configuration),
-  environment: { type: "none" },
+  environment: session.environment === undefined || session.environment.type === "none"
+    ? { type: "none" }
+    : { type: "self_hosted", binding: localEnvironment(session.environment) },
   session: { has_started_turn: session.hasStartedTurn, native_session_id: session.nativeSessionId }
 })
 

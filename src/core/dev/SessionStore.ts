@@ -6,14 +6,17 @@
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type { EnvironmentSpec } from "./SessionConfig.js"
 import { StoreFailed, storeFailed, toInt, toStringOrUndefined } from "./StoreErrors.js"
 
-export type EnvironmentType = "none"
+export type EnvironmentType = EnvironmentSpec["type"]
 
 export interface SessionRecord {
   readonly sessionId: string
   readonly agentKind: string
   readonly environmentType: EnvironmentType
+  /** The Environment (type `none`, or a `self_hosted` binding on the Session's device). */
+  readonly environment: EnvironmentSpec
   /** The validated Agent configuration (OperatorApi `SessionConfiguration`); `agent_options` is secret-bearing. */
   readonly configuration: Record<string, unknown>
   readonly deviceId: string | undefined
@@ -22,7 +25,10 @@ export interface SessionRecord {
 }
 
 export class SessionStore extends Context.Service<SessionStore, {
-  readonly create: (record: Omit<SessionRecord, "createdAtMs" | "nativeSessionId">) => Effect.Effect<SessionRecord, StoreFailed>
+  /** Creates a Session (`environment` defaults to type none). */
+  readonly create: (
+    record: Omit<SessionRecord, "createdAtMs" | "nativeSessionId" | "environment"> & { readonly environment?: EnvironmentSpec }
+  ) => Effect.Effect<SessionRecord, StoreFailed>
   readonly get: (sessionId: string) => Effect.Effect<Option.Option<SessionRecord>, StoreFailed>
   readonly list: Effect.Effect<ReadonlyArray<SessionRecord>, StoreFailed>
   /** Binds the Session to a device unless it is bound already; succeeds with the device it is bound to. */
@@ -33,7 +39,10 @@ export class SessionStore extends Context.Service<SessionStore, {
 const read = (row: Record<string, unknown>): SessionRecord => ({
   sessionId: String(row.session_id),
   agentKind: String(row.agent_kind),
-  environmentType: "none",
+  environmentType: String(row.environment_type) === "self_hosted" ? "self_hosted" : "none",
+  environment: row.environment_json === null || row.environment_json === undefined
+    ? { type: "none" }
+    : JSON.parse(String(row.environment_json)) as EnvironmentSpec,
   configuration: JSON.parse(String(row.configuration_json)) as Record<string, unknown>,
   deviceId: toStringOrUndefined(row.device_id),
   nativeSessionId: toStringOrUndefined(row.native_session_id),
@@ -43,13 +52,15 @@ const read = (row: Record<string, unknown>): SessionRecord => ({
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return SessionStore.of({
-    create: Effect.fn("SessionStore.create")(function* (record) {
+    create: Effect.fn("SessionStore.create")(function* (input) {
+      const record: Omit<SessionRecord, "createdAtMs" | "nativeSessionId"> = { ...input, environment: input.environment ?? { type: "none" } }
       const createdAtMs = yield* Clock.currentTimeMillis
       yield* sql`INSERT INTO sessions ${
         sql.insert({
           session_id: record.sessionId,
           agent_kind: record.agentKind,
           environment_type: record.environmentType,
+          environment_json: JSON.stringify(record.environment),
           configuration_json: JSON.stringify(record.configuration),
           device_id: record.deviceId ?? null,
           native_session_id: null,

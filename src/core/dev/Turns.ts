@@ -21,6 +21,7 @@ import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { resumableTurns } from "./Recovery.js"
 import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
+import { SessionLocks } from "./SessionLocks.js"
 import { SessionStore } from "./SessionStore.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { type JournalItem, TurnJournal } from "./TurnJournal.js"
@@ -115,7 +116,12 @@ const make = Effect.gen(function* () {
       return out
     })
 
-  const start = (sessionId: string, input: MessageInput.MessageInput) => starting.withPermit(startOne(sessionId, input))
+  // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
+  const locks = yield* Effect.serviceOption(SessionLocks)
+  const start = (sessionId: string, input: MessageInput.MessageInput) =>
+    starting.withPermit(
+      Option.isSome(locks) ? locks.value.tryWithLock(sessionId, startOne(sessionId, input)) : startOne(sessionId, input)
+    )
 
   const startOne = Effect.fn("Turns.start")(function* (sessionId: string, input: MessageInput.MessageInput) {
     const inputIssue = MessageInput.validateMessageInput(input)
@@ -133,7 +139,8 @@ const make = Effect.gen(function* () {
       agentKind: session.value.agentKind,
       configuration: session.value.configuration as SessionConfiguration,
       hasStartedTurn: previous.some((t) => t.dispatchedAtMs !== undefined),
-      nativeSessionId: session.value.nativeSessionId
+      nativeSessionId: session.value.nativeSessionId,
+        environment: session.value.environment
     })
     const candidates = yield* candidatesFor(session.value.deviceId)
     if (session.value.deviceId !== undefined && candidates.length === 0) {

@@ -1,0 +1,32 @@
+import { SessionA, status } from "./Fixtures.js"
+import { check, connect, disconnect, reconnect, scenario, silence } from "./WireScenario.js"
+import { boundHeartbeat, readBytes, readOnlyPrepare, readResult } from "./Workspace.js"
+
+export default scenario({
+  name: "workspace-read-unknown-no-replay",
+  description:
+    "A read the Runtime answers unknown (read_unconfirmed) stays unknown; a read in flight when the connection " +
+    "drops stays unknown too, and neither side replays it (or anything else) on the next connection.",
+  sections: ["Workspace operations", "Failures, retries and cleanup", "Ownership and connection"],
+  replay: {
+    runtime: { skip: "the daemon's workspace families (issue #13, runtime side) replay this once they land" },
+    core: { asserts: "ReadUnknown for read_unconfirmed and for the dropped connection; nothing sent on the new connection" }
+  },
+  steps: [
+    connect(),
+    boundHeartbeat(),
+    readOnlyPrepare("prep-ro", SessionA),
+    status("prep-ro", 1, "preparing"),
+    status("prep-ro", 2, "ready"),
+    readBytes("read-1", "prep-ro", "big.bin", 1024),
+    readResult("read-1", { outcome: "unknown", error_code: "read_unconfirmed" }),
+    check("core", { _tag: "WorkspaceOutcome", operation: "read-1", outcome: "unknown" }),
+    readBytes("read-2", "prep-ro", "other.bin", 1024),
+    disconnect(),
+    check("core", { _tag: "WorkspaceOutcome", operation: "read-2", outcome: "unknown" }),
+    reconnect(),
+    boundHeartbeat(),
+    silence("1 minute", { note: "the read is not replayed on the new connection" }),
+    check("core", { _tag: "WorkspaceOutcome", operation: "read-2", outcome: "unknown" })
+  ]
+})

@@ -1,0 +1,130 @@
+/**
+ * A self_hosted workspace end to end with the real binary: `agentwire core` + `agentwire daemon` bound to a
+ * local Environment (`--environment-id`, `--workspace`), a Session naming that device and Environment, a Turn
+ * that writes and reads a file in the workspace, and the Files API reading, writing and exporting the same
+ * directory. Real processes, sockets and files, so small real waits.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import {
+  type CoreProc,
+  createCredential,
+  eventually,
+  operator,
+  run,
+  script,
+  startCore,
+  stopAll,
+  tempDir
+} from "../support/devcoreLive.js"
+
+const EnvironmentId = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
+
+let dir: string
+let workspace: string
+let core: CoreProc
+let token: string
+let api: ReturnType<typeof operator>
+
+const session = async () => {
+  const created = await api.post("/sessions", {
+    agent_kind: "scripted",
+    device_id: "dev-ws",
+    environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
+  })
+  assert.strictEqual(created.status, 201, JSON.stringify(created.body))
+  return created.body.session_id as string
+}
+
+beforeAll(async () => {
+  dir = tempDir("agentwire-ws-e2e-")
+  workspace = realpathSync(tempDir("agentwire-ws-root-"))
+  mkdirSync(join(workspace, "src"))
+  writeFileSync(join(workspace, "README.md"), "hello, workspace\n")
+  writeFileSync(join(workspace, "src", "main.ts"), "export {}\n")
+  core = await startCore(dir)
+  token = readFileSync(join(dir, "operator-token"), "utf8").trim()
+  api = operator(core.url, token)
+  const credential = await createCredential(dir, "dev-ws")
+  run([
+    "daemon",
+    "--core-url", core.url,
+    "--device-id", "dev-ws",
+    "--credential-file", credential.file,
+    "--profile", join(dir, "profile-ws"),
+    "--environment-id", EnvironmentId,
+    "--workspace", workspace
+  ])
+  await eventually(async () => {
+    const device = await api.get("/devices/dev-ws")
+    return device.body?.online === true && device.body.declaration !== null ? true : undefined
+  }, 25_000, "dev-ws online with a declaration")
+}, 60_000)
+
+afterAll(async () => {
+  await stopAll()
+  rmSync(dir, { recursive: true, force: true })
+  rmSync(workspace, { recursive: true, force: true })
+}, 30_000)
+
+describe("a self_hosted workspace (end to end)", () => {
+  it("runs a Turn with the exact binding: it writes and reads a file in the workspace root", async () => {
+    const device = await api.get("/devices/dev-ws")
+    const scripted = device.body.declaration.kinds.find((k: any) => k.kind === "scripted")
+    for (const c of ["local_environment", "workspace_read_preparation", "workspace_output_export"]) {
+      assert.isTrue(scripted.capabilities[c], c)
+    }
+    const s = await session()
+    const started = await api.post(`/sessions/${s}/turns`, {
+      input: script([{ write_file: { path: "notes/from-turn.txt", text: "written by a Turn" } }, { read_file: "notes/from-turn.txt" }])
+    })
+    assert.strictEqual(started.status, 202, JSON.stringify(started.body))
+    const outcome = await eventually(async () => {
+      const turn = await api.get(`/turns/${started.body.turn_id}`)
+      return turn.body.status === "running" || turn.body.status === "queued" ? undefined : turn.body
+    }, 20_000, "the Turn to finish")
+    assert.strictEqual(outcome.status, "completed", JSON.stringify(outcome.outcome))
+    assert.strictEqual(readFileSync(join(workspace, "notes", "from-turn.txt"), "utf8"), "written by a Turn")
+    assert.include(outcome.outcome.content, "written by a Turn")
+  })
+
+  it("refuses a Session whose binding is not the daemon's: the Turn fails, nothing is written", async () => {
+    const other = await api.post("/sessions", {
+      agent_kind: "scripted",
+      device_id: "dev-ws",
+      environment: { type: "self_hosted", id: "00000000-0000-4000-8000-000000000001", workspace_directory: workspace }
+    })
+    assert.strictEqual(other.status, 201)
+    const started = await api.post(`/sessions/${other.body.session_id}/turns`, {
+      input: script([{ write_file: { path: "must-not-exist.txt", text: "x" } }])
+    })
+    const outcome = await eventually(async () => {
+      const turn = await api.get(`/turns/${started.body.turn_id}`)
+      return turn.body.status === "running" || turn.body.status === "queued" ? undefined : turn.body
+    }, 20_000, "the Turn to finish")
+    assert.notStrictEqual(outcome.status, "completed")
+    assert.throws(() => readFileSync(join(workspace, "must-not-exist.txt")))
+  })
+
+  it("lists a directory and reads a file through the Files API (idle read-only preparation on the real daemon)", async () => {
+    const s = await session()
+    const root = await api.get(`/sessions/${s}/files?path=`)
+    assert.strictEqual(root.status, 200, JSON.stringify(root.body))
+    const names = root.body.entries.map((e: any) => `${e.kind}:${e.name}`)
+    assert.includeMembers(names, ["file:README.md", "directory:src"])
+    const readme = root.body.entries.find((e: any) => e.name === "README.md")
+    assert.strictEqual(readme.size_bytes, "hello, workspace\n".length)
+    const src = await api.get(`/sessions/${s}/files?path=src`)
+    assert.deepStrictEqual(src.body, { entries: [{ name: "main.ts", kind: "file", size_bytes: 10 }], truncated: false })
+    const file = await api.get(`/sessions/${s}/files/content?path=README.md`)
+    assert.deepStrictEqual(file.body, { data: Buffer.from("hello, workspace\n").toString("base64"), size_bytes: 17, truncated: false })
+    const head = await api.get(`/sessions/${s}/files/content?path=README.md&max_bytes=5`)
+    assert.deepStrictEqual(head.body, { data: Buffer.from("hello").toString("base64"), size_bytes: 5, truncated: true })
+    const missing = await api.get(`/sessions/${s}/files/content?path=nope.txt`)
+    assert.deepStrictEqual([missing.status, missing.body.error, missing.body.source], [404, "file_not_found", "runtime"])
+    assert.deepStrictEqual((await api.get(`/sessions/${s}/files?path=README.md`)).body, { entries: [], truncated: false })
+    const escape = await api.get(`/sessions/${s}/files/content?path=../etc/passwd`)
+    assert.deepStrictEqual([escape.status, escape.body.source], [400, "core"])
+  })
+})
