@@ -45,3 +45,6 @@ export const helpCommand = Command.make(
   Command.withDescription("Show the help of a command: agentwire help core credential"),
   Command.withExamples([{ command: "agentwire help turn start" }, { command: "agentwire help daemon" }])
 )
+
+/** `Command.withExamples` from command lines (every command's help shows at least one, test/e2e/cli-help.live.test.ts). */
+export const examples = (...commands: ReadonlyArray<string>) => Command.withExamples(commands.map((command) => ({ command })))

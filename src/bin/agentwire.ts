@@ -3,7 +3,7 @@
  * Subcommands live in ./commands, one module each; this file only assembles and runs them.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Console, Effect, Layer, Runtime } from "effect"
 import { CliOutput, Command } from "effect/cli"
 import * as Os from "node:os"
 import { ProtocolVersion } from "../proto/Version.js"
@@ -14,8 +14,9 @@ import { daemonCommand } from "./commands/daemon.js"
 import { demoCommand } from "./commands/demo.js"
 import { makeOperatorCommands } from "./commands/operator.js"
 import { statusCommand } from "./commands/status.js"
+import { expandDaemonConfig } from "./DaemonConfigFile.js"
 import { teardown } from "./Exit.js"
-import { helpArgs, helpCommand, presenter } from "./Help.js"
+import { examples, helpArgs, helpCommand, presenter } from "./Help.js"
 
 const operator = makeOperatorCommands({ defaultDataDir: defaultDataDir(Os.homedir()) })
 
@@ -37,11 +38,16 @@ const root = Command.make("agentwire").pipe(
     operator.turn,
     operator.files,
     helpCommand
-  ])
+  ]),
+  examples("agentwire demo", "agentwire core --port 7400", "agentwire help daemon", "agentwire --completions bash > /etc/bash_completion.d/agentwire")
 )
 
 // `agentwire help CMD …` is `agentwire CMD … --help`; parse problems are one line each on stderr (Help.ts).
-const program = Command.runWith(root, { version })(helpArgs(process.argv.slice(2))).pipe(
+// `agentwire daemon --config FILE` adds the file's keys as flags the command line does not set (DaemonConfigFile.ts).
+const program = expandDaemonConfig(helpArgs(process.argv.slice(2))).pipe(
+  // Printed here as one line; marked reported so runMain does not log it again.
+  Effect.tapError((error) => Console.error(error.text).pipe(Effect.andThen(Effect.sync(() => Object.assign(error, { [Runtime.errorReported]: false }))))),
+  Effect.flatMap((args) => Command.runWith(root, { version })(args)),
   Effect.provide(Layer.merge(NodeServices.layer, CliOutput.layerPresenter(presenter)))
 )
 

@@ -2,7 +2,8 @@
  * The per-connection send side used by every family: the raw ordered send of the Transport plus a bounded
  * variant that reports what is known instead of failing. A completed send proves only that the WebSocket
  * write completed locally (protocol "What each acknowledgement proves"); a timeout or a closed transport
- * after the frame was handed over is unknown, never a failure of the operation it reports. Logs carry type,
+ * after the frame was handed over is unknown, never a failure of the operation it reports; a send refused
+ * before anything was handed over (codec refusal, connection already ended) is `NotSent`, never `Unknown`. Logs carry type,
  * id and size, never payloads.
  */
 import { Context, Duration, Effect, Layer } from "effect"
@@ -13,8 +14,11 @@ import { Transport } from "./transport/Transport.js"
 /** What a bounded send established. */
 export type SendOutcome =
   | { readonly _tag: "Sent" }
-  /** Nothing was written: the message was invalid or over 4 MiB. */
-  | { readonly _tag: "NotSent" }
+  /**
+   * Nothing was written (definite): the message was invalid or over 4 MiB (`refused`), or the connection had
+   * already ended before it was handed over (`connection_closed`).
+   */
+  | { readonly _tag: "NotSent"; readonly reason: "refused" | "connection_closed" }
   /** Handed to the transport without proof of a completed write (timeout or connection loss). */
   | { readonly _tag: "Unknown"; readonly reason: "timeout" | "connection_lost" }
 
@@ -39,8 +43,11 @@ export const make = (transport: Transport["Service"]): OutboundShape => ({
     transport.send(message).pipe(
       Effect.as<SendOutcome>({ _tag: "Sent" }),
       Effect.catchTags({
-        OutgoingFrameRejected: () => Effect.succeed<SendOutcome>({ _tag: "NotSent" }),
-        TransportClosed: () => Effect.succeed<SendOutcome>({ _tag: "Unknown", reason: "connection_lost" })
+        OutgoingFrameRejected: () => Effect.succeed<SendOutcome>({ _tag: "NotSent", reason: "refused" }),
+        TransportClosed: (closed) =>
+          Effect.succeed<SendOutcome>(
+            closed.unsent === true ? { _tag: "NotSent", reason: "connection_closed" } : { _tag: "Unknown", reason: "connection_lost" }
+          )
       }),
       Effect.timeoutOrElse({
         duration: budget,
@@ -49,11 +56,15 @@ export const make = (transport: Transport["Service"]): OutboundShape => ({
       Effect.tap((outcome) =>
         outcome._tag === "Sent"
           ? Effect.void
-          : (outcome._tag === "NotSent" ? Effect.logError("own frame refused by the codec; nothing sent") : Effect.logWarning("frame not confirmed written")).pipe(
+          : (outcome._tag === "NotSent"
+            ? outcome.reason === "refused"
+              ? Effect.logError("own frame refused by the codec; nothing sent")
+              : Effect.logInfo("frame not sent: the connection had already ended")
+            : Effect.logWarning("frame not confirmed written")).pipe(
             Effect.annotateLogs({
               type: message.type,
               id: idOf(message) ?? "",
-              outcome: outcome._tag === "Unknown" ? outcome.reason : "not_sent",
+              outcome: outcome._tag === "Unknown" ? outcome.reason : `not_sent_${outcome.reason}`,
               budget_ms: Duration.toMillis(budget)
             })
           )

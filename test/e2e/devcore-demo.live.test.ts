@@ -37,6 +37,8 @@ describe("agentwire demo (end to end)", () => {
       frameLine("←", "prompt_steer_ack", "accepted"),
       frameLine("←", "done"),
       lines.findIndex((l) => l.startsWith("outcome: completed")),
+      // The Files API reads back the file the Turn wrote in the daemon's bound workspace.
+      lines.findIndex((l) => l.startsWith("files: read back notes/hello.txt (41 bytes): \"hello from a Turn in the bound workspace\\n\"")),
       lines.findIndex((l) => l.startsWith("daemon exited with code 0"))
     ]
     assert.notInclude(order, -1, out)
@@ -51,5 +53,6 @@ describe("agentwire demo (end to end)", () => {
     assert.notInclude(out, "Bearer awdc_")
     assert.notInclude(out, "agent_options")
     assert.isTrue(existsSync(join(dir, "agentwire.db")))
+    assert.strictEqual(readFileSync(join(dir, "workspace", "notes", "hello.txt"), "utf8"), "hello from a Turn in the bound workspace\n")
   }, 60_000)
 })

@@ -13,6 +13,7 @@ import {
   eventually,
   operator,
   run,
+  runToEnd,
   script,
   startCore,
   stopAll,
@@ -126,5 +127,28 @@ describe("a self_hosted workspace (end to end)", () => {
     assert.deepStrictEqual((await api.get(`/sessions/${s}/files?path=README.md`)).body, { entries: [], truncated: false })
     const escape = await api.get(`/sessions/${s}/files/content?path=../etc/passwd`)
     assert.deepStrictEqual([escape.status, escape.body.source], [400, "core"])
+  })
+
+  it("the operator client: sessions create with the binding flags, files list and files read", async () => {
+    const cli = (...args: ReadonlyArray<string>) => runToEnd([...args, "--data-dir", dir])
+    const created = await cli(
+      "sessions", "create", "--agent-kind", "scripted", "--device-id", "dev-ws",
+      "--environment-id", EnvironmentId, "--workspace-directory", workspace
+    )
+    assert.strictEqual(created.code, 0, created.stderr)
+    const s = created.stdout.trim()
+    const listed = await cli("files", "list", "--session", s)
+    assert.strictEqual(listed.code, 0, listed.stderr)
+    assert.match(listed.stdout, /file\s+17\s+README\.md/)
+    assert.match(listed.stdout, /directory\s+-\s+src/)
+    const read = await cli("files", "read", "--session", s, "--path", "README.md")
+    assert.deepStrictEqual([read.code, read.stdout], [0, "hello, workspace\n"])
+    const truncated = await cli("files", "read", "--session", s, "--path", "README.md", "--max-bytes", "5")
+    assert.deepStrictEqual([truncated.stdout, truncated.stderr.trim()], ["hello", "(truncated at 5 bytes)"])
+    const missing = await cli("files", "read", "--session", s, "--path", "nope.txt")
+    assert.strictEqual(missing.code, 1)
+    assert.match(missing.stderr, /404 file_not_found/)
+    const half = await cli("sessions", "create", "--agent-kind", "scripted", "--environment-id", EnvironmentId)
+    assert.strictEqual(half.code, 2)
   })
 })

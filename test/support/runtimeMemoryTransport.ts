@@ -27,7 +27,7 @@
  */
 import { Deferred, Effect, Layer, Queue, Ref, Result, Semaphore, Stream } from "effect"
 import { Messages } from "../../src/proto/index.js"
-import { decodeInbound, type Inbound, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
+import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
 
 /** What the Runtime passed to `Transport.close`. */
 export interface LocalClose {
@@ -92,6 +92,9 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
         if (Result.isFailure(text)) return yield* text.failure
         texts.push(text.success)
       }
+      // Already ended: nothing is handed over (definite). Ended while the write was held: it may have left.
+      const ended = yield* Ref.get(closed)
+      if (ended !== undefined) return yield* refusedAfterEnd(ended)
       yield* writeOrder.withPermit(
         Effect.gen(function* () {
           if (held !== undefined) yield* Deferred.await(held)

@@ -24,6 +24,7 @@ import * as Kit from "../../conformance/Kit.js"
 import { formatJson, formatTable, type Report, type ScenarioResult, summary } from "../../conformance/Report.js"
 import { DurationText } from "../Durations.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 
 const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
 
@@ -154,15 +155,16 @@ const runtimeCommand = Command.make(
 ).pipe(
   Command.withDescription(
     "Act as a scripted Core: point any Runtime at it and get a pass/fail report per wire scenario. Exit codes: 0 no failure, 1 a scenario failed, 2 usage."
-  )
+  ),
+  examples("agentwire conformance runtime", "agentwire conformance runtime --json > report.json")
 )
 
 const coreCommand = Command.make(
   "core",
   {
-    url: Flag.String("url").pipe(Flag.withDescription("The Core's origin or machine API base (…/api/v1)")),
-    deviceId: Flag.String("device-id").pipe(Flag.withDescription("A device registered with the Core (agent-daemon)")),
-    credentialFile: Flag.String("credential-file").pipe(Flag.withDescription("File holding that device's daemon credential")),
+    url: Flag.String("url").pipe(Flag.withDescription("(required) The Core's origin or machine API base (…/api/v1)")),
+    deviceId: Flag.String("device-id").pipe(Flag.withDescription("(required) A device registered with the Core (agent-daemon)")),
+    credentialFile: Flag.String("credential-file").pipe(Flag.withDescription("(required) File holding that device's daemon credential")),
     scenario: scenarioFlag,
     json: jsonFlag,
     ...timingFlags
@@ -186,11 +188,13 @@ const coreCommand = Command.make(
 ).pipe(
   Command.withDescription(
     "Act as a scripted Runtime against a Core (scenarios that need no Core driver). Exit codes: 0 no failure, 1 a scenario failed, 2 usage."
-  )
+  ),
+  examples("agentwire conformance core --url http://127.0.0.1:7400 --device-id conf-1 --credential-file conf-1.cred")
 )
 
 /** The `conformance` subcommand of the binary. */
 export const conformanceCommand = Command.make("conformance").pipe(
   Command.withDescription("Wire conformance kit: replay the wire scenarios against another Runtime or Core"),
-  Command.withSubcommands([runtimeCommand, coreCommand])
+  Command.withSubcommands([runtimeCommand, coreCommand]),
+  examples("agentwire conformance runtime", "agentwire conformance core --url http://127.0.0.1:7400 --device-id conf-1 --credential-file conf-1.cred")
 )

@@ -30,6 +30,7 @@ import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import * as PgStore from "../../core/dev/pg/PgStore.js"
 import * as Store from "../../core/dev/Store.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 import { loggerFor } from "../Logging.js"
 import { makeCredentialCommand } from "./credential.js"
 
@@ -182,8 +183,14 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         return yield* Effect.never
       })).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])))
   ).pipe(
-    Command.withDescription("Run the standalone dev Core: machine routes and the operator API over an embedded store"),
-    Command.withSubcommands([credential])
+    Command.withDescription(
+      "Run the standalone dev Core: machine routes, the operator API and the web console (at /) over an embedded store. Exit codes: 0 stopped by a signal, 2 usage/configuration (data directory in use, port taken)."
+    ),
+    Command.withSubcommands([credential]),
+    examples(
+      "agentwire core --port 7400 --data-dir ./core-data",
+      "AGENTWIRE_CORE_DATABASE=postgres://core:secret@db:5432/agentwire agentwire core --log-format json"
+    )
   )
 }
 

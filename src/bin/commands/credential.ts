@@ -26,6 +26,7 @@ import * as Store from "../../core/dev/Store.js"
 import type { StoreFailed } from "../../core/dev/StoreErrors.js"
 import { Ids } from "../../proto/index.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 import * as OperatorClient from "../OperatorClient.js"
 
 const usage = (text: string) => new CommandFailed({ text, exitCode: ExitCode.usage })
@@ -181,11 +182,16 @@ export const makeCredentialCommand = (options: CredentialCommandOptions) => {
   ).pipe(
     Command.withDescription(
       "Revoke a device's credentials. With a Core running on the data directory it goes through that Core, which also closes the device's live connection; the output says whether one was closed."
-    )
+    ),
+    examples("agentwire core credential revoke --device-id laptop-1 --data-dir ./core-data")
   )
 
   return Command.make("credential").pipe(
     Command.withDescription("Manage daemon credentials in a data directory"),
-    Command.withSubcommands([create, revoke])
+    Command.withSubcommands([create, revoke]),
+    examples(
+      "agentwire core credential create --device-id laptop-1 --data-dir ./core-data --output laptop-1.cred",
+      "agentwire core credential revoke --device-id laptop-1 --data-dir ./core-data"
+    )
   )
 }

@@ -23,24 +23,31 @@ import { AgentwireVersion } from "../BuildInfo.js"
 import { DurationText } from "../Durations.js"
 import { loggerFor } from "../Logging.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 
 const { env, EnvVars } = RuntimeConfig
 
-/** The daemon's flags; each falls back to its environment variable. */
+/** The daemon's flags; each falls back to its environment variable (and to `--config FILE`: DaemonConfigFile.ts). */
 export const daemonFlags = {
+  config: Flag.String("config").pipe(
+    Flag.withDescription(
+      "File with the same keys as these flags (JSON, or key = value lines); flags override it, it overrides the environment. Never a secret: name the credential with credential-file"
+    ),
+    Flag.optional
+  ),
   coreUrl: Flag.String("core-url").pipe(
-    Flag.withDescription(`Core origin or machine API base (…/api/v1). Env: ${EnvVars.coreUrl}`),
+    Flag.withDescription(`(required) Core origin or machine API base (…/api/v1). Env: ${EnvVars.coreUrl}`),
     Flag.withFallbackConfig(env.coreUrl),
     Flag.optional
   ),
   deviceId: Flag.String("device-id").pipe(
-    Flag.withDescription(`Device id the credential belongs to. Env: ${EnvVars.deviceId}`),
+    Flag.withDescription(`(required) Device id the credential belongs to. Env: ${EnvVars.deviceId}`),
     Flag.withFallbackConfig(env.deviceId),
     Flag.optional
   ),
   credentialFile: Flag.String("credential-file").pipe(
     Flag.withDescription(
-      `File holding the daemon credential (one trailing newline is ignored). Env: ${EnvVars.credentialFile}; or put the credential itself in ${EnvVars.credential}`
+      `(required unless ${EnvVars.credential} is set) File holding the daemon credential (one trailing newline is ignored). Env: ${EnvVars.credentialFile}; or put the credential itself in ${EnvVars.credential}`
     ),
     Flag.withFallbackConfig(env.credentialFile),
     Flag.optional
@@ -277,7 +284,12 @@ export const makeDaemonCommand = (options: {
       Effect.flatMap((config) => (options.run ?? ((c) => runDaemon(c, { pid: options.pid })))(config))
     )).pipe(
       Command.withDescription(
-        "Run the Runtime daemon: bootstrap, connect to Core over WebSocket, serve Harness work, reconnect with backoff. Exit codes: 0 shutdown requested or signal (after confirmed cleanup), 2 usage/configuration, 3 permanently rejected by Core."
+        "Run the Runtime daemon: bootstrap, connect to Core over WebSocket, serve Harness work, reconnect with backoff. --core-url, --device-id and a credential (--credential-file or AGENTWIRE_CREDENTIAL) are required (by flag, --config file or environment). Exit codes: 0 shutdown requested or signal (after confirmed cleanup), 2 usage/configuration, 3 permanently rejected by Core."
+      ),
+      examples(
+        "agentwire daemon --core-url http://127.0.0.1:7400 --device-id laptop-1 --credential-file laptop-1.cred",
+        "agentwire daemon --config ~/.agentwire/daemon.conf --log-level debug",
+        "agentwire daemon --config daemon.conf --harness scripted --harness codex"
       )
     )
 

@@ -7,8 +7,9 @@
  * `agentwire daemon …` (the credential only via `--credential-file`, never argv or the environment; its logs
  * go to `<data dir>/daemon.log`), waits for its first heartbeat, creates a Session and runs one Turn whose
  * scripted input streams thinking, deltas, a usage snapshot, waits for a steer (sent through Core's steering
- * API once the usage frame arrived: `written`, then `accepted`), more deltas, a final usage and `done`. Every
- * frame is printed as it passes the gateway (FrameTap → LiveView). Then the daemon is stopped with SIGTERM
+ * API once the usage frame arrived: `written`, then `accepted`), more deltas, a final usage, writes and reads a
+ * file in the daemon's bound workspace (`<data dir>/workspace`, a `self_hosted` Environment) and `done`; then the
+ * Files API reads that file back (read-only preparation, read, release). Every frame is printed as it passes the gateway (FrameTap → LiveView). Then the daemon is stopped with SIGTERM
  * (it exits 0 after its cleanup) and Core closes.
  *
  *   --keep-running   leave Core and the daemon up and print how to talk to them (Ctrl-C stops both)
@@ -27,24 +28,30 @@
 import { Clock, Console, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Option, Redacted, References } from "effect"
 import { Command, Flag } from "effect/cli"
 import { type ChildProcess, spawn } from "node:child_process"
-import { chmodSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import * as Os from "node:os"
 import { join } from "node:path"
 import * as DevCore from "../../core/dev/DevCore.js"
 import { DeviceDirectory } from "../../core/dev/DeviceDirectory.js"
+import { Files } from "../../core/dev/Files.js"
 import type { TappedFrame } from "../../core/FrameTap.js"
 import { formatFrame, usageSummary } from "../../core/dev/LiveView.js"
 import { Operator } from "../../core/dev/Operator.js"
 import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import { ensureDataDir } from "../../core/dev/Store.js"
 import { Turns } from "../../core/dev/Turns.js"
-import { MessageInput, Version } from "../../proto/index.js"
+import { Ids, MessageInput, Version } from "../../proto/index.js"
 import { status as fetchStatus } from "../../runtime/control/ControlClient.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 import { type DemoHarness, demoHarnessKinds, demoPassThrough, demoPrompts, missingSetup } from "./demoHarness.js"
 
 /** The device id the demo's daemon uses. */
 export const DemoDeviceId = "demo-device"
+/** The local Environment the demo's scripted daemon is bound to (its workspace is `<data dir>/workspace`). */
+export const DemoEnvironmentId = "0d3e5a1c-7b2f-4c6d-9e8a-5f4b3c2d1e0f"
+/** The file the demo Turn writes and reads in the workspace, then the Files API reads back. */
+export const DemoFile = { path: "notes/hello.txt", text: "hello from a Turn in the bound workspace\n" } as const
 
 /** The scripted Turn of the demo (README "What `npm start` shows"). */
 export const demoScript = {
@@ -61,6 +68,8 @@ export const demoScript = {
     },
     { await_steer: 1 },
     { delta: " Steer received; wrapping up." },
+    { write_file: DemoFile },
+    { read_file: DemoFile.path },
     {
       usage: {
         tokens: { input_tokens: 51, cached_input_tokens: 0, output_tokens: 31, reasoning_output_tokens: 0, total_tokens: 82 },
@@ -231,6 +240,8 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           catch: () => failed(`cannot write ${credentialFile}`)
         })
         const profile = join(dataDir, "daemon")
+        const workspace = join(dataDir, "workspace")
+        yield* Effect.try({ try: () => mkdirSync(workspace, { recursive: true }), catch: () => failed(`cannot create ${workspace}`) })
         const daemonArgs = [
           "--core-url",
           core.publicUrl,
@@ -241,7 +252,9 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           "--profile",
           profile,
           "--harness",
-          input.harness
+          input.harness,
+          // The scripted daemon is bound to a workspace: its Turns write there and the Files API reads it.
+          ...(native ? [] : ["--environment-id", DemoEnvironmentId, "--workspace", workspace])
         ]
         yield* line(`  device    ${DemoDeviceId}   (credential file ${credentialFile}, mode 0600)`)
 
@@ -278,10 +291,18 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           return yield* failed(`${input.harness} is unavailable on the daemon: ${reason}`)
         }
 
-        const session = yield* operator.createSession({ agent_kind: input.harness, environment: { type: "none" } }).pipe(
-          Effect.mapError((e) => failed(e.message))
+        const environment = native
+          ? { type: "none" as const }
+          : { type: "self_hosted" as const, id: DemoEnvironmentId, workspace_directory: realpathSync(workspace) }
+        const session = yield* operator.createSession({
+          agent_kind: input.harness,
+          environment,
+          ...(native ? {} : { device_id: Ids.unsafeMake.deviceId(DemoDeviceId) })
+        }).pipe(Effect.mapError((e) => failed(e.message)))
+        yield* line(
+          `session ${session.session_id} (agent kind ${input.harness}${kind.version === undefined ? "" : ` ${kind.version}`}, ` +
+            `environment ${native ? "none" : `self_hosted, workspace ${workspace}`})`
         )
-        yield* line(`session ${session.session_id} (agent kind ${input.harness}${kind.version === undefined ? "" : ` ${kind.version}`}, environment none)`)
         const turnInput = input.harness === "scripted"
           ? JSON.stringify(demoScript)
           : Option.getOrElse(input.prompt, () => demoPrompts[input.harness as Exclude<DemoHarness, "scripted">])
@@ -315,6 +336,14 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
             ` · ${usageSummary(o?.usage)} · input cursor ${outcome.inputCursor}`
         )
         if (o?.content !== undefined) yield* line(`content: ${JSON.stringify(o.content)}`)
+        if (!native && outcome.status === "completed") {
+          // The Files API reads back what the Turn wrote (an idle read: read-only preparation, read, release).
+          const files = Context.get(context, Files)
+          yield* files.read(session.session_id, DemoFile.path, 4096).pipe(
+            Effect.flatMap((r) => line(`files: read back ${DemoFile.path} (${r.data.length} bytes): ${JSON.stringify(new TextDecoder().decode(r.data))}`)),
+            Effect.catch((e) => line(`files: reading ${DemoFile.path} failed: ${e.message}`))
+          )
+        }
 
         if (input.keepRunning) {
           yield* line("")
@@ -340,8 +369,9 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
       )
   ).pipe(
     Command.withDescription(
-      "Run one complete Turn between an embedded dev Core and the daemon with the scripted harness, shown live (npm start)"
-    )
+      "Run one complete Turn between an embedded dev Core and the daemon with the scripted harness, shown live (npm start). Exit codes: 0 the Turn completed (or a signal stopped --keep-running), 1 it did not, 2 usage."
+    ),
+    examples("agentwire demo", "agentwire demo --keep-running")
   )
 
 /** The `demo` subcommand of the binary. */

@@ -15,6 +15,7 @@ import { Command, Flag } from "effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 import * as OperatorClient from "../OperatorClient.js"
 
 type Target = OperatorClient.OperatorTarget
@@ -67,7 +68,10 @@ export const makeFilesCommand = (o: FilesCommandOptions) => {
         ...page.entries.map((e: any) => `${String(e.kind).padEnd(9)} ${String(e.size_bytes ?? "-").padStart(10)}  ${e.name}`),
         ...(page.truncated ? ["(truncated: more entries exist)"] : [])
       ]))
-  }).pipe(Command.withDescription("List one directory level of the Session's workspace"))
+  }).pipe(
+    Command.withDescription("List one directory level of the Session's workspace"),
+    examples("agentwire files list --session SESSION_ID", "agentwire files list --session SESSION_ID --path src --json")
+  )
 
   const read = Command.make("read", {
     ...o.connection,
@@ -88,7 +92,10 @@ export const makeFilesCommand = (o: FilesCommandOptions) => {
         yield* Effect.sync(() => process.stdout.write(bytes))
       }
       if (body.truncated === true) yield* Console.error(`(truncated at ${bytes.length} bytes)`)
-    })).pipe(Command.withDescription("Read up to 1 MiB of a file of the Session's workspace"))
+    })).pipe(
+    Command.withDescription("Read up to 1 MiB of a file of the Session's workspace"),
+    examples("agentwire files read --session SESSION_ID --path README.md", "agentwire files read --session SESSION_ID --path logo.png --output logo.png")
+  )
 
   const write = Command.make("write", {
     ...o.connection,
@@ -104,7 +111,10 @@ export const makeFilesCommand = (o: FilesCommandOptions) => {
         : yield* Effect.try({ try: () => readFileSync(Option.getOrThrow(c.from)), catch: () => usage(`cannot read ${Option.getOrThrow(c.from)}`) })
       const body = yield* o.request(c, "PUT", `${base(c)}/content`, { path: c.path, data: content.toString("base64") }, true)
       yield* o.print(c, body, () => [`${body.size_bytes} bytes  sha256 ${body.sha256}  write ${body.write_id}`])
-    })).pipe(Command.withDescription("Create or replace a file in the Session's workspace"))
+    })).pipe(
+    Command.withDescription("Create or replace a file in the Session's workspace"),
+    examples("agentwire files write --session SESSION_ID --path notes.txt --text \"hello\"", "agentwire files write --session SESSION_ID --path data.json --from ./data.json")
+  )
 
   const exportCommand = Command.make("export", {
     ...o.connection,
@@ -115,10 +125,14 @@ export const makeFilesCommand = (o: FilesCommandOptions) => {
       const t = yield* o.target(c)
       const size = yield* download(t, `${base(c)}/export`, c.output)
       yield* Console.log(`${size} bytes written to ${c.output}`)
-    })).pipe(Command.withDescription("Download the Session's workspace as a tar archive"))
+    })).pipe(
+    Command.withDescription("Download the Session's workspace as a tar archive"),
+    examples("agentwire files export --session SESSION_ID --output workspace.tar")
+  )
 
   return Command.make("files").pipe(
     Command.withDescription("List, read, write or export the files of a Session's self_hosted workspace"),
+    examples("agentwire files list --session SESSION_ID", "agentwire files export --session SESSION_ID --output workspace.tar"),
     Command.withSubcommands([list, read, write, exportCommand])
   )
 }

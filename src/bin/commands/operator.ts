@@ -27,6 +27,7 @@ import * as DataDirLock from "../../core/dev/DataDirLock.js"
 import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import * as OperatorClient from "../OperatorClient.js"
+import { examples } from "../Help.js"
 import * as TurnWatch from "../TurnWatch.js"
 import { makeFilesCommand } from "./files.js"
 
@@ -124,20 +125,33 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
     Command.withDescription("List devices or show one (declared kinds, connection state)"),
     Command.withSubcommands([
       Command.make("list", connection, (c) =>
-        Effect.flatMap(request(c, "GET", "/devices"), (body) => print(c, body, () => body.devices.map(deviceLine)))),
+        Effect.flatMap(request(c, "GET", "/devices"), (body) => print(c, body, () => body.devices.map(deviceLine)))).pipe(
+          Command.withDescription("List devices: online state and declared kinds"),
+          examples("agentwire devices list", "agentwire devices list --json --url http://127.0.0.1:7400")
+        ),
       Command.make("show", { ...connection, id: id("device-id") }, (c) =>
         Effect.flatMap(request(c, "GET", `/devices/${seg(c.id)}`), (d) =>
-          print(c, d, () => [deviceLine(d), `connection ${d.connection_number ?? "-"}  credential ${d.has_credential ? "yes" : "no"}  daemon ${d.declaration?.daemon_version ?? "-"}`])))
-    ])
+          print(c, d, () => [deviceLine(d), `connection ${d.connection_number ?? "-"}  credential ${d.has_credential ? "yes" : "no"}  daemon ${d.declaration?.daemon_version ?? "-"}`]))).pipe(
+          Command.withDescription("Show one device: connection, credential, daemon version, declared kinds"),
+          examples("agentwire devices show laptop-1", "agentwire devices show laptop-1 --json")
+        )
+    ]),
+    examples("agentwire devices list", "agentwire devices show laptop-1 --json")
   )
 
   const sessions = Command.make("sessions").pipe(
     Command.withDescription("List, show or create Sessions"),
     Command.withSubcommands([
       Command.make("list", connection, (c) =>
-        Effect.flatMap(request(c, "GET", "/sessions"), (body) => print(c, body, () => body.sessions.map(sessionLine)))),
+        Effect.flatMap(request(c, "GET", "/sessions"), (body) => print(c, body, () => body.sessions.map(sessionLine)))).pipe(
+          Command.withDescription("List Sessions"),
+          examples("agentwire sessions list", "agentwire sessions list --json")
+        ),
       Command.make("show", { ...connection, id: id("session-id") }, (c) =>
-        Effect.flatMap(request(c, "GET", `/sessions/${seg(c.id)}`), (s) => print(c, s, () => [sessionLine(s), ...s.turns.map((t: any) => `  ${turnLine(t)}`)]))),
+        Effect.flatMap(request(c, "GET", `/sessions/${seg(c.id)}`), (s) => print(c, s, () => [sessionLine(s), ...s.turns.map((t: any) => `  ${turnLine(t)}`)]))).pipe(
+          Command.withDescription("Show one Session with its Turns"),
+          examples("agentwire sessions show SESSION_ID")
+        ),
       Command.make("create", {
         ...connection,
         agentKind: Flag.String("agent-kind").pipe(Flag.withDescription("(required) The agent kind, e.g. scripted")),
@@ -169,8 +183,15 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
             ...environment
           }, true)
           return yield* print(c, s, () => [s.session_id])
-        }))
-    ])
+        })).pipe(
+          Command.withDescription("Create a Session; prints its id"),
+          examples(
+            "agentwire sessions create --agent-kind scripted",
+            "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id env-1 --workspace-directory /srv/work"
+          )
+        )
+    ]),
+    examples("agentwire sessions create --agent-kind scripted", "agentwire sessions list")
   )
 
   const turns = Command.make("turns").pipe(
@@ -195,7 +216,10 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
             ...page.turns.map(turnLine),
             ...(page.next_cursor === null ? [] : [`more: agentwire turns list --cursor ${page.next_cursor}`])
           ]))
-      }),
+      }).pipe(
+        Command.withDescription("List Turns, newest first, paged (prints a --cursor hint when there is more)"),
+        examples("agentwire turns list --status running", "agentwire turns list --session SESSION_ID --limit 20 --json")
+      ),
       Command.make("show", { ...connection, id: id("turn-id") }, (c) =>
         Effect.flatMap(request(c, "GET", `/turns/${seg(c.id)}`), (t) =>
           print(c, t, () => [
@@ -203,8 +227,12 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
             `input cursor ${t.input_cursor}  attempt ${t.attempt}`,
             ...(t.inputs ?? []).map((i: any) => `  input ${i.input_id} ${i.status}${i.position === null ? "" : ` @${i.position}`}`),
             ...(t.interactions ?? []).map((i: any) => `  ${i.kind} ${i.interaction_id} ${i.status}${i.outcome ? ` (${i.outcome})` : ""}`)
-          ])))
-    ])
+          ]))).pipe(
+          Command.withDescription("Show one Turn with its inputs and interactions"),
+          examples("agentwire turns show TURN_ID", "agentwire turns show TURN_ID --json")
+        )
+    ]),
+    examples("agentwire turns list", "agentwire turns show TURN_ID")
   )
 
   const textInput = (text: string) => [{ content: [{ type: "input_text", text }] }]
@@ -252,11 +280,13 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
       start,
       Command.make("steer", { ...connection, id: id("turn-id"), text: Flag.String("text").pipe(Flag.withDescription("(required) The active input")) }, (c) =>
         Effect.flatMap(request(c, "POST", `/turns/${seg(c.id)}/steer`, { input: textInput(c.text) }, true), (r) => result(c, r))).pipe(
-          Command.withDescription("Send an active input; prints accepted (with its position), rejected or unknown")
+          Command.withDescription("Send an active input; prints accepted (with its position), rejected or unknown"),
+          examples("agentwire turn steer TURN_ID --text \"also check the tests\"")
         ),
       Command.make("cancel", { ...connection, id: id("turn-id") }, (c) =>
         Effect.flatMap(request(c, "POST", `/turns/${seg(c.id)}/cancel`, {}, true), (r) => result(c, r))).pipe(
-          Command.withDescription("Cancel a Turn; prints cancelled, rejected or unconfirmed")
+          Command.withDescription("Cancel a Turn; prints cancelled, rejected or unconfirmed"),
+          examples("agentwire turn cancel TURN_ID")
         ),
       Command.make("answer", {
         ...connection,
@@ -288,11 +318,16 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
           if (c.dismiss === answers.length > 0) return yield* usage("give --answer QUESTION_ID=ANSWER (one or more) or --dismiss")
           const body = c.dismiss ? { cancelled: true } : { question_answers: answers }
           return yield* Effect.flatMap(request(c, "POST", `/turns/${seg(c.id)}/questions/${seg(Option.getOrThrow(c.question))}`, body, true), (r) => result(c, r))
-        })).pipe(Command.withDescription("Answer a permission request or a question; prints applied, rejected or unknown")),
+        })).pipe(
+          Command.withDescription("Answer a permission request or a question; prints applied, rejected or unknown"),
+          examples("agentwire turn answer TURN_ID --permission perm_1 --allow", "agentwire turn answer TURN_ID --question ask_1 --answer q1=yes")
+        ),
       Command.make("watch", { ...connection, id: id("turn-id") }, (c) => watchTurn(c, c.id)).pipe(
-        Command.withDescription("Follow a Turn live (the demo's view: frames, facts, outcome); exits 0 when it completed, 1 otherwise")
+        Command.withDescription("Follow a Turn live (the demo's view: frames, facts, outcome); exits 0 when it completed, 1 otherwise"),
+        examples("agentwire turn watch TURN_ID", "agentwire turn watch TURN_ID --json")
       )
-    ])
+    ]),
+    examples("agentwire turn start --session SESSION_ID --text hello --watch", "agentwire turn cancel TURN_ID")
   )
 
   return { devices, sessions, turns, turn, files: makeFilesCommand({ connection, target, request, print }) }

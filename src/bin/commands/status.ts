@@ -10,6 +10,7 @@ import { status as fetchStatus } from "../../runtime/control/ControlClient.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import type { StatusSnapshot } from "../../runtime/StatusBoard.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
+import { examples } from "../Help.js"
 
 /** Admission states that still hold a reservation or a running Turn. */
 const liveStates: ReadonlySet<string> = new Set(["preparing", "ready", "starting", "running"])
@@ -77,7 +78,8 @@ export const makeStatusCommand = (options: { readonly homeDir: string }) =>
   ).pipe(
     Command.withDescription(
       "Show the local daemon's status (connection, declared kinds, admissions, Executors, Runs, unconfirmed cleanups) over its Unix socket. Exit codes: 0 printed, 1 no daemon answered, 2 usage."
-    )
+    ),
+    examples("agentwire status", "agentwire status --profile ~/.agentwire --json")
   )
 
 /** The `status` subcommand of the binary. */

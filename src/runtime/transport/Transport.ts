@@ -17,12 +17,21 @@ import type { DeviceId } from "../../proto/Ids.js"
 /** The connection ended. `code` is the WebSocket close code when one was received. */
 export class TransportClosed extends Schema.TaggedError<TransportClosed>()("TransportClosed", {
   reason: Schema.Literals(["closed_by_peer", "closed_locally", "read_failed", "write_failed", "liveness"]),
-  code: Schema.optionalKey(Schema.Int)
+  code: Schema.optionalKey(Schema.Int),
+  /**
+   * Set on the failure of a send made after the connection had already ended: nothing of it was handed to the
+   * socket (definite). Without it, a failed send's frame may or may not have left.
+   */
+  unsent: Schema.optionalKey(Schema.Literal(true))
 }) {
   override get message() {
     return `connection closed (${this.reason}${this.code === undefined ? "" : `, code ${this.code}`})`
   }
 }
+
+/** The failure of a send refused because the connection had already ended `closed`: nothing was handed over. */
+export const refusedAfterEnd = (closed: TransportClosed): TransportClosed =>
+  new TransportClosed({ reason: closed.reason, ...(closed.code === undefined ? {} : { code: closed.code }), unsent: true })
 
 /** One inbound item: a decoded Core → Runtime message, or the typed refusal of a frame that failed decoding. */
 export type Inbound =
@@ -34,7 +43,8 @@ export class Transport extends Context.Service<Transport, {
    * Encodes and writes one frame. Resolves only when the WebSocket write of this frame completed locally (the
    * `ws` send callback fired without error): it proves nothing about Core receiving, accepting or acting on it.
    * Sends are ordered. Fails with `OutgoingFrameRejected` (nothing was written: invalid message or over
-   * 4 MiB) or `TransportClosed` (the write did not complete; the frame may or may not have left).
+   * 4 MiB) or `TransportClosed` (the write did not complete; the frame may or may not have left — except with
+   * `unsent`: the connection had already ended and nothing was handed over).
    */
   readonly send: (
     message: Messages.RuntimeToCore

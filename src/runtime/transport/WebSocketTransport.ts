@@ -23,7 +23,7 @@ import { ConnectFailed, type ConnectRejected } from "./ConnectError.js"
 import { bearerAuthorization } from "./internal/credential.js"
 import type { FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 import * as Ws from "./internal/ws.js"
-import { decodeInbound, type Inbound, Transport, TransportClosed } from "./Transport.js"
+import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "./Transport.js"
 
 export type { FrameListener, FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 
@@ -152,7 +152,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
 
   const send = (message: RuntimeToCore): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
-      if (closed !== undefined) return Effect.fail(closed)
+      if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       const text = encodeMessage(message)
       if (Result.isFailure(text)) return Effect.fail(text.failure)
       const frame = text.success
@@ -163,7 +163,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     messages: ReadonlyArray<RuntimeToCore>
   ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
-      if (closed !== undefined) return Effect.fail(closed)
+      if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       if (messages.length === 0) return Effect.void
       if (messages.length === 1) return send(messages[0]!)
       // Encode everything first: a refused frame means nothing of the batch is written.

@@ -212,9 +212,10 @@ describe("WebSocketTransport.fromSocket", () => {
       assert.deepStrictEqual(yield* Effect.flip(Fiber.join(fiber)), new TransportClosed({ reason: "write_failed" }))
       assert.deepStrictEqual(fake.calls, ["terminate"])
       assert.deepStrictEqual(yield* Effect.flip(next), new TransportClosed({ reason: "write_failed" }))
+      // A send after the end is refused before anything is handed over: definite, marked `unsent`.
       assert.deepStrictEqual(
         yield* Effect.flip(transport.send(delta("after"))),
-        new TransportClosed({ reason: "write_failed" })
+        new TransportClosed({ reason: "write_failed", unsent: true })
       )
       assert.strictEqual(fake.writes.length, 1)
     }))

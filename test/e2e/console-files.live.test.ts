@@ -1,0 +1,72 @@
+/**
+ * The console's Files view end to end in headless Chromium: a real `agentwire core`, a real daemon bound to a
+ * temporary workspace (`--environment-id`, `--workspace`) and a Session with that `self_hosted` Environment.
+ * The page lists the workspace root, opens a directory, shows a file's text, and peer-controlled names stay
+ * text (an HTML file name never becomes an element).
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import type { Browser, Page } from "playwright-core"
+import { launchChromium, skipChromium } from "../support/chromium.js"
+import { type CoreProc, createCredential, eventually, operator, run, startCore, stopAll, tempDir } from "../support/devcoreLive.js"
+
+const skip = skipChromium()
+const EnvironmentId = "7b2e1d0c-4a5f-4b6e-9c8d-1e2f3a4b5c6d"
+
+let dir: string
+let workspace: string
+let core: CoreProc
+let token: string
+let browser: Browser
+let page: Page
+
+describe.skipIf(skip)("console Files view in headless Chromium (end to end)", () => {
+  beforeAll(async () => {
+    dir = tempDir("agentwire-console-files-")
+    workspace = realpathSync(tempDir("agentwire-console-ws-"))
+    mkdirSync(join(workspace, "docs"))
+    writeFileSync(join(workspace, "docs", "guide.md"), "# Guide\nread me\n")
+    writeFileSync(join(workspace, "<img src=x onerror=alert(1)>.txt"), "x")
+    core = await startCore(dir)
+    token = readFileSync(join(dir, "operator-token"), "utf8").trim()
+    const { file } = await createCredential(dir, "dev-files")
+    run([
+      "daemon", "--core-url", core.url, "--device-id", "dev-files", "--credential-file", file,
+      "--profile", join(dir, "profile"), "--environment-id", EnvironmentId, "--workspace", workspace
+    ])
+    const api = operator(core.url, token)
+    await eventually(async () => ((await api.get("/devices/dev-files")).body?.declaration ? true : undefined), 25_000, "dev-files declared")
+    const created = await api.post("/sessions", {
+      agent_kind: "scripted",
+      device_id: "dev-files",
+      environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
+    })
+    assert.strictEqual(created.status, 201)
+    browser = await launchChromium()
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage()
+    await page.goto(core.url + "/")
+    await page.locator("#token").fill(token)
+    await page.locator("#login-form button[type=submit]").click()
+  }, 90_000)
+
+  afterAll(async () => {
+    await browser?.close()
+    await stopAll()
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+    if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true })
+  }, 30_000)
+
+  it("lists the workspace, opens a directory and shows a file's text; names stay text", async () => {
+    await page.goto(core.url + "/#/devices/dev-files/files")
+    const listing = page.locator("#files-listing")
+    await listing.locator("a", { hasText: "docs/" }).waitFor()
+    assert.strictEqual(await page.locator("#files-listing img").count(), 0)
+    await listing.locator("a", { hasText: "<img src=x onerror=alert(1)>.txt" }).waitFor()
+    await listing.locator("a", { hasText: "docs/" }).click()
+    await listing.locator("a", { hasText: "guide.md" }).click()
+    await page.locator("#files-content").filter({ hasText: "read me" }).waitFor()
+    assert.strictEqual(await page.locator("#files-content").textContent(), "# Guide\nread me\n")
+    assert.match((await page.locator("#files-status").textContent()) ?? "", /docs\/guide\.md: 16 bytes/)
+  })
+})
