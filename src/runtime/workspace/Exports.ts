@@ -4,9 +4,10 @@
  * exact Environment. One export per connection.
  *
  * - A malformed frame gets no reply (one log line). `begin`: a duplicate of the active id gets no reply; another
- *   export, a write in progress, an unbound daemon, device shutdown, or a handle that is not a ready, unexpired
+ *   export, a write in progress, device shutdown, or a handle that is not a ready, unexpired
  *   read-only preparation of this Environment is `rejected` / `resource_unavailable`; a Harness that does not
- *   declare `workspace_output_export` is `rejected` / `read_unsupported`. Otherwise the first chunk (offset 0).
+ *   declare `workspace_output_export`, or an unbound daemon (which declares it false), is `rejected` /
+ *   `read_unsupported`. Otherwise the first chunk (offset 0).
  * - `next` must name exactly the bytes sent so far: the next chunk (1..64 KiB) at that offset, or `completed`
  *   (no data) at the total after the end-of-archive marker. Another offset ends the export with `failed` /
  *   `invalid_request`; a read error, the 500 MiB file allowance or the 528 MiB archive bound with `failed` /
@@ -122,7 +123,9 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
           if (current.id === id) return yield* Effect.logWarning("duplicate workspace_export begin ignored").pipe(Effect.annotateLogs({ operation_id: id }))
           return yield* reject(id, "resource_unavailable", 0, trace)
         }
-        if (Option.isNone(fs.root) || (yield* drain.draining) || (yield* writeActive)) return yield* reject(id, "resource_unavailable", 0, trace)
+        // Unbound: the capability is declared false, so the family is unsupported here (a definite refusal).
+        if (Option.isNone(fs.root)) return yield* reject(id, "read_unsupported", 0, trace)
+        if ((yield* drain.draining) || (yield* writeActive)) return yield* reject(id, "resource_unavailable", 0, trace)
         const found = yield* target(p.handle ?? "", p.environment_id ?? "")
         if (Option.isNone(found)) return yield* reject(id, "resource_unavailable", 0, trace)
         if (!found.value.declaration.capabilities.workspace_output_export) return yield* reject(id, "read_unsupported", 0, trace)

@@ -189,7 +189,7 @@ describe("workspace_export", () => {
       }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
     }))
 
-  it.effect("refused: another Environment, an unknown handle, a released handle, an unbound daemon", () =>
+  it.effect("refused: another Environment, an unknown handle, a released handle (resource_unavailable); an unbound daemon (read_unsupported)", () =>
     Effect.gen(function* () {
       const ws = yield* tempWorkspace
       generate(ws)
@@ -208,7 +208,7 @@ describe("workspace_export", () => {
       yield* Effect.gen(function* () {
         const { core } = yield* connect()
         yield* core.toRuntime(exportBegin("r-4", ws.local.id))
-        same(yield* result(core), unavailable("r-4"))
+        same(yield* result(core), ["r-4", { outcome: "rejected", offset: 0, error_code: "read_unsupported" }])
       }).pipe(Effect.provide(processLayer()))
     }))
 
