@@ -43,6 +43,7 @@ import workspaceReadUnknownNoReplay from "./workspace-read-unknown-no-replay.js"
 import workspaceWriteTransfer from "./workspace-write-transfer.js"
 import workspaceWriteUnconfirmed from "./workspace-write-unconfirmed.js"
 import workspaceExportPull from "./workspace-export-pull.js"
+import workspaceExportFailedAndRefused from "./workspace-export-failed-and-refused.js"
 import boundedTransferValidation from "./bounded-transfer-validation.js"
 import type { WireScenario } from "./WireScenario.js"
 
@@ -89,6 +90,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   workspaceWriteTransfer,
   workspaceWriteUnconfirmed,
   workspaceExportPull,
+  workspaceExportFailedAndRefused,
   boundedTransferValidation
 ]
 

@@ -28,11 +28,11 @@
  * traceparent, and in a local span otherwise; replies echo only a valid traceparent (`Outbound.withTrace`). A
  * trace never changes ownership and is never used as an id.
  *
- * `workspace_read` and `workspace_write` go to the connection's `Workspace` service (workspace/Reads.ts, Writes.ts).
+ * `workspace_read`, `workspace_write` and `workspace_export` go to the connection's `Workspace` service
+ * (workspace/Reads.ts, Writes.ts, Exports.ts).
  *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; `workspace_export_result` rejected `read_unsupported`
- * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
+ * rejected `runtime_preparation_unsupported`; suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
 import { Context, Deferred, Effect, FiberSet, Layer } from "effect"
@@ -137,24 +137,7 @@ const makeDispatcher = Effect.gen(function* () {
       }, m.trace)),
     workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) => workspace.write(m.id, m.payload, m.trace),
-    workspace_export: (m) => {
-      switch (m.payload.step) {
-        case "begin":
-          return reply(withTrace({
-            type: "workspace_export_result",
-            id: m.id,
-            payload: { outcome: "rejected", offset: 0, error_code: "read_unsupported" }
-          }, m.trace))
-        case "next":
-          return reply(withTrace({
-            type: "workspace_export_result",
-            id: m.id,
-            payload: { outcome: "rejected", offset: m.payload.offset ?? 0, error_code: "resource_unavailable" }
-          }, m.trace))
-        case "cancel":
-          return Effect.void
-      }
-    },
+    workspace_export: (m) => workspace.export(m.id, m.payload, m.trace),
     environment_quiesce: (m) =>
       reply(withTrace({
         type: "environment_quiesced",

@@ -5,8 +5,10 @@
  * directory. Real processes, sockets and files, so small real waits.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
+import { mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { readTar } from "../support/tarReader.js"
 import {
   type CoreProc,
   createCredential,
@@ -150,5 +152,26 @@ describe("a self_hosted workspace (end to end)", () => {
     assert.match(missing.stderr, /404 file_not_found/)
     const half = await cli("sessions", "create", "--agent-kind", "scripted", "--environment-id", EnvironmentId)
     assert.strictEqual(half.code, 2)
+  })
+
+  it("exports the workspace as a tar through the Files API and the operator client: file list and digests match", async () => {
+    const big = Buffer.from(Array.from({ length: 300_001 }, (_, i) => (i * 7) % 256))
+    writeFileSync(join(workspace, "src", "big.bin"), big)
+    const digest = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
+    const expected = new Map<string, string>()
+    for (const rel of readdirSync(workspace, { recursive: true }) as Array<string>) {
+      if (statSync(join(workspace, rel)).isFile()) expected.set(rel, digest(readFileSync(join(workspace, rel))))
+    }
+    const s = await session()
+    const res = await fetch(`${core.url}/api/v1/operator/sessions/${s}/files/export`, { headers: { authorization: `Bearer ${token}` } })
+    assert.strictEqual(res.status, 200)
+    const archive = Buffer.from(await res.arrayBuffer())
+    const files = readTar(archive).filter((e) => e.type === "file")
+    assert.deepStrictEqual(new Map(files.map((e) => [e.path, e.sha256])), expected)
+    assert.isTrue(expected.has("src/big.bin"))
+    const output = join(dir, "export.tar")
+    const cli = await runToEnd(["files", "export", "--session", s, "--output", output, "--data-dir", dir])
+    assert.strictEqual(cli.code, 0, cli.stderr)
+    assert.strictEqual(digest(readFileSync(output)), digest(archive))
   })
 })

@@ -8,7 +8,7 @@
  * A scenario whose capability the fixture's declaration marks unsupported is not run; instead the suite asserts
  * that the declaration really says `false` (so skipping can never hide a declared-but-broken capability).
  *
- * Fixture interface (the Codex adapter implements the same one):
+ * Fixture interface (scripted, claude_code and codex implement it):
  * - `harness`: the kind's constructor (discovery included), run once per test in the test's Scope.
  * - `configuration`: the frozen Session configuration of a preparation (resume options layered on top).
  * - `inputs`: one MessageInput per scenario, interpreted by the adapter's native side (a script for the
@@ -18,6 +18,8 @@
  * - `spawnedPids`: every native process id the fixture's adapter started so far (for the interrupted
  *   preparation check).
  * - `live`: run on the live clock (real processes) instead of the TestClock.
+ * - `history`: for a real fixture, the fake model server's last request, so resume and function results are
+ *   proven to reach the model (not only the adapter).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
@@ -337,10 +339,12 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         yield* Effect.orDie(started.turn.submitFunctionResult({
           callId: call.payload.call_id,
           success: true,
-          content: [{ type: "input_text", text: "42" }]
+          content: [{ type: "input_text", text: "forty-two" }]
         }))
         const settlement = yield* settle(started)
         assert.strictEqual(settlement.outcome, "completed")
+        // The result reached the model under the native call id (the follow-up request carries it).
+        if (fixture.history !== undefined) assert.include(yield* fixture.history.lastModelRequest, "forty-two")
       }))
 
     test("resume", "a new Executor resumes a prior native session strictly and keeps its identity", (harness) =>

@@ -37,6 +37,9 @@ const settle = (s: { readonly turn: { readonly awaitSettlement: Effect.Effect<un
 const ofType = <T extends TurnEvent["type"]>(seen: ReadonlyArray<TurnEvent>, type: T) =>
   seen.filter((e): e is Extract<TurnEvent, { type: T }> => e.type === type)
 
+/** A 1×1 PNG. */
+const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+
 interface FakeBody {
   readonly tools?: ReadonlyArray<{ readonly name?: string }>
   readonly messages?: ReadonlyArray<{ readonly role: string; readonly content: unknown }>
@@ -141,4 +144,44 @@ describe("ClaudeCode (real binary)", () => {
       }
       assert.deepStrictEqual(codes, ["server_overloaded", "server_error", "authentication_error", "invalid_request"])
     }), 180_000)
+
+  it.live("translates image input natively: the model request carries the image block with its bytes", () =>
+    Effect.gen(function* () {
+      const { harness, fake } = yield* claudeCodeAgainstFake()
+      assert.isTrue(harness.declaration.capabilities.message_images)
+      const executor = yield* prepare(harness, "10000000-0000-4000-8000-000000000006")
+      const turn = yield* start(executor, [{ content: [{ type: "input_text", text: "what is in this picture" }, { type: "input_image", image_url: `data:image/png;base64,${pixel}` }] }])
+      const settled = yield* settle(turn)
+      assert.strictEqual(settled.outcome, "completed")
+      assert.match(settled.done.content, /^echo: what is in this picture/)
+      const body = fake.requests.filter((r) => r.path === "/v1/messages").at(-1)!.body as FakeBody
+      const user = body.messages!.filter((m) => m.role === "user").at(-1)!
+      const images = (user.content as ReadonlyArray<{ readonly type: string; readonly source?: unknown }>).filter((b) => b.type === "image")
+      assert.deepStrictEqual(images.map((b) => b.source), [{ type: "base64", media_type: "image/png", data: pixel }])
+    }), 120_000)
+
+  it.live("hosts Core's function tools natively: offered as mcp__functions__*, called without a permission prompt, answered by call id", () =>
+    Effect.gen(function* () {
+      const { harness, fake } = yield* claudeCodeAgainstFake()
+      assert.isTrue(harness.declaration.capabilities.function_tools)
+      const executor = yield* prepare(harness, "10000000-0000-4000-8000-000000000007", {
+        function_tools: [{ name: "lookup", description: "Looks a value up", parameters: { type: "object", properties: { key: { type: "string" } } } }]
+      })
+      const turn = yield* start(executor, say("FUNC please"))
+      const call = yield* nextMatching(turn, "function_call")
+      assert.deepStrictEqual(call.payload.arguments, { key: "k" })
+      assert.match(call.payload.call_id, /^toolu_fake_/, "the native tool_use id is the call id")
+      yield* Effect.orDie(turn.turn.submitFunctionResult({ callId: call.payload.call_id, success: true, content: [{ type: "input_text", text: "forty-two" }] }))
+      const settled = yield* settle(turn)
+      assert.strictEqual(settled.outcome, "completed")
+      assert.deepStrictEqual(ofType(turn.seen, "permission_request"), [])
+      const observed = ofType(turn.seen, "tool_call").map((e) => [e.payload.id, e.payload.stage, e.payload.observation?.kind, e.payload.observation?.name])
+      assert.deepStrictEqual(observed, [[call.payload.call_id, "before", "function", "lookup"], [call.payload.call_id, "after", "function", "lookup"]])
+      const bodies = fake.requests.filter((r) => r.path === "/v1/messages").map((r) => r.body as FakeBody)
+      assert.isTrue(bodies[0]!.tools!.some((t) => t.name === "mcp__functions__lookup"))
+      assert.include(JSON.stringify(bodies.at(-1)), "forty-two")
+      // A second result for the same call is not pending any more.
+      const again = yield* Effect.exit(turn.turn.submitFunctionResult({ callId: call.payload.call_id, success: true, content: [] }))
+      assert.isTrue(again._tag === "Failure")
+    }), 120_000)
 })

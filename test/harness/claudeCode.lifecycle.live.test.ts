@@ -38,7 +38,9 @@ runLifecycleSuite({
     observe_tool_observations: true,
     ...overrides
   }),
-  functionConfiguration: {},
+  functionConfiguration: {
+    function_tools: [{ name: "lookup", description: "Looks a value up", parameters: { type: "object", properties: { key: { type: "string" } } } }]
+  },
   inputs: {
     text: say("hello claude"),
     error: say("E429 please"),

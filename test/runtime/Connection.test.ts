@@ -138,6 +138,7 @@ describe("Dispatcher", () => {
       // A commit for a write never begun (test/runtime/workspace/Writes.test.ts).
       same((yield* next(core, "workspace_write_result")).payload, { outcome: "rejected", error_code: "invalid_request" })
       yield* core.toRuntime({ type: "workspace_export", id: unsafeMake.operationId("op-3"), payload: { step: "begin", handle: unsafeMake.admissionHandle("h"), environment_id: "env" } })
+      // Unbound: export is declared unsupported (test/runtime/workspace/Exports.test.ts).
       same((yield* next(core, "workspace_export_result")).payload, { outcome: "rejected", offset: 0, error_code: "read_unsupported" })
       yield* core.toRuntime({ type: "workspace_export", id: unsafeMake.operationId("op-3"), payload: { step: "next", offset: 65_536 } })
       same((yield* next(core, "workspace_export_result")).payload, { outcome: "rejected", offset: 65_536, error_code: "resource_unavailable" })

@@ -59,3 +59,21 @@ export const writeCommit = (id: string): Messages.CoreToRuntime => ({
   id: unsafeMake.operationId(id),
   payload: { step: "commit" }
 })
+
+export const exportBegin = (id: string, environmentId: string, handle = "handle-1"): Messages.CoreToRuntime => ({
+  type: "workspace_export",
+  id: unsafeMake.operationId(id),
+  payload: { step: "begin", handle: unsafeMake.admissionHandle(handle), environment_id: environmentId }
+})
+
+export const exportNext = (id: string, offset: number): Messages.CoreToRuntime => ({
+  type: "workspace_export",
+  id: unsafeMake.operationId(id),
+  payload: { step: "next", offset }
+})
+
+export const exportCancel = (id: string): Messages.CoreToRuntime => ({
+  type: "workspace_export",
+  id: unsafeMake.operationId(id),
+  payload: { step: "cancel" }
+})

@@ -14,6 +14,8 @@
  *
  *   --keep-running   leave Core and the daemon up and print how to talk to them (Ctrl-C stops both)
  *   --no-daemon      start only Core and print the exact `agentwire daemon …` command for a real daemon
+ *   --harness KIND   scripted (default), codex or claude_code: a real harness runs one plain prompt (demoHarness.ts)
+ *   --prompt TEXT    the real harness's prompt
  *   --port N         listen port (default 0: a free one)
  *   --data-dir DIR   data directory (default: a temporary one, removed at the end)
  *
@@ -42,6 +44,7 @@ import { Ids, MessageInput, Version } from "../../proto/index.js"
 import { status as fetchStatus } from "../../runtime/control/ControlClient.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { examples } from "../Help.js"
+import { type DemoHarness, demoHarnessKinds, demoPassThrough, demoPrompts, missingSetup } from "./demoHarness.js"
 
 /** The device id the demo's daemon uses. */
 export const DemoDeviceId = "demo-device"
@@ -81,17 +84,12 @@ export const demoSteerText = "(steer) Please keep it short."
 
 const failed = (text: string) => new CommandFailed({ text, exitCode: ExitCode.failure })
 
-/** The demo Turn's input for `--harness codex` unless `--prompt` says otherwise. */
-export const demoCodexPrompt = "Say hello from Codex in one short sentence."
-
-/** Daemon variables the demo passes through (the `codex` kind's settings); everything else AGENTWIRE_* is dropped. */
-const passThrough = new Set(["AGENTWIRE_LOG_LEVEL", "AGENTWIRE_CODEX_PATH", "AGENTWIRE_CODEX_CONFIG"])
 
 /** Env for the child daemon: without any credential-bearing or demo-overriding variables. */
 const childEnv = (): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = {}
   for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("AGENTWIRE_") || passThrough.has(key)) env[key] = value
+    if (!key.startsWith("AGENTWIRE_") || demoPassThrough.has(key)) env[key] = value
   }
   return env
 }
@@ -153,15 +151,18 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
         Flag.withDescription("Start only Core and print the command that points a real daemon at it"),
         Flag.withDefault(false)
       ),
-      harness: Flag.Literals("harness", ["scripted", "codex"]).pipe(
+      harness: Flag.Literals("harness", demoHarnessKinds).pipe(
         Flag.withDescription(
-          "The Harness kind of the demo Turn: scripted (default, no setup) or codex (needs AGENTWIRE_CODEX_CONFIG, README \"The codex harness\")"
+          "The Harness kind of the demo Turn: scripted (default, no setup), codex (needs AGENTWIRE_CODEX_CONFIG, README " +
+            "\"The codex harness\") or claude_code (needs ANTHROPIC_API_KEY, README \"The claude_code harness\")"
         ),
         Flag.withDefault("scripted" as const)
       ),
       prompt: Flag.String("prompt").pipe(
-        Flag.withDescription(`The codex demo Turn's text (default: ${JSON.stringify(demoCodexPrompt)})`),
-        Flag.withDefault(demoCodexPrompt)
+        Flag.withDescription(
+          `The Turn's text for codex / claude_code (default: ${JSON.stringify(demoPrompts.codex)} / ${JSON.stringify(demoPrompts.claude_code)})`
+        ),
+        Flag.optional
       ),
       port: Flag.Int("port").pipe(Flag.withDescription("Listen port (default 0: a free one)"), Flag.withDefault(0)),
       dataDir: Flag.String("data-dir").pipe(
@@ -171,14 +172,10 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
     },
     (input) =>
       Effect.scoped(Effect.gen(function* () {
-        const codex = input.harness === "codex"
-        if (codex && (process.env["AGENTWIRE_CODEX_CONFIG"] ?? "").trim() === "") {
-          return yield* failed(
-            "the codex demo needs a model provider: set AGENTWIRE_CODEX_CONFIG (one KEY=VALUE per line: model_provider, " +
-              "model_providers.<id>.base_url, .env_key, .wire_api) and the key in the env_key variable; " +
-              "optionally AGENTWIRE_CODEX_PATH. See README \"The codex harness\"."
-          )
-        }
+        // A real kind runs one plain prompt; only the scripted Turn is steered.
+        const native = input.harness !== "scripted"
+        const missing = missingSetup(input.harness, process.env)
+        if (missing !== undefined) return yield* failed(missing)
         const startMs = yield* Clock.currentTimeMillis
         const temporary = Option.isNone(input.dataDir)
         const dataDir = Option.getOrElse(input.dataDir, () => mkdtempSync(join(options.tmpDir, "agentwire-demo-")))
@@ -257,7 +254,7 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           "--harness",
           input.harness,
           // The scripted daemon is bound to a workspace: its Turns write there and the Files API reads it.
-          ...(codex ? [] : ["--environment-id", DemoEnvironmentId, "--workspace", workspace])
+          ...(native ? [] : ["--environment-id", DemoEnvironmentId, "--workspace", workspace])
         ]
         yield* line(`  device    ${DemoDeviceId}   (credential file ${credentialFile}, mode 0600)`)
 
@@ -294,26 +291,27 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           return yield* failed(`${input.harness} is unavailable on the daemon: ${reason}`)
         }
 
-        const environment = codex
+        const environment = native
           ? { type: "none" as const }
           : { type: "self_hosted" as const, id: DemoEnvironmentId, workspace_directory: realpathSync(workspace) }
         const session = yield* operator.createSession({
           agent_kind: input.harness,
           environment,
-          ...(codex ? {} : { device_id: Ids.unsafeMake.deviceId(DemoDeviceId) })
+          ...(native ? {} : { device_id: Ids.unsafeMake.deviceId(DemoDeviceId) })
         }).pipe(Effect.mapError((e) => failed(e.message)))
         yield* line(
           `session ${session.session_id} (agent kind ${input.harness}${kind.version === undefined ? "" : ` ${kind.version}`}, ` +
-            `environment ${codex ? "none" : `self_hosted, workspace ${workspace}`})`
+            `environment ${native ? "none" : `self_hosted, workspace ${workspace}`})`
         )
-        const turnInput = codex ? input.prompt : JSON.stringify(demoScript)
+        const turnInput = input.harness === "scripted"
+          ? JSON.stringify(demoScript)
+          : Option.getOrElse(input.prompt, () => demoPrompts[input.harness as Exclude<DemoHarness, "scripted">])
         const turn = yield* turns.start(session.session_id, MessageInput.text(turnInput)).pipe(
           Effect.mapError((e) => failed(`the Turn was refused: ${e.message}`))
         )
         yield* line(`turn ${turn.turn_id} (run ${turn.run_id}) on ${turn.device_id}`)
 
         // Steer once the first usage snapshot arrived (the script then waits for it).
-        // (The codex Turn is a plain prompt: it is not steered.)
         const steered = yield* Deferred.await(seen.usage).pipe(
           Effect.andThen(line(`steering the Turn: ${JSON.stringify(demoSteerText)}`)),
           Effect.andThen(turns.steer(turn.turn_id, MessageInput.text(demoSteerText))),
@@ -324,7 +322,7 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
           ),
           Effect.catch((e) => line(`steer not sent: ${e.message}`)),
           Effect.asVoid,
-          (steer) => (codex ? Effect.void : steer),
+          (steer) => (native ? Effect.void : steer),
           Effect.forkScoped
         )
 
@@ -338,7 +336,7 @@ export const makeDemoCommand = (options: { readonly tmpDir: string }) =>
             ` · ${usageSummary(o?.usage)} · input cursor ${outcome.inputCursor}`
         )
         if (o?.content !== undefined) yield* line(`content: ${JSON.stringify(o.content)}`)
-        if (!codex && outcome.status === "completed") {
+        if (!native && outcome.status === "completed") {
           // The Files API reads back what the Turn wrote (an idle read: read-only preparation, read, release).
           const files = Context.get(context, Files)
           yield* files.read(session.session_id, DemoFile.path, 4096).pipe(

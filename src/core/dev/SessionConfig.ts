@@ -6,8 +6,8 @@
  *
  * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows two: the
  * `scripted` harness, which qualifies every public feature and declares both controls, `codex` (function
- * tools only, no control) and `claude_code`, which qualifies exactly what its declaration supports (no public
- * feature, no control: docs/harness-claude-code.md). Any other kind gets
+ * tools only, no control) and `claude_code`, which qualifies exactly what its declaration supports (function tools
+ * and images, no control: docs/harness-claude-code.md). Any other kind gets
  * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
  * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
  */
@@ -78,11 +78,14 @@ export const CreateSessionRequest = Schema.Struct({
 export type CreateSessionRequest = typeof CreateSessionRequest.Type
 
 /**
- * `claude_code` declares none of the public features (`structured_output`, `multi_agent`'s sub-agent
- * observations, `tool_search`, function tools, images, HTTP MCP) and neither control (`web_search_control`,
- * `text_verbosity`), so its profile qualifies nothing.
+ * `claude_code` declares two public features, `function_tools` and `message_images`, and none of the others
+ * (`structured_output`, `multi_agent`'s sub-agent observations, `tool_search`, function-result images, HTTP MCP)
+ * and neither control (`web_search_control`, `text_verbosity`), so its profile qualifies exactly those two.
  */
-const claudeCodeProfile: EngineProfile = { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
+const claudeCodeProfile: EngineProfile = {
+  controls: { web_search: false, text_verbosity: false },
+  qualifies: new Set(["function_tools", "message_images"])
+}
 
 /**
  * The engine profiles the dev Core knows. `codex` qualifies exactly what the Codex adapter's declaration

@@ -6,7 +6,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { OperationId } from "../../proto/Ids.js"
-import type { WorkspaceReadPayload, WorkspaceWritePayload } from "../../proto/Workspace.js"
+import type { WorkspaceExportPayload, WorkspaceReadPayload, WorkspaceWritePayload } from "../../proto/Workspace.js"
+import { makeExports } from "./Exports.js"
 import { makeReads } from "./Reads.js"
 import { makeWrites } from "./Writes.js"
 
@@ -15,6 +16,8 @@ export interface WorkspaceShape {
   readonly read: (id: OperationId, payload: WorkspaceReadPayload, trace: string | undefined) => Effect.Effect<void>
   /** Handles one `workspace_write` frame; returns at once. */
   readonly write: (id: OperationId, payload: WorkspaceWritePayload, trace: string | undefined) => Effect.Effect<void>
+  /** Handles one `workspace_export` frame; returns at once. */
+  readonly export: (id: OperationId, payload: WorkspaceExportPayload, trace: string | undefined) => Effect.Effect<void>
   /** Reads whose native work has not finished. */
   readonly activeReads: Effect.Effect<number>
 }
@@ -25,8 +28,12 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("age
     Workspace,
     Effect.gen(function* () {
       const reads = yield* makeReads
-      const writes = yield* makeWrites(reads.active)
-      return Workspace.of({ read: reads.read, write: writes.write, activeReads: reads.active })
+      // A write and an export exclude each other (reference §7.5); each asks the other lazily.
+      let writeActive: Effect.Effect<boolean> = Effect.succeed(false)
+      const exports = yield* makeExports(Effect.suspend(() => writeActive))
+      const writes = yield* makeWrites(reads.active, exports.active)
+      writeActive = writes.active
+      return Workspace.of({ read: reads.read, write: writes.write, export: exports.handle, activeReads: reads.active })
     })
   )
 }

@@ -10,6 +10,7 @@
  */
 import type * as FsP from "node:fs/promises"
 import { Context, Effect, Layer, Option } from "effect"
+import { ExportStream, ExportTooLarge } from "./internal/exportStream.js"
 import { listDirectory, type ListedEntry, openDirectoryForList, openFileForRead, readPrefix, SafeFsError, type SafeFsReason } from "./internal/safeFs.js"
 
 /** A native handle's close: idempotent (every caller shares the first attempt's outcome once it succeeded). */
@@ -27,6 +28,15 @@ export interface NativeDirectory {
   readonly close: NativeClose
 }
 
+/** Why an export's read failed: a filesystem reason, or the 500 MiB file-data allowance. */
+export type ExportReadFailure = SafeFsReason | "too_large"
+
+export interface NativeExport {
+  /** The next ≤ `max` tar bytes of the workspace; `null` after the end-of-archive marker. */
+  readonly read: (max: number) => Effect.Effect<Uint8Array | null, ExportReadFailure>
+  readonly close: NativeClose
+}
+
 export interface WorkspaceFsShape {
   /** The workspace root (absent: the daemon has no Environment binding; every operation is unavailable). */
   readonly root: Option.Option<string>
@@ -34,6 +44,8 @@ export interface WorkspaceFsShape {
   readonly openFile: (path: string) => Effect.Effect<NativeFile, SafeFsReason>
   /** Opens a directory to list ("" is the root; the caller owns the handle until its close is confirmed). */
   readonly openDirectory: (path: string) => Effect.Effect<NativeDirectory, SafeFsReason>
+  /** A tar stream of the whole workspace, pulled from disk (the caller owns it until its close is confirmed). */
+  readonly openExport: Effect.Effect<NativeExport, SafeFsReason>
 }
 
 export const reasonOf = (e: unknown): SafeFsReason => (e instanceof SafeFsError ? e.reason : "io")
@@ -60,7 +72,7 @@ const unbound: Effect.Effect<never, SafeFsReason> = Effect.fail("not_found")
 
 /** The real implementation over `root` (absent: nothing is bound). */
 export const make = (root: string | undefined): WorkspaceFsShape => {
-  if (root === undefined) return { root: Option.none(), openFile: () => unbound, openDirectory: () => unbound }
+  if (root === undefined) return { root: Option.none(), openFile: () => unbound, openDirectory: () => unbound, openExport: unbound }
   return {
     root: Option.some(root),
     openFile: (path) =>
@@ -77,7 +89,14 @@ export const make = (root: string | undefined): WorkspaceFsShape => {
           list: (max) => promise(() => listDirectory(handle, max)),
           close: closeOnce(handle)
         }))
-      )
+      ),
+    openExport: Effect.sync((): NativeExport => {
+      const stream = new ExportStream(root)
+      return {
+        read: (max) => Effect.tryPromise({ try: () => stream.read(max), catch: (e) => (e instanceof ExportTooLarge ? "too_large" : reasonOf(e)) }),
+        close: promise(() => stream.close())
+      }
+    })
   }
 }
 

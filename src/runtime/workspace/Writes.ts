@@ -58,7 +58,7 @@ interface ActiveWrite {
   timer: Fiber.Fiber<void> | undefined
 }
 
-export const makeWrites = (activeReads: Effect.Effect<number>) =>
+export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Effect.Effect<boolean>) =>
   Effect.gen(function* () {
     const outbound = yield* Outbound
     const background = yield* Background
@@ -142,7 +142,8 @@ export const makeWrites = (activeReads: Effect.Effect<number>) =>
         }
         const counts = yield* executors.counts
         const busy = Option.isNone(binding) || p.environment_id !== binding.value.environmentId || (yield* drain.draining) ||
-          (yield* gate.busy) || (yield* runs.activeCount) > 0 || counts.active + counts.idle > 0 || (yield* activeReads) > 0
+          (yield* gate.busy) || (yield* runs.activeCount) > 0 || counts.active + counts.idle > 0 || (yield* activeReads) > 0 ||
+          (yield* exportActive)
         if (busy) return yield* reject(id, "resource_unavailable", trace)
         const w: ActiveWrite = {
           id,

@@ -33,6 +33,7 @@ import {
 } from "../Harness.js"
 import { spawn } from "../process/NativeProcess.js"
 import { type ClaudeCodeTurn, makeTurn } from "./ClaudeCodeTurn.js"
+import { type FunctionCall, FunctionsServer, nativeToolName, onMcpMessage } from "./FunctionServer.js"
 import { childEnv, type ClaudeCodeSettings, requiredNativeCapabilities } from "./ClaudeCodeSettings.js"
 import { controlRequest, decodeLine, hasImages, type Json, type NativeMessage } from "./StreamJson.js"
 
@@ -124,6 +125,7 @@ export const prepareExecutor = (
 
     const model = modelOf(config, settings)
     const disallowed = disallowedTools(config)
+    const functions = request.declaration.capabilities.function_tools ? config.function_tools ?? [] : []
     const args = [
       "-p",
       "--output-format", "stream-json",
@@ -135,13 +137,16 @@ export const prepareExecutor = (
       "--permission-mode", "default",
       ...Option.match(model, { onNone: () => [], onSome: (m) => ["--model", m] }),
       ...Option.match(resume, { onNone: () => [], onSome: (id) => ["--resume", id] }),
-      ...(disallowed.length === 0 ? [] : ["--disallowedTools", ...disallowed])
+      ...(disallowed.length === 0 ? [] : ["--disallowedTools", ...disallowed]),
+      // Core's functions run without a permission prompt: Core itself answers them.
+      ...(functions.length === 0 ? [] : ["--allowedTools", ...functions.map((t) => nativeToolName(t.name))])
     ]
     const proc = yield* spawn({
       command: binary,
       args,
       cwd: scratch,
-      env: childEnv(settings, { home: sessionDir, configDir, tmpDir }),
+      // Core's functions are offered to the model directly, never deferred behind ToolSearch (tool_search is false).
+      env: { ...childEnv(settings, { home: sessionDir, configDir, tmpDir }), ...(functions.length === 0 ? {} : { ENABLE_TOOL_SEARCH: "false" }) },
       grace: settings.grace
     }).pipe(Effect.mapError((e) => new PrepareFailed({ reason: `cannot start Claude Code: ${e.reason}`.slice(0, 256) })))
     settings.observeSpawn?.(proc.pid)
@@ -175,6 +180,9 @@ export const prepareExecutor = (
           if (waiter !== undefined) yield* Deferred.succeed(waiter, { ok: m.ok, response: m.response })
           return
         }
+        if (m.type === "mcp_message") {
+          return yield* onMcpMessage(functionServer, m.requestId, m.serverName, m.message).pipe(Effect.ignore)
+        }
         if (m.type === "init") {
           const problem = checkInit(m)
           if (problem !== undefined) {
@@ -203,6 +211,12 @@ export const prepareExecutor = (
     const write = (line: string) =>
       proc.writeLine(line).pipe(Effect.mapError((e) => new NativeUnknown({ operation: "write", reason: e.reason })))
 
+    const functionServer = {
+      tools: functions,
+      write: (line: string) => write(line),
+      call: (call: FunctionCall) => (state.current === undefined ? Effect.succeed(false) : Effect.as(state.current.onFunctionCall(call), true))
+    }
+
     const control = (request: Json) =>
       Effect.gen(function* () {
         const id = `req_${++state.requests}`
@@ -213,7 +227,7 @@ export const prepareExecutor = (
       })
 
     // ------------------------------------------------------------------------------------------ handshake
-    const init = yield* control({ subtype: "initialize" }).pipe(
+    const init = yield* control({ subtype: "initialize", ...(functions.length === 0 ? {} : { sdkMcpServers: [FunctionsServer] }) }).pipe(
       Effect.flatMap(Deferred.await),
       Effect.timeoutOption(settings.prepareTimeout),
       Effect.catch(() => Effect.succeedNone)

@@ -31,6 +31,8 @@ export const claudeCodeCapabilities: AgentKindCapabilities = {
   native_session_recovery: true,
   permissions: true,
   subagent_control: true,
+  message_images: true,
+  function_tools: true,
   // Not (yet) proven against the real binary, or not offered by this adapter: refused before any native call.
   subagent_observations: false,
   local_environment: false,
@@ -42,9 +44,7 @@ export const claudeCodeCapabilities: AgentKindCapabilities = {
   text_verbosity: false,
   structured_output: false,
   tool_search: false,
-  message_images: false,
   function_result_images: false,
-  function_tools: false,
   mcp_http_tools: false,
   mcp_http_required: false,
   mcp_http_bearer_auth: false

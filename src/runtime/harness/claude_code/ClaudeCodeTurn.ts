@@ -16,14 +16,13 @@
  * event can never reach a successor.
  */
 import { Deferred, Effect } from "effect"
-import type { InteractionId } from "../../../proto/Ids.js"
+import { type InteractionId, unsafeMake } from "../../../proto/Ids.js"
 import type { DonePayload, Usage } from "../../../proto/RunEvents.js"
 import {
   NativeFailed,
   NativeRejected,
   NativeUnknown,
   NotPending,
-  OperationUnsupported,
   type PermissionDecision,
   type Settlement,
   SettlementUnconfirmed,
@@ -35,6 +34,7 @@ import {
   type UserChoiceAnswer
 } from "../Harness.js"
 import { errorPayload } from "./ErrorTable.js"
+import type { FunctionCall } from "./FunctionServer.js"
 import { type ContentBlock, controlSuccess, type Json, type NativeMessage, userMessageLine } from "./StreamJson.js"
 import { makeInputLedger } from "./InputLedger.js"
 import { makeMessageStream } from "./MessageStream.js"
@@ -69,6 +69,8 @@ export interface ClaudeCodeTurn {
   /** The process ended (or the Executor closed) under the Turn. */
   readonly onLost: (reason: string) => Effect.Effect<void>
   readonly onInterruptReceipt: (stillQueued: ReadonlyArray<string>) => Effect.Effect<void>
+  /** A `tools/call` of a Core function (FunctionServer.ts): emitted as `function_call`, answered on its result. */
+  readonly onFunctionCall: (call: FunctionCall) => Effect.Effect<void>
   /** Writes the Run's input; the Turn owns the outcome from here on. */
   readonly submit: (input: ReadonlyArray<{ readonly content: SteerInput["input"][number]["content"] }>) => Effect.Effect<void>
 }
@@ -82,6 +84,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
     const asks = new Map<InteractionId, PendingInteraction>()
     const toolNames = new Map<string, string>()
     const toolResults = new Map<string, Deferred.Deferred<void, NativeFailed>>()
+    const calls = new Map<string, FunctionCall>()
     const state = {
       usage: emptyUsage as RunUsage,
       usageSeen: false,
@@ -109,6 +112,7 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
         const unapplied = new NativeFailed({ operation: "decision", reason: "the turn ended before the decision was applied" })
         for (const waiter of toolResults.values()) yield* Deferred.fail(waiter, unapplied)
         toolResults.clear()
+        calls.clear()
         permissions.clear()
         asks.clear()
         const reusable = outcome !== "lost" && state.reusable
@@ -332,8 +336,24 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
       }),
       cancellationOutcome: Effect.sync(snapshot),
       steerWithReceipt,
-      // function_tools is declared unsupported: the Runtime refuses before calling this.
-      submitFunctionResult: () => Effect.fail(new OperationUnsupported({ operation: "function_result" })),
+      submitFunctionResult: (result) =>
+        Effect.gen(function* () {
+          const call = calls.get(result.callId)
+          if (call === undefined || state.ended) return yield* new NotPending({ operation: "function_result" })
+          // function_result_images is declared false: the Runtime refuses image results before this point.
+          const content = result.content.flatMap((part) => (part.type === "input_text" ? [{ type: "text", text: part.text }] : []))
+          if (content.length !== result.content.length) {
+            return yield* new NativeFailed({ operation: "function_result", reason: "image results are not supported" })
+          }
+          calls.delete(result.callId)
+          const applied = yield* Deferred.make<void, NativeFailed>()
+          toolResults.set(call.toolUseId, applied)
+          yield* call.respond({ content, isError: !result.success }).pipe(
+            Effect.mapError((e) => new NativeFailed({ operation: "function_result", reason: e.reason }))
+          )
+          // The tool_result of that tool_use in the transcript is the native receipt.
+          yield* Deferred.await(applied)
+        }),
       decidePermission,
       answerUserChoice,
       awaitSettlement: Deferred.await(settled)
@@ -341,6 +361,15 @@ export const makeTurn = (host: TurnHost, sink: TurnSink) =>
 
     const result: ClaudeCodeTurn = {
       turn,
+      onFunctionCall: (call) =>
+        Effect.suspend(() => {
+          if (state.ended) return Effect.void
+          calls.set(call.toolUseId, call)
+          return sink.emit({
+            type: "function_call",
+            payload: { call_id: unsafeMake.callId(call.toolUseId), name: call.name, arguments: call.arguments as never }
+          })
+        }),
       onMessage,
       onLost: (reason) =>
         Effect.suspend(() => {

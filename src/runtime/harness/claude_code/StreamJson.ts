@@ -38,6 +38,8 @@ export type NativeMessage =
     readonly description: string | undefined
   }
   | { readonly type: "control_cancel_request"; readonly requestId: string }
+  /** A JSON-RPC message for an SDK MCP server we host (`initialize.sdkMcpServers`), to be answered in the response. */
+  | { readonly type: "mcp_message"; readonly requestId: string; readonly serverName: string; readonly message: Json }
   | { readonly type: "command_lifecycle"; readonly uuid: string; readonly state: string }
   | {
     readonly type: "init"
@@ -116,6 +118,10 @@ export const decodeLine = (line: string): NativeMessage => {
     case "control_request": {
       const requestId = str(m.request_id)
       const r = m.request
+      if (requestId !== undefined && isObject(r) && r.subtype === "mcp_message") {
+        const serverName = str(r.server_name)
+        return serverName === undefined || !isObject(r.message) ? other : { type: "mcp_message", requestId, serverName, message: r.message }
+      }
       if (requestId === undefined || !isObject(r) || r.subtype !== "can_use_tool") return other
       const toolName = str(r.tool_name)
       if (toolName === undefined) return other

@@ -16,6 +16,10 @@ export const observation = (name: string, input: Json | undefined, status: ToolO
     const command = typeof input?.command === "string" ? input.command : undefined
     return { kind: "command", status, name, ...(command === undefined ? {} : { command }) }
   }
+  // A Core function hosted by the daemon (FunctionServer.ts) is a function call, not an MCP tool.
+  if (name.startsWith("mcp__functions__")) {
+    return { kind: "function", status, name: name.slice("mcp__functions__".length), ...(input === undefined ? {} : { arguments: input }) }
+  }
   const mcp = /^mcp__([^_]+(?:_[^_]+)*)__(.+)$/.exec(name)
   if (mcp !== null) return { kind: "mcp", status, server: mcp[1]!, name: mcp[2]!, ...(input === undefined ? {} : { arguments: input }) }
   return { kind: "function", status, name, ...(input === undefined ? {} : { arguments: input }) }

@@ -153,6 +153,7 @@ export interface OpenedFile {
   readonly handle: FsP.FileHandle
   readonly size: number
   readonly mode: number
+  readonly mtimeMs: number
 }
 
 /**
@@ -173,7 +174,7 @@ export const openFileForRead = async (root: string, relative: string): Promise<O
       if (after.dev !== before.dev || after.ino !== before.ino) throw new SafeFsError("special_file")
       checkRegular(after)
       await verifyInside(root, handle)
-      return { handle, size: after.size, mode: after.mode }
+      return { handle, size: after.size, mode: after.mode, mtimeMs: after.mtimeMs }
     } catch (e) {
       await closeQuietly(handle)
       throw e
@@ -256,7 +257,9 @@ export const listDirectory = async (
         truncated = true
         break
       }
-      const stat = await attempt(() => FsP.lstat(fdPath(dir.fd, dirent.name))).catch((e: SafeFsError) => {
+      // The raw name bytes (latin1 round-trips them): a UTF-8 string path would re-encode a non-ASCII name.
+      const raw = Buffer.concat([Buffer.from(`${fdPath(dir.fd)}/`), Buffer.from(dirent.name, "latin1")])
+      const stat = await attempt(() => FsP.lstat(raw)).catch((e: SafeFsError) => {
         if (e.reason === "not_found") return undefined // removed while listing
         throw e
       })
