@@ -337,7 +337,8 @@ const make = (options: TurnsOptions) =>
           finished: yield* Deferred.make<void>()
         }
         active.set(a.turnId, a)
-        yield* FiberSet.run(runners, runTurn(a))
+        // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
+        yield* FiberSet.run(runners, runTurn(a).pipe(Effect.withLogSpan("turn")))
       })
 
     // Shutdown: end the connections first so running Turns settle (gateway_shutdown) and get recorded.
