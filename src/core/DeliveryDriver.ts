@@ -9,7 +9,7 @@
  *  4. consume Run events until `done` or loss of observation;
  *  5. to abandon before start send `execution_release`; after start only `prompt_cancel`.
  */
-import { Cause, Deferred, Effect, Exit, Option, Pull, Queue, Result, Stream } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Option, Pull, Queue, Result, Stream } from "effect"
 import { type Ids, Limits, type MessageInput, type Preparation } from "../proto/index.js"
 import type { DeviceSession, RunEvent } from "./DeviceSession.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
@@ -49,12 +49,17 @@ export interface Driver {
   readonly boundary: (type: Outcome.DispatchType) => Effect.Effect<boolean>
   /** True when more facts wait for the consumer than `factBuffer` allows. */
   readonly backlogFull: () => boolean
+  /** Waits for room below `factBuffer`; false when the consumer made no progress for the stall budget. */
+  readonly awaitRoom: Effect.Effect<boolean>
   readonly state: () => Outcome.TurnState
   readonly settled: Deferred.Deferred<Outcome.TurnResolution>
   readonly turnEnded: Deferred.Deferred<void>
   /** true once the start (or prompt_request) entered the send queue; false when it never will. */
   readonly runDispatched: Deferred.Deferred<boolean>
   readonly abandon: Deferred.Deferred<void>
+  /** How long step 2 waits for `ready` (or, after `failed{…cleanup_unconfirmed}`, for the confirmed release). */
+  readonly preparationTimeout: Duration.Duration
+  readonly cleanupConfirmTimeout: Duration.Duration
   phase: Phase
 }
 
@@ -117,13 +122,22 @@ const consumeRun = (d: Driver, runQueue: Subscription<RunEvent>) =>
       const exit = next.exit
       if (Exit.isSuccess(exit)) {
         if (d.backlogFull()) {
-          // The consumer of the facts fell behind its bound: stop observing rather than buffer without end.
-          overflowed = true
-          yield* Effect.logWarning("turn facts consumer fell behind; observation ended").pipe(
-            Effect.annotateLogs({ reason: "subscriber_overflow" })
-          )
-          yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
-          break
+          // Backpressure: wait until the facts' consumer makes room (meanwhile the Run's subscriber fills and
+          // the connection stops reading). Only a consumer that makes no progress for the stall budget is gone.
+          const room = yield* Effect.raceFirst(d.awaitRoom, Effect.as(Deferred.await(d.settled), true))
+          if (!room) {
+            overflowed = true
+            yield* Effect.logWarning("turn facts consumer made no progress within the stall budget; observation ended").pipe(
+              Effect.annotateLogs({ reason: "subscriber_overflow" })
+            )
+            yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
+            break
+          }
+          if (Deferred.isDoneUnsafe(d.settled)) {
+            // Settled while waiting (a cancellation receipt, the journal given up): the event is evidence only.
+            if (!d.backlogFull()) yield* d.record({ _tag: "RunEvent", event: exit.value })
+            break
+          }
         }
         yield* d.record({ _tag: "RunEvent", event: exit.value })
         if (exit.value.type === "done") break
@@ -194,14 +208,32 @@ export const preparedDriver = (
     const prepQueue = yield* Stream.toQueue(prepStream.success, { capacity: "unbounded" })
     if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return
 
-    // Step 2: preparing / ready.
+    // Step 2: preparing / ready, within the preparation budget (a failed admission whose cleanup is
+    // unconfirmed: within the cleanup budget for its confirmed release).
     let handle: Ids.AdmissionHandle | undefined
     let ready: Preparation.PreparationStatusPayload | undefined
+    let deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(d.preparationTimeout)
+    let cleanupWait = false
     while (ready === undefined) {
+      const remaining = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
       const next = yield* Effect.raceFirst(
-        Effect.map(takeExit(prepQueue), (exit) => ({ _tag: "Item" as const, exit })),
-        Effect.as(Deferred.await(d.abandon), { _tag: "Abandon" as const })
+        Effect.raceFirst(
+          Effect.map(takeExit(prepQueue), (exit) => ({ _tag: "Item" as const, exit })),
+          Effect.as(Deferred.await(d.abandon), { _tag: "Abandon" as const })
+        ),
+        Effect.as(Effect.sleep(Duration.millis(remaining)), { _tag: "Timeout" as const })
       )
+      if (next._tag === "Timeout") {
+        // Settles preparation_interrupted (or cleanup_unconfirmed); a known admission is released.
+        yield* Effect.logWarning("preparation not ready within its budget; abandoned").pipe(
+          Effect.annotateLogs({ request_id: plan.request_id, observation: "preparation_timeout", cleanup_pending: cleanupWait })
+        )
+        yield* d.record({ _tag: "PreparationObservationEnded", reason: "preparation_timeout" })
+        if (handle === undefined || cleanupWait) return
+        const release = Request.executionRelease(plan.request_id, handle)
+        if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", session.send(release.success))
+        return
+      }
       if (next._tag === "Abandon") return yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
       const exit = next.exit
       if (Exit.isFailure(exit)) {
@@ -215,6 +247,11 @@ export const preparedDriver = (
       yield* d.record({ _tag: "PreparationStatus", status })
       if (Projection.isResolved(d.state())) return
       if (status.state !== "rejected" && status.handle !== undefined) handle = status.handle
+      if (status.state === "failed" && !cleanupWait) {
+        // Still pending after `failed`: its cleanup is unconfirmed; wait a bounded time for the release.
+        cleanupWait = true
+        deadline = Math.min(deadline, (yield* Clock.currentTimeMillis) + Duration.toMillis(d.cleanupConfirmTimeout))
+      }
       if (status.state === "ready" && status.executor_id !== undefined && status.handle !== undefined) ready = status
     }
     if (d.phase === "abandoned") return yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)

@@ -4,7 +4,7 @@
  * `endObservation`). The driver (`DeliveryDriver.ts`) runs in the Turn's scope; the operations' waiters live
  * there too, so interrupting a caller only stops it observing.
  */
-import { Deferred, type Duration, Effect, Exit, Fiber, Option, Result, type Scope, type Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Result, type Scope, type Stream } from "effect"
 import type { Ids, MessageInput } from "../proto/index.js"
 import * as Cancellation from "./Cancellation.js"
 import type { Admitted } from "./CapabilityPolicy.js"
@@ -32,13 +32,33 @@ export interface DeliveryOptions {
   readonly durableDispatch?: boolean
   /**
    * How many facts may wait for the consumer (not yet confirmed with `durableDispatch`, otherwise not yet
-   * taken) before the Turn stops taking Run events: observation ends with `subscriber_overflow`. Default 4096.
+   * taken) before the Turn stops taking Run events and waits for room (backpressure down to the device's
+   * socket). Default 4096.
    */
   readonly factBuffer?: number
+  /**
+   * How long the Turn waits for room while its consumer confirms (or takes) nothing before it counts as gone:
+   * observation ends with `subscriber_overflow`. Default 60 s.
+   */
+  readonly factStallBudget?: Duration.Input
+  /**
+   * How long a prepared Turn waits for `ready` after `execution_prepare` was sent. Past it the Turn is
+   * abandoned (`execution_release` once a handle is known) and fails `preparation_interrupted` with the
+   * observation `preparation_timeout` (`delivery_unknown` when no status arrived at all). Default 10 min.
+   */
+  readonly preparationTimeout?: Duration.Input
+  /**
+   * After `failed` with `cleanup_unconfirmed` / `executor_cleanup_unconfirmed`, how long the Turn waits for
+   * the confirmed release (`released` / `expired`: `preparation_failed`, `detail: cleanup_confirmed`) before it
+   * fails `cleanup_unconfirmed` (observation `preparation_timeout`). Default 60 s.
+   */
+  readonly cleanupConfirmTimeout?: Duration.Input
 }
 
 /** Default bound of the facts waiting for their consumer. */
 export const DefaultFactBuffer = 4096
+/** Default time a consumer of the facts may make no progress while the bound is reached. */
+export const DefaultFactStallBudget: Duration.Duration = Duration.seconds(60)
 /** What `cancel` did. */
 export type CancelResult =
   | { readonly _tag: "Abandoned" } // before start: no Run input was submitted; execution_release sent when a handle was known
@@ -124,11 +144,14 @@ export const makeTurn = (
       record,
       boundary: journal.boundary,
       backlogFull: journal.backlogFull,
+      awaitRoom: journal.awaitRoom(Duration.fromInputUnsafe(options.factStallBudget ?? DefaultFactStallBudget)),
       state,
       settled,
       turnEnded: yield* Deferred.make<void>(),
       runDispatched: yield* Deferred.make<boolean>(),
       abandon: yield* Deferred.make<void>(),
+      preparationTimeout: Duration.fromInputUnsafe(options.preparationTimeout ?? Duration.minutes(10)),
+      cleanupConfirmTimeout: Duration.fromInputUnsafe(options.cleanupConfirmTimeout ?? Duration.seconds(60)),
       phase: initialPhase
     }
 

@@ -64,6 +64,13 @@ export class DeviceCredentials extends Context.Service<DeviceCredentials, {
     deviceId: string,
     credential: Redacted.Redacted<string>
   ) => Effect.Effect<DeviceRecord, CredentialRejected | CredentialStoreFailed>
+  /**
+   * Finds the device an active credential belongs to, without knowing the device id (bootstrap checks the
+   * whole credential this way before it reads a body). Fails with bad_credential when no active digest
+   * matches (or the device is revoked) and wrong_runtime_type for a device of another kind. Lookup is by
+   * the credential's SHA-256 digest: timing can reveal nothing but whether a digest exists.
+   */
+  readonly identify: (credential: Redacted.Redacted<string>) => Effect.Effect<DeviceRecord, CredentialRejected | CredentialStoreFailed>
   /** Creates (or replaces) the device's credential and returns it; only its digest is kept. */
   readonly issue: (deviceId: string) => Effect.Effect<Redacted.Redacted<string>, CredentialStoreFailed>
   /** Revokes the device's credential; later authentications fail with bad_credential. */
@@ -86,8 +93,7 @@ export class DeviceCredentials extends Context.Service<DeviceCredentials, {
             )
           )
         )
-        return DeviceCredentials.of({
-          authenticate: (deviceId, credential) =>
+        const authenticate = (deviceId: string, credential: Redacted.Redacted<string>) =>
             Effect.gen(function* () {
               const device = (yield* Ref.get(devices)).get(deviceId)
               if (device === undefined) return yield* new CredentialRejected({ code: "unknown_device" })
@@ -100,6 +106,16 @@ export class DeviceCredentials extends Context.Service<DeviceCredentials, {
                 return yield* new CredentialRejected({ code: "wrong_runtime_type" })
               }
               return { deviceId, ...device }
+            })
+        return DeviceCredentials.of({
+          authenticate,
+          identify: (credential) =>
+            Effect.gen(function* () {
+              const presented = digestCredential(credential)
+              let owner: string | undefined
+              for (const [deviceId, digest] of yield* Ref.get(digests)) if (digestsEqual(digest, presented)) owner = deviceId
+              if (owner === undefined) return yield* new CredentialRejected({ code: "bad_credential" })
+              return yield* authenticate(owner, credential)
             }),
           issue: (deviceId) =>
             Effect.gen(function* () {

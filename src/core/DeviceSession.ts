@@ -3,15 +3,30 @@
  * "Failures, retries and cleanup"). The gateway builds one per physical connection; a newer connection for
  * the same device replaces it, and the old session's observers end with `ObservationLost("replaced")`.
  *
- * Malformed-frame rule for this direction (Runtime → Core): an invalid heartbeat clears the admission snapshot
- * and closes the transport; a frame that fails decoding but names a Run or reply we observe fails that
- * observer with `ObservationLost("invalid_frame")` (its stream is incomplete); any other invalid frame is
- * dropped with a log line carrying code, type, id and size, never the payload.
+ * Malformed-frame policy for this direction (Runtime → Core), per message family (docs/wire-decisions.md G14).
+ * Every invalid frame counts against the connection's invalid-frame budget (G13: the first 8 per 60 s logged
+ * one line each with code, type, id and size — never the payload —, the rest summarized; the 65th closes
+ * with 1008 `invalid_frame`). On top of that:
+ *
+ * | family                                                          | a malformed frame …                                  |
+ * |-----------------------------------------------------------------|------------------------------------------------------|
+ * | heartbeat                                                       | clears the declaration, closes 1008 (`invalid_heartbeat`) |
+ * | delta, thinking, output_message, tool_call, error, done,        | fails its Run's observer with `invalid_run_frame`:   |
+ * | permission_request, prompt_for_user_choice, function_call       | the Turn ends `event_stream_incomplete` (the frame   |
+ * |                                                                 | proves delivery, whatever the preparation stream saw) |
+ * | usage, subagent_*, permission_cancel                            | is dropped (a later frame supersedes it, metadata,   |
+ * |                                                                 | or enforced natively); the Turn goes on              |
+ * | preparation_status                                              | fails its request's subscription (`invalid_frame`)   |
+ * | correlated replies (*_result, environment_*, prompt_steer_ack,  | fails the waiter it names (`invalid_frame`): that    |
+ * | interaction_decision_ack when matched)                          | operation's outcome is unknown                       |
+ * | anything without a usable type and id                           | is dropped                                           |
  *
  * This file declares the contract; the implementation (`make`) follows it below the types. Routing of inbound
  * frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
  * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
- * the declaration snapshot. The read loop never waits for a subscriber and does no work beyond decode + route.
+ * the declaration snapshot. The read loop does no work beyond decode + route; it waits only for room in a full
+ * Run subscriber (backpressure: nothing more is read from the socket meanwhile, and the liveness deadline
+ * does not run), at most `subscriberStallTimeout` without progress (Subscriptions.ts).
  */
 import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, type Scope, type Stream } from "effect"
 import { logVerdict, makeInvalidFrameBudget } from "./transport/internal/invalidFrames.js"
@@ -21,8 +36,9 @@ import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOv
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
 import type { GatewayConfigShape } from "./GatewayConfig.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
-import { type ReplyFamilies, type ReplyFamily, type ReplyKeyedById, replyTypesKeyedById } from "./ReplyFamilies.js"
-import { isRunEventType, type RunEvent } from "./RunEvent.js"
+import type { ReplyFamilies, ReplyFamily } from "./ReplyFamilies.js"
+import { failNamedObserver } from "./internal/malformedFrames.js"
+import type { RunEvent } from "./RunEvent.js"
 import { makePreparationRoutes, makeRunRoutes } from "./Subscriptions.js"
 import { closeCodeFor, type DeviceTransport, TransportEnded } from "./transport/DeviceTransport.js"
 
@@ -117,7 +133,6 @@ export interface SessionRunner {
   readonly run: Effect.Effect<ObservationLost>
 }
 
-const invalidFrame = new ObservationLost({ reason: "invalid_frame" })
 
 /**
  * Builds the session of one authenticated connection. Nothing is read until `run` starts; `send` and the
@@ -144,6 +159,9 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     let declaration: Option.Option<Declaration> = Option.none()
     // Liveness counts from the moment the connection was accepted, not from when reading starts.
     let lastInbound = clock.currentTimeMillisUnsafe()
+    // True while the read loop waits for room in a full Run subscriber: nothing is read then, so the
+    // liveness deadline does not run (it restarts once reading resumes).
+    let holding = false
     let ended: { readonly lost: ObservationLost; readonly code: number } | undefined
 
     /** Ends observation of everything on this connection, synchronously and once. */
@@ -202,7 +220,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     // ------------------------------------------------------------------------------------------ routing
 
     const handlers: Handlers = {
-      ...routeHandlers({ runs, preparations, replies }),
+      ...routeHandlers({ runs, preparations, replies, subscriberStallTimeout: config.subscriberStallTimeout }),
       heartbeat: (message) => {
         const payload = message.payload
         const next: Declaration = {
@@ -240,17 +258,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           Effect.annotateLogs(annotations)
         )
       }
-      let observerFailed = false
-      if (error.type !== undefined && error.id !== undefined) {
-        const { id, type } = error
-        if (isRunEventType(type)) observerFailed = runs.failFrame(type, id, invalidFrame)
-        else if (type === "preparation_status") observerFailed = preparations.fail(id, invalidFrame)
-        else if (replyTypesKeyedById.has(type)) observerFailed = replies.failKey(type as ReplyKeyedById, id, invalidFrame)
-        else if (type === "prompt_steer_ack") {
-          const prefix = `${id}\u0000`
-          observerFailed = replies.failWhere("prompt_steer_ack", (key) => key.startsWith(prefix), invalidFrame) > 0
-        }
-      }
+      const observerFailed = failNamedObserver({ runs, preparations, replies }, error)
       // Bounded logging, and a close past the threshold (transport/internal/invalidFrames.ts).
       const verdict = invalidFrameBudget.admit(error.code, clock.currentTimeMillisUnsafe())
       const logged = logVerdict(
@@ -294,7 +302,12 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           lastInbound = clock.currentTimeMillisUnsafe()
           for (let i = 0; i < frames.length && ended === undefined; i++) {
             const effect = handleFrame(frames[i]!)
-            if (effect !== undefined) yield* effect
+            if (effect !== undefined) {
+              holding = true
+              yield* effect
+              holding = false
+              lastInbound = clock.currentTimeMillisUnsafe()
+            }
             // One socket read can hold hundreds of small frames: let subscribers drain their bounded buffers
             // between slices instead of routing the whole burst first. The loop still never waits on a subscriber.
             if ((i + 1) % routeSlice === 0) yield* Effect.yieldNow
@@ -304,7 +317,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
 
       const livenessMs = Duration.toMillis(config.livenessTimeout)
       /** Milliseconds until the liveness deadline the last inbound frame set. */
-      const remaining = () => lastInbound + livenessMs - clock.currentTimeMillisUnsafe()
+      const remaining = () => (holding ? livenessMs : lastInbound + livenessMs - clock.currentTimeMillisUnsafe())
       // Sleeps to the deadline, again while inbound frames keep moving it; then closes (once).
       const liveness = Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, remaining())))).pipe(
         Effect.repeat({ until: () => ended !== undefined || remaining() <= 0 }),

@@ -12,7 +12,8 @@ export const ObservationLostReason = Schema.Literals([
   "replaced", // a newer connection for the same device fenced this one
   "invalid_heartbeat", // the Runtime sent an invalid declaration; Core closed the transport
   "liveness_timeout", // no inbound frame within 60 s
-  "invalid_frame", // a frame for this Run or reply failed decoding, so the stream is incomplete
+  "invalid_frame", // a frame for this reply or preparation failed decoding, or invalid frames closed the connection
+  "invalid_run_frame", // a frame naming this Run failed decoding: the Runtime sent it (the Run exists), the stream is incomplete
   "gateway_shutdown", // Core is shutting down
   "core_restarted" // recorded for Turns that were in flight when Core restarted
 ])

@@ -33,8 +33,16 @@ export interface GatewayConfigShape {
   readonly sendQueueCapacity: number
   /** Deadline of each socket write. Default 10 s; a write that fails or misses it closes the connection. */
   readonly writeDeadline: Duration.Duration
-  /** Events a Run subscriber buffers before it fails with `SubscriberOverflow`. Default 256. */
+  /**
+   * Events a Run subscriber buffers. Default 1024. When it is full the connection stops reading (backpressure)
+   * until the consumer takes one.
+   */
   readonly runSubscriptionBuffer: number
+  /**
+   * How long the read loop waits for room in a full Run subscriber before its consumer counts as gone (it
+   * fails with `SubscriberOverflow`). Default 60 s. The connection reads nothing meanwhile.
+   */
+  readonly subscriberStallTimeout: Duration.Duration
   /** Run subscriptions per connection. Default 1024; more are rejected with `SubscriptionRejected{capacity}`. */
   readonly maxRunSubscriptions: number
   /** Replies a Correlator waiter buffers. Default 16. */
@@ -99,6 +107,7 @@ export const makeConfig = (options: GatewayConfigOptions): Result.Result<Gateway
       sendQueueCapacity: options.sendQueueCapacity ?? Limits.CoreSendQueueCapacity,
       writeDeadline: options.writeDeadline ?? Limits.FrameWriteDeadline,
       runSubscriptionBuffer: options.runSubscriptionBuffer ?? 1024,
+      subscriberStallTimeout: options.subscriberStallTimeout ?? Duration.seconds(60),
       maxRunSubscriptions: options.maxRunSubscriptions ?? 1024,
       replyBuffer: options.replyBuffer ?? 16,
       maxReplyWaiters: options.maxReplyWaiters ?? 1024,

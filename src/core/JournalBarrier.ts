@@ -7,10 +7,12 @@
  * the consumer gave up (`refuse`), every boundary is refused and recorded `NotDispatched{journal_unavailable}`,
  * so the journal proves nothing left.
  *
- * The queue is never full: the driver stops taking Run events once `factBuffer` facts wait (`backlogFull`),
- * and what follows is bounded by the Turn's own operations.
+ * The queue is never full: the driver stops taking Run events once `factBuffer` facts wait (`backlogFull`)
+ * and waits for the consumer to make room (`awaitRoom`; the Run's subscriber then fills and the connection
+ * stops reading: backpressure down to the socket). What follows is bounded by the Turn's own operations.
+ * Only a consumer that confirms (or, without `durable`, takes) nothing for the stall budget counts as gone.
  */
-import { type Cause, Deferred, Effect, Exit, Queue, Stream } from "effect"
+import { type Cause, Deferred, type Duration, Effect, Exit, Queue, Stream } from "effect"
 import * as Projection from "./TurnProjection.js"
 import type { DispatchType, TurnFact } from "./TurnFact.js"
 import type { TurnResolution } from "./TurnOutcome.js"
@@ -30,6 +32,11 @@ export interface JournalBarrier {
   readonly journaled: Effect.Effect<void>
   /** True when more facts wait for the consumer than the bound allows. */
   readonly backlogFull: () => boolean
+  /**
+   * Waits until the backlog is below the bound: true then; false when the consumer made no progress (no fact
+   * confirmed, or taken without `durable`) for `stallBudget`.
+   */
+  readonly awaitRoom: (stallBudget: Duration.Duration) => Effect.Effect<boolean>
   /** Refuses every later boundary and the one waiting now. False when it already refused. */
   readonly refuse: () => boolean
   readonly state: () => Projection.TurnState
@@ -47,6 +54,15 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
     /** Facts recorded so far, and how many of them the consumer confirmed journaled. */
     let offered = 0
     let confirmed = 0
+    let taken = 0
+    /** Completed (and replaced) whenever the consumer makes progress. */
+    let progress = Deferred.makeUnsafe<void>()
+    const signalProgress = () => {
+      const done = progress
+      progress = Deferred.makeUnsafe<void>()
+      Deferred.doneUnsafe(done, Exit.void)
+    }
+    const backlog = () => (options.durable ? offered - confirmed : offered - taken)
     let refusing = false
     /** The boundary waiting for its fact's confirmation (the driver is sequential: at most one). */
     let barrier: { readonly index: number; readonly type: DispatchType; readonly go: Deferred.Deferred<boolean> } | undefined
@@ -70,7 +86,12 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
     }
 
     return {
-      facts: Stream.fromQueue(queue),
+      // Counted per array the consumer pulls (keeps the queue's chunks: the dev Core groups its writes by them).
+      facts: Stream.fromQueue(queue).pipe(Stream.mapArray((facts) => {
+        taken += facts.length
+        if (!options.durable) signalProgress()
+        return facts
+      })),
       append,
       record: (fact) => Effect.sync(() => void append(fact)),
       boundary: (type) =>
@@ -88,8 +109,20 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
       journaled: Effect.sync(() => {
         confirmed++
         if (barrier !== undefined && confirmed >= barrier.index) release(true)
+        if (options.durable) signalProgress()
       }),
-      backlogFull: () => (options.durable ? offered - confirmed : Queue.sizeUnsafe(queue)) >= options.factBuffer,
+      backlogFull: () => backlog() >= options.factBuffer,
+      awaitRoom: (stallBudget) =>
+        Effect.suspend(() => {
+          if (backlog() < options.factBuffer) return Effect.succeed(true)
+          return Deferred.await(progress).pipe(
+            Effect.as(true),
+            Effect.timeoutOrElse({ duration: stallBudget, orElse: () => Effect.succeed(false) })
+          )
+        }).pipe(
+          // Each wait ends at the consumer's next step; keep waiting while it progresses and the bound is reached.
+          Effect.repeat({ while: (progressed) => progressed && backlog() >= options.factBuffer })
+        ),
       refuse: () => {
         if (refusing) return false
         refusing = true
@@ -103,6 +136,7 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
       state: () => state,
       settled,
       close: () => {
+        signalProgress()
         release(false)
         Queue.endUnsafe(queue)
       }

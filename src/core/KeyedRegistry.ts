@@ -7,12 +7,15 @@
  *   key once the connection closed (`connection_closed`): nothing is registered then.
  * - Closing the caller's scope unregisters (only its own entry) and drops what was buffered; it settles nothing.
  * - `deliver` never waits: a full buffer fails that subscriber with `SubscriberOverflow` and removes it.
+ * - `tryDeliver` + `deliverWaiting` (the Run routes' backpressure) leave a full subscriber registered and wait
+ *   for room, at most `stallBudget`: a consumer that takes nothing for that long is gone, and fails with
+ *   `SubscriberOverflow` as above.
  * - `close` fails every subscriber with the connection's `ObservationLost` (the first reason wins).
  *
  * Everything runs on the read loop: each operation is a map lookup and a non-blocking offer.
  */
-import { Effect, type Scope } from "effect"
-import { type ObservationLost, SubscriptionRejected } from "./Errors.js"
+import { type Duration, Effect, type Scope } from "effect"
+import { type ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriber.js"
 
 /** A registered subscriber with the per-key routing state its table keeps (a revision cursor, …). */
@@ -29,6 +32,13 @@ export interface KeyedRegistry<A, S> {
   readonly get: (key: string) => Entry<A, S> | undefined
   /** Offers one item to the key's subscriber without waiting; an overflow removes it. */
   readonly deliver: (key: string, item: A) => Delivered
+  /** Like `deliver`, but a full buffer answers "full" and leaves the subscriber as it was. */
+  readonly tryDeliver: (key: string, item: A) => Delivered | "full"
+  /**
+   * Waits for room in the key's subscriber and delivers (after `tryDeliver` answered "full"). A subscriber
+   * that takes nothing within `stallBudget` fails with `SubscriberOverflow` and is removed ("overflow").
+   */
+  readonly deliverWaiting: (key: string, item: A, stallBudget: Duration.Duration) => Effect.Effect<Delivered>
   /** Ends the key's stream after what it buffered and removes it (a terminal item was delivered). */
   readonly end: (key: string) => void
   /** Fails the key's subscriber and removes it; false when none is registered. */
@@ -76,6 +86,36 @@ export const make = <A, S = undefined>(options: { readonly capacity: number; rea
       }
       return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
     },
+    tryDeliver: (key, item) => {
+      const entry = entries.get(key)
+      if (entry === undefined) return "no_subscriber"
+      switch (entry.subscriber.tryPush(item)) {
+        case "pushed":
+          return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
+        case "full":
+          return "full"
+        case "closed":
+          entries.delete(key)
+          return "no_subscriber"
+      }
+    },
+    deliverWaiting: (key, item, stallBudget) =>
+      Effect.suspend(() => {
+        const entry = entries.get(key)
+        if (entry === undefined) return Effect.succeed("no_subscriber" as const)
+        return entry.subscriber.offer(item).pipe(
+          Effect.map((offered): Delivered => (offered ? "delivered_backlogged" : "no_subscriber")),
+          Effect.timeoutOrElse({
+            duration: stallBudget,
+            orElse: () =>
+              Effect.sync((): Delivered => {
+                if (entries.get(key) === entry) entries.delete(key)
+                entry.subscriber.fail(new SubscriberOverflow({ capacity: options.buffer }))
+                return "overflow"
+              })
+          })
+        )
+      }),
     end: (key) => remove(key)?.subscriber.end(),
     fail: (key, error) => {
       const entry = remove(key)

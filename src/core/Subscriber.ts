@@ -1,8 +1,12 @@
 /**
- * A bounded, non-blocking subscriber (style guide §7.7): the read loop pushes into it synchronously and never
- * waits; the consumer reads a Stream. It never fabricates an item: it ends only when its owner ends it, and
- * fails with `SubscriberOverflow` when the consumer falls behind its buffer (what was buffered is still
- * delivered first) or with the error its owner gives (`ObservationLost`).
+ * A bounded subscriber (style guide §7.7): the read loop pushes into it and the consumer reads a Stream. It
+ * never fabricates an item: it ends only when its owner ends it, and fails with the error its owner gives
+ * (`ObservationLost`, or `SubscriberOverflow` for a consumer that fell behind).
+ *
+ * Two ways to push: `push` never waits (a full buffer fails the subscriber with `SubscriberOverflow`; what was
+ * buffered is still delivered first), for small reply and preparation buffers; `tryPush` + `offer` let the
+ * producer wait for room instead (the Run routes' backpressure: the read loop stops reading while a Run's
+ * consumer catches up, see `Subscriptions.ts`).
  */
 import { Cause, Effect, Queue, Stream } from "effect"
 import { type ObservationLost, SubscriberOverflow } from "./Errors.js"
@@ -10,13 +14,17 @@ import { type ObservationLost, SubscriberOverflow } from "./Errors.js"
 /** How a subscriber's stream fails. */
 export type SubscriptionError = ObservationLost | SubscriberOverflow
 
-/** A bounded, non-blocking subscriber: the producer side is synchronous, the consumer side a Stream. */
+/** A bounded subscriber: the producer side is synchronous (or waits for room), the consumer side a Stream. */
 export interface Subscriber<A> {
   /**
    * Offers one item without waiting. Returns false when the subscriber already ended; a full buffer fails the
    * subscriber with `SubscriberOverflow` (what was buffered is still delivered) and returns false.
    */
   readonly push: (item: A) => boolean
+  /** Offers one item without waiting and without failing: "full" leaves the subscriber as it was. */
+  readonly tryPush: (item: A) => "pushed" | "full" | "closed"
+  /** Waits for room and offers one item; false when the subscriber ended, failed or was shut down first. */
+  readonly offer: (item: A) => Effect.Effect<boolean>
   /** Ends the stream successfully after the buffered items. Idempotent. */
   readonly end: () => void
   /** Fails the stream after the buffered items. Idempotent; the first end or failure wins. */
@@ -32,7 +40,7 @@ export interface Subscriber<A> {
 
 /** A subscriber buffering at most `capacity` items. */
 export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>> =>
-  Effect.map(Queue.dropping<A, SubscriptionError | Cause.Done>(capacity), (queue) => {
+  Effect.map(Queue.bounded<A, SubscriptionError | Cause.Done>(capacity), (queue) => {
     const fail = (error: SubscriptionError) => {
       Queue.failCauseUnsafe(queue, Cause.fail(error))
     }
@@ -43,6 +51,11 @@ export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>
         fail(new SubscriberOverflow({ capacity }))
         return false
       },
+      tryPush: (item) => {
+        if (queue.state._tag !== "Open") return "closed"
+        return Queue.offerUnsafe(queue, item) ? "pushed" : "full"
+      },
+      offer: (item) => Effect.suspend(() => (queue.state._tag === "Open" ? Queue.offer(queue, item) : Effect.succeed(false))),
       end: () => {
         Queue.endUnsafe(queue)
       },

@@ -1,8 +1,14 @@
 /**
  * Subscriptions of one Runtime connection (protocol "Failures, retries and cleanup", "Preparation and
- * execution order"; style guide §7.7): bounded subscribers the read loop pushes into without ever waiting,
- * the Run routes (Run id → subscriber, interaction id → Run) and the preparation routes (request id →
- * subscriber with the per-handle revision rule).
+ * execution order"; style guide §7.7): bounded subscribers the read loop pushes into, the Run routes (Run id →
+ * subscriber, interaction id → Run) and the preparation routes (request id → subscriber with the per-handle
+ * revision rule).
+ *
+ * Backpressure (issue #17, a fast Turn never fails): a Run subscriber whose buffer is full makes the read loop
+ * wait for room (`route` answers "full", then `routeWaiting`), so the connection stops reading from its socket
+ * while that Run's consumer catches up. Only a consumer that takes nothing for the stall budget
+ * (`GatewayConfig.subscriberStallTimeout`, 60 s) is treated as gone: it fails with `SubscriberOverflow`.
+ * Preparation and reply subscribers never make the read loop wait (16 buffered each, bounded by the protocol).
  *
  * What a subscription never does: it never fabricates an `error` or a `done`. It ends successfully only on a
  * real terminal frame (`done` for a Run, a terminal state for a preparation). It fails with `ObservationLost`
@@ -12,7 +18,7 @@
  *
  * Everything here runs on the read loop: routing is synchronous (a map lookup and a non-blocking offer).
  */
-import { Effect, type Scope, type Stream } from "effect"
+import { type Duration, Effect, type Scope, type Stream } from "effect"
 import { Preparation, type Ids, type Messages } from "../proto/index.js"
 import { ObservationLost, type SubscriptionRejected } from "./Errors.js"
 import * as KeyedRegistry from "./KeyedRegistry.js"
@@ -31,8 +37,13 @@ export interface RunRoutes {
   readonly subscribe: (
     runId: Ids.RunId
   ) => Effect.Effect<Stream.Stream<RunEvent, SubscriptionError>, SubscriptionRejected, Scope.Scope>
-  /** Routes one decoded Run-scoped frame. A `done` ends the subscription after delivery. */
-  readonly route: (event: RunEvent) => RouteResult
+  /**
+   * Routes one decoded Run-scoped frame without waiting. A `done` ends the subscription after delivery.
+   * "full": the Run's buffer is full and nothing was delivered; the caller waits with `routeWaiting`.
+   */
+  readonly route: (event: RunEvent) => RouteResult | "full"
+  /** Waits for room in the Run's subscriber (at most `stallBudget` without progress), then routes like `route`. */
+  readonly routeWaiting: (event: RunEvent, stallBudget: Duration.Duration) => Effect.Effect<RouteResult>
   /** Fails the subscriber of the Run a frame names (Envelope.id of a Run frame, or an interaction id). */
   readonly failFrame: (type: string, id: string, error: SubscriptionError) => boolean
   /** Fails every subscriber and rejects new subscriptions. */
@@ -62,31 +73,46 @@ export const makeRunRoutes = (options: {
     for (const [interaction, run] of interactions) if (run === runId) interactions.delete(interaction)
   }
 
-  const deliver = (runId: string, event: RunEvent): RouteResult => {
-    const result = runs.deliver(runId, event)
-    if (event.type === "done" && (result === "delivered" || result === "delivered_backlogged")) {
+  /** What follows a delivery: a `done` ends the Run's routes, a permission request is remembered. */
+  const after = (runId: string, event: RunEvent, result: RouteResult | "full"): RouteResult | "full" => {
+    if (result !== "delivered" && result !== "delivered_backlogged") return result
+    if (event.type === "done") {
       runs.end(runId)
       forgetInteractionsOf(runId)
       return "delivered"
     }
+    if (event.type === "permission_request") remember(event.payload.request_id, runId)
     return result
+  }
+
+  /** The Run a frame belongs to (permission_cancel through the interaction map); consumes that route. */
+  const runOf = (event: RunEvent): string | undefined => {
+    if (event.type !== "permission_cancel") return event.id
+    const runId = interactions.get(event.id)
+    if (runId !== undefined) interactions.delete(event.id)
+    return runId
   }
 
   return {
     subscribe: (runId) => Effect.map(runs.subscribe(runId, undefined), (subscriber) => subscriber.stream),
     route: (event) => {
-      if (event.type === "permission_cancel") {
-        const runId = interactions.get(event.id)
-        if (runId === undefined) return "no_subscriber"
-        interactions.delete(event.id)
-        return deliver(runId, event)
-      }
-      const result = deliver(event.id, event)
-      if ((result === "delivered" || result === "delivered_backlogged") && event.type === "permission_request") {
-        remember(event.payload.request_id, event.id)
-      }
-      return result
+      const runId = event.type === "permission_cancel" ? interactions.get(event.id) : event.id
+      if (runId === undefined) return "no_subscriber"
+      const result = runs.tryDeliver(runId, event)
+      // A full buffer leaves everything as it was: the waiting route consumes the interaction route.
+      if (result === "full") return result
+      if (event.type === "permission_cancel") interactions.delete(event.id)
+      return after(runId, event, result)
     },
+    routeWaiting: (event, stallBudget) =>
+      Effect.suspend(() => {
+        const runId = runOf(event)
+        if (runId === undefined) return Effect.succeed("no_subscriber" as const)
+        return Effect.map(runs.deliverWaiting(runId, event, stallBudget), (result) => {
+          if (result === "overflow") forgetInteractionsOf(runId)
+          return after(runId, event, result) as RouteResult
+        })
+      }),
     failFrame: (type, id, error) => {
       const runId = type === "permission_cancel" ? interactions.get(id) : id
       if (runId === undefined || !runs.fail(runId, error)) return false
@@ -126,6 +152,11 @@ export interface PreparationRoutes {
   readonly size: () => number
 }
 
+/** `failed` with `cleanup_unconfirmed` / `executor_cleanup_unconfirmed`: the Runtime still owns the resource. */
+const cleanupPending = (status: PreparationStatus): boolean =>
+  status.state === "failed" &&
+  (status.error_code === "cleanup_unconfirmed" || status.error_code === "executor_cleanup_unconfirmed")
+
 export const makePreparationRoutes = (options: {
   readonly buffer: number
   readonly maxSubscriptions: number
@@ -148,7 +179,8 @@ export const makePreparationRoutes = (options: {
       entry.state = step.cursor
       const result = requests.deliver(requestId, status)
       if (result === "overflow" || result === "no_subscriber") return result
-      if (Preparation.isTerminalState(status.state)) requests.end(requestId)
+      // A `failed` whose cleanup is unconfirmed is followed by the confirmed release: keep routing.
+      if (Preparation.isTerminalState(status.state) && !cleanupPending(status)) requests.end(requestId)
       return "delivered"
     },
     fail: requests.fail,

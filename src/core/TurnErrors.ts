@@ -109,7 +109,12 @@ export class PreparationFailed extends Schema.TaggedError<PreparationFailed>()("
  * Why observation ended: a connection-level reason, this subscriber's own overflow, or `journal_unavailable`
  * (the dev Core stopped observing because it could not persist what it observed).
  */
-export const ObservationEnd = Schema.Literals([...ObservationLostReason.literals, "subscriber_overflow", "journal_unavailable"])
+export const ObservationEnd = Schema.Literals([
+  ...ObservationLostReason.literals,
+  "subscriber_overflow",
+  "journal_unavailable",
+  "preparation_timeout" // no ready (or confirmed release) within the preparation budget (DeliveryOptions)
+])
 export type ObservationEnd = typeof ObservationEnd.Type
 
 /**
@@ -125,6 +130,20 @@ export class PreparationUnknown extends Schema.TaggedError<PreparationUnknown>()
 }
 
 /** A request entered the send queue and observation ended before any reply proved delivery. The native effect is unknown. */
+/**
+ * The admission failed and the Runtime reported that its cleanup is not confirmed (`failed` with
+ * `cleanup_unconfirmed` / `executor_cleanup_unconfirmed`): the Runtime keeps ownership of the resource and
+ * retries; no confirmed release (`released` / `expired`) arrived while Core observed (`reason`). Nothing ran.
+ */
+export class PreparationCleanupUnconfirmed extends Schema.TaggedError<PreparationCleanupUnconfirmed>()(
+  "PreparationCleanupUnconfirmed",
+  { code: ErrorCodes.PreparationErrorCode, reason: ObservationEnd }
+) {
+  override get message() {
+    return `preparation failed (${this.code}); cleanup not confirmed (${this.reason})`
+  }
+}
+
 export class DeliveryUnknown extends Schema.TaggedError<DeliveryUnknown>()("DeliveryUnknown", {
   run_id: Schema.String,
   reason: ObservationEnd

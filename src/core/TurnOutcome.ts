@@ -22,6 +22,7 @@ import {
   ObservationEnd,
   type PreparationFailed,
   type PreparationRejected,
+  type PreparationCleanupUnconfirmed,
   type PreparationUnknown
 } from "./TurnErrors.js"
 
@@ -37,6 +38,7 @@ export const CoreErrorCode = Schema.Literals([
   "preparation_failed", // the admission failed or was released without Core asking (definite)
   "preparation_expired", // the admission expired before start (definite)
   "preparation_interrupted", // observation ended during preparation, before start was sent
+  "cleanup_unconfirmed", // the admission failed and its cleanup was not confirmed while Core observed
   "engine_failed", // the Run reported an execution error, then done
   "input_outcome_unknown", // an active input's outcome is unknown at the end of the Turn
   "cancel_unconfirmed", // cancellation sent and not proven
@@ -74,6 +76,18 @@ export const TurnOutcome = Schema.Struct({
 })
 export type TurnOutcome = typeof TurnOutcome.Type
 
+/**
+ * The outcome as session diagnostics show it (protocol "engine failure"): the engine category
+ * (`engine_error_code`, `engine_http_status`) is kept in the stored outcome but exposed only for a failed Turn
+ * whose Core error is `engine_failed`; for every other outcome it is subordinate evidence and left out.
+ */
+export const diagnosticOutcome = (outcome: TurnOutcome): TurnOutcome => {
+  if (outcome.status === "failed" && outcome.error_code === "engine_failed") return outcome
+  if (outcome.engine_error_code === undefined && outcome.engine_http_status === undefined) return outcome
+  const { engine_error_code: _code, engine_http_status: _status, ...rest } = outcome
+  return rest
+}
+
 /** Why a Turn stays unclaimed (nothing was executed; the Worker may retry it). */
 export type UnclaimedReason = "preparation_capacity" | "capabilities_undeclared" | "harness_unavailable"
 
@@ -87,6 +101,7 @@ export type TurnError =
   | PreparationRejected
   | PreparationFailed
   | PreparationUnknown
+  | PreparationCleanupUnconfirmed
   | DeliveryRefused
   | DeliveryUnknown
   | ExecutionUnknown

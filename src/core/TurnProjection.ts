@@ -37,6 +37,18 @@ export { initial, type TurnState }
 
 type CancelState = NonNullable<TurnState["cancel"]>
 
+/** `failed` codes that say the admission's cleanup is not confirmed yet (a release follows once it is). */
+export const isCleanupUnconfirmed = (code: ErrorCodes.PreparationErrorCode): boolean =>
+  code === "cleanup_unconfirmed" || code === "executor_cleanup_unconfirmed"
+
+/** A failed admission whose cleanup the Runtime then confirmed: a definite preparation failure. */
+const cleanupConfirmed = (s: TurnState, code: ErrorCodes.PreparationErrorCode): TurnState =>
+  settleFailed(
+    { ...s, cleanupPending: undefined },
+    { error_code: "preparation_failed", preparation_error_code: code, detail: "cleanup_confirmed" },
+    new PreparationFailed({ state: "failed", code })
+  )
+
 const onPreparation = (s: TurnState, status: Preparation.PreparationStatusPayload): TurnState => {
   const applied = Preparation.applyRevision(s.prepCursor, status)
   if (!applied.apply) return s
@@ -62,13 +74,22 @@ const onPreparation = (s: TurnState, status: Preparation.PreparationStatusPayloa
       )
     }
     case "failed":
+      // Cleanup not confirmed: the Runtime keeps ownership and retries; wait for the confirmed release.
+      if (code !== undefined && isCleanupUnconfirmed(code)) return { ...next, cleanupPending: code }
+      return settleFailed(
+        next,
+        { error_code: "preparation_failed", ...(code === undefined ? {} : { preparation_error_code: code }) },
+        new PreparationFailed({ state: status.state, ...(code === undefined ? {} : { code }) })
+      )
     case "released":
+      if (next.cleanupPending !== undefined) return cleanupConfirmed(next, next.cleanupPending)
       return settleFailed(
         next,
         { error_code: "preparation_failed", ...(code === undefined ? {} : { preparation_error_code: code }) },
         new PreparationFailed({ state: status.state, ...(code === undefined ? {} : { code }) })
       )
     case "expired":
+      if (next.cleanupPending !== undefined) return cleanupConfirmed(next, next.cleanupPending)
       return settleFailed(next, { error_code: "preparation_expired" }, new PreparationFailed({ state: "expired" }))
     default:
       return next
@@ -212,7 +233,9 @@ export const step = (s: TurnState, fact: TurnFact): TurnState => {
     case "RunEvent":
       return onRunEvent(s, fact.event)
     case "RunObservationEnded":
-      return observationEnded(s, fact.reason)
+      // A malformed frame naming the Run was still sent by the Runtime for this Run: it proves delivery, as
+      // `started` does, whichever subscription's fact was recorded first.
+      return observationEnded(fact.reason === "invalid_run_frame" ? { ...s, runEvidence: true } : s, fact.reason)
     case "CancelReceipt":
       return onCancelReceipt(s, fact.delivery_id, fact.ack)
     case "CancelUnconfirmed": {

@@ -42,7 +42,7 @@ import type {
   ExecutionStartPayload
 } from "../proto/Preparation.js"
 import { type AdmissionRecord, makeRecord, makeRoom, type NewRecord, statusSender } from "./AdmissionRecord.js"
-import { Background, Drain } from "./ConnectionServices.js"
+import { Background, Drain, WorkspaceGate } from "./ConnectionServices.js"
 import { Executors } from "./Executors.js"
 import { configurationFingerprint, fingerprint } from "./Fingerprint.js"
 import { missingCapability } from "./harness/Harness.js"
@@ -82,6 +82,7 @@ const makeAdmission = Effect.gen(function* () {
     const drain = yield* Drain
     const changed = (yield* StatusBoard).touch
     const binding = (yield* EnvironmentBinding).binding
+    const gate = yield* WorkspaceGate
     const records = new Map<PreparationRequestId, AdmissionRecord>()
     /** Preparation fibers and expiry timers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
@@ -183,7 +184,7 @@ const makeAdmission = Effect.gen(function* () {
             ? fork(locked(existing, republish(existing, trace)))
             : reply("request_conflict")
         }
-        if (yield* drain.draining) return yield* reply("resource_unavailable")
+        if ((yield* drain.draining) || (yield* gate.busy)) return yield* reply("resource_unavailable")
         const config = payload.configuration
         const readOnly = config.workspace_read_only === true
         const found = yield* registry.get(config.agent_kind)

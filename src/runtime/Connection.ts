@@ -13,7 +13,7 @@ import { Deferred, Effect, Layer, Scope, Stream } from "effect"
 import { Admission } from "./Admission.js"
 import { AppliedDecisions } from "./Applied.js"
 import { Cancellation } from "./Cancellation.js"
-import { Background, Drain } from "./ConnectionServices.js"
+import { Background, Drain, WorkspaceGate } from "./ConnectionServices.js"
 import { DirectRuns } from "./DirectRuns.js"
 import { Dispatcher } from "./Dispatcher.js"
 import { Executors } from "./Executors.js"
@@ -51,7 +51,7 @@ export const ConnectionLayer = Dispatcher.layer.pipe(
     Functions.layer
   )),
   Layer.provideMerge(Runs.layer),
-  Layer.provideMerge(Layer.mergeAll(Outbound.layer, Background.layer, Drain.layer, RunLifecycle.layer, AppliedDecisions.layer)),
+  Layer.provideMerge(Layer.mergeAll(Outbound.layer, Background.layer, Drain.layer, WorkspaceGate.layer, RunLifecycle.layer, AppliedDecisions.layer)),
   Layer.provideMerge(Executors.layer)
 )
 

@@ -44,3 +44,31 @@ export class Drain extends Context.Service<Drain, {
     })
   )
 }
+
+/**
+ * Workspace mutations that exclude execution (protocol "Workspace operations": the Runtime excludes execution
+ * while it receives or applies a write; an export or write in progress refuses new preparations). Admission and
+ * direct Runs refuse new work (`resource_unavailable`) while `busy`.
+ */
+export class WorkspaceGate extends Context.Service<WorkspaceGate, {
+  readonly busy: Effect.Effect<boolean>
+  /** Marks one mutation in progress until the returned effect runs. */
+  readonly enter: Effect.Effect<Effect.Effect<void>>
+}>()("agentwire/runtime/WorkspaceGate") {
+  static readonly layer = Layer.sync(WorkspaceGate, () => {
+    let count = 0
+    return WorkspaceGate.of({
+      busy: Effect.sync(() => count > 0),
+      enter: Effect.sync(() => {
+        count++
+        let left = false
+        return Effect.sync(() => {
+          if (!left) {
+            left = true
+            count--
+          }
+        })
+      })
+    })
+  })
+}

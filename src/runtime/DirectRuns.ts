@@ -19,7 +19,7 @@ import { unsafeMake } from "../proto/Ids.js"
 import { StatusSendBudget } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
 import { configurationFingerprint } from "./Fingerprint.js"
-import { Background, Drain } from "./ConnectionServices.js"
+import { Background, Drain, WorkspaceGate } from "./ConnectionServices.js"
 import { Executors } from "./Executors.js"
 import { missingCapability } from "./harness/Harness.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
@@ -44,6 +44,7 @@ const makeDirectRuns = Effect.gen(function* () {
   const background = yield* Background
   const drain = yield* Drain
   const binding = (yield* EnvironmentBinding).binding
+  const gate = yield* WorkspaceGate
 
   /** error then done on a Run id that has no Run here (each send bounded like a status). */
   const refuse = (runId: RunId, reason: string, trace: string | undefined) =>
@@ -66,6 +67,7 @@ const makeDirectRuns = Effect.gen(function* () {
         return yield* Effect.logInfo("prompt_request for an active Run ignored").pipe(Effect.annotateLogs({ run_id: runId }))
       }
       if (yield* drain.draining) return yield* refuse(runId, "the runtime is shutting down", trace)
+      if (yield* gate.busy) return yield* refuse(runId, "a workspace write or export is in progress", trace)
       const found = yield* registry.get(payload.agent_kind)
       if (Option.isNone(found)) return yield* refuse(runId, "agent kind not available", trace)
       const harness = found.value

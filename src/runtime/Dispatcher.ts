@@ -28,10 +28,10 @@
  * traceparent, and in a local span otherwise; replies echo only a valid traceparent (`Outbound.withTrace`). A
  * trace never changes ownership and is never used as an id.
  *
- * `workspace_read` goes to the connection's `Workspace` service (workspace/Reads.ts).
+ * `workspace_read` and `workspace_write` go to the connection's `Workspace` service (workspace/Reads.ts, Writes.ts).
  *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; `workspace_write_result` rejected `write_unsupported`; `workspace_export_result` rejected `read_unsupported`
+ * rejected `runtime_preparation_unsupported`; `workspace_export_result` rejected `read_unsupported`
  * for `begin`, `resource_unavailable` for `next` (no such export), no reply for `cancel`; suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
@@ -136,8 +136,7 @@ const makeDispatcher = Effect.gen(function* () {
         payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
       }, m.trace)),
     workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
-    workspace_write: (m) =>
-      reply(withTrace({ type: "workspace_write_result", id: m.id, payload: { outcome: "rejected", error_code: "write_unsupported" } }, m.trace)),
+    workspace_write: (m) => workspace.write(m.id, m.payload, m.trace),
     workspace_export: (m) => {
       switch (m.payload.step) {
         case "begin":

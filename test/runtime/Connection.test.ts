@@ -135,7 +135,8 @@ describe("Dispatcher", () => {
       // Without an Environment binding there is nothing to read (test/runtime/workspace/Reads.test.ts).
       same((yield* next(core, "workspace_read_result")).payload, { outcome: "rejected", error_code: "resource_unavailable" })
       yield* core.toRuntime({ type: "workspace_write", id: unsafeMake.operationId("op-2"), payload: { step: "commit" } })
-      same((yield* next(core, "workspace_write_result")).payload, { outcome: "rejected", error_code: "write_unsupported" })
+      // A commit for a write never begun (test/runtime/workspace/Writes.test.ts).
+      same((yield* next(core, "workspace_write_result")).payload, { outcome: "rejected", error_code: "invalid_request" })
       yield* core.toRuntime({ type: "workspace_export", id: unsafeMake.operationId("op-3"), payload: { step: "begin", handle: unsafeMake.admissionHandle("h"), environment_id: "env" } })
       same((yield* next(core, "workspace_export_result")).payload, { outcome: "rejected", offset: 0, error_code: "read_unsupported" })
       yield* core.toRuntime({ type: "workspace_export", id: unsafeMake.operationId("op-3"), payload: { step: "next", offset: 65_536 } })

@@ -32,7 +32,7 @@ import {
   SubscriptionRejected
 } from "../../src/core/Errors.js"
 import { Gateway } from "../../src/core/Gateway.js"
-import { GatewayConfig } from "../../src/core/GatewayConfig.js"
+import { GatewayConfig, type GatewayConfigOptions } from "../../src/core/GatewayConfig.js"
 import { connectMemory, device, heartbeat as heartbeatFrame } from "./coreScriptedRuntime.js"
 
 // ---------------------------------------------------------------------------------------------- harness
@@ -303,6 +303,9 @@ export const makeFake = (options: FakeOptions = {}): Effect.Effect<Fake, never, 
 
 /** The gateway's layers for in-memory tests. */
 export const RealLayer = Gateway.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ publicUrl: "http://core.test" })))
+/** The same with gateway settings overridden. */
+export const RealLayerWith = (overrides: Partial<GatewayConfigOptions>) =>
+  Gateway.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ publicUrl: "http://core.test", ...overrides })))
 
 /**
  * The real DeviceSession over an in-memory socket, with a scripted Runtime. Declares `kinds` with a first
@@ -310,17 +313,24 @@ export const RealLayer = Gateway.layer.pipe(Layer.provideMerge(GatewayConfig.lay
  */
 export const makeReal = (
   kinds?: ReadonlyArray<Capabilities.AgentKindDescriptor>
-): Effect.Effect<CoreHarness, never, Scope.Scope | Gateway | GatewayConfig> =>
+): Effect.Effect<
+  CoreHarness & { readonly emitAll: (messages: ReadonlyArray<Messages.RuntimeToCore>) => Effect.Effect<void> },
+  never,
+  Scope.Scope | Gateway | GatewayConfig
+> =>
   Effect.gen(function*() {
     const connection = yield* connectMemory(device("device-1"))
     const log = yield* Ref.make<ReadonlyArray<Call>>([])
     const flush = yieldTimes(200)
-    const harness: CoreHarness = {
+    const harness = {
+      /** Sends every frame before letting the read loop run (one burst, as one socket read can hold). */
+      emitAll: (messages: ReadonlyArray<Messages.RuntimeToCore>) =>
+        Effect.andThen(Effect.forEach(messages, connection.runtime.send, { discard: true }), flush),
       session: recording(connection.session, log),
       calls: Ref.get(log),
       receive: connection.runtime.receive,
       poll: Effect.andThen(flush, connection.runtime.poll),
-      emit: (message) => Effect.andThen(connection.runtime.send(message), flush),
+      emit: (message: Messages.RuntimeToCore) => Effect.andThen(connection.runtime.send(message), flush),
       disconnect: Effect.andThen(connection.runtime.close(1006, "dropped"), flush),
       flush
     }

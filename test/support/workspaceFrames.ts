@@ -5,7 +5,8 @@
 import type { Messages } from "../../src/proto/index.js"
 import type { LocalEnvironment } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
-import type { WorkspaceReadPayload } from "../../src/proto/Workspace.js"
+import { createHash } from "node:crypto"
+import type { WorkspaceReadPayload, WorkspaceWritePayload } from "../../src/proto/Workspace.js"
 import { prepareFrame } from "./runtimeTestWire.js"
 
 /** `execution_prepare` with exactly the §7.1 read-only profile for `local`. */
@@ -27,3 +28,34 @@ export const bytesRead = (id: string, environmentId: string, path: string, maxBy
 
 export const dirRead = (id: string, environmentId: string, path: string, maxEntries: number, target: { handle?: string; run_id?: string } = { handle: "handle-1" }) =>
   readFrame(id, { ...target, environment_id: environmentId, path, max_bytes: 0, operation: "directory", max_entries: maxEntries } as never)
+
+export const SessionUuid = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+
+export const sha256Hex = (bytes: Uint8Array | string): string =>
+  createHash("sha256").update(typeof bytes === "string" ? Buffer.from(bytes) : bytes).digest("hex")
+
+export const writeBegin = (id: string, environmentId: string, path: string, body: Uint8Array | string, overrides: Partial<WorkspaceWritePayload> = {}): Messages.CoreToRuntime => ({
+  type: "workspace_write",
+  id: unsafeMake.operationId(id),
+  payload: {
+    step: "begin",
+    environment_id: environmentId,
+    session_id: SessionUuid,
+    path,
+    size_bytes: typeof body === "string" ? Buffer.byteLength(body) : body.length,
+    sha256: sha256Hex(body),
+    ...overrides
+  }
+})
+
+export const writeChunk = (id: string, offset: number, data: Uint8Array | string): Messages.CoreToRuntime => ({
+  type: "workspace_write",
+  id: unsafeMake.operationId(id),
+  payload: { step: "chunk", offset, data: Buffer.from(data).toString("base64") }
+})
+
+export const writeCommit = (id: string): Messages.CoreToRuntime => ({
+  type: "workspace_write",
+  id: unsafeMake.operationId(id),
+  payload: { step: "commit" }
+})

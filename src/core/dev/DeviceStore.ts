@@ -74,6 +74,8 @@ export class DeviceStore extends Context.Service<DeviceStore, {
     deviceId: string,
     credential: Redacted.Redacted<string>
   ) => Effect.Effect<DeviceRecord, CredentialRejected | StoreFailed>
+  /** The device an active credential belongs to, fully checked (see DeviceCredentials.identify). */
+  readonly identify: (credential: Redacted.Redacted<string>) => Effect.Effect<DeviceRecord, CredentialRejected | StoreFailed>
   /** Replaces the device's stored declaration with a connection's latest valid heartbeat. */
   readonly recordDeclaration: (
     deviceId: string,
@@ -156,6 +158,15 @@ const make = Effect.gen(function* () {
     return { deviceId, workspaceId: String(device.workspace_id), runtimeType } satisfies DeviceRecord
   })
 
+  /** The device an active credential belongs to (by digest), then the full check of `authenticate`. */
+  const identify = Effect.fn("DeviceStore.identify")(function* (credential: Redacted.Redacted<string>) {
+    const rows = yield* sql`SELECT device_id FROM device_credentials
+      WHERE digest = ${digestCredential(credential)} AND revoked_at_ms IS NULL`.pipe(storeFailed("authenticate"))
+    const owner = rows[0]
+    if (owner === undefined) return yield* new CredentialRejected({ code: "bad_credential" })
+    return yield* authenticate(String(owner.device_id), credential)
+  })
+
   const recordDeclaration = Effect.fn("DeviceStore.recordDeclaration")(function* (
     deviceId: string,
     connectionNumber: number,
@@ -236,6 +247,7 @@ const make = Effect.gen(function* () {
     issueCredential,
     revoke,
     authenticate,
+    identify,
     recordDeclaration,
     clearDeclaration,
     get: (deviceId) => Effect.map(load(Option.some(deviceId)), (rows) => Option.fromNullishOr(rows[0])),
@@ -258,6 +270,8 @@ export const credentialsLayer = Layer.effect(
     return DeviceCredentials.of({
       authenticate: (deviceId, credential) =>
         store.authenticate(deviceId, credential).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(failed(e.operation)()))),
+      identify: (credential) =>
+        store.identify(credential).pipe(Effect.catchTag("StoreFailed", (e) => Effect.fail(failed(e.operation)()))),
       issue: (deviceId) => store.issueCredential(deviceId).pipe(Effect.mapError(failed("issue_credential"))),
       revoke: (deviceId) => store.revoke(deviceId).pipe(Effect.asVoid, Effect.mapError(failed("revoke_credential")))
     })

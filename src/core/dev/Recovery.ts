@@ -39,28 +39,13 @@ import type { TurnPlan } from "./TurnRunner.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { storeFailed } from "./StoreErrors.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
-import { fromEntry } from "./TurnJournal.js"
+import { journalVerdict } from "./JournalOutcome.js"
 import { TurnStore } from "./TurnStore.js"
 
 export interface RecoveredTurn {
   readonly turnId: string
   /** `requeued` when the Turn stays unclaimed for another attempt. */
   readonly outcome: Outcome.TurnOutcome | "requeued"
-}
-
-/** The outcome of a Turn no delivery attempt of which began: nothing was sent. */
-const notDispatched: Outcome.TurnOutcome = {
-  status: "failed",
-  error_code: "delivery_failed",
-  detail: "core_restarted",
-  observation: "core_restarted"
-}
-
-/** The outcome of an attempt that began without any stored fact: a request may have left. */
-const attemptUnproven: Outcome.TurnOutcome = {
-  status: "failed",
-  error_code: "delivery_unknown",
-  observation: "core_restarted"
 }
 
 /** Reconciles every unfinished Turn as described above; succeeds with what it recorded. */
@@ -88,22 +73,18 @@ export const recoverUnfinishedTurns: Effect.Effect<
   const recovered: Array<RecoveredTurn> = []
   for (const turn of unfinished) {
     if (yield* ownedElsewhere(turn.deviceId)) continue
-    const entries = (yield* turns.events(turn.turnId, 0)).filter((e) => e.attempt === turn.attempt)
-    const facts = entries.flatMap((e) => Option.toArray(fromEntry(e)))
-    const resolution = Outcome.project(turn.runId, [...facts, { _tag: "RunObservationEnded", reason: "core_restarted" }])
+    const verdict = yield* journalVerdict(turns, turn, "core_restarted")
     yield* sql`UPDATE turn_inputs SET status = 'unknown' WHERE turn_id = ${turn.turnId} AND status IN ('sending', 'written')`.pipe(
       storeFailed("recover_inputs")
     )
     yield* sql`UPDATE interactions SET status = 'answered', outcome = 'unknown'
       WHERE turn_id = ${turn.turnId} AND status = 'answering'`.pipe(storeFailed("recover_interactions"))
-    if (resolution._tag === "Unclaimed") {
+    if (verdict === "requeued") {
       yield* sql`UPDATE turns SET status = 'queued' WHERE turn_id = ${turn.turnId}`.pipe(storeFailed("requeue_turn"))
       recovered.push({ turnId: turn.turnId, outcome: "requeued" })
       continue
     }
-    // Still pending: the journal holds no dispatch fact and no refusal of the latest attempt.
-    const outcome = resolution._tag === "Settled" ? resolution.outcome : turn.attempt === 0 ? notDispatched : attemptUnproven
-    if (yield* turns.complete(turn.turnId, outcome)) recovered.push({ turnId: turn.turnId, outcome })
+    if (yield* turns.complete(turn.turnId, verdict)) recovered.push({ turnId: turn.turnId, outcome: verdict })
   }
   if (recovered.length > 0) {
     yield* Effect.logWarning("reconciled Turns left unfinished by a previous process").pipe(

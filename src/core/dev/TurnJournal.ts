@@ -36,6 +36,11 @@ export interface JournalWriter {
    * proves it is stored.
    */
   readonly record: (fact: Outcome.TurnFact) => Effect.Effect<number, StoreFailed>
+  /**
+   * Persists several facts at the next seqs in one store statement (group commit), then publishes them in
+   * order. Success proves all are stored; a failure stores none.
+   */
+  readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>) => Effect.Effect<void, StoreFailed>
   /** Publishes a notice to live subscribers (not stored). */
   readonly notify: (event: "input" | "interaction", data: unknown) => Effect.Effect<void>
   /** Publishes the stored outcome (read back from the store) and retires the live hub. */
@@ -116,6 +121,14 @@ const make = Effect.gen(function* () {
           yield* Ref.set(seq, next)
           yield* PubSub.publish(hub, { _tag: "entry", seq: next, ...entry })
           return next
+        })),
+      recordAll: (facts) =>
+        lock.withPermit(Effect.gen(function* () {
+          const first = (yield* Ref.get(seq)) + 1
+          const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
+          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })))
+          yield* Ref.set(seq, first + facts.length - 1)
+          for (const entry of entries) yield* PubSub.publish(hub, { _tag: "entry", ...entry })
         })),
       notify: (event, data) => Effect.asVoid(PubSub.publish(hub, { _tag: "notice", event, data })),
       finish: Effect.gen(function* () {

@@ -19,18 +19,19 @@
  * settle with that observation reason and are recorded), then the runners get a bounded time to record, then
  * what is left is interrupted (such a Turn is reconciled at the next start).
  */
-import { Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Schedule, Stream } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Stream } from "effect"
 import { type Functions as FunctionsProto, Ids, type MessageInput } from "../../proto/index.js"
 import * as Delivery from "../Delivery.js"
 import type { DeviceSession } from "../DeviceSession.js"
-import type { ExecutionSpec } from "../ExecutionRequest.js"
+import { type ExecutionSpec, promptCancel } from "../ExecutionRequest.js"
 import * as Functions from "../Functions.js"
 import { Gateway } from "../Gateway.js"
 import * as Interactions from "../Interactions.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
+import { failureKind, makeDurable } from "./DurableWrites.js"
+import { journalVerdict } from "./JournalOutcome.js"
 import { SessionStore } from "./SessionStore.js"
-import type { StoreFailed } from "./StoreErrors.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { type InteractionKind, TurnStore } from "./TurnStore.js"
 
@@ -104,40 +105,8 @@ const make = (options: TurnsOptions) =>
     const stopping = yield* Deferred.make<void>()
     const retryDelay = Duration.fromInputUnsafe(options.retryDelay ?? Duration.seconds(1))
     const maxRetryDelay = Duration.fromInputUnsafe(options.maxRetryDelay ?? Duration.seconds(10))
-    const firstStoreRetry = Duration.fromInputUnsafe(options.storeRetryDelay ?? Duration.millis(100))
-    /** The retries after the first one: the delay keeps doubling from where the first wait left off, capped. */
-    const laterStoreRetries = Schedule.min([
-      Schedule.exponential(Duration.times(firstStoreRetry, 2), 2),
-      Schedule.spaced(Duration.fromInputUnsafe(options.maxStoreRetryDelay ?? Duration.seconds(5)))
-    ])
-    const stallBudget = Duration.fromInputUnsafe(options.journalStallBudget ?? Duration.seconds(30))
-
-    /**
-     * A store write of a Turn's runner, retried with capped backoff until it succeeds (never dropped; only
-     * shutdown interrupts it). When it keeps failing for the stall budget, the Turn's observation ends with
-     * `journal_unavailable` and an error is logged with the Turn id; the retries go on.
-     */
-    const durable = <A>(a: Active, operation: string, effect: Effect.Effect<A, StoreFailed>): Effect.Effect<A> =>
-      Effect.catch(effect, (first) =>
-        Effect.scoped(Effect.gen(function* () {
-          yield* Effect.logWarning("turn record not persisted yet; retrying").pipe(
-            Effect.annotateLogs({ turn_id: a.turnId, operation, store_operation: first.operation })
-          )
-          yield* Effect.forkScoped(Effect.sleep(stallBudget).pipe(Effect.andThen(stalled(a, operation))))
-          yield* Effect.sleep(firstStoreRetry)
-          const result = yield* Effect.retry(effect, laterStoreRetries).pipe(Effect.orDie) // the schedule never ends
-          yield* Effect.logInfo("turn record persisted after retrying").pipe(Effect.annotateLogs({ turn_id: a.turnId, operation }))
-          return result
-        })))
-
-    /** A write of this Turn kept failing for the stall budget: make it visible and stop observing the Turn. */
-    const stalled = (a: Active, operation: string) =>
-      Effect.gen(function* () {
-        yield* Effect.logError("turn record not persisted: the store stays unavailable; observation of the turn ends").pipe(
-          Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, operation, observation: "journal_unavailable" })
-        )
-        if (a.current !== undefined) yield* a.current.delivery.endObservation("journal_unavailable")
-      })
+    const durable = makeDurable(options, (a: Active) =>
+      a.current === undefined ? Effect.void : a.current.delivery.endObservation("journal_unavailable"))
 
     // -------------------------------------------------------------------------------------- facts
 
@@ -167,6 +136,26 @@ const make = (options: TurnsOptions) =>
             return yield* onRunEvent(a, writer, fact.event)
           default:
             return
+        }
+      })
+
+    /** The facts available at once, in order: runs of plain Run events grouped, every other fact alone. */
+    const onFacts = (a: Active, writer: JournalWriter, facts: ReadonlyArray<Outcome.TurnFact>, journaled: Effect.Effect<void>) =>
+      Effect.gen(function* () {
+        let i = 0
+        while (i < facts.length) {
+          let j = i
+          while (j < facts.length && isPlainRunEvent(facts[j]!)) j++
+          if (j > i) {
+            const group = facts.slice(i, j)
+            yield* durable(a, "journal", writer.recordAll(group))
+            for (let k = 0; k < group.length; k++) yield* journaled
+            i = j
+          } else {
+            yield* onFact(a, writer, facts[i]!)
+            yield* journaled
+            i++
+          }
         }
       })
 
@@ -300,7 +289,8 @@ const make = (options: TurnsOptions) =>
             )
             // One fact at a time: stored (and its records updated), then confirmed to the delivery layer,
             // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
-            yield* Stream.runForEach(delivery.facts, (fact) => Effect.andThen(onFact(a, writer, fact), delivery.journaled))
+            // Group commit: consecutive Run events that update no other record are stored in one statement.
+            yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled))
             return yield* delivery.resolution
           }))
           a.current = undefined
@@ -326,6 +316,43 @@ const make = (options: TurnsOptions) =>
         }
       }).pipe(Effect.annotateLogs({ turn_id: a.turnId }))
 
+    /**
+     * The runner failed (a defect: a fact that cannot be journaled, a bug). It never dies silently: the
+     * failure is logged (its kind only, never its text), the Turn's Run gets a best-effort abort, and the Turn
+     * settles on what its stored journal proves with `RunObservationEnded{journal_unavailable}`
+     * (`JournalOutcome.ts`), so the Session accepts new Turns and cancel answers `TurnNotActive`.
+     */
+    const runnerFailed = (a: Active, cause: Cause.Cause<unknown>) =>
+      Effect.gen(function* () {
+        const session = a.current?.session
+        a.current = undefined
+        yield* Effect.logError("turn runner failed; settling the turn from its journal").pipe(
+          Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, failure: failureKind(cause), observation: "journal_unavailable" })
+        )
+        const turn = yield* durable(a, "get", store.get(a.turnId))
+        const attempt = Option.match(turn, { onNone: () => 0, onSome: (t) => t.attempt })
+        const verdict = yield* durable(a, "journal_read", journalVerdict(store, { turnId: a.turnId, runId: a.runId, attempt }, "journal_unavailable"))
+        const outcome: Outcome.TurnOutcome = verdict === "requeued"
+          ? { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable", observation: "journal_unavailable" }
+          : verdict
+        if (session !== undefined && outcome.error_code !== undefined && outcome.error_code !== "delivery_failed") {
+          const abort = promptCancel(a.runId)
+          if (Result.isSuccess(abort)) yield* Effect.ignore(session.send(abort.success))
+        }
+        yield* finish(a, outcome, undefined)
+      }).pipe(
+        // Even this failing must not leave the Turn owned by a dead runner.
+        Effect.catchCause((second) =>
+          Cause.hasInterruptsOnly(second)
+            ? Effect.failCause(second)
+            : Effect.logError("turn runner failed and its outcome could not be recorded").pipe(
+              Effect.annotateLogs({ turn_id: a.turnId, failure: failureKind(second) }),
+              Effect.andThen(Effect.sync(() => active.delete(a.turnId))),
+              Effect.andThen(Deferred.succeed(a.finished, undefined))
+            )
+        )
+      )
+
     const launch = (plan: TurnPlan) =>
       Effect.gen(function* () {
         const a: Active = {
@@ -338,7 +365,9 @@ const make = (options: TurnsOptions) =>
         }
         active.set(a.turnId, a)
         // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
-        yield* FiberSet.run(runners, runTurn(a).pipe(Effect.withLogSpan("turn")))
+        yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : runnerFailed(a, cause)
+        ), Effect.withLogSpan("turn")))
       })
 
     // Shutdown: end the connections first so running Turns settle (gateway_shutdown) and get recorded.
@@ -357,3 +386,8 @@ const make = (options: TurnsOptions) =>
   })
 
 export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))
+
+/** A Run event that updates no record but the journal (interaction requests and withdrawals do). */
+const isPlainRunEvent = (fact: Outcome.TurnFact): boolean =>
+  fact._tag === "RunEvent" && !interactionTypes.has(fact.event.type)
+const interactionTypes: ReadonlySet<string> = new Set(["permission_request", "prompt_for_user_choice", "function_call", "permission_cancel"])

@@ -10,7 +10,7 @@
  * - The journal is append-only and ordered by `seq` (1, 2, …), one writer per Turn. It holds the Run frames
  *   as received (`frame`) and the delivery layer's other facts (`fact`), tagged with the delivery attempt.
  */
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
@@ -65,6 +65,11 @@ export class TurnStore extends Context.Service<TurnStore, {
   /** Writes the terminal outcome unless one is recorded already; succeeds with whether it wrote. */
   readonly complete: (turnId: string, outcome: TurnOutcome) => Effect.Effect<boolean, StoreFailed>
   readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed>
+  /** Appends several entries in one statement (group commit): all are stored, or none. */
+  readonly appendEvents: (
+    turnId: string,
+    events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
+  ) => Effect.Effect<void, StoreFailed>
   /** Journal entries after `afterSeq`, in order; only frames when `kind` is "frame". */
   readonly events: (turnId: string, afterSeq: number, kind?: JournalKind) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreFailed>
   readonly lastSeq: (turnId: string) => Effect.Effect<number, StoreFailed>
@@ -228,6 +233,21 @@ const make = Effect.gen(function* () {
           body_json: event.bodyJson,
           received_at_ms: at
         })
+      }`.pipe(storeFailed("append_event"))
+    }),
+    appendEvents: Effect.fn("TurnStore.appendEvents")(function* (turnId, events) {
+      if (!Arr.isReadonlyArrayNonEmpty(events)) return
+      const at = yield* now
+      yield* sql`INSERT INTO turn_events ${
+        sql.insert(Arr.map(events, (event) => ({
+          turn_id: turnId,
+          seq: event.seq,
+          attempt: event.attempt,
+          kind: event.kind,
+          type: event.type,
+          body_json: event.bodyJson,
+          received_at_ms: at
+        })))
       }`.pipe(storeFailed("append_event"))
     }),
     events: (turnId, afterSeq, kind) =>

@@ -3,7 +3,7 @@
  * operation proved (steer, cancel, answers). Plain data for the operator API; no behaviour.
  */
 import type { Schema } from "effect"
-import type * as Outcome from "../Outcome.js"
+import * as Outcome from "../Outcome.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import type { InputRecord, InteractionRecord, TurnRecord } from "./TurnStore.js"
 
@@ -18,7 +18,10 @@ export interface TurnView {
   readonly created_at_ms: number
   readonly dispatched_at_ms: number | null
   readonly completed_at_ms: number | null
-  /** The projected outcome once terminal (status, error_code, observation, engine_error_code, usage, …). */
+  /**
+   * The projected outcome once terminal (status, error_code, observation, usage, …); the engine category only
+   * for a failed Turn whose error is `engine_failed` (`Outcome.diagnosticOutcome`).
+   */
   readonly outcome: Outcome.TurnOutcome | null
 }
 
@@ -33,7 +36,7 @@ export const turnView = (turn: TurnRecord): TurnView => ({
   created_at_ms: turn.createdAtMs,
   dispatched_at_ms: turn.dispatchedAtMs ?? null,
   completed_at_ms: turn.completedAtMs ?? null,
-  outcome: turn.outcome ?? null
+  outcome: turn.outcome === undefined ? null : Outcome.diagnosticOutcome(turn.outcome)
 })
 
 export const inputView = (i: InputRecord) => ({

@@ -1,15 +1,15 @@
 /**
  * The inbound routing table of a device session (the header of `DeviceSession.ts` states the rules): Run
  * frames to the subscriber of their Run, preparation statuses to their request's subscription, reply
- * families to the one Correlator. Each handler returns the log line or yield it needs, or nothing; none ever
- * waits on a subscriber. The heartbeat handler stays with the session (it owns the declaration snapshot).
+ * families to the one Correlator. Each handler returns the log line or yield it needs, or nothing; only a Run
+ * frame whose subscriber is full waits (backpressure, bounded by the stall timeout; see Subscriptions.ts). The heartbeat handler stays with the session (it owns the declaration snapshot).
  */
-import { Effect } from "effect"
+import { type Duration, Effect } from "effect"
 import type { Messages } from "../../proto/index.js"
 import type { Correlator } from "../Correlator.js"
 import { type ReplyFamilies, type ReplyFamily, type ReplyKeyedById, steerAckKey } from "../ReplyFamilies.js"
 import type { RunEvent } from "../RunEvent.js"
-import type { PreparationRoutes, RunRoutes } from "../Subscriptions.js"
+import type { PreparationRoutes, RouteResult, RunRoutes } from "../Subscriptions.js"
 
 /** One handler per inbound message type (exhaustive). */
 export type Handlers = {
@@ -23,26 +23,44 @@ export interface SessionRoutes {
   readonly runs: RunRoutes
   readonly preparations: PreparationRoutes
   readonly replies: Correlator<ReplyFamilies>
+  /** How long the read loop waits for room in a full Run subscriber before that consumer counts as gone. */
+  readonly subscriberStallTimeout: Duration.Duration
 }
 
 /** Every handler but the heartbeat's. */
-export const routeHandlers = ({ preparations, replies, runs }: SessionRoutes): Omit<Handlers, "heartbeat"> => {
+export const routeHandlers = ({ preparations, replies, runs, subscriberStallTimeout }: SessionRoutes): Omit<Handlers, "heartbeat"> => {
   const dropped = (what: string, type: string, id: string, bytes: number) =>
     Effect.logDebug(what).pipe(Effect.annotateLogs({ type, id, bytes }))
 
+  const overflowed = (message: RunEvent, bytes: number) =>
+    Effect.logWarning("run subscriber took nothing within the stall timeout; its stream failed").pipe(
+      Effect.annotateLogs({ type: message.type, id: message.id, bytes })
+    )
+
+  const afterRoute = (message: RunEvent, bytes: number, result: RouteResult): Effect.Effect<void> | undefined => {
+    switch (result) {
+      case "delivered":
+        return undefined
+      // The subscriber is falling behind: give it a turn before routing the next frame.
+      case "delivered_backlogged":
+        return Effect.yieldNow
+      case "overflow":
+        return overflowed(message, bytes)
+      case "no_subscriber":
+      case "stale":
+        return dropped("run frame without subscriber dropped", message.type, message.id, bytes)
+    }
+  }
+
   const routeRun = (message: RunEvent, bytes: number) => {
     const result = runs.route(message)
-    if (result === "delivered") return undefined
-    // The subscriber is falling behind: give it a turn before routing the next frame. This slows this
-    // connection's routing to the consumer's pace without ever waiting on it; a consumer that does not run
-    // still overflows and fails with SubscriberOverflow.
-    if (result === "delivered_backlogged") return Effect.yieldNow
-    if (result === "overflow") {
-      return Effect.logWarning("run subscriber overflowed; its stream failed").pipe(
-        Effect.annotateLogs({ type: message.type, id: message.id, bytes })
-      )
-    }
-    return dropped("run frame without subscriber dropped", message.type, message.id, bytes)
+    if (result !== "full") return afterRoute(message, bytes, result)
+    // Backpressure: the Run's buffer is full. The read loop waits here, so nothing more is read from the
+    // socket until its consumer takes a frame (or is found gone after the stall timeout).
+    return Effect.flatMap(
+      runs.routeWaiting(message, subscriberStallTimeout),
+      (routed) => afterRoute(message, bytes, routed) ?? Effect.void
+    )
   }
 
   const routeReply = <F extends ReplyFamily>(family: F, key: string, message: ReplyFamilies[F], bytes: number) =>

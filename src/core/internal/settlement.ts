@@ -4,7 +4,7 @@
  * ways a Turn settles without a dedicated fact (`done` once nothing else owns the outcome; end of
  * observation). Every failed settlement carries its typed error, built here from structured evidence.
  */
-import type { Preparation, RunEvents } from "../../proto/index.js"
+import type { ErrorCodes, Preparation, RunEvents } from "../../proto/index.js"
 import {
   CancelUnconfirmed,
   DeliveryUnknown,
@@ -12,6 +12,7 @@ import {
   ExecutionUnknown,
   InputOutcomeUnknown,
   type ObservationEnd,
+  PreparationCleanupUnconfirmed,
   PreparationUnknown
 } from "../TurnErrors.js"
 import type { TurnError, TurnOutcome, TurnResolution } from "../TurnOutcome.js"
@@ -41,6 +42,8 @@ export interface TurnState {
   readonly abandoned: boolean
   readonly prepCursor: Preparation.RevisionCursor | undefined
   readonly prepSeen: boolean
+  /** The admission failed with a cleanup-unconfirmed code; a later `released` / `expired` confirms it. */
+  readonly cleanupPending: ErrorCodes.PreparationErrorCode | undefined
   /** A Run event, or `starting` / `started`, proved the Run received its input. */
   readonly runEvidence: boolean
   readonly done: RunEvents.DonePayload | undefined
@@ -66,6 +69,7 @@ export const initial = (runId: string): TurnState => ({
   abandoned: false,
   prepCursor: undefined,
   prepSeen: false,
+  cleanupPending: undefined,
   runEvidence: false,
   done: undefined,
   problem: undefined,
@@ -189,6 +193,14 @@ export const settleFromDone = (s: TurnState): TurnState => {
 export const observationEnded = (s: TurnState, reason: ObservationEnd): TurnState => {
   if (!isPending(s)) return s
   const run_id = s.runId
+  if (s.cleanupPending !== undefined) {
+    const code = s.cleanupPending
+    return settleFailed(
+      s,
+      { error_code: "cleanup_unconfirmed", preparation_error_code: code, observation: reason },
+      new PreparationCleanupUnconfirmed({ code, reason })
+    )
+  }
   if (s.cancel?.phase === "pending") {
     const delivery_id = s.cancel.delivery_id
     return settleFailed(

@@ -10,8 +10,10 @@
  *   (`owner` is always null: this gateway has no multi-pod owner lease).
  *
  * Unauthenticated callers learn nothing about which devices exist: an unknown device and a wrong credential are
- * both answered 401 `bad_credential` (Core's log keeps the difference). Bootstrap checks the credential's form
- * (`awdc_` prefix, at most 256 characters) before it reads a body, and the body must arrive within 10 s;
+ * both answered 401 `bad_credential` (Core's log keeps the difference). Bootstrap checks the whole credential
+ * (its form: `awdc_` prefix, at most 256 characters; then `DeviceCredentials.identify`: an active credential
+ * of an agent-daemon device) before it reads a body, and the body must arrive within 10 s (then the body's
+ * `device_id` must be that credential's device);
  * the server's header, request and pending-connection bounds are in `internal/connectionGuard.ts`.
  *
  * Every error is JSON `{error, detail}`. Only daemon credentials authenticate (Project API keys and the Core
@@ -42,7 +44,7 @@ export const websocketServerOptions = { maxPayload: Limits.MaxFrameBytes } as co
 
 /** Bootstrap request bodies larger than this are refused as `bad_json`. */
 export const MaxBootstrapBodyBytes = 64 * 1024
-/** A bootstrap body must arrive within this budget once its credential passed the form check. */
+/** A bootstrap body must arrive within this budget once its credential was checked. */
 export const BootstrapBodyTimeout: Duration.Duration = Duration.seconds(10)
 /** A presented credential longer than this cannot be a daemon credential. */
 export const MaxCredentialChars = 256
@@ -136,6 +138,25 @@ const rejectedResponse = (code: CredentialRejected["code"]) =>
 const logRejection = (code: CredentialRejected["code"] | "malformed_credential", deviceId: string) =>
   Effect.logInfo("device credential rejected").pipe(Effect.annotateLogs({ reason: code, device_id: Ids.printable(deviceId) }))
 
+/** The credential alone (no device id yet): the same answers as `authenticate`. */
+const checkCredential = (
+  credentials: DeviceCredentials["Service"],
+  credential: Redacted.Redacted<string>
+): Effect.Effect<DeviceRecord, HttpServerResponse.HttpServerResponse> =>
+  credentials.identify(credential).pipe(
+    Effect.catchCause((cause) => {
+      for (const reason of cause.reasons) {
+        if (reason._tag === "Fail" && reason.error._tag === "CredentialRejected") {
+          return logRejection(reason.error.code, "").pipe(Effect.andThen(Effect.fail(rejectedResponse(reason.error.code))))
+        }
+      }
+      return Effect.logError("credential check failed").pipe(
+        Effect.annotateLogs({ failure: describeStoreFailure(cause) }),
+        Effect.andThen(Effect.fail(errorResponse(500, "internal", "credential check failed")))
+      )
+    })
+  )
+
 const describeStoreFailure = (cause: Cause.Cause<CredentialRejected | CredentialStoreFailed>): string => {
   for (const reason of cause.reasons) {
     if (reason._tag === "Fail" && reason.error._tag === "CredentialStoreFailed") return `store failed (${reason.error.operation})`
@@ -168,13 +189,14 @@ const bootstrap = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
     if (request.method !== "POST") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
     const bearer = bearerOf(request)
     if (Option.isNone(bearer)) return yield* Effect.fail(errorResponse(401, "missing_bearer", "Authorization: Bearer required"))
-    // The credential's form is checked before any body is read: a caller without one cannot hold the socket
-    // open with a trickling body.
+    // The whole credential is checked before any body is read (its form, then the store: the device it
+    // belongs to): a caller without a valid one cannot hold the socket open with a trickling body.
     if (!isWellFormedCredential(bearer.value)) {
       return yield* logRejection("malformed_credential", "").pipe(
         Effect.andThen(Effect.fail(errorResponse(401, "bad_credential", "credential rejected")))
       )
     }
+    yield* checkCredential(deps.credentials, bearer.value)
     const text = yield* request.text.pipe(
       Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxBootstrapBodyBytes)),
       Effect.mapError(() => errorResponse(400, "bad_json", "the body could not be read (at most 64 KiB)")),

@@ -6,12 +6,15 @@
  */
 import { Context, Effect, Layer } from "effect"
 import type { OperationId } from "../../proto/Ids.js"
-import type { WorkspaceReadPayload } from "../../proto/Workspace.js"
+import type { WorkspaceReadPayload, WorkspaceWritePayload } from "../../proto/Workspace.js"
 import { makeReads } from "./Reads.js"
+import { makeWrites } from "./Writes.js"
 
 export interface WorkspaceShape {
   /** Handles one `workspace_read`; returns at once (the native work and the reply run in connection fibers). */
   readonly read: (id: OperationId, payload: WorkspaceReadPayload, trace: string | undefined) => Effect.Effect<void>
+  /** Handles one `workspace_write` frame; returns at once. */
+  readonly write: (id: OperationId, payload: WorkspaceWritePayload, trace: string | undefined) => Effect.Effect<void>
   /** Reads whose native work has not finished. */
   readonly activeReads: Effect.Effect<number>
 }
@@ -22,7 +25,8 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("age
     Workspace,
     Effect.gen(function* () {
       const reads = yield* makeReads
-      return Workspace.of({ read: reads.read, activeReads: reads.active })
+      const writes = yield* makeWrites(reads.active)
+      return Workspace.of({ read: reads.read, write: writes.write, activeReads: reads.active })
     })
   )
 }

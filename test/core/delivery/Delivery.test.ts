@@ -1,11 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Option, Queue, Stream } from "effect"
+import { Duration, Effect, Fiber, Option, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Delivery from "../../../src/core/Delivery.js"
 import * as Outcome from "../../../src/core/Outcome.js"
 import { Ids, MessageInput, type Messages } from "../../../src/proto/index.js"
 import { allSupported, alwaysRequiredOnly, descriptor } from "../../support/capabilities.js"
-import { type CoreHarness, type Fake, makeFake, makeReal, RealLayer } from "../../support/coreFakeSession.js"
+import { type CoreHarness, type Fake, makeFake, makeReal, RealLayer, RealLayerWith } from "../../support/coreFakeSession.js"
 import { KIND, spec } from "../policy/fixtures.js"
 
 const REQ = Ids.unsafeMake.preparationRequestId("prep-1")
@@ -369,7 +369,7 @@ describe("Delivery", () => {
         })
       }))
 
-    it.effect("stops taking Run events once factBuffer facts wait for the consumer (subscriber_overflow)", () =>
+    it.effect("waits for room once factBuffer facts wait; a consumer that takes nothing for the 60 s stall budget is gone", () =>
       Effect.gen(function*() {
         const fake = yield* fakeWithKinds()
         // Six facts up to the start (Dispatching / Dispatched twice, preparing, ready), then room for two events.
@@ -379,6 +379,11 @@ describe("Delivery", () => {
           yield* fake.emit(delta(`d${n}`, n))
           yield* fake.flush
         }
+        // Just before the stall budget: the Turn waits (backpressure), nothing is decided.
+        yield* TestClock.adjust("59999 millis")
+        yield* fake.flush
+        assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
+        yield* TestClock.adjust("1 millis")
         assert.deepStrictEqual(yield* turn.resolution, {
           _tag: "Settled",
           outcome: { status: "failed", error_code: "event_stream_incomplete", observation: "subscriber_overflow" },
@@ -389,6 +394,102 @@ describe("Delivery", () => {
         assert.deepStrictEqual(facts.flatMap((f) => (f._tag === "RunEvent" && f.event.type === "delta" ? [f.event.payload.delta] : [])), ["d1", "d2"])
         assert.deepStrictEqual(facts.slice(8).map((f) => f._tag), ["RunObservationEnded", "Dispatched"])
       }))
+
+    it.effect("a slow consumer never fails the Turn: the connection waits, and every event arrives in order", () =>
+      Effect.gen(function*() {
+        const real = yield* makeReal(kinds)
+        const turn = yield* Delivery.deliverPrepared(real.session, plan, { factBuffer: 8, durableDispatch: true })
+        const facts: Array<Outcome.TurnFact> = []
+        // A consumer that confirms one fact per yield, far slower than the burst below.
+        const consumer = yield* Stream.runForEach(turn.facts, (fact) =>
+          Effect.sync(() => void facts.push(fact)).pipe(Effect.andThen(Effect.yieldNow), Effect.andThen(turn.journaled))
+        ).pipe(Effect.forkChild)
+        yield* prepareAndStart(real)
+        // 3,000 deltas in one burst: far more than the session's and the driver's buffers together.
+        const burst: Array<Messages.RuntimeToCore> = []
+        for (let n = 1; n <= 3000; n++) burst.push(delta(`d${n}`, n))
+        burst.push(done("all"))
+        yield* real.emitAll(burst)
+        assert.deepStrictEqual(yield* turn.result, { status: "completed", content: "all" })
+        yield* Fiber.join(consumer)
+        const deltas = facts.flatMap((f) => (f._tag === "RunEvent" && f.event.type === "delta" ? [f.event.payload.sequence] : []))
+        assert.deepStrictEqual(deltas, Array.from({ length: 3000 }, (_, i) => i + 1))
+      }).pipe(Effect.provide(RealLayerWith({ runSubscriptionBuffer: 16 }))))
+  })
+
+  describe("bounded wait for preparation statuses", () => {
+    const failedCleanup = (code: "cleanup_unconfirmed" | "executor_cleanup_unconfirmed") =>
+      status({ handle: HANDLE, executor_id: EXECUTOR, revision: 2, state: "failed", error_code: code })
+    const released = status({ handle: HANDLE, executor_id: EXECUTOR, revision: 3, state: "released" })
+    // The device stays connected without heartbeats for the whole budget.
+    const quietDevice = RealLayerWith({ livenessTimeout: Duration.hours(1) })
+
+    it.effect("a preparation that stays preparing ends preparation_interrupted after 10 min, and is released", () =>
+      Effect.gen(function*() {
+        const real = yield* makeReal(kinds)
+        const turn = yield* Delivery.deliverPrepared(real.session, plan)
+        assert.strictEqual((yield* real.receive).type, "execution_prepare")
+        yield* real.emit(preparing)
+        yield* TestClock.adjust("599999 millis")
+        yield* real.flush
+        assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
+        yield* TestClock.adjust("1 millis")
+        assert.deepStrictEqual(yield* turn.resolution, {
+          _tag: "Settled",
+          outcome: { status: "failed", error_code: "preparation_interrupted", observation: "preparation_timeout" },
+          error: new Outcome.PreparationUnknown({ reason: "preparation_timeout" })
+        })
+        const release = yield* real.receive
+        assert.deepStrictEqual([release.type, "id" in release ? release.id : "", release.payload], ["execution_release", REQ, { handle: HANDLE }])
+      }).pipe(Effect.provide(quietDevice)))
+
+    it.effect("failed with cleanup unconfirmed waits for the confirmed release: preparation_failed, cleanup_confirmed", () =>
+      Effect.gen(function*() {
+        const real = yield* makeReal(kinds)
+        const turn = yield* Delivery.deliverPrepared(real.session, plan)
+        assert.strictEqual((yield* real.receive).type, "execution_prepare")
+        yield* real.emit(preparing)
+        yield* real.emit(failedCleanup("executor_cleanup_unconfirmed"))
+        yield* TestClock.adjust("30 seconds")
+        yield* real.flush
+        // Not a plain failure yet: the Runtime still owns the resource.
+        assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
+        yield* real.emit(released)
+        assert.deepStrictEqual(yield* turn.resolution, {
+          _tag: "Settled",
+          outcome: {
+            status: "failed",
+            error_code: "preparation_failed",
+            preparation_error_code: "executor_cleanup_unconfirmed",
+            detail: "cleanup_confirmed"
+          },
+          error: new Outcome.PreparationFailed({ state: "failed", code: "executor_cleanup_unconfirmed" })
+        })
+      }).pipe(Effect.provide(quietDevice)))
+
+    it.effect("failed with cleanup unconfirmed and no release within 60 s ends cleanup_unconfirmed (nothing released by Core)", () =>
+      Effect.gen(function*() {
+        const real = yield* makeReal(kinds)
+        const turn = yield* Delivery.deliverPrepared(real.session, plan)
+        assert.strictEqual((yield* real.receive).type, "execution_prepare")
+        yield* real.emit(preparing)
+        yield* real.emit(failedCleanup("cleanup_unconfirmed"))
+        yield* TestClock.adjust("59999 millis")
+        yield* real.flush
+        assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
+        yield* TestClock.adjust("1 millis")
+        assert.deepStrictEqual(yield* turn.resolution, {
+          _tag: "Settled",
+          outcome: {
+            status: "failed",
+            error_code: "cleanup_unconfirmed",
+            preparation_error_code: "cleanup_unconfirmed",
+            observation: "preparation_timeout"
+          },
+          error: new Outcome.PreparationCleanupUnconfirmed({ code: "cleanup_unconfirmed", reason: "preparation_timeout" })
+        })
+        yield* expectNothingSent(real)
+      }).pipe(Effect.provide(quietDevice)))
   })
 
   describe("final admission check", () => {

@@ -128,6 +128,17 @@ describe("Outcome.project", () => {
       assert.strictEqual(settled([...started.slice(0, 5), lost("liveness_timeout")]).error_code, "event_stream_incomplete")
     })
 
+    it("treats a malformed frame naming the Run as proof of delivery, whichever subscription was recorded first", () => {
+      const expected: Outcome.TurnOutcome = { status: "failed", error_code: "event_stream_incomplete", observation: "invalid_run_frame" }
+      // `started` recorded before the Run observer's failure, and after it (the race between the two streams).
+      assert.deepStrictEqual(settled([...started, lost("invalid_run_frame")]), expected)
+      assert.deepStrictEqual(settled([...started.slice(0, 4), lost("invalid_run_frame"), ...started.slice(4)]), expected)
+      // Without any status after the start: still not delivery_unknown.
+      assert.deepStrictEqual(settled([...started.slice(0, 4), lost("invalid_run_frame")]), expected)
+      // A connection closed for invalid frames proves nothing about this Run.
+      assert.strictEqual(settled([...started.slice(0, 4), lost("invalid_frame")]).error_code, "delivery_unknown")
+    })
+
     it("records event_stream_incomplete with the overflow as the observation reason", () => {
       assert.deepStrictEqual(settled([...started, delta("x", 1), lost("subscriber_overflow")]), {
         status: "failed",
@@ -163,6 +174,23 @@ describe("Outcome.project", () => {
       const o = settled([...started, error("a", "rate_limit_exceeded"), error("b"), done()])
       assert.strictEqual(o.error_code, "engine_failed")
       assert.isUndefined(o.engine_error_code)
+    })
+
+    it("says cleanup is unconfirmed for a failed admission without its confirmed release (a restart too)", () => {
+      const failed = status(2, "failed", { error_code: "executor_cleanup_unconfirmed" })
+      assert.deepStrictEqual(Outcome.project(run, [sent("execution_prepare"), status(1, "preparing"), failed]), { _tag: "Pending" })
+      assert.deepStrictEqual(
+        settled([sent("execution_prepare"), status(1, "preparing"), failed, { _tag: "PreparationObservationEnded", reason: "core_restarted" }]),
+        { status: "failed", error_code: "cleanup_unconfirmed", preparation_error_code: "executor_cleanup_unconfirmed", observation: "core_restarted" }
+      )
+      assert.deepStrictEqual(settled([sent("execution_prepare"), status(1, "preparing"), failed, status(3, "expired")]), {
+        status: "failed",
+        error_code: "preparation_failed",
+        preparation_error_code: "executor_cleanup_unconfirmed",
+        detail: "cleanup_confirmed"
+      })
+      // Any other failed status is a plain, definite failure at once.
+      assert.strictEqual(settled([sent("execution_prepare"), status(1, "preparing"), status(2, "failed", { error_code: "preparation_failed" })]).error_code, "preparation_failed")
     })
 
     it("records preparation_interrupted when observation ends after a status and before start", () => {

@@ -50,6 +50,12 @@ const flakyTurnStore = Layer.effect(
           yield* Ref.update(outage.appends, (n) => n + 1)
           if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
           return yield* real.appendEvent(turnId, event)
+        }),
+      appendEvents: (turnId, events) =>
+        Effect.gen(function* () {
+          yield* Ref.update(outage.appends, (n) => n + 1)
+          if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
+          return yield* real.appendEvents(turnId, events)
         })
     })
   })
@@ -74,6 +80,31 @@ const setDown = (down: boolean) =>
   Effect.gen(function* () {
     yield* Ref.set((yield* Outage).down, down)
   })
+
+/** A store whose journal write of a `tool_call` frame with call id `poison` dies (a defect, not a StoreFailed). */
+const poisonedTurnStore = Layer.effect(
+  TurnStore,
+  Effect.gen(function* () {
+    const real = yield* TurnStore
+    return TurnStore.of({
+      ...real,
+      appendEvent: (turnId, event) =>
+        event.type === "tool_call" && event.bodyJson.includes("poison")
+          ? Effect.die(new RangeError("Maximum call stack size exceeded"))
+          : real.appendEvent(turnId, event),
+      appendEvents: (turnId, events) =>
+        events.some((event) => event.type === "tool_call" && event.bodyJson.includes("poison"))
+          ? Effect.die(new RangeError("Maximum call stack size exceeded"))
+          : real.appendEvents(turnId, events)
+    })
+  })
+).pipe(Layer.provide(store))
+const poisonedServices = Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(poisonedTurnStore),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store)
+)
 
 /** A connected scripted Runtime declaring the scripted kind, and a Session. */
 const setup = Effect.gen(function* () {
@@ -252,6 +283,74 @@ describe("Turns", () => {
         ["failed", "event_stream_incomplete", "disconnected"]
       )
     }).pipe(Effect.provide(services)))
+
+  it.effect("refuses Run frames nested 6,000 deep at decode: each settles its Turn, and the Session accepts the next", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      const deep = "[".repeat(6000) + "]".repeat(6000)
+      const cases: ReadonlyArray<readonly [string, (run: string) => string, ReadonlyArray<unknown>]> = [
+        ["tool_call args", (run) => `{"type":"tool_call","id":"${run}","payload":{"id":"t1","name":"sh","stage":"before","args":{"a":${deep}}}}`, ["failed", "event_stream_incomplete", "invalid_run_frame"]],
+        ["permission_request payload", (run) => `{"type":"permission_request","id":"${run}","payload":{"request_id":"p1","tool":"sh","title":"t","payload":{"a":${deep}}}}`, ["failed", "event_stream_incomplete", "invalid_run_frame"]],
+        ["function_call arguments", (run) => `{"type":"function_call","id":"${run}","payload":{"call_id":"c1","name":"f","arguments":${deep}}}`, ["failed", "event_stream_incomplete", "invalid_run_frame"]],
+        // A malformed usage is dropped (the next snapshot or done supersedes it): the Turn completes.
+        ["usage raw", (run) => `{"type":"usage","id":"${run}","payload":{"input_tokens":1,"raw":{"a":${deep}}}}`, ["completed", undefined, undefined]]
+      ]
+      let n = 0
+      for (const [label, frame, expected] of cases) {
+        n++
+        const started = yield* turns.start("s1", MessageInput.text("hello"))
+        // (The previous Turn's best-effort prompt_cancel may come first.)
+        let next = yield* runtime.receive
+        while (next.type === "prompt_cancel") next = yield* runtime.receive
+        const prepare = expectType(next, "execution_prepare")
+        for (const status of ready(prepare.id)) yield* runtime.send(status)
+        const start = expectType(yield* runtime.receive, "execution_start")
+        const run = start.payload.run_id
+        yield* runtime.sendRaw(frame(run))
+        yield* runtime.send(frames.done(run, "ok"))
+        const record = yield* turns.awaitOutcome(started.turn_id)
+        assert.deepStrictEqual([record.status, record.errorCode, record.observationReason], expected, label)
+        assert.strictEqual(yield* turns.listBySession("s1").pipe(Effect.map((list) => list.length)), n)
+      }
+      // Nothing of the nested payloads reached a log line; every refusal named its code.
+      assert.isFalse(logs.lines.some((line) => line.includes("[[[[")))
+      assert.strictEqual(logs.lines.filter((line) => line.includes("too_deep")).length, cases.length)
+    }).pipe(Effect.provide(Layer.merge(services, logs.layer)))
+  })
+
+  it.effect("a runner that dies on a fact settles its Turn from the journal, logs it, and the Session accepts new Turns", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* startDelivered(runtime)
+      yield* runtime.send(frames.delta("run-1", "partial", 1))
+      // Stored on its own (a group containing the poisoned frame is stored as a whole or not at all).
+      yield* flush
+      // The journal write of this frame dies (a defect, as a stack overflow in an encoder would).
+      yield* runtime.send({ type: "tool_call", id: Ids.unsafeMake.runId("run-1"), payload: { id: "poison", name: "sh", stage: "before" } })
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.deepStrictEqual(
+        [record.status, record.errorCode, record.observationReason],
+        ["failed", "event_stream_incomplete", "journal_unavailable"]
+      )
+      const errors = logs.lines.map((l) => JSON.parse(l)).filter((l) => l.level === "Error")
+      assert.deepStrictEqual(errors.map((l) => [l.message, l.annotations.turn_id, l.annotations.failure]), [
+        [["turn runner failed; settling the turn from its journal"], "turn-1", "RangeError"]
+      ])
+      assert.isFalse(logs.lines.some((l) => l.includes("Maximum call stack")))
+      // The Run gets a best-effort abort; a cancel is a conflict (the Turn is over), never an empty 503.
+      assert.deepStrictEqual(expectType(yield* runtime.receive, "prompt_cancel").id, "run-1")
+      const cancel = yield* Effect.flip(turns.cancel("turn-1"))
+      assert.strictEqual(cancel._tag, "OperatorConflict")
+      // The Session takes the next Turn.
+      const next = yield* turns.start("s1", MessageInput.text("again"))
+      assert.strictEqual(next.turn_id, "turn-2")
+      expectType(yield* runtime.receive, "execution_prepare")
+    }).pipe(Effect.provide(Layer.merge(poisonedServices, logs.layer)))
+  })
 
   it.effect("on shutdown records a running Turn with the observation gateway_shutdown, and leaves a queued one queued", () =>
     Effect.gen(function* () {

@@ -6,7 +6,7 @@
  * - an authenticated daemon WebSocket is never evicted;
  * - an idle socket and a slow-header socket are closed by the header timeout, a trickling body by the
  *   request timeout;
- * - a malformed credential is answered before any body byte is sent.
+ * - a malformed credential, and a well-formed one no device holds, is answered before any body byte is sent.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Option, Stream } from "effect"
@@ -120,5 +120,20 @@ describe("header, request and credential-first bounds", () => {
       yield* Effect.promise(() => answered)
       assert.match(raw.received(), /^HTTP\/1\.1 401/)
       assert.include(raw.received(), "bad_credential")
+    }).pipe(Effect.provide(serverWith({})))))
+
+  it.live("answers a well-formed credential that no device holds 401 before any body byte arrives", () =>
+    Effect.scoped(Effect.gen(function*() {
+      for (const bearer of ["awdc_not-a-credential-of-any-device", "x"]) {
+        const raw = yield* open()
+        const answered = new Promise<void>((resolve) => raw.socket.on("data", () => resolve()))
+        raw.socket.write(
+          "POST /api/v1/agent-daemon/bootstrap HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+            `Authorization: Bearer ${bearer}\r\nContent-Length: 1000\r\n\r\n{"device_id":`
+        )
+        yield* Effect.promise(() => answered)
+        assert.match(raw.received(), /^HTTP\/1\.1 401/, bearer)
+        assert.include(raw.received(), "bad_credential")
+      }
     }).pipe(Effect.provide(serverWith({})))))
 })

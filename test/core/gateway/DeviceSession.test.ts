@@ -3,7 +3,7 @@
  * subscriptions, send queue, liveness and write deadlines. Every timer runs on TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Layer, Option, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { steerAckKey } from "../../../src/core/DeviceSession.js"
 import { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "../../../src/core/Errors.js"
@@ -20,6 +20,7 @@ import {
   requestId,
   runId
 } from "../../support/coreScriptedRuntime.js"
+import { yieldTimes } from "../../support/coreFakeSession.js"
 import { captureLogs, collect, gatewayLayer, settle } from "./helpers.js"
 
 const lost = (reason: ObservationLost["reason"]) => new ObservationLost({ reason })
@@ -138,17 +139,42 @@ describe("DeviceSession Run subscriptions", () => {
       )
     }).pipe(Effect.provide(gatewayLayer())))
 
-  it.effect("fails a slow subscriber with SubscriberOverflow after its buffered events, without blocking the read loop", () =>
+  it.effect("holds the read loop while a Run subscriber is full; a consumer that takes nothing for the stall timeout is gone", () =>
     Effect.gen(function*() {
       const connection = yield* connectMemory(device("dev-1"))
       const slow = yield* connection.session.subscribeDurable(runId("run-1"))
       const other = yield* connection.session.subscribeDurable(runId("run-2"))
+      const otherEnded = yield* Deferred.make<void>()
+      const closed = yield* Deferred.make<void>()
+      yield* Effect.forkChild(Effect.andThen(connection.session.closed, Deferred.succeed(closed, undefined)))
+      const otherDone = yield* Effect.forkChild(Effect.tap(collect(other), () => Deferred.succeed(otherEnded, undefined)))
       for (let i = 1; i <= 3; i++) yield* connection.runtime.send(frames.delta("run-1", `d${i}`, i))
       yield* connection.runtime.send(frames.done("run-2"))
-      assert.deepStrictEqual((yield* collect(other)).items, [frames.done("run-2")])
+      yield* yieldTimes(100)
+      // Backpressure: d3 waits for room, so run-2's done behind it is not read yet. The liveness timeout (60 s)
+      // does not run while the read loop waits.
+      yield* TestClock.adjust("89999 millis")
+      yield* yieldTimes(100)
+      assert.isFalse(Deferred.isDoneUnsafe(otherEnded))
+      assert.isFalse(Deferred.isDoneUnsafe(closed))
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual((yield* Fiber.join(otherDone)).items, [frames.done("run-2")])
       const events = yield* collect(slow)
       assert.deepStrictEqual(events.items, [frames.delta("run-1", "d1", 1), frames.delta("run-1", "d2", 2)])
       assert.deepStrictEqual(events.exit, Exit.fail(new SubscriberOverflow({ capacity: 2 })))
+    }).pipe(Effect.provide(gatewayLayer({ runSubscriptionBuffer: 2, subscriberStallTimeout: Duration.seconds(90) }))))
+
+  it.effect("resumes reading as soon as a full Run subscriber's consumer takes a frame, losing nothing", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      const slow = yield* connection.session.subscribeDurable(runId("run-1"))
+      for (let i = 1; i <= 50; i++) yield* connection.runtime.send(frames.delta("run-1", `d${i}`, i))
+      yield* connection.runtime.send(frames.done("run-1"))
+      yield* yieldTimes(100)
+      // Nobody read yet and no time passed: the frames wait in the socket, none was dropped.
+      const events = yield* collect(slow)
+      assert.deepStrictEqual(events.exit, Exit.void)
+      assert.deepStrictEqual(events.items.map((e) => e.type === "delta" ? e.payload.sequence : 0), [...Array.from({ length: 50 }, (_, i) => i + 1), 0])
     }).pipe(Effect.provide(gatewayLayer({ runSubscriptionBuffer: 2 }))))
 
   it.effect("delivers a burst read in one socket read to a consuming subscriber without overflowing its buffer", () =>
@@ -190,7 +216,7 @@ describe("DeviceSession Run subscriptions", () => {
       assert.deepStrictEqual((yield* collect(run)).items, [frames.done("run-9", "second")])
     }).pipe(Effect.provide(gatewayLayer())))
 
-  it.effect("fails only the named Run with invalid_frame when its frame fails decoding", () =>
+  it.effect("fails only the named Run with invalid_run_frame when its delta fails decoding", () =>
     Effect.gen(function*() {
       const connection = yield* connectMemory(device("dev-1"))
       const broken = yield* connection.session.subscribeDurable(runId("run-1"))
@@ -200,9 +226,28 @@ describe("DeviceSession Run subscriptions", () => {
       yield* connection.runtime.send(frames.done("run-2"))
       const events = yield* collect(broken)
       assert.deepStrictEqual(events.items, [frames.delta("run-1", "ok", 1)])
-      assert.deepStrictEqual(events.exit, Exit.fail(lost("invalid_frame")))
+      assert.deepStrictEqual(events.exit, Exit.fail(lost("invalid_run_frame")))
       assert.deepStrictEqual((yield* collect(healthy)).items, [frames.done("run-2")])
       assert.isUndefined(connection.accepted.pollUnsafe())
+    }).pipe(Effect.provide(gatewayLayer())))
+
+  it.effect("applies the per-family policy: a malformed request ends its Run, a malformed usage or subagent frame is dropped", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      const ended = yield* connection.session.subscribeDurable(runId("run-1"))
+      const going = yield* connection.session.subscribeDurable(runId("run-2"))
+      // A permission_request without its request id ends run-1; run-2's malformed usage and subagent frame
+      // (and a malformed permission_cancel) are dropped and its stream goes on to done.
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "permission_request", id: "run-1", payload: { tool: "shell" } }))
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "usage", id: "run-2", payload: { input_tokens: "many" } }))
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "subagent_lifecycle", id: "run-2", payload: 7 }))
+      yield* connection.runtime.sendRaw(JSON.stringify({ type: "permission_cancel", id: 5 }))
+      yield* connection.runtime.send(frames.delta("run-2", "still here", 1))
+      yield* connection.runtime.send(frames.done("run-2"))
+      assert.deepStrictEqual((yield* collect(ended)).exit, Exit.fail(lost("invalid_run_frame")))
+      const rest = yield* collect(going)
+      assert.deepStrictEqual(rest.items, [frames.delta("run-2", "still here", 1), frames.done("run-2")])
+      assert.deepStrictEqual(rest.exit, Exit.void)
     }).pipe(Effect.provide(gatewayLayer())))
 
   it.effect("drops other invalid frames with a payload-free log line and keeps the connection", () => {

@@ -28,12 +28,14 @@ const memoryCredentials = DeviceCredentials.layerMemory({
 const recordingCredentials = (calls: Array<string>) =>
   Layer.succeed(DeviceCredentials, DeviceCredentials.of({
     authenticate: (id) => Effect.sync(() => void calls.push(id)).pipe(Effect.andThen(Effect.die("credential check reached"))),
+    identify: () => Effect.sync(() => void calls.push("identify")).pipe(Effect.andThen(Effect.die("credential check reached"))),
     issue: () => Effect.die("not used"),
     revoke: () => Effect.die("not used")
   }))
 
 const failingCredentials = Layer.succeed(DeviceCredentials, DeviceCredentials.of({
   authenticate: () => Effect.fail(new CredentialStoreFailed({ operation: "authenticate" })),
+  identify: () => Effect.fail(new CredentialStoreFailed({ operation: "authenticate" })),
   issue: () => Effect.die("not used"),
   revoke: () => Effect.die("not used")
 }))
@@ -181,6 +183,17 @@ describe("bootstrap", () => {
       assert.deepStrictEqual(logs.lines.filter((line) => /[\u0000-\u001f]/.test(JSON.parse(line).annotations?.device_id ?? "")), [])
     }).pipe(Effect.provide(server().pipe(Layer.provideMerge(logs.layer))))
   })
+
+  it.effect("checks the whole credential before the body: a credential no device holds is 401 whatever the body", () =>
+    Effect.gen(function*() {
+      for (const body of ["not json", "{}", JSON.stringify({ device_id: "dev-1" })]) {
+        const answer = yield* bootstrap(body, "Bearer awdc_held-by-no-device")
+        assert.deepStrictEqual([answer.status, asRefusal(answer).error], [401, "bad_credential"], body)
+      }
+      // A valid credential with a body that does not parse is the body's fault.
+      const valid = yield* bootstrap("not json")
+      assert.deepStrictEqual([valid.status, asRefusal(valid).error], [400, "bad_json"])
+    }).pipe(Effect.provide(server())))
 
   it.effect("never accepts a Project API key or the Core key as a daemon credential", () =>
     Effect.gen(function*() {

@@ -285,3 +285,85 @@ export const readPrefix = async (handle: FsP.FileHandle, max: number): Promise<{
 }
 
 export { O_CREAT, O_EXCL, O_NOFOLLOW, O_WRONLY }
+
+/** Why a destination cannot take a write (`write_rejected` reasons). */
+export type DestinationIssue = "destination_directory" | "unsafe_destination"
+
+export class DestinationRefused extends Error {
+  constructor(readonly issue: DestinationIssue) {
+    super(`workspace write: ${issue}`)
+  }
+}
+
+/** The destination's current state, checked without following it. */
+const checkDestination = async (dir: FsP.FileHandle, name: string): Promise<number | undefined> => {
+  try {
+    const s = await FsP.lstat(fdPath(dir.fd, name))
+    if (s.isDirectory()) throw new DestinationRefused("destination_directory")
+    if (!s.isFile()) throw new DestinationRefused("unsafe_destination")
+    return s.mode & 0o777
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOENT") return undefined
+    throw e instanceof DestinationRefused ? e : new SafeFsError(errnoReason(e))
+  }
+}
+
+export interface Staging {
+  /** The destination's directory (verified inside the root). */
+  readonly dir: FsP.FileHandle
+  readonly name: string
+  readonly tempName: string
+  readonly file: FsP.FileHandle
+}
+
+/**
+ * Creates the staging file for a write beside its destination: parents created as needed (each verified
+ * inside the root), the destination checked (a directory is `destination_directory`; a symlink, special file or
+ * a parent path leaving the root or naming a file is refused), then `tempName` created `O_EXCL | O_NOFOLLOW`.
+ */
+export const createStaging = async (root: string, relative: string, tempName: string): Promise<Staging> => {
+  const parts = components(relative, { allowRoot: false })
+  let dir: FsP.FileHandle
+  try {
+    dir = await openDirectoryChain(root, parts.slice(0, -1), { create: true, followLast: true })
+  } catch (e) {
+    if (e instanceof SafeFsError && e.reason === "not_directory") throw new DestinationRefused("destination_directory")
+    if (e instanceof SafeFsError && (e.reason === "escapes_root" || e.reason === "symlink")) throw new DestinationRefused("unsafe_destination")
+    throw e
+  }
+  try {
+    const name = parts[parts.length - 1]!
+    await checkDestination(dir, name)
+    const file = await attempt(() => FsP.open(fdPath(dir.fd, tempName), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600))
+    return { dir, name, tempName, file }
+  } catch (e) {
+    await closeQuietly(dir)
+    throw e
+  }
+}
+
+/**
+ * Installs a complete staging file: fsync, close, re-check the destination, copy an existing file's mode (else
+ * 0644), rename over the destination (atomic: the old file stays intact on any failure before it) and fsync the
+ * directory. `renamed` tells the caller whether the rename happened (an error after it is ambiguous).
+ */
+export const installStaging = async (staging: Staging, progress: { renamed: boolean }): Promise<void> => {
+  await attempt(() => staging.file.sync())
+  await attempt(() => staging.file.close())
+  const mode = await checkDestination(staging.dir, staging.name)
+  await attempt(() => FsP.chmod(fdPath(staging.dir.fd, staging.tempName), mode ?? 0o644))
+  await attempt(() => FsP.rename(fdPath(staging.dir.fd, staging.tempName), fdPath(staging.dir.fd, staging.name)))
+  progress.renamed = true
+  await attempt(() => staging.dir.sync())
+}
+
+/** Removes a staging file (already gone is fine) and closes its handles. */
+export const discardStaging = async (staging: Staging): Promise<void> => {
+  await staging.file.close().catch(() => undefined)
+  try {
+    await FsP.unlink(fdPath(staging.dir.fd, staging.tempName))
+  } catch (e) {
+    if ((e as { code?: string }).code !== "ENOENT") throw new SafeFsError(errnoReason(e))
+  }
+  await attempt(() => staging.dir.close())
+}

@@ -42,6 +42,18 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
         yield* Effect.flip(credentials.authenticate("dev-a", Redacted.make("awdc_wrong"))),
         new CredentialRejected({ code: "bad_credential" })
       )
+      // Without a device id (bootstrap, before the body): the credential names its own device.
+      assert.deepStrictEqual(yield* credentials.identify(credential), ok)
+      assert.strictEqual((yield* credentials.identify(other)).deviceId, "dev-b")
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.identify(Redacted.make("awdc_wrong"))),
+        new CredentialRejected({ code: "bad_credential" })
+      )
+      yield* credentials.revoke("dev-a")
+      assert.deepStrictEqual(
+        yield* Effect.flip(credentials.identify(credential)),
+        new CredentialRejected({ code: "bad_credential" })
+      )
     }).pipe(Effect.provide(store)))
 
   it.effect("refuses a revoked credential and a replaced one", () =>
@@ -114,6 +126,27 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       const inputs = yield* turns.inputs("t1")
       assert.deepStrictEqual(inputs.map((i) => [i.inputId, i.status, i.position]), [["in-1", "accepted", 1], ["in-2", "not_sent", undefined]])
       assert.strictEqual(Option.getOrThrow(yield* turns.get("t1")).inputCursor, 1)
+    }).pipe(Effect.provide(store)))
+
+  it.effect("appends a group of journal entries in one statement (group commit), in seq order", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      const group = Array.from({ length: 4100 }, (_, i) => ({
+        seq: i + 1,
+        attempt: 1,
+        kind: "frame" as const,
+        type: "delta",
+        bodyJson: JSON.stringify({ type: "delta", n: i + 1, text: "x".repeat(200) })
+      }))
+      yield* turns.appendEvents("t1", group)
+      yield* turns.appendEvents("t1", [])
+      const stored = yield* turns.events("t1", 0)
+      assert.deepStrictEqual(stored.map((e) => e.seq), group.map((e) => e.seq))
+      assert.strictEqual(stored[4099]!.bodyJson, group[4099]!.bodyJson)
+      assert.strictEqual(yield* turns.lastSeq("t1"), 4100)
     }).pipe(Effect.provide(store)))
 
   it.effect("writes a terminal outcome once and abandons pending interactions", () =>

@@ -1,0 +1,181 @@
+/**
+ * `workspace_write`, Runtime side (issue #13), over a real temporary workspace: begin/ready, acknowledged chunks
+ * at exact offsets, commit with SHA-256 verification, atomic install (the old file intact on every refusal, no
+ * staging file left), `write_rejected` reasons, capacity 1, admission exclusions, execution excluded while a
+ * write is in progress, and the 120 s budget (TestClock, just before and at the boundary).
+ */
+import * as Fs from "node:fs"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { adjust, connect, next, prepareFrame, processLayer, promptFrame, same, script, silent, text, until } from "../../support/runtimeTestWire.js"
+import { tempWorkspace, type TempWorkspace } from "../../support/workspaceDir.js"
+import { writeBegin, writeChunk, writeCommit } from "../../support/workspaceFrames.js"
+
+type Core = Effect.Success<ReturnType<typeof connect>>["core"]
+
+const result = (core: Core) => Effect.map(next(core, "workspace_write_result"), (f) => [f.id, f.payload] as const)
+
+/** No staging file anywhere in the workspace. */
+const noStaging = (ws: TempWorkspace) =>
+  assert.deepStrictEqual((Fs.readdirSync(ws.root, { recursive: true }) as Array<string>).filter((n) => n.includes(".agentwire-write-")), [])
+
+/** Runs a full transfer of `body` in 64 KiB chunks and returns the commit's reply. */
+const transfer = (core: Core, ws: TempWorkspace, id: string, path: string, body: Buffer) =>
+  Effect.gen(function* () {
+    yield* core.toRuntime(writeBegin(id, ws.local.id, path, body))
+    same(yield* result(core), [id, { outcome: "ready" }])
+    for (let offset = 0; offset < body.length; offset += 65536) {
+      const part = body.subarray(offset, offset + 65536)
+      yield* core.toRuntime(writeChunk(id, offset, part))
+      same(yield* result(core), [id, { outcome: "received", offset: offset + part.length }])
+    }
+    yield* core.toRuntime(writeCommit(id))
+    return (yield* result(core))[1]
+  })
+
+describe("workspace_write", () => {
+  it.effect("installs a body in acknowledged chunks, atomically replacing the old file and keeping its mode", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.mkdirSync(ws.at("notes"))
+      Fs.writeFileSync(ws.at("notes/old.txt"), "old content", { mode: 0o640 })
+      Fs.chmodSync(ws.at("notes/old.txt"), 0o640)
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const body = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251))
+        same(yield* transfer(core, ws, "w-1", "deep/new/file.bin", body), { outcome: "completed", size_bytes: 200_000 })
+        assert.isTrue(Buffer.compare(Fs.readFileSync(ws.at("deep/new/file.bin")), body) === 0)
+        same(yield* transfer(core, ws, "w-2", "notes/old.txt", Buffer.from("new content")), { outcome: "completed", size_bytes: 11 })
+        same(Fs.readFileSync(ws.at("notes/old.txt"), "utf8"), "new content")
+        same(Fs.statSync(ws.at("notes/old.txt")).mode & 0o777, 0o640)
+        same(yield* transfer(core, ws, "w-3", "empty.txt", Buffer.alloc(0)), { outcome: "completed", size_bytes: 0 })
+        same(Fs.readFileSync(ws.at("empty.txt")).length, 0)
+        noStaging(ws)
+        assert.isTrue(yield* silent(core))
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+    }))
+
+  it.effect("a digest mismatch, short body, wrong offset or oversize chunk is invalid_request; the old file stays intact", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("keep.txt"), "keep me")
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const invalid = { outcome: "rejected", error_code: "invalid_request" }
+        // Digest mismatch at commit.
+        yield* core.toRuntime(writeBegin("d-1", ws.local.id, "keep.txt", "abcd", { sha256: "0".repeat(64) }))
+        same(yield* result(core), ["d-1", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("d-1", 0, "abcd"))
+        same(yield* result(core), ["d-1", { outcome: "received", offset: 4 }])
+        yield* core.toRuntime(writeCommit("d-1"))
+        same(yield* result(core), ["d-1", invalid])
+        // Short body.
+        yield* core.toRuntime(writeBegin("d-2", ws.local.id, "keep.txt", "abcd"))
+        same(yield* result(core), ["d-2", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("d-2", 0, "ab"))
+        same(yield* result(core), ["d-2", { outcome: "received", offset: 2 }])
+        yield* core.toRuntime(writeCommit("d-2"))
+        same(yield* result(core), ["d-2", invalid])
+        // Wrong offset ends the write; a later frame for it is invalid_request too.
+        yield* core.toRuntime(writeBegin("d-3", ws.local.id, "keep.txt", "abcd"))
+        same(yield* result(core), ["d-3", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("d-3", 2, "ab"))
+        same(yield* result(core), ["d-3", invalid])
+        yield* core.toRuntime(writeChunk("d-3", 0, "ab"))
+        same(yield* result(core), ["d-3", invalid])
+        // More than declared.
+        yield* core.toRuntime(writeBegin("d-4", ws.local.id, "keep.txt", "ab"))
+        same(yield* result(core), ["d-4", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("d-4", 0, "abc"))
+        same(yield* result(core), ["d-4", invalid])
+        same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "keep me")
+        yield* adjust(0)
+        noStaging(ws)
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+    }))
+
+  it.effect("write_rejected with destination_directory or unsafe_destination; nothing is created outside the root", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      const out = yield* tempWorkspace
+      Fs.mkdirSync(ws.at("dir"))
+      Fs.writeFileSync(ws.at("file"), "x")
+      Fs.symlinkSync(ws.at("file"), ws.at("link"))
+      Fs.symlinkSync(out.root, ws.at("out"))
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const cases: Array<[string, string]> = [
+          ["dir", "destination_directory"],
+          ["file/below", "destination_directory"],
+          ["link", "unsafe_destination"],
+          ["out/escaped.txt", "unsafe_destination"]
+        ]
+        for (const [i, [path, reason]] of cases.entries()) {
+          yield* core.toRuntime(writeBegin(`r-${i}`, ws.local.id, path, "x"))
+          same(yield* result(core), [`r-${i}`, { outcome: "rejected", error_code: "write_rejected", reason }], path)
+        }
+        same(Fs.readdirSync(out.root), [])
+        same(Fs.readlinkSync(ws.at("link")), ws.at("file"))
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+    }))
+
+  it.effect("one write at a time; begin refused while anything else is live; execution excluded during a write", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        yield* core.toRuntime(writeBegin("a-1", "f4b2c1d0-9f8e-4a7b-b6c5-d4e3f2a1b0c9", "x.txt", "x"))
+        same(yield* result(core), ["a-1", { outcome: "rejected", error_code: "resource_unavailable" }])
+        yield* core.toRuntime(writeBegin("a-2", ws.local.id, "x.txt", "xy"))
+        same(yield* result(core), ["a-2", { outcome: "ready" }])
+        yield* core.toRuntime(writeBegin("a-2", ws.local.id, "x.txt", "xy"))
+        yield* core.toRuntime(writeBegin("a-3", ws.local.id, "y.txt", "y"))
+        same(yield* result(core), ["a-3", { outcome: "rejected", error_code: "write_capacity" }])
+        // Execution is excluded while the write is received.
+        yield* core.toRuntime(prepareFrame("prep-1"))
+        same((yield* next(core, "preparation_status")).payload, {
+          revision: 0, state: "rejected", operation: "execution_prepare", error_code: "resource_unavailable"
+        })
+        yield* core.toRuntime(promptFrame("run-1", text("x")))
+        same((yield* until(core, "done")).map((f) => f.type), ["error", "done"])
+        yield* core.toRuntime(writeChunk("a-2", 0, "xy"))
+        same(yield* result(core), ["a-2", { outcome: "received", offset: 2 }])
+        yield* core.toRuntime(writeCommit("a-2"))
+        same(yield* result(core), ["a-2", { outcome: "completed", size_bytes: 2 }])
+        // A live Run refuses a begin.
+        yield* core.toRuntime(promptFrame("run-2", script([{ hang: true }])))
+        yield* adjust(0)
+        yield* core.toRuntime(writeBegin("a-4", ws.local.id, "z.txt", "z"))
+        same(yield* result(core), ["a-4", { outcome: "rejected", error_code: "resource_unavailable" }])
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        yield* core.toRuntime(writeBegin("u-1", ws.local.id, "x.txt", "x"))
+        same(yield* result(core), ["u-1", { outcome: "rejected", error_code: "resource_unavailable" }])
+      }).pipe(Effect.provide(processLayer()))
+    }))
+
+  it.effect("the 120 s transfer budget: nothing at 119.999 s, invalid_request at 120 s, staging removed, destination untouched", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("slow.txt"), "before")
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        yield* core.toRuntime(writeBegin("t-1", ws.local.id, "slow.txt", "abcdef"))
+        same(yield* result(core), ["t-1", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("t-1", 0, "abc"))
+        same(yield* result(core), ["t-1", { outcome: "received", offset: 3 }])
+        yield* adjust("119999 millis")
+        assert.isTrue(yield* silent(core))
+        yield* adjust("1 millis")
+        same(yield* result(core), ["t-1", { outcome: "rejected", error_code: "invalid_request" }])
+        yield* core.toRuntime(writeChunk("t-1", 3, "def"))
+        same(yield* result(core), ["t-1", { outcome: "rejected", error_code: "invalid_request" }])
+        same(Fs.readFileSync(ws.at("slow.txt"), "utf8"), "before")
+        yield* adjust(0)
+        noStaging(ws)
+        // The write ended: a new one may begin.
+        same(yield* transfer(core, ws, "t-2", "slow.txt", Buffer.from("after")), { outcome: "completed", size_bytes: 5 })
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+    }))
+})
