@@ -16,6 +16,7 @@ import { makeOperatorCommands } from "./commands/operator.js"
 import { statusCommand } from "./commands/status.js"
 import { expandDaemonConfig } from "./DaemonConfigFile.js"
 import { teardown } from "./Exit.js"
+import * as Signals from "./Signals.js"
 import { examples, helpArgs, helpCommand, presenter } from "./Help.js"
 
 const operator = makeOperatorCommands({ defaultDataDir: defaultDataDir(Os.homedir()) })
@@ -53,6 +54,10 @@ const program = expandDaemonConfig(helpArgs(process.argv.slice(2))).pipe(
 
 // A closed terminal (SIGHUP) stops every command like SIGTERM does: the main fiber is interrupted and every
 // finalizer (children, temporary directories, confirmed cleanup) runs. runMain handles SIGINT and SIGTERM.
-process.on("SIGHUP", () => process.kill(process.pid, "SIGTERM"))
+Signals.install()
+process.on("SIGHUP", () => {
+  Signals.record("SIGHUP")
+  process.kill(process.pid, "SIGTERM")
+})
 
 NodeRuntime.runMain(program, { teardown })

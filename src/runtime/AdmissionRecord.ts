@@ -7,7 +7,7 @@
 import { Effect, Semaphore } from "effect"
 import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
 import type { PromptRequestPayload } from "../proto/Execution.js"
-import type { AdmissionHandle, PreparationRequestId, RunId } from "../proto/Ids.js"
+import { type AdmissionHandle, type PreparationRequestId, printable, type RunId } from "../proto/Ids.js"
 import { StatusSendBudget } from "../proto/Limits.js"
 import type { ControlOperation, PreparationStatusPayload } from "../proto/Preparation.js"
 import type { ExecutorEntry } from "./Executors.js"
@@ -81,13 +81,16 @@ export const statusSender = (outbound: OutboundShape, changed: Effect.Effect<voi
     trace: string | undefined,
     extra: { readonly handle?: AdmissionHandle; readonly executor_id?: ExecutorEntry["id"] } = {}
   ) =>
-    outbound.sendWithin(
-      withTrace({
-        type: "preparation_status",
-        id: requestId,
-        payload: { ...extra, revision: 0, state: "rejected", operation, error_code: code }
-      }, trace),
-      StatusSendBudget
+    Effect.logInfo("admission rejected").pipe(
+      Effect.annotateLogs({ request_id: printable(requestId), operation, error_code: code }),
+      Effect.andThen(outbound.sendWithin(
+        withTrace({
+          type: "preparation_status",
+          id: requestId,
+          payload: { ...extra, revision: 0, state: "rejected", operation, error_code: code }
+        }, trace),
+        StatusSendBudget
+      ))
     )
 
   /** Moves a record to `state` with the next revision and sends it. Call under the record's lock. */
@@ -110,8 +113,19 @@ export const statusSender = (outbound: OutboundShape, changed: Effect.Effect<voi
         ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
       }
       record.last = status
+      // Operator lines for the states that decide something (ready = admitted); the transient ones at debug.
+      const line = state === "preparing" || state === "starting" ? Effect.logDebug : Effect.logInfo
       return Effect.andThen(
-        changed,
+        Effect.andThen(
+          changed,
+          line(`admission ${state === "ready" ? "admitted (ready)" : state}`).pipe(Effect.annotateLogs({
+            request_id: printable(record.requestId),
+            handle: record.handle,
+            kind: record.entry.kind,
+            ...(record.runId === undefined ? {} : { run_id: record.runId }),
+            ...(extra.error_code === undefined ? {} : { error_code: extra.error_code })
+          }))
+        ),
         outbound.sendWithin(
           withTrace({ type: "preparation_status", id: record.requestId, payload: status }, extra.trace ?? record.trace),
           StatusSendBudget

@@ -14,9 +14,9 @@
  * Publishes the connection section of the StatusBoard, and the declared kinds from each heartbeat the
  * connection actually wrote. Logs carry `device_id`; never the credential or a payload.
  */
-import { Clock, Duration, Effect, Random, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Random, Schedule, Schema, Stream } from "effect"
 import { supportedNames } from "../proto/Capabilities.js"
-import type { DeviceId } from "../proto/Ids.js"
+import { type DeviceId, printable } from "../proto/Ids.js"
 import { CloseRuntimeRetired } from "../proto/Limits.js"
 import type { RuntimeToCore } from "../proto/Messages.js"
 import { ProtocolVersion } from "../proto/Version.js"
@@ -162,14 +162,49 @@ export const run = (
           ...extra
         } satisfies ConnectionStatus))
 
+    /** An info line whenever the declared kinds (and their availability) change, on the first heartbeat too. */
+    let declared = ""
+    const logDeclared = (kinds: ReadonlyArray<{ readonly kind: string; readonly available: boolean }>) =>
+      Effect.suspend(() => {
+        const text = kinds.map((k) => `${k.kind}${k.available ? "" : " (unavailable)"}`).join(", ")
+        if (text === declared) return Effect.void
+        declared = text
+        return Effect.logInfo("declared kinds").pipe(Effect.annotateLogs({ kinds: text === "" ? "none" : text }))
+      })
+
     /** Sends through the real transport; a heartbeat that was written updates the declared kinds. */
-    const observed = (transport: Transport["Service"]): Transport["Service"] =>
-      Transport.of({
+    const observed = (transport: Transport["Service"]): Transport["Service"] => {
+      const sendObserved = observedSend(transport)
+      return Transport.of({
         ...transport,
+        // Frames at debug: type, id and (inbound) size; never a payload.
+        inbound: Stream.tap(transport.inbound, (item) =>
+          item._tag === "Message"
+            ? Effect.logDebug("frame received").pipe(
+              Effect.annotateLogs({ type: item.message.type, id: frameId(item.message), bytes: item.bytes })
+            )
+            : Effect.void),
+        sendAll: (messages: ReadonlyArray<RuntimeToCore>) =>
+          Effect.tap(transport.sendAll(messages), () => Effect.forEach(messages, frameSent, { discard: true })),
         send: (message: RuntimeToCore) =>
+          Effect.tap(sendObserved(message), () => frameSent(message))
+      })
+    }
+
+    const frameSent = (message: RuntimeToCore) =>
+      Effect.logDebug("frame sent").pipe(Effect.annotateLogs({ type: message.type, id: frameId(message) }))
+
+    /** A frame's correlation id, bounded for a log line ("" when the type has none). */
+    const frameId = (message: { readonly type: string }): string => {
+      const id = (message as { readonly id?: unknown }).id
+      return typeof id === "string" ? printable(id) : ""
+    }
+
+    /** Sends through the real transport; a heartbeat that was written updates the declared kinds. */
+    const observedSend = (transport: Transport["Service"]) => (message: RuntimeToCore) =>
           message.type === "heartbeat"
             ? Effect.tap(transport.send(message), () =>
-              board.setKinds((message.payload.supported_agent_kinds ?? []).map((k) => {
+              logDeclared(message.payload.supported_agent_kinds ?? []).pipe(Effect.andThen(board.setKinds((message.payload.supported_agent_kinds ?? []).map((k) => {
                 const reason = k.available ? undefined : reasons.get(k.kind)
                 return {
                   kind: k.kind,
@@ -178,21 +213,24 @@ export const run = (
                   ...(reason === undefined ? {} : { unavailable_reason: reason }),
                   supported: [...supportedNames(k.capabilities)]
                 }
-              })))
+              })))))
             : transport.send(message)
-      })
 
     /** One physical connection in its own scope; returns after Connection.run returned (cleanup confirmed). */
     const attempt = () =>
       Effect.scoped(
         Effect.gen(function* () {
           const connected = yield* connector.connect
+          // Core logs the same connection_id (the X-Agentwire-Connection-Id header; docs/wire-decisions.md).
+          const byId = Effect.annotateLogs(connected.connectionId === undefined ? {} : { connection_id: connected.connectionId })
           const connectedAt = yield* Clock.currentTimeMillis
           yield* publish("connected")
           yield* Effect.logInfo("connected to Core").pipe(
-            Effect.annotateLogs({ heartbeat_interval_ms: Duration.toMillis(connected.heartbeatInterval) })
+            Effect.annotateLogs({ heartbeat_interval_ms: Duration.toMillis(connected.heartbeatInterval) }),
+            byId
           )
           const end = yield* (options.runConnection ?? Connection.run).pipe(
+            byId,
             Effect.provideService(Transport, observed(connected.transport)),
             Effect.provideService(ConnectionInfo, {
               deviceId: options.deviceId,
@@ -247,7 +285,9 @@ export const run = (
         Effect.catch(() => Effect.succeed([policy.maxDelay, policy.maxDelay] as const))
       )
       yield* publish("backoff", { next_attempt_ms: now + Duration.toMillis(delay) })
-      yield* Effect.logInfo("reconnecting after backoff").pipe(Effect.annotateLogs({ delay_ms: Duration.toMillis(delay) }))
+      yield* Effect.logInfo("reconnecting after backoff").pipe(
+        Effect.annotateLogs({ attempt: connectionNumber + 1, delay_ms: Duration.toMillis(delay) })
+      )
       yield* Effect.sleep(delay)
     }
   }).pipe(

@@ -17,7 +17,7 @@
  * Never does: report a local interruption (disconnect, device_shutdown, process exit) as a cancellation,
  * fabricate `error`/`done` when observation is lost, or release an Executor whose Turn did not settle.
  */
-import { type Cause, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
+import { type Cause, Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
 import type { RunId } from "../proto/Ids.js"
 import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
@@ -195,6 +195,8 @@ const makeRuns = Effect.gen(function* () {
         yield* changed
         yield* Deferred.succeed(run.turnReady, turn)
         yield* lifecycle.publish({ _tag: "Started", run })
+        const startedAt = yield* Clock.currentTimeMillis
+        yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.runId, kind: spec.kind }))
         yield* spec.onStarted
 
         settlement = yield* Effect.result(turn.awaitSettlement)
@@ -206,12 +208,16 @@ const makeRuns = Effect.gen(function* () {
           ? Deferred.succeed(run.nativeSettled, settlement.success)
           : Deferred.fail(run.nativeSettled, settlement.failure)
         yield* lifecycle.publish({ _tag: "Settled", run })
+        const durationMs = (yield* Clock.currentTimeMillis) - startedAt
         if (Result.isSuccess(settlement)) {
           const s = settlement.success
+          yield* Effect.logInfo("run finished").pipe(
+            Effect.annotateLogs({ run_id: run.runId, kind: spec.kind, outcome: s.outcome, duration_ms: durationMs })
+          )
           yield* closeStream(done(run, s.outcome === "cancelled" && run.receiptsOwnOutcome ? { content: "" } : s.done))
         } else {
           // Settlement unconfirmed: no done is fabricated; the Executor is closed below.
-          yield* Effect.logWarning("turn settlement unconfirmed").pipe(Effect.annotateLogs({ run_id: run.runId }))
+          yield* Effect.logWarning("turn settlement unconfirmed").pipe(Effect.annotateLogs({ run_id: run.runId, duration_ms: durationMs }))
           yield* closeStream(undefined)
         }
         yield* lifecycle.publish({ _tag: "OutputClosed", run })

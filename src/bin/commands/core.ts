@@ -32,6 +32,7 @@ import * as Store from "../../core/dev/Store.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { examples } from "../Help.js"
 import { loggerFor } from "../Logging.js"
+import * as Signals from "../Signals.js"
 import { makeCredentialCommand } from "./credential.js"
 
 export const CoreEnvVars = {
@@ -180,7 +181,8 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         yield* Console.log(`store: ${info.store}`)
         yield* Console.log(`operator token: ${source}`)
         yield* Console.log(`daemons connect with: agentwire daemon --core-url ${info.publicUrl} --device-id ID --credential-file FILE`)
-        return yield* Effect.never
+        yield* Effect.logInfo("agentwire core listening").pipe(Effect.annotateLogs({ url: info.url, store: info.store }))
+        return yield* Effect.never.pipe(Effect.onInterrupt(() => Signals.logStopping("core")))
       })).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])))
   ).pipe(
     Command.withDescription(

@@ -22,6 +22,7 @@ import { Connector } from "../../runtime/transport/Connector.js"
 import { AgentwireVersion } from "../BuildInfo.js"
 import { DurationText } from "../Durations.js"
 import { loggerFor } from "../Logging.js"
+import * as Signals from "../Signals.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { examples } from "../Help.js"
 
@@ -256,7 +257,11 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
       })),
       Layer.provideMerge(RuntimeConfig.RuntimeConfig.layer(config))
     )
-    yield* Daemon.run({ deviceId: config.deviceId, coreOrigin: config.core.origin }).pipe(Effect.provide(processLayer))
+    yield* Daemon.run({ deviceId: config.deviceId, coreOrigin: config.core.origin }).pipe(
+      // The shutdown reason first, then the connection's confirmed cleanup runs (its own lines follow).
+      Effect.onInterrupt(() => Signals.logStopping("daemon")),
+      Effect.provide(processLayer)
+    )
   }).pipe(
     Effect.catchTags({
       DaemonRejected: (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.rejected })),

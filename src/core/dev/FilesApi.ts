@@ -21,7 +21,7 @@ import { markAuthenticated } from "../transport/GatewayHttp.js"
 import type { ReadOnlyPreparationError } from "../workspace/ReadOnlyPreparation.js"
 import type { ExportError, ReadError, WriteError } from "../workspace/WorkspaceErrors.js"
 import { Files, type FilesRefusal } from "./Files.js"
-import { errorResponse, OperatorPrefix } from "./OperatorApi.js"
+import { errorResponse, logUnauthorized, OperatorPrefix } from "./OperatorApi.js"
 import { OperatorRequestInvalid } from "./OperatorErrors.js"
 import * as OperatorToken from "./OperatorToken.js"
 
@@ -135,7 +135,7 @@ export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, neve
             const url = new URL(request.url, "http://operator.invalid")
             return yield* Effect.catch(handler(request, url, params["session_id"] ?? ""), (e) => Effect.succeed(filesErrorResponse(e)))
           })
-          : Effect.succeed(fail(401, "unauthorized", "Authorization: Bearer <operator token> required"))
+          : Effect.as(logUnauthorized(request), fail(401, "unauthorized", "Authorization: Bearer <operator token> required"))
       const p = (path: string) => `${OperatorPrefix}/sessions/:session_id/files${path}` as HttpRouter.PathInput
       const allowed = new Map<string, ReadonlyArray<string>>([["", ["GET"]], ["/content", ["GET", "PUT"]], ["/export", ["GET"]]])
 

@@ -18,6 +18,7 @@ import type { AdmissionRejection, ConfigurationRejected } from "../Outcome.js"
 import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
+import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
 import { dropLaggingClient, readableFact, withKeepAlive } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
@@ -150,41 +151,22 @@ const FunctionResultBody = Schema.Struct({
   error: Schema.optionalKey(Schema.String)
 })
 
-/** The methods a path that does not serve them answers with 405 (and an `Allow` header). */
-type AnsweredMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
-const AnsweredMethods: ReadonlyArray<AnsweredMethod> = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-
 export interface OperatorApiOptions {
   /** The SSE keep-alive interval (default 15 s). */
   readonly keepAlive?: Duration.Input
 }
 
 /**
- * The unauthenticated probes on the server root: `/healthz` (the process serves HTTP) and `/readyz` (the
- * store answers a query). Their bodies carry no data beyond the status.
+ * The info line of a refused operator request: method, path (at most 200 characters, no query) and whether a
+ * bearer token was presented at all. Never the token, never a header value.
  */
-const probes = (router: HttpRouter.HttpRouter, sql: SqlClient.SqlClient) =>
-  Effect.gen(function* () {
-    yield* router.add("GET", "/healthz", Effect.succeed(json(200, { status: "ok" })))
-    yield* router.add(
-      "GET",
-      "/readyz",
-      sql`SELECT 1 AS ready`.pipe(
-        Effect.as(json(200, { status: "ready" })),
-        Effect.orElseSucceed(() => json(503, { status: "not_ready", reason: "store_unavailable" }))
-      )
-    )
-    for (const path of ["/healthz", "/readyz"] as const) {
-      for (const method of AnsweredMethods.filter((m) => m !== "GET")) {
-        yield* router.add(method, path, Effect.succeed(methodNotAllowed(["GET"])))
-      }
-    }
-  })
-
-const methodNotAllowed = (allowed: ReadonlyArray<string>) =>
-  HttpServerResponse.jsonUnsafe(
-    { error: "method_not_allowed", detail: `allowed: ${allowed.join(", ")}` },
-    { status: 405, headers: { allow: allowed.join(", ") } }
+export const logUnauthorized = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.logWarning("operator request unauthorized (401)").pipe(
+    Effect.annotateLogs({
+      method: request.method,
+      path: new URL(request.url, "http://operator.invalid").pathname.slice(0, 200),
+      bearer: (request.headers["authorization"] ?? "").startsWith("Bearer ") ? "wrong" : "missing"
+    })
   )
 
 /**
@@ -234,7 +216,7 @@ export const layer = (
             markAuthenticated(request)
             return Effect.catch(handler(request), (error) => Effect.succeed(errorResponse(error)))
           })
-          : Effect.succeed(errorBody(401, "unauthorized", "Authorization: Bearer <operator token> required"))
+          : Effect.as(logUnauthorized(request), errorBody(401, "unauthorized", "Authorization: Bearer <operator token> required"))
 
       const p = (path: string) => `${OperatorPrefix}${path}` as HttpRouter.PathInput
 

@@ -48,6 +48,25 @@ export const make = Effect.gen(function* () {
 
   // -------------------------------------------------------------------------------------- steer
 
+  /**
+   * An operator line per operation with what it proved (ids, status or outcome, code, reason; never an input or
+   * an answer): info when definite, warning when it ended unknown or unconfirmed.
+   */
+  const logged = <Args extends ReadonlyArray<unknown>, A extends object, E, R>(
+    what: string,
+    operation: (turnId: string, ...args: Args) => Effect.Effect<A, E, R>
+  ) =>
+  (turnId: string, ...args: Args): Effect.Effect<A, E, R> =>
+    Effect.tap(operation(turnId, ...args), (result) => {
+      const r = result as Record<string, unknown>
+      const fields: Record<string, unknown> = { turn_id: turnId }
+      for (const key of ["status", "outcome", "input_id", "position", "interaction_id", "delivery_id", "error_code", "reason"]) {
+        if (r[key] !== undefined && r[key] !== null) fields[key] = r[key]
+      }
+      const unknown = r["status"] === "unknown" || r["status"] === "unconfirmed" || r["outcome"] === "unknown"
+      return (unknown ? Effect.logWarning : Effect.logInfo)(`turn ${what}`).pipe(Effect.annotateLogs(fields))
+    })
+
   const steer = Effect.fn("Turns.steer")(function* (turnId: string, input: MessageInput.MessageInput, requestedId?: string) {
     const issue = MessageInput.validateMessageInput(input)
     if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `input: ${issue.value}` })
@@ -300,5 +319,11 @@ export const make = Effect.gen(function* () {
     })
   })
 
-  return { steer, cancel, answerPermission, answerUserChoice, functionResult }
+  return {
+    steer: logged("steer", steer),
+    cancel: logged("cancel", cancel),
+    answerPermission: logged("permission answer", answerPermission),
+    answerUserChoice: logged("question answer", answerUserChoice),
+    functionResult: logged("function result", functionResult)
+  }
 })

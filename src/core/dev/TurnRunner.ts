@@ -364,9 +364,10 @@ const make = (options: TurnsOptions) =>
           finished: yield* Deferred.make<void>()
         }
         active.set(a.turnId, a)
+        // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
         yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : runnerFailed(a, cause)
-        )))
+        ), Effect.withLogSpan("turn")))
       })
 
     // Shutdown: end the connections first so running Turns settle (gateway_shutdown) and get recorded.

@@ -185,7 +185,7 @@ interface Deps {
 }
 
 const bootstrap = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
-  respondOrError(Effect.gen(function*() {
+  withConnectionId(request)(respondOrError(Effect.gen(function*() {
     if (request.method !== "POST") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
     const bearer = bearerOf(request)
     if (Option.isNone(bearer)) return yield* Effect.fail(errorResponse(401, "missing_bearer", "Authorization: Bearer required"))
@@ -229,7 +229,7 @@ const bootstrap = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
       heartbeat_seconds: deps.config.heartbeatSeconds,
       protocol_version: Version.ProtocolVersion
     } satisfies BootstrapResponse)
-  }))
+  })))
 
 const deviceStatus = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
   respondOrError(Effect.gen(function*() {
@@ -247,8 +247,23 @@ const deviceStatus = (deps: Deps) => (request: HttpServerRequest.HttpServerReque
     } satisfies DeviceStatusResponse)
   }))
 
+/**
+ * The daemon's id of this connection attempt (`X-Agentwire-Connection-Id` on bootstrap and the upgrade; docs/
+ * wire-decisions.md E-log): logged as `connection_id` beside Core's `connection` number so both sides' lines
+ * match. Only a short token of `[A-Za-z0-9_-]` is used; anything else is ignored, never echoed.
+ */
+export const ConnectionIdHeader = "x-agentwire-connection-id"
+const connectionIdOf = (request: HttpServerRequest.HttpServerRequest): string | undefined => {
+  const value = request.headers[ConnectionIdHeader]
+  return value !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(value) ? value : undefined
+}
+const withConnectionId = (request: HttpServerRequest.HttpServerRequest) => {
+  const id = connectionIdOf(request)
+  return <A, E, R>(effect: Effect.Effect<A, E, R>) => id === undefined ? effect : Effect.annotateLogs(effect, { connection_id: id })
+}
+
 const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
-  respondOrError(Effect.gen(function*() {
+  withConnectionId(request)(respondOrError(Effect.gen(function*() {
     if (request.method !== "GET") return yield* Effect.fail(errorResponse(405, "method_not_allowed", ""))
     const query = queryOf(request)
     const deviceId = query.get("device_id") ?? ""
@@ -290,7 +305,7 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
       )
     )
     return HttpServerResponse.empty()
-  }))
+  })))
 
 // ---------------------------------------------------------------------------------------------- layer
 

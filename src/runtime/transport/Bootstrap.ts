@@ -27,6 +27,8 @@ export interface BootstrapRequest {
   readonly credential: Redacted.Redacted<string>
   /** Sent as `User-Agent` (e.g. `agentwire/0.1.0`). */
   readonly userAgent: string
+  /** This attempt's connection id (Connector.ts), sent as `X-Agentwire-Connection-Id`. */
+  readonly connectionId?: string
 }
 
 export interface BootstrapResult {
@@ -139,6 +141,7 @@ export const bootstrap = Effect.fn("Bootstrap.run")(function* (request: Bootstra
   const httpRequest = HttpClientRequest.post(`${request.apiBase}/agent-daemon/bootstrap`).pipe(
     HttpClientRequest.setHeader("Authorization", bearerAuthorization(request.credential)),
     HttpClientRequest.setHeader("User-Agent", request.userAgent),
+    request.connectionId === undefined ? (r) => r : HttpClientRequest.setHeader("X-Agentwire-Connection-Id", request.connectionId),
     HttpClientRequest.acceptJson,
     HttpClientRequest.bodyText(JSON.stringify({ device_id: request.deviceId }), "application/json")
   )

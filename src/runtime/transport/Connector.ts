@@ -6,6 +6,7 @@
  * Never: retries (the loop owns backoff), sends a frame, or keeps anything from one attempt for the next.
  */
 import { Context, type Duration, Effect, Layer, type Redacted, type Scope } from "effect"
+import { randomBytes } from "node:crypto"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import type { DeviceId } from "../../proto/Ids.js"
 import { bootstrap } from "./Bootstrap.js"
@@ -20,7 +21,12 @@ export interface Connected {
   readonly heartbeatInterval: Duration.Duration
   /** Core's wire version from bootstrap, when plausible (operator messages only). */
   readonly coreVersion: string | undefined
+  /** This attempt's id, sent to Core as `X-Agentwire-Connection-Id`; both sides log it as `connection_id`. */
+  readonly connectionId?: string
 }
+
+/** A fresh id for one connection attempt: sent to Core in a header and logged by both sides as `connection_id`. */
+export const newConnectionId = (): string => `c-${randomBytes(6).toString("hex")}`
 
 export class Connector extends Context.Service<Connector, {
   /**
@@ -38,12 +44,16 @@ export class Connector extends Context.Service<Connector, {
       Effect.gen(function* () {
         const client = yield* HttpClient.HttpClient
         return Connector.of({
-          connect: Effect.gen(function* () {
+          connect: Effect.suspend(() => {
+            const connectionId = newConnectionId()
+            const id = { connectionId }
+            return Effect.gen(function* () {
             const boot = yield* bootstrap({
               apiBase: options.apiBase,
               deviceId: options.deviceId,
               credential: options.credential,
-              userAgent: options.userAgent
+              userAgent: options.userAgent,
+              ...id
             }).pipe(Effect.provideService(HttpClient.HttpClient, client))
             if (boot.deviceId !== options.deviceId) {
               yield* Effect.logWarning("bootstrap returned a different device id; dialling with the configured one")
@@ -53,6 +63,7 @@ export class Connector extends Context.Service<Connector, {
               deviceId: options.deviceId,
               credential: options.credential,
               userAgent: options.userAgent,
+              ...id,
               ...(options.transport === undefined ? {} : { transport: options.transport })
             }).pipe(
               Effect.mapError((e) =>
@@ -61,7 +72,8 @@ export class Connector extends Context.Service<Connector, {
                   : e
               )
             )
-            return { transport, heartbeatInterval: boot.heartbeatInterval, coreVersion: boot.protocolVersion }
+            return { transport, heartbeatInterval: boot.heartbeatInterval, coreVersion: boot.protocolVersion, connectionId }
+            }).pipe(Effect.annotateLogs({ connection_id: connectionId }))
           })
         })
       })

@@ -229,6 +229,8 @@ export interface DialRequest {
   readonly deviceId: DeviceId
   readonly credential: Redacted.Redacted<string>
   readonly userAgent: string
+  /** This attempt's connection id (Connector.ts), sent as `X-Agentwire-Connection-Id`. */
+  readonly connectionId?: string
   readonly transport?: TransportOptions
 }
 
@@ -263,6 +265,7 @@ export const dial = Effect.fn("WebSocketTransport.dial")(function* (request: Dia
       url: dialUrl(request.wsUrl, request.deviceId),
       authorization: bearerAuthorization(request.credential),
       userAgent: request.userAgent,
+      ...(request.connectionId === undefined ? {} : { connectionId: request.connectionId }),
       maxPayload: MaxFrameBytes,
       maxRefusalBody: 64 * 1024
     }).pipe(

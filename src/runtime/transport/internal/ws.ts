@@ -18,6 +18,8 @@ export interface DialOptions {
   /** The value of the Authorization header. */
   readonly authorization: string
   readonly userAgent: string
+  /** Sent as `X-Agentwire-Connection-Id` (the attempt's id both sides log; never a secret). */
+  readonly connectionId?: string
   /** Largest inbound message accepted; a larger one fails the connection (close 1009). */
   readonly maxPayload: number
   /** At most this many bytes of a refused upgrade's body are kept. */
@@ -148,7 +150,11 @@ export const dial = (options: DialOptions): Effect.Effect<FrameSocket, DialError
       resume(effect)
     }
     const ws = new WebSocket(options.url, {
-      headers: { Authorization: options.authorization, "User-Agent": options.userAgent },
+      headers: {
+        Authorization: options.authorization,
+        "User-Agent": options.userAgent,
+        ...(options.connectionId === undefined ? {} : { "X-Agentwire-Connection-Id": options.connectionId })
+      },
       maxPayload: options.maxPayload,
       perMessageDeflate: false,
       followRedirects: false
