@@ -132,6 +132,22 @@ const make = Effect.gen(function* () {
       storeFailed("get_turn")
     )
 
+  const appendEvents: TurnStore["Service"]["appendEvents"] = Effect.fn("TurnStore.appendEvents")(function* (turnId, events) {
+    if (!Arr.isReadonlyArrayNonEmpty(events)) return
+    const at = yield* now
+    yield* sql`INSERT INTO turn_events ${
+      sql.insert(Arr.map(events, (event) => ({
+        turn_id: turnId,
+        seq: event.seq,
+        attempt: event.attempt,
+        kind: event.kind,
+        type: event.type,
+        body_json: event.bodyJson,
+        received_at_ms: at
+      })))
+    }`.pipe(storeFailed("append_event"))
+  })
+
   return TurnStore.of({
     create: Effect.fn("TurnStore.create")(function* (turn) {
       const createdAtMs = yield* now
@@ -221,35 +237,8 @@ const make = Effect.gen(function* () {
         return true
       })).pipe(storeFailed("complete_turn"))
     }),
-    appendEvent: Effect.fn("TurnStore.appendEvent")(function* (turnId, event) {
-      const at = yield* now
-      yield* sql`INSERT INTO turn_events ${
-        sql.insert({
-          turn_id: turnId,
-          seq: event.seq,
-          attempt: event.attempt,
-          kind: event.kind,
-          type: event.type,
-          body_json: event.bodyJson,
-          received_at_ms: at
-        })
-      }`.pipe(storeFailed("append_event"))
-    }),
-    appendEvents: Effect.fn("TurnStore.appendEvents")(function* (turnId, events) {
-      if (!Arr.isReadonlyArrayNonEmpty(events)) return
-      const at = yield* now
-      yield* sql`INSERT INTO turn_events ${
-        sql.insert(Arr.map(events, (event) => ({
-          turn_id: turnId,
-          seq: event.seq,
-          attempt: event.attempt,
-          kind: event.kind,
-          type: event.type,
-          body_json: event.bodyJson,
-          received_at_ms: at
-        })))
-      }`.pipe(storeFailed("append_event"))
-    }),
+    appendEvent: (turnId, event) => appendEvents(turnId, [event]),
+    appendEvents,
     events: (turnId, afterSeq, kind) =>
       (kind === undefined
         ? sql`SELECT * FROM turn_events WHERE turn_id = ${turnId} AND seq > ${afterSeq} ORDER BY seq`
