@@ -30,6 +30,10 @@ const outcomeOf = Effect.gen(function* () {
   return { status: turn.status, error_code: turn.errorCode, observation: turn.observationReason, outcome: turn.outcome }
 })
 
+/** The outcome of a Turn left running with `facts`, after restart recovery. */
+const recoveredOutcome = (facts: ReadonlyArray<Outcome.TurnFact>) =>
+  leftRunning(facts).pipe(Effect.andThen(recoverUnfinishedTurns), Effect.andThen(outcomeOf))
+
 const delta: Outcome.TurnFact = { _tag: "RunEvent", event: { type: "delta", id: run, payload: { delta: "partial", sequence: 1 } } }
 const prepared: ReadonlyArray<Outcome.TurnFact> = [
   { _tag: "Dispatched", type: "execution_prepare" },
@@ -91,9 +95,7 @@ export const recoveryCases = (store: Layer.Layer<Store.StoreServices, unknown>) 
   it.effect("records a Turn whose execution_start was being dispatched, nothing after, as delivery_unknown", () =>
     Effect.gen(function* () {
       // Without the Dispatching fact this journal would read as preparation_interrupted (no Run input submitted).
-      yield* leftRunning([...prepared, { _tag: "Dispatching", type: "execution_start" }])
-      yield* recoverUnfinishedTurns
-      assert.deepStrictEqual((yield* outcomeOf).outcome, {
+      assert.deepStrictEqual((yield* recoveredOutcome([...prepared, { _tag: "Dispatching", type: "execution_start" }])).outcome, {
         status: "failed",
         error_code: "delivery_unknown",
         observation: "core_restarted"
@@ -102,9 +104,7 @@ export const recoveryCases = (store: Layer.Layer<Store.StoreServices, unknown>) 
 
   it.effect("records a Turn whose execution_prepare was being dispatched, nothing after, as delivery_unknown", () =>
     Effect.gen(function* () {
-      yield* leftRunning([{ _tag: "Dispatching", type: "execution_prepare" }])
-      yield* recoverUnfinishedTurns
-      assert.deepStrictEqual((yield* outcomeOf).outcome, {
+      assert.deepStrictEqual((yield* recoveredOutcome([{ _tag: "Dispatching", type: "execution_prepare" }])).outcome, {
         status: "failed",
         error_code: "delivery_unknown",
         observation: "core_restarted"
@@ -113,13 +113,11 @@ export const recoveryCases = (store: Layer.Layer<Store.StoreServices, unknown>) 
 
   it.effect("records a stored NotDispatched as the definite delivery_failed", () =>
     Effect.gen(function* () {
-      yield* leftRunning([
+      assert.deepStrictEqual((yield* recoveredOutcome([
         ...prepared,
         { _tag: "Dispatching", type: "execution_start" },
         { _tag: "NotDispatched", type: "execution_start", reason: "journal_unavailable" }
-      ])
-      yield* recoverUnfinishedTurns
-      assert.deepStrictEqual((yield* outcomeOf).outcome, {
+      ])).outcome, {
         status: "failed",
         error_code: "delivery_failed",
         detail: "journal_unavailable"
