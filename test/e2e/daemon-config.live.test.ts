@@ -23,8 +23,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true })
 }, 30_000)
 
+// Online with its capability declaration recorded (the declaration lands just after the connection is registered).
 const online = (deviceId: string) =>
-  eventually(async () => ((await operator(core.url, token).get(`/devices/${deviceId}`)).body?.online === true ? true : undefined), 25_000, `${deviceId} online`)
+  eventually(async () => {
+    const body = (await operator(core.url, token).get(`/devices/${deviceId}`)).body
+    return body?.online === true && body.declaration != null ? body : undefined
+  }, 25_000, `${deviceId} online`)
 
 describe("agentwire daemon --config (end to end)", () => {
   it("connects with every setting from the file; a flag on the command line overrides the file", async () => {
@@ -41,11 +45,11 @@ describe("agentwire daemon --config (end to end)", () => {
       "idle-executor-ttl = 10m"
     ].join("\n"))
     const fromFile = run(["daemon", "--config", config])
-    await online("dev-conf")
+    const device = await online("dev-conf")
     await eventually(() => (fromFile.stderr.includes("\n") ? true : undefined), 10_000, "a log line")
     const first = fromFile.stderr.split("\n")[0]!
     assert.strictEqual(JSON.parse(first).msg, "agentwire daemon starting", first)
-    const kinds = (await operator(core.url, token).get("/devices/dev-conf")).body.declaration.kinds.map((k: any) => k.kind)
+    const kinds = device.declaration.kinds.map((k: any) => k.kind)
     assert.deepStrictEqual(kinds, ["scripted"])
     fromFile.child.kill("SIGTERM")
     assert.strictEqual(await fromFile.exited, 0)
