@@ -14,7 +14,7 @@
  */
 import { Effect, Layer, Option, type Redacted, Schema } from "effect"
 import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
-import { markAuthenticated } from "../transport/GatewayHttp.js"
+import { markAuthenticated } from "../server/GatewayHttp.js"
 import { DeviceStore } from "./DeviceStore.js"
 import { deviceIdParam, errorResponse, logUnauthorized, OperatorPrefix, readBody } from "./OperatorApi.js"
 import { OperatorNotFound, OperatorUnavailable } from "./OperatorErrors.js"
