@@ -31,8 +31,9 @@
  * `workspace_read`, `workspace_write` and `workspace_export` go to the connection's `Workspace` service
  * (workspace/Reads.ts, Writes.ts, Exports.ts).
  *
- * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; suspension replies
+ * `runtime_prepare` goes to the connection's `Transfer` service (transfer/Transfer.ts).
+ *
+ * Families this build does not support get their protocol's definite rejection: suspension replies
  * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
  */
 import { Context, Deferred, Effect, FiberSet, Layer } from "effect"
@@ -53,6 +54,7 @@ import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
 import { Steering } from "./Steering.js"
 import type { Inbound } from "./transport/Transport.js"
+import { Transfer } from "./transfer/Transfer.js"
 import { Workspace } from "./workspace/Workspace.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
@@ -99,6 +101,7 @@ const makeDispatcher = Effect.gen(function* () {
   const background = yield* Background
   const drain = yield* Drain
   const workspace = yield* Workspace
+  const transfer = yield* Transfer
 
   /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
   const shutdown = (reason: string | undefined) =>
@@ -129,12 +132,7 @@ const makeDispatcher = Effect.gen(function* () {
     prompt_for_user_choice_decision: (m) => interactions.userChoiceDecision(m.id, m.payload, m.trace),
     prompt_steer: (m) => steering.handle(m.id, m.payload, m.trace),
     function_result: (m) => functions.result(m.id, m.payload, m.trace),
-    runtime_prepare: (m) =>
-      reply(withTrace({
-        type: "runtime_prepare_result",
-        id: m.id,
-        payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
-      }, m.trace)),
+    runtime_prepare: (m) => transfer.handle(m.id, m.payload, m.trace),
     workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) => workspace.write(m.id, m.payload, m.trace),
     workspace_export: (m) => workspace.export(m.id, m.payload, m.trace),

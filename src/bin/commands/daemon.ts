@@ -240,6 +240,8 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         scripted: config.scripted,
         kinds: config.harnessKinds,
         environment: config.environment,
+        // Initialization commands inherit only an allowlist of it (runtime/transfer/TransferSettings.ts).
+        childEnv: process.env,
         // The daemon's environment reaches Codex (for the provider's env_key); the adapter drops AGENTWIRE_*.
         codex: { ...config.codex, env: process.env, profileDir: config.profileDir },
         // Model endpoint and key come from the daemon's environment, held Redacted from here on.
