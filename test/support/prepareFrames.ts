@@ -10,7 +10,9 @@ import { sha256Hex } from "./workspaceFrames.js"
 
 export const SessionUuid = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
 
-const frame = (id: string, payload: RuntimePreparePayload): Messages.CoreToRuntime => ({
+export type PrepareFrame = Extract<Messages.CoreToRuntime, { readonly type: "runtime_prepare" }>
+
+const frame = (id: string, payload: RuntimePreparePayload): PrepareFrame => ({
   type: "runtime_prepare",
   id: unsafeMake.transferId(id),
   payload

@@ -26,7 +26,7 @@ export class TransferSettings extends Context.Service<TransferSettings, {
   /** The base environment of initialization commands (already filtered). */
   readonly childEnv: Readonly<Record<string, string>>
 }>()("agentwire/runtime/TransferSettings") {
-  /** From the daemon's environment (`src/bin` passes `process.env`); absent: an empty environment. */
+  /** From the daemon's environment (src/bin passes it); absent: an empty environment. */
   static readonly layer = (env: Readonly<Record<string, string | undefined>> | undefined): Layer.Layer<TransferSettings> =>
     Layer.succeed(TransferSettings, TransferSettings.of({ childEnv: childEnvFrom(env ?? {}) }))
 }

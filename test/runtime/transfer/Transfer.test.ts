@@ -18,10 +18,10 @@ import {
   pluginBegin,
   prepareChunk,
   prepareCommit,
+  type PrepareFrame,
   skillBegin
 } from "../../support/prepareFrames.js"
 import { buildZip, skillZip } from "../../support/zipWriter.js"
-import type { Messages } from "../../../src/proto/index.js"
 
 type Core = Effect.Success<ReturnType<typeof connect>>["core"]
 
@@ -34,9 +34,9 @@ const noStaging = (ws: TempWorkspace) => {
 }
 
 /** begin → ready, every chunk → received, commit → its reply. */
-const transfer = (core: Core, begin: Messages.CoreToRuntime, body: Uint8Array) =>
+const transfer = (core: Core, begin: PrepareFrame, body: Uint8Array) =>
   Effect.gen(function* () {
-    const id = begin.id!
+    const id = begin.id
     yield* core.toRuntime(begin)
     same(yield* result(core), [id, { outcome: "ready" }])
     for (let offset = 0; offset < body.length; offset += 65536) {
@@ -48,11 +48,11 @@ const transfer = (core: Core, begin: Messages.CoreToRuntime, body: Uint8Array) =
     return (yield* result(core))[1]
   })
 
-const run = (core: Core, begin: Messages.CoreToRuntime) =>
+const run = (core: Core, begin: PrepareFrame) =>
   Effect.gen(function* () {
     yield* core.toRuntime(begin)
-    same(yield* result(core), [begin.id!, { outcome: "ready" }])
-    yield* core.toRuntime(prepareCommit(begin.id!))
+    same(yield* result(core), [begin.id, { outcome: "ready" }])
+    yield* core.toRuntime(prepareCommit(begin.id))
     return (yield* result(core))[1]
   })
 
