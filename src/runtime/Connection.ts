@@ -28,6 +28,7 @@ import { RunLifecycle } from "./RunLifecycle.js"
 import { Runs } from "./Runs.js"
 import { StatusBoard } from "./StatusBoard.js"
 import { Steering } from "./Steering.js"
+import { Suspension } from "./Suspension.js"
 import { ConnectionInfo, Transport, TransportClosed } from "./transport/Transport.js"
 import { Transfer } from "./transfer/Transfer.js"
 import { Workspace } from "./workspace/Workspace.js"
@@ -43,6 +44,7 @@ export type ConnectionEnd =
  */
 export const ConnectionLayer = Dispatcher.layer.pipe(
   Layer.provideMerge(Transfer.layer),
+  Layer.provideMerge(Suspension.layer),
   Layer.provideMerge(Workspace.layer),
   Layer.provideMerge(Layer.mergeAll(
     Admission.layer,

@@ -18,6 +18,7 @@ import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 import { TransferSettings } from "./transfer/TransferSettings.js"
+import { type PersistedSuspension, SuspensionStore } from "./SuspensionStore.js"
 import { type Binding, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 import { WorkspaceFs, type WorkspaceFsShape } from "./workspace/WorkspaceFs.js"
 
@@ -63,6 +64,13 @@ export interface RuntimeProcessOptions {
    * only an allowlist (transfer/TransferSettings.ts); absent: an empty environment.
    */
   readonly childEnv?: Readonly<Record<string, string | undefined>> | undefined
+  /**
+   * The persisted suspension state (SuspensionStore.ts): the file in the profile directory and its content
+   * read at start. Absent: kept in memory for the process (tests, scenarios).
+   */
+  readonly suspension?: { readonly file: string; readonly initial: PersistedSuspension } | undefined
+  /** Test-only: replaces the suspension store (fault injection: a disk that refuses writes). */
+  readonly suspensionStore?: Layer.Layer<SuspensionStore> | undefined
   /** Test-only: wraps the workspace implementation (fault injection: failing closes, hanging reads). */
   readonly wrapWorkspaceFs?: ((fs: WorkspaceFsShape) => WorkspaceFsShape) | undefined
 }
@@ -76,6 +84,7 @@ export type RuntimeProcessServices =
   | ScriptedSignals
   | EnvironmentBinding
   | WorkspaceFs
+  | SuspensionStore
   | TransferSettings
 
 const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
@@ -102,6 +111,7 @@ export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProces
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
     EnvironmentBinding.layer(options.environment),
     WorkspaceFs.layer(options.environment?.root, options.wrapWorkspaceFs),
-    TransferSettings.layer(options.childEnv)
+    TransferSettings.layer(options.childEnv),
+    options.suspensionStore ?? SuspensionStore.layer({ file: options.suspension?.file, initial: options.suspension?.initial })
   )
 }
