@@ -81,10 +81,10 @@ export const transferSuite: Suite = {
         Effect.provide(Layer.mergeAll(
           Connector.layer({ apiBase: `${core.baseUrl}/api/v1`, deviceId, credential: Redacted.make(device!.credential), userAgent: "agentwire-bench" }),
           RuntimeProcess.layer({ environment: { environmentId: EnvironmentId, root: workspace, configured: workspace, networkAccess: "disabled" } }),
-          StatusBoard.layer({ daemonVersion: "bench", wireVersion: ProtocolVersion, pid: process.pid, deviceId, coreUrl: core.baseUrl })
-        )),
-        Effect.provide(Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])),
-        Effect.provide(Layer.succeed(References.MinimumLogLevel, "Warn"))
+          StatusBoard.layer({ daemonVersion: "bench", wireVersion: ProtocolVersion, pid: process.pid, deviceId, coreUrl: core.baseUrl }),
+          Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)]),
+          Layer.succeed(References.MinimumLogLevel, "Warn")
+        ))
       )
     )
     try {
