@@ -31,6 +31,7 @@
 import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, type Scope, type Stream } from "effect"
 import { logVerdict, makeInvalidFrameBudget } from "./transport/internal/invalidFrames.js"
 import { Envelope, Limits, Messages, Trace, type Capabilities, type Ids } from "../proto/index.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import * as Correlator from "./Correlator.js"
 import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
@@ -155,6 +156,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     const tapQueue = tap.enabled ? yield* Queue.dropping<TappedFrame>(config.tapBuffer) : undefined
     const clock = yield* Clock.Clock
     const invalidFrameBudget = makeInvalidFrameBudget()
+    const metricContext = yield* Effect.context<never>()
 
     let declaration: Option.Option<Declaration> = Option.none()
     // Liveness counts from the moment the connection was accepted, not from when reading starts.
@@ -199,6 +201,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
           return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))
         }
         const offered = transport.offer(encoded.success)
+        if (offered === "queued") CoreMetrics.frameUnsafe(metricContext, "out", Buffer.byteLength(encoded.success, "utf8"))
         if (offered !== "queued") {
           return Effect.fail(
             new NotSent({ type: message.type, reason: offered === "full" ? "queue_full" : "connection_closed" })
@@ -222,6 +225,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     const handlers: Handlers = {
       ...routeHandlers({ runs, preparations, replies, subscriberStallTimeout: config.subscriberStallTimeout }),
       heartbeat: (message) => {
+        CoreMetrics.heartbeatUnsafe(metricContext)
         const payload = message.payload
         const next: Declaration = {
           kinds: new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])),
@@ -237,6 +241,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
     }
 
     const onInvalid = (error: Envelope.InvalidFrame): Effect.Effect<void> => {
+      CoreMetrics.invalidFrameUnsafe(metricContext, error.bytes, error.code)
       if (tapQueue !== undefined) {
         tapFrame({
           direction: "runtime→core",
@@ -275,6 +280,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
       // One envelope per text frame: a binary frame is refused as the daemon refuses it.
       const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
       if (Result.isFailure(raw)) return onInvalid(raw.failure)
+      CoreMetrics.frameUnsafe(metricContext, "in", raw.success.bytes)
       const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
       if (Result.isFailure(decoded)) return onInvalid(decoded.failure)
       const message = decoded.success
