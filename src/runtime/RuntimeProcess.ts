@@ -17,6 +17,7 @@ import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
 import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
+import { TransferSettings } from "./transfer/TransferSettings.js"
 import { type PersistedSuspension, SuspensionStore } from "./SuspensionStore.js"
 import { type Binding, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 import { WorkspaceFs, type WorkspaceFsShape } from "./workspace/WorkspaceFs.js"
@@ -59,6 +60,11 @@ export interface RuntimeProcessOptions {
   /** The local Environment binding (absent: none; the workspace capabilities are declared false). */
   readonly environment?: Binding | undefined
   /**
+   * The daemon's environment, from which initialization commands (`runtime_prepare` npm / python / setup) inherit
+   * only an allowlist (transfer/TransferSettings.ts); absent: an empty environment.
+   */
+  readonly childEnv?: Readonly<Record<string, string | undefined>> | undefined
+  /**
    * The persisted suspension state (SuspensionStore.ts): the file in the profile directory and its content
    * read at start. Absent: kept in memory for the process (tests, scenarios).
    */
@@ -79,6 +85,7 @@ export type RuntimeProcessServices =
   | EnvironmentBinding
   | WorkspaceFs
   | SuspensionStore
+  | TransferSettings
 
 const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
   ...(options.maxActive === undefined ? {} : { maxActive: options.maxActive }),
@@ -104,6 +111,7 @@ export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProces
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
     EnvironmentBinding.layer(options.environment),
     WorkspaceFs.layer(options.environment?.root, options.wrapWorkspaceFs),
+    TransferSettings.layer(options.childEnv),
     options.suspensionStore ?? SuspensionStore.layer({ file: options.suspension?.file, initial: options.suspension?.initial })
   )
 }
