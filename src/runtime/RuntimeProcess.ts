@@ -5,12 +5,12 @@
  * runtime policy (capacity bounds, idle expiry, cleanup retry) and id generation, plus the scripted harness's
  * signals. Per-connection state (routing, admission handles, Runs) is built fresh by `Connection.run`.
  */
-import { type Duration, Effect, Layer } from "effect"
+import { type Duration, Layer } from "effect"
 import type { CapabilityName } from "../proto/Capabilities.js"
 import type { CodexSettings } from "./harness/codex/CodexHarness.js"
 import type { ClaudeCodeSettings } from "./harness/claude_code/ClaudeCodeSettings.js"
-import type { Harness } from "./harness/Harness.js"
-import { constructorsFor, defaultHarnessKinds, type HarnessKindName } from "./harness/HarnessKinds.js"
+import { type Harness, HarnessEntry } from "./harness/Harness.js"
+import { defaultHarnessKinds, entriesFor, type HarnessKindName } from "./harness/HarnessKinds.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
 import type { ScriptedOperation } from "./harness/scripted/ScriptedHarness.js"
 import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
@@ -96,16 +96,16 @@ const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyS
 
 /** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
 export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
-  const constructors = [
-    ...constructorsFor(options.kinds ?? defaultHarnessKinds, {
+  const entries = [
+    ...entriesFor(options.kinds ?? defaultHarnessKinds, {
       scripted: { ...options.scripted, workspaceRoot: options.environment?.root },
       codex: options.codex,
       claudeCode: options.claudeCode
     }),
-    ...(options.harnesses ?? []).map((harness) => Effect.succeed(harness))
+    ...(options.harnesses ?? []).map(HarnessEntry.succeed)
   ]
   return Layer.mergeAll(
-    HarnessRegistry.layerFrom(constructors).pipe(Layer.provideMerge(ScriptedSignals.layer)),
+    HarnessRegistry.layerFrom(entries).pipe(Layer.provideMerge(ScriptedSignals.layer)),
     Ownership.layer,
     RuntimePolicy.layer(policyOverrides(options)),
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
