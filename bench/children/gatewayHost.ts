@@ -1,17 +1,29 @@
 /**
  * Child role `gateway-host`: the process whose memory and CPU the scale suite measures. Mode `gateway` runs
  * Core's real gateway (`GatewayServer` with `DeviceCredentials.layerMemory` holding every bench device); mode
- * `raw` runs the baseline, a plain `ws` server on a Node HTTP server that accepts every upgrade and only takes
- * each frame as text. Runs with `--expose-gc`, so a measurement starts from a collected heap.
+ * `devcore` runs the whole dev Core (`DevCore.layer`: gateway, operator API, SQLite store in a throwaway data
+ * directory, declaration persistence) with every device in its store; mode `raw` runs the baseline, a plain
+ * `ws` server on a Node HTTP server that accepts every upgrade and only takes each frame as text. Runs with
+ * `--expose-gc`, so a measurement starts from a collected heap. Event-loop delay is sampled all along
+ * (`monitorEventLoopDelay`, 1 ms resolution) and reported per measurement since the previous one.
  */
-import { createServer, type Server } from "node:http"
+import { mkdtempSync, rmSync } from "node:fs"
+import { createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { writeHeapSnapshot } from "node:v8"
 import { WebSocketServer } from "ws"
 import { type BenchDevice, type Core, startCore } from "../support/core.js"
+import { type BenchDevCore, startDevCore } from "../support/devCore.js"
+
+export type HostMode = "gateway" | "devcore" | "raw"
 
 export type HostCommand =
-  | { readonly op: "start"; readonly mode: "gateway" | "raw"; readonly devices: ReadonlyArray<BenchDevice>; readonly heartbeatSeconds: number }
+  | { readonly op: "start"; readonly mode: HostMode; readonly devices: ReadonlyArray<BenchDevice>; readonly heartbeatSeconds: number }
+  /** One operator GET (devcore mode) timed in this process: `{op: "got", ms, status, bytes, loopMaxMs}`. */
+  | { readonly op: "get"; readonly path: string }
   /** Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. */
   | { readonly op: "measure"; readonly collect: boolean }
   /** Writes a heap snapshot (diagnostics: docs/performance.md). */
@@ -26,6 +38,18 @@ export interface HostMeasurement {
   /** Process CPU time so far (user + system, every thread), microseconds. */
   readonly cpuMicros: number
   readonly frames: number
+  /** Event-loop delay since the previous measurement: p99 and max, milliseconds. */
+  readonly loopP99Ms: number
+  readonly loopMaxMs: number
+}
+
+export interface HostGot {
+  readonly op: "got"
+  readonly ms: number
+  readonly status: number
+  readonly bytes: number
+  /** The largest event-loop delay seen while the request ran, milliseconds. */
+  readonly loopMaxMs: number
 }
 
 const collect = () => {
@@ -38,8 +62,12 @@ const collect = () => {
 
 export const gatewayHost = async (): Promise<void> => {
   let core: Core | undefined
+  let devCore: BenchDevCore | undefined
+  let dataDir: string | undefined
   let raw: { server: Server; wss: WebSocketServer } | undefined
   let frames = 0
+  const loop = monitorEventLoopDelay({ resolution: 1 })
+  loop.enable()
   process.on("message", async (message: HostCommand) => {
     try {
       switch (message.op) {
@@ -47,6 +75,10 @@ export const gatewayHost = async (): Promise<void> => {
           if (message.mode === "gateway") {
             core = await startCore(message.devices, { heartbeatSeconds: message.heartbeatSeconds })
             process.send?.({ op: "started", baseUrl: core.baseUrl })
+          } else if (message.mode === "devcore") {
+            dataDir = mkdtempSync(join(tmpdir(), "agentwire-bench-devcore-"))
+            devCore = await startDevCore(dataDir, message.devices, message.heartbeatSeconds)
+            process.send?.({ op: "started", baseUrl: devCore.baseUrl })
           } else {
             const server = createServer((_, res) => res.writeHead(404).end())
             const wss = new WebSocketServer({ server, perMessageDeflate: false, maxPayload: 4 * 1024 * 1024 })
@@ -70,8 +102,30 @@ export const gatewayHost = async (): Promise<void> => {
             heapUsed: memory.heapUsed,
             external: memory.external,
             cpuMicros: cpu.user + cpu.system,
-            frames
+            frames,
+            loopP99Ms: loop.percentile(99) / 1e6,
+            loopMaxMs: loop.max / 1e6
           } satisfies HostMeasurement)
+          loop.reset()
+          return
+        }
+        case "get": {
+          if (devCore === undefined) throw new Error("get needs mode devcore")
+          const token = devCore.operatorToken
+          loop.reset()
+          const t0 = performance.now()
+          const { status, bytes } = await new Promise<{ status: number; bytes: number }>((resolve, reject) => {
+            const req = request(`${devCore!.baseUrl}${message.path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+              let bytes = 0
+              res.on("data", (c: Buffer) => (bytes += c.length))
+              res.on("end", () => resolve({ status: res.statusCode ?? 0, bytes }))
+            })
+            req.on("error", reject)
+            req.end()
+          })
+          const ms = performance.now() - t0
+          process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loop.max / 1e6 } satisfies HostGot)
+          loop.reset()
           return
         }
         case "snapshot": {
@@ -81,6 +135,8 @@ export const gatewayHost = async (): Promise<void> => {
         }
         case "exit": {
           if (core !== undefined) await core.dispose()
+          if (devCore !== undefined) await devCore.dispose()
+          if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })
           if (raw !== undefined) {
             for (const client of raw.wss.clients) client.terminate()
             raw.server.closeAllConnections()

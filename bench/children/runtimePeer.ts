@@ -25,6 +25,20 @@ import { Connector } from "../../src/runtime/transport/Connector.js"
 
 export const StampedKind = "stamped"
 
+/**
+ * Paired latency (docs/performance.md "Latency"): while set, each stamped delta is also sent over the raw `ws`
+ * connection with the same stamp at the same moment (id `paired`), and again 1 ms later (id `delayed`, the
+ * negative control: a path with a known added delay), so Core can take the difference frame by frame.
+ */
+let pairWith: WebSocket | undefined
+
+const sendPaired = (stamp: string) => {
+  const ws = pairWith
+  if (ws === undefined) return
+  ws.send(JSON.stringify({ type: "delta", id: "paired", payload: { delta: stamp, sequence: 1 } }))
+  setTimeout(() => ws.send(JSON.stringify({ type: "delta", id: "delayed", payload: { delta: stamp, sequence: 1 } })), 1)
+}
+
 /** The scripted harness under another kind, with each delta's text replaced by its emission time (ns). */
 const stampedHarness = (inner: Harness): Harness => ({
   declaration: { ...inner.declaration, kind: StampedKind },
@@ -35,7 +49,10 @@ const stampedHarness = (inner: Harness): Harness => ({
         executor.startTurn(runId, input, {
           emit: (event) =>
             event.type === "delta"
-              ? Effect.suspend(() => sink.emit({ ...event, delta: String(process.hrtime.bigint()) }))
+              ? Effect.suspend(() => {
+                const stamp = String(process.hrtime.bigint())
+                return Effect.tap(sink.emit({ ...event, delta: stamp }), () => Effect.sync(() => sendPaired(stamp)))
+              })
               : sink.emit(event)
         })
     }))
@@ -44,9 +61,18 @@ const stampedHarness = (inner: Harness): Harness => ({
 export type PeerCommand =
   | { readonly op: "raw"; readonly url: string }
   | { readonly op: "daemon"; readonly coreUrl: string; readonly deviceId: string; readonly credential: string }
+  /** Turns paired sending of stamped deltas over raw `ws` on or off (see `pairWith`). */
+  | { readonly op: "pair"; readonly on: boolean }
+  /** This process's CPU time so far: `{op: "cpu", micros}`. */
+  | { readonly op: "cpu" }
   | { readonly op: "exit" }
 
-export type PeerReply = { readonly op: "raw-ready" } | { readonly op: "daemon-started" } | { readonly op: "error"; readonly message: string }
+export type PeerReply =
+  | { readonly op: "raw-ready" }
+  | { readonly op: "daemon-started" }
+  | { readonly op: "paired"; readonly on: boolean }
+  | { readonly op: "cpu"; readonly micros: number }
+  | { readonly op: "error"; readonly message: string }
 
 const reply = (message: PeerReply) => process.send?.(message)
 
@@ -57,6 +83,7 @@ const startRaw = (url: string) => {
   ws.on("message", (data) => {
     const command = JSON.parse(String(data)) as
       | { readonly cmd: "burst-delta"; readonly n: number; readonly runId: string; readonly text: string }
+      | { readonly cmd: "burst-batched"; readonly n: number; readonly runId: string; readonly text: string; readonly batch: number }
       | { readonly cmd: "paced"; readonly n: number; readonly intervalMs: number; readonly runId: string }
       | { readonly cmd: "echo"; readonly t: number }
     switch (command.cmd) {
@@ -65,6 +92,28 @@ const startRaw = (url: string) => {
         const frames = Array.from({ length: command.n }, (_, i) =>
           JSON.stringify({ type: "delta", id: command.runId, payload: { delta: command.text, sequence: i + 1 } }))
         for (const frame of frames) ws.send(frame)
+        return
+      }
+      case "burst-batched": {
+        // The daemon's discipline (Runs.forward + ws.ts sendAll): up to `batch` frames written with the TCP
+        // socket corked (one writev), the next batch only after the last frame's write callback.
+        const frames = Array.from({ length: command.n }, (_, i) =>
+          JSON.stringify({ type: "delta", id: command.runId, payload: { delta: command.text, sequence: i + 1 } }))
+        const tcp = (ws as unknown as { readonly _socket?: { cork: () => void; uncork: () => void } })._socket
+        let at = 0
+        const nextBatch = () => {
+          const end = Math.min(frames.length, at + command.batch)
+          if (at >= end) return
+          tcp?.cork()
+          try {
+            for (let i = at; i < end - 1; i++) ws.send(frames[i]!)
+            ws.send(frames[end - 1]!, () => nextBatch())
+          } finally {
+            tcp?.uncork()
+          }
+          at = end
+        }
+        nextBatch()
         return
       }
       case "paced": {
@@ -130,6 +179,15 @@ export const runtimePeer = async (): Promise<void> => {
         daemon = startDaemon(message)
         reply({ op: "daemon-started" })
         return
+      case "pair":
+        pairWith = message.on ? ws : undefined
+        reply({ op: "paired", on: message.on })
+        return
+      case "cpu": {
+        const cpu = process.cpuUsage()
+        reply({ op: "cpu", micros: cpu.user + cpu.system })
+        return
+      }
       case "exit":
         ws?.close()
         if (daemon === undefined) process.exit(0)

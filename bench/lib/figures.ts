@@ -37,9 +37,29 @@ export interface Figure {
   /** value / baseline per round (paired), when the two were measured together. */
   readonly ratio?: Summary
   readonly target?: Target
-  /** Whether the figure meets the target (on the median, or on every round); absent without a target. */
+  /**
+   * Whether the figure meets the target (on the median, or on every round) and its negative control misses it;
+   * absent without a target and in a `--quick` run (too few samples to judge: see `unjudged`).
+   */
   readonly meets?: boolean
+  /**
+   * The negative control: a variant known to be worse (e.g. raw `ws` without batching, a path with a known
+   * added delay), judged by the same target against the same baseline. It must miss: a control that meets
+   * the target shows the check cannot fail, and the figure then does not meet it either.
+   */
+  readonly control?: Control
+  /** False in a `--quick` run: the target is shown but not judged. */
+  readonly judged?: boolean
   readonly note?: string
+}
+
+export interface Control {
+  readonly name: string
+  readonly value: Summary
+  readonly samples: ReadonlyArray<number>
+  readonly ratio?: Summary
+  /** Whether the control meets the target (it must not). */
+  readonly meets: boolean
 }
 
 const compare = (op: Target["op"], a: number, b: number): boolean =>
@@ -64,8 +84,18 @@ export interface FigureInput {
   /** Paired ratios; computed from samples / baseline samples when omitted and both have the same length. */
   readonly ratios?: ReadonlyArray<number>
   readonly target?: Target
+  /** A negative control judged by the same target (see `Figure.control`); ratios pair with the baseline. */
+  readonly control?: { readonly name: string; readonly samples: ReadonlyArray<number>; readonly ratios?: ReadonlyArray<number> }
   readonly note?: string
 }
+
+const pairedWith = (
+  samples: ReadonlyArray<number>,
+  baseline: { readonly samples: ReadonlyArray<number> } | undefined
+): Array<number> | undefined =>
+  baseline !== undefined && baseline.samples.length === samples.length
+    ? samples.map((x, i) => x / baseline.samples[i]!)
+    : undefined
 
 /** Builds a figure from raw samples: summaries, paired ratio, target verdict. */
 export const figure = (input: FigureInput): Figure => {
@@ -73,11 +103,24 @@ export const figure = (input: FigureInput): Figure => {
   const baseline = input.baseline === undefined
     ? undefined
     : { name: input.baseline.name, value: summarize(input.baseline.samples), samples: [...input.baseline.samples] }
-  const ratios = input.ratios ??
-    (input.baseline !== undefined && input.baseline.samples.length === input.samples.length
-      ? input.samples.map((x, i) => x / input.baseline!.samples[i]!)
-      : undefined)
+  const ratios = input.ratios ?? pairedWith(input.samples, input.baseline)
   const ratio = ratios === undefined ? undefined : summarize(ratios)
+  const control = input.control === undefined || input.target === undefined ? undefined : (() => {
+    const c = input.control!
+    const cValue = summarize(c.samples)
+    const cRatios = c.ratios ?? pairedWith(c.samples, input.baseline)
+    const cRatio = cRatios === undefined ? undefined : summarize(cRatios)
+    return {
+      name: c.name,
+      value: cValue,
+      samples: [...c.samples],
+      ...(cRatio === undefined ? {} : { ratio: cRatio }),
+      meets: meetsTarget(input.target!, cValue, cRatio)
+    } satisfies Control
+  })()
+  const meets = input.target === undefined
+    ? undefined
+    : meetsTarget(input.target, value, ratio) && (control === undefined || !control.meets)
   return {
     suite: input.suite,
     name: input.name,
@@ -86,9 +129,49 @@ export const figure = (input: FigureInput): Figure => {
     samples: [...input.samples],
     ...(baseline === undefined ? {} : { baseline }),
     ...(ratio === undefined ? {} : { ratio }),
-    ...(input.target === undefined ? {} : { target: input.target, meets: meetsTarget(input.target, value, ratio) }),
+    ...(input.target === undefined || meets === undefined ? {} : { target: input.target, meets }),
+    ...(control === undefined ? {} : { control }),
     ...(input.note === undefined ? {} : { note: input.note })
   }
+}
+
+/**
+ * A `--quick` run's figure: the target stays visible but is not judged (too few, too short rounds), so no
+ * quick run can print a pass or a miss.
+ */
+export const unjudged = (f: Figure): Figure => {
+  if (f.target === undefined) return f
+  const { meets: _meets, ...rest } = f
+  return { ...rest, judged: false }
+}
+
+/** The table's verdict cell: yes, NO, "NO (control met)" when the check could not fail, "not judged" (quick). */
+export const verdict = (f: Figure): string => {
+  if (f.target === undefined) return ""
+  if (f.judged === false || f.meets === undefined) return "not judged"
+  if (f.control?.meets === true) return "NO (control met: check cannot fail)"
+  return f.meets ? "yes" : "NO"
+}
+
+/**
+ * "Flat" as the issue defines it: the value at the last level over the value at the middle level (the first
+ * level carries one-time costs). `values` are per level, in level order; NaN with fewer than two levels.
+ */
+export const lastVsMiddle = (values: ReadonlyArray<number>): number => {
+  if (values.length < 2) return Number.NaN
+  return values[values.length - 1]! / values[Math.floor((values.length - 1) / 2)]!
+}
+
+/**
+ * Growth per unit over the last step against growth per unit over the middle step, from cumulative totals
+ * at increasing levels (e.g. RSS at 1k / 5k / 10k devices; the step from 0 to the first level is step 0).
+ * `zero` is the total at level 0. NaN with fewer than two steps.
+ */
+export const marginalLastVsMiddle = (levels: ReadonlyArray<number>, totals: ReadonlyArray<number>, zero: number): number => {
+  const xs = [0, ...levels]
+  const ys = [zero, ...totals]
+  const steps = levels.map((_, i) => (ys[i + 1]! - ys[i]!) / (xs[i + 1]! - xs[i]!))
+  return lastVsMiddle(steps)
 }
 
 /** "ratio ≥ 50 %", "< 1 ms", "< 1 ms every round". */

@@ -1,7 +1,7 @@
 /**
  * Plain-text table of figures for the terminal and the README. Pure; covered by test/bench/bench.test.ts.
  */
-import { describeTarget, type Figure, formatNumber, formatPercent, formatSummary } from "./figures.js"
+import { describeTarget, type Figure, formatNumber, formatPercent, formatSummary, verdict } from "./figures.js"
 
 /** Pads each column to its widest cell; the first row is the header, followed by a rule. */
 export const renderTable = (rows: ReadonlyArray<ReadonlyArray<string>>): string => {
@@ -41,12 +41,31 @@ export const figureRow = (f: Figure): Array<string> => [
   f.baseline === undefined ? "" : `${f.baseline.name}: ${formatNumber(f.baseline.value.median)}`,
   f.ratio === undefined ? "" : formatSummary(f.ratio, formatPercent),
   f.target === undefined ? "" : describeTarget(f.target, f.unit),
-  f.meets === undefined ? "" : f.meets ? "yes" : "NO"
+  verdict(f)
 ]
+
+/** A negative control's row under its figure: it must miss the same target. */
+export const controlRow = (f: Figure): Array<string> | undefined => {
+  const c = f.control
+  if (c === undefined || f.target === undefined) return undefined
+  return [
+    "",
+    `  control: ${c.name}`,
+    formatSummary(c.value),
+    f.unit,
+    "",
+    c.ratio === undefined ? "" : formatSummary(c.ratio, formatPercent),
+    "must miss",
+    f.judged === false ? "not judged" : c.meets ? "MET (check cannot fail)" : "missed"
+  ]
+}
 
 export const figureRows = (figures: ReadonlyArray<Figure>): Array<Array<string>> => [
   figureHeader,
-  ...figures.map(figureRow)
+  ...figures.flatMap((f) => {
+    const control = controlRow(f)
+    return control === undefined ? [figureRow(f)] : [figureRow(f), control]
+  })
 ]
 
 /**
@@ -68,11 +87,23 @@ export const codecMatrix = (figures: ReadonlyArray<Figure>): Array<Array<string>
         kind,
         formatNumber(decode.value.median),
         ratio(`decode ${kind}`),
-        decode.target === undefined ? "" : `${describeTarget(decode.target, decode.unit)} ${decode.meets ? "yes" : "NO"}`,
+        decode.target === undefined ? "" : `${describeTarget(decode.target, decode.unit)} ${verdict(decode)}`,
         ratio(`decode ${kind} vs ajv`),
         ratio(`schema-only decode ${kind}`),
         ratio(`encode ${kind}`)
       ]
     })
   ]
+}
+
+/** The run's last line: what was judged and missed; a quick run says it cannot judge targets. */
+export const summaryLine = (figures: ReadonlyArray<Figure>, quick: boolean): string => {
+  const targeted = figures.filter((f) => f.target !== undefined)
+  if (quick) {
+    return `quick run: cannot judge targets (${targeted.length} targets not judged; run without --quick to judge them)`
+  }
+  const missed = targeted.filter((f) => f.meets !== true).map((f) => `${f.suite}/${f.name}`)
+  return missed.length === 0
+    ? `all ${targeted.length} targets met (each negative control missed)`
+    : `targets missed: ${missed.join(", ")}`
 }

@@ -5,12 +5,13 @@
  * each figure is raw `ws` between the same two processes, measured in alternating rounds.
  *
  * - relay: deltas per second from the scripted harness to Core's Run subscriber (first to last delta of a Turn
- *   of N deltas), against N prebuilt frames of the same shape sent with `ws.send` as fast as it takes them.
- * - per-frame latency: the `stamped` harness writes the CLOCK_MONOTONIC time of each emission into its delta;
- *   Core takes the difference when the subscriber sees it. Frames are paced (one per `intervalMs`), so this is
- *   latency without queueing. The raw baseline stamps at `ws.send`. Reported per round: the through-daemon and
- *   raw p50 and p99; the added latency is the difference of the medians (daemon p50 − raw p50); the p99 target
- *   (< 1 ms) is judged on daemon p99 − raw p99 in every round, i.e. on the worst round.
+ *   of N deltas), against N prebuilt frames of the same shape sent over raw `ws` with the daemon's batching
+ *   (corked batches of up to 64, the next after the last write callback); the negative control is raw `ws`
+ *   with one write per frame. CPU per frame is each process's CPU time over its round.
+ * - per-frame latency: the `stamped` harness writes the CLOCK_MONOTONIC time of each emission into its delta
+ *   and sends the same stamp over raw `ws` at the same moment (and again 1 ms later: the negative control);
+ *   Core takes the difference frame by frame. Frames are paced (one per `intervalMs`), so this is latency
+ *   without queueing. The p99 target (< 1 ms) is judged on the p99 of per-frame differences in every round.
  * - Turn start: prepare → ready → start → first delta of a one-delta script (zero harness latency), Core's
  *   clock; the baseline is two raw round trips (the two request / reply exchanges a Turn start needs).
  */
@@ -34,7 +35,7 @@ export const relaySuite: Suite = {
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
       ? { relayRounds: 2, relayFrames: 1000, latencyRounds: 1, latencyFrames: 100, intervalMs: 1, turns: 5 }
-      : { relayRounds: 5, relayFrames: 10_000, latencyRounds: 3, latencyFrames: 2000, intervalMs: 1, turns: 40 }
+      : { relayRounds: 7, relayFrames: 10_000, latencyRounds: 3, latencyFrames: 2000, intervalMs: 1, turns: 40 }
     const [device] = makeDevices("relay", 1)
     // The gateway as configured by default (Run subscriber buffer 1024, yielding to a backlogged subscriber).
     const core = await startCore([device!], {})
@@ -61,95 +62,183 @@ export const relaySuite: Suite = {
         )
 
       // ------------------------------------------------------------------ relay throughput
+      // Baseline: raw ws with the daemon's batching (corked batches of up to 64, the next after the last write
+      // callback); negative control: raw ws with one write per frame, which must miss the ratio target.
       const relayScript = script(Array.from({ length: p.relayFrames }, () => ({ delta: DeltaText })))
+      const peerCpu = async () => {
+        child.send({ op: "cpu" })
+        return ((await child.next(op("cpu")))["micros"] as number)
+      }
+      const selfCpu = () => {
+        const c = process.cpuUsage()
+        return c.user + c.system
+      }
+      /** Runs `f`, returning its rate and both processes' CPU microseconds per frame. */
+      const measured = async (f: () => Promise<{ readonly first: number; readonly last: number; readonly n: number }>) => {
+        const peer0 = await peerCpu()
+        const core0 = selfCpu()
+        const r = await f()
+        const core1 = selfCpu()
+        const peer1 = await peerCpu()
+        return {
+          rate: ((r.n - 1) * 1000) / (r.last - r.first),
+          coreCpu: (core1 - core0) / r.n,
+          peerCpu: (peer1 - peer0) / r.n
+        }
+      }
+      const rawBatched = () =>
+        raw.burstBatched(p.relayFrames, "run-raw-batched", DeltaText, 64).then((b) => ({ ...b, n: p.relayFrames }))
+      const rawEach = () => raw.burst(p.relayFrames, "run-raw-each", DeltaText).then((b) => ({ ...b, n: p.relayFrames }))
+      const daemon = async () => {
+        const t = await turn("scripted", relayScript)
+        if (t.deltas !== p.relayFrames) throw new Error(`relay: ${t.deltas} deltas reached Core, expected ${p.relayFrames}`)
+        return { first: t.firstDelta, last: t.lastDelta, n: t.deltas }
+      }
       ctx.log(`relay: warm-up`)
       await turn("scripted", script(Array.from({ length: Math.min(2000, p.relayFrames) }, () => ({ delta: DeltaText }))))
       await raw.burst(Math.min(2000, p.relayFrames), "run-raw-warm", DeltaText)
-      const relayRates: Array<number> = []
-      const rawRates: Array<number> = []
+      await raw.burstBatched(Math.min(2000, p.relayFrames), "run-raw-warm-b", DeltaText, 64)
+      type Round = { readonly rate: number; readonly coreCpu: number; readonly peerCpu: number }
+      const rounds: Record<"daemon" | "batched" | "each", Array<Round>> = { daemon: [], batched: [], each: [] }
+      const order = ["batched", "daemon", "each"] as const
       for (let r = 0; r < p.relayRounds; r++) {
-        ctx.log(`relay: round ${r + 1}/${p.relayRounds} (${p.relayFrames} frames each way)`)
-        const b = await raw.burst(p.relayFrames, `run-raw-${r}`, DeltaText)
-        rawRates.push(((p.relayFrames - 1) * 1000) / (b.last - b.first))
-        const t = await turn("scripted", relayScript)
-        if (t.deltas !== p.relayFrames) throw new Error(`relay: ${t.deltas} deltas reached Core, expected ${p.relayFrames}`)
-        relayRates.push(((t.deltas - 1) * 1000) / (t.lastDelta - t.firstDelta))
+        ctx.log(`relay: round ${r + 1}/${p.relayRounds} (${p.relayFrames} frames per contender)`)
+        // Rotating order, so no contender always runs first or last in a round.
+        for (let k = 0; k < order.length; k++) {
+          const who = order[(r + k) % order.length]!
+          rounds[who].push(await measured(who === "daemon" ? daemon : who === "batched" ? rawBatched : rawEach))
+        }
       }
-      figures.push(figure({
-        suite: "relay",
-        name: "deltas harness → daemon → Core subscriber",
-        unit: "frames/s",
-        samples: relayRates,
-        baseline: { name: "raw ws", samples: rawRates },
-        target: { on: "ratio", op: ">=", value: 0.6 }
-      }))
+      const pick = (xs: ReadonlyArray<{ rate: number; coreCpu: number; peerCpu: number }>, k: "rate" | "coreCpu" | "peerCpu") =>
+        xs.map((x) => x[k])
+      figures.push(
+        figure({
+          suite: "relay",
+          name: "deltas harness → daemon → Core subscriber",
+          unit: "frames/s",
+          samples: pick(rounds.daemon, "rate"),
+          baseline: { name: "raw ws, same batching", samples: pick(rounds.batched, "rate") },
+          target: { on: "ratio", op: ">=", value: 0.5 },
+          control: { name: "raw ws, one write per frame", samples: pick(rounds.each, "rate") },
+          note: "ratio per round against raw ws with the daemon's batching (corked batches of up to 64 frames)"
+        }),
+        figure({
+          suite: "relay",
+          name: "CPU per frame, Runtime side (daemon process)",
+          unit: "µs",
+          samples: pick(rounds.daemon, "peerCpu"),
+          baseline: { name: "raw ws sender, same batching", samples: pick(rounds.batched, "peerCpu") },
+          target: { on: "value", op: "<=", value: 2 },
+          note: "the child's whole CPU time over the round / frames (the scripted harness producing the deltas included)"
+        }),
+        figure({
+          suite: "relay",
+          name: "CPU per frame, Core side (gateway → subscriber)",
+          unit: "µs",
+          samples: pick(rounds.daemon, "coreCpu"),
+          baseline: { name: "raw ws receiver", samples: pick(rounds.batched, "coreCpu") },
+          target: { on: "value", op: "<=", value: 2 },
+          note: "the bench process's CPU time over the round / frames (Turn setup included: prepare, start, done)"
+        })
+      )
+      notes.push(
+        `relay: raw ws with one write per frame (the control): ${pick(rounds.each, "rate").map((x) => formatNumber(x)).join(" / ")} ` +
+          `frames/s; CPU per frame ${pick(rounds.each, "peerCpu").map((x) => x.toFixed(2)).join(" / ")} µs sender, ` +
+          `${pick(rounds.each, "coreCpu").map((x) => x.toFixed(2)).join(" / ")} µs receiver`
+      )
 
-      // ------------------------------------------------------------------ per-frame latency
+      // ------------------------------------------------------------------ per-frame latency (paired)
+      // Each stamped delta is also sent over raw ws with the same stamp at the same moment, and again 1 ms later
+      // (the control); Core takes the difference frame by frame.
       const latencyScript = script(
         Array.from({ length: p.latencyFrames }, () => [{ delta: "x" }, { sleep: p.intervalMs }]).flat()
       )
       const added50: Array<number> = []
       const added99: Array<number> = []
+      const control99: Array<number> = []
       const daemon50: Array<number> = []
       const daemon99: Array<number> = []
       const raw50: Array<number> = []
       const raw99: Array<number> = []
+      const pairedCounts: Array<number> = []
+      child.send({ op: "pair", on: true })
+      await child.next(op("paired"))
       for (let r = 0; r < p.latencyRounds; r++) {
-        ctx.log(`latency: round ${r + 1}/${p.latencyRounds} (${p.latencyFrames} paced frames each way)`)
-        const rawLatencies = await raw.paced(p.latencyFrames, p.intervalMs, `run-raw-paced-${r}`)
-        const daemonLatencies: Array<number> = []
+        ctx.log(`latency: round ${r + 1}/${p.latencyRounds} (${p.latencyFrames} paced frames, each also over raw ws)`)
+        const daemonLatencies = new Map<string, number>()
+        const collector = raw.collectPaired()
         await turn("stamped", latencyScript, (delta) => {
-          daemonLatencies.push(Number(process.hrtime.bigint() - BigInt(delta.payload.delta)) / 1e6)
+          daemonLatencies.set(delta.payload.delta, Number(process.hrtime.bigint() - BigInt(delta.payload.delta)) / 1e6)
         })
-        const d = distribution(daemonLatencies)
-        const w = distribution(rawLatencies)
+        await new Promise((resolve) => setTimeout(resolve, 20)) // the last delayed control frames
+        collector.stop()
+        const rawLatencies = collector.byId.get("paired") ?? new Map<string, number>()
+        const delayed = collector.byId.get("delayed") ?? new Map<string, number>()
+        const diffs: Array<number> = []
+        const controlDiffs: Array<number> = []
+        for (const [stamp, d] of daemonLatencies) {
+          const w = rawLatencies.get(stamp)
+          if (w === undefined) continue
+          diffs.push(d - w)
+          const c = delayed.get(stamp)
+          if (c !== undefined) controlDiffs.push(c - w)
+        }
+        if (diffs.length < p.latencyFrames * 0.99) {
+          throw new Error(`latency: only ${diffs.length} of ${p.latencyFrames} frames were paired`)
+        }
+        pairedCounts.push(diffs.length)
+        const d = distribution([...daemonLatencies.values()])
+        const w = distribution([...rawLatencies.values()])
+        const diff = distribution(diffs)
         daemon50.push(d.p50)
         daemon99.push(d.p99)
         raw50.push(w.p50)
         raw99.push(w.p99)
-        added50.push(d.p50 - w.p50)
-        added99.push(d.p99 - w.p99)
+        added50.push(diff.p50)
+        added99.push(diff.p99)
+        control99.push(distribution(controlDiffs).p99)
       }
+      child.send({ op: "pair", on: false })
+      await child.next(op("paired"))
       figures.push(
         figure({
           suite: "latency",
           name: "per-frame latency p50 through daemon",
           unit: "ms",
           samples: daemon50,
-          baseline: { name: "raw ws p50", samples: raw50 },
-          note: "p50 of each round's frames; ratio is daemon p50 / raw p50 of the same round"
+          baseline: { name: "raw ws p50, same frames", samples: raw50 }
         }),
         figure({
           suite: "latency",
           name: "per-frame latency p99 through daemon",
           unit: "ms",
           samples: daemon99,
-          baseline: { name: "raw ws p99", samples: raw99 },
-          note: "p99 of each round's frames; ratio is daemon p99 / raw p99 of the same round"
+          baseline: { name: "raw ws p99, same frames", samples: raw99 }
         }),
         figure({
           suite: "latency",
-          name: "added per-frame latency (daemon p50 − raw p50)",
+          name: "added per-frame latency p50 (paired)",
           unit: "ms",
           samples: added50,
-          note: "the difference of the two medians per round (not a percentile of per-frame differences: the two paths " +
-            "carry different frames)"
+          note: "the median of per-frame differences (daemon − raw ws for the same stamped frame)"
         }),
         figure({
           suite: "latency",
-          name: "added p99 (daemon p99 − raw p99), worst round",
+          name: "added per-frame latency p99 (paired), worst round",
           unit: "ms",
           samples: added99,
           target: { on: "value", op: "<", value: 1, over: "every" },
-          note: "judged on every round (the max); a negative round only means raw ws had the larger tail in that round"
+          control: { name: "raw ws sent again 1 ms later", samples: control99 },
+          note: "the p99 of per-frame differences (daemon − raw ws for the same stamped frame), judged on every round"
         })
       )
       const roundNotes: Array<string> = []
       for (let r = 0; r < daemon50.length; r++) {
         roundNotes.push(
-          `latency round ${r + 1}: through daemon p50 ${formatNumber(daemon50[r]!)} / p99 ${formatNumber(daemon99[r]!)} ms; ` +
-            `raw ws p50 ${formatNumber(raw50[r]!)} / p99 ${formatNumber(raw99[r]!)} ms; added p50 ` +
-            `${formatNumber(added50[r]!)} ms, p99 difference ${formatNumber(added99[r]!)} ms`
+          `latency round ${r + 1}: ${pairedCounts[r]} paired frames; through daemon p50 ${formatNumber(daemon50[r]!)} / p99 ` +
+            `${formatNumber(daemon99[r]!)} ms; raw ws p50 ${formatNumber(raw50[r]!)} / p99 ${formatNumber(raw99[r]!)} ms; ` +
+            `per-frame difference p50 ${formatNumber(added50[r]!)} / p99 ${formatNumber(added99[r]!)} ms; control p99 ` +
+            `${formatNumber(control99[r]!)} ms`
         )
       }
 
@@ -184,9 +273,11 @@ export const relaySuite: Suite = {
       )
       notes.push(
         `relay: two processes (bench = Core gateway, child = daemon + raw ws client), loopback; the gateway's default Run ` +
-          `subscriber buffer (1024); ${p.relayRounds} rounds of ` +
-          `${p.relayFrames} deltas of ${DeltaText.length} characters each way, alternating raw and daemon`,
-        `latency: ${p.latencyRounds} rounds of ${p.latencyFrames} frames paced every ${p.intervalMs} ms; one-way times from ` +
+          `subscriber buffer (1024); ${p.relayRounds} interleaved rounds (rotating order) of ${p.relayFrames} deltas of ` +
+          `${DeltaText.length} characters per contender: daemon, raw ws with the daemon's batching (baseline), raw ws with ` +
+          `one write per frame (control); CPU = each process's CPU time over its round / frames (not pinned to CPUs)`,
+        `latency: ${p.latencyRounds} rounds of ${p.latencyFrames} frames paced every ${p.intervalMs} ms; each frame also sent ` +
+          `over raw ws with the same stamp at the same moment (paired) and 1 ms later (control); one-way times from ` +
           `CLOCK_MONOTONIC stamps (same host); Turn start over ${p.turns} Turns on a retained Executor`,
         ...roundNotes
       )

@@ -1,22 +1,23 @@
 /**
- * Gateway scale suite (issue item 4): memory per idle device connection and heartbeat CPU at growing numbers
- * of concurrent connections from one load process. Three processes: the bench orchestrates, `gateway-host`
- * is the measured process (Core's real gateway with an in-memory credential store holding every device, or the
- * raw `ws` baseline server), `load` holds the connections (bootstrap + dial + heartbeats, as a daemon does).
+ * Scale suite (issues 8 item 4 and 18): memory per idle device connection, heartbeat CPU and event-loop delay
+ * at growing numbers of concurrent connections from one load process, and the operator device listing at the
+ * largest level. Three processes: the bench orchestrates, `gateway-host` is the measured process (the whole dev
+ * Core with its SQLite store and declaration persistence; Core's bare gateway with an in-memory credential
+ * store; or the raw `ws` baseline server), `load` holds the connections (bootstrap + dial + heartbeats, as a
+ * daemon does).
  *
  * Per level: memory after a full GC (RSS and per-device growth over the same process before any connection),
- * then CPU over consecutive windows divided by the heartbeats sent in them. The gateway returns a 5 s
- * heartbeat cadence from bootstrap (more heartbeats per window; the per-heartbeat cost does not depend on the
- * cadence) and the projection to the default 15 s cadence is reported.
+ * then CPU over consecutive windows at the real 15 s heartbeat cadence (full runs): the measured share of a
+ * core (minus the process's idle CPU) and that CPU divided by the heartbeats sent in the window. "Flat" is the
+ * last level against the middle one (the first carries one-time costs).
  */
-import { figure, type Figure } from "../lib/figures.js"
+import { figure, type Figure, lastVsMiddle, marginalLastVsMiddle } from "../lib/figures.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
-import type { HostMeasurement } from "../children/gatewayHost.js"
+import type { HostGot, HostMeasurement, HostMode } from "../children/gatewayHost.js"
 import { type BenchDevice, makeDevices } from "../support/core.js"
 import { type Child, op, spawnChild } from "../support/processes.js"
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-const MiB = 1024 * 1024
 
 interface Level {
   readonly devices: number
@@ -30,8 +31,13 @@ interface Level {
   readonly heapPerDevice: Array<number>
   /** Host CPU per heartbeat sent, microseconds, per window, after the idle process's own CPU is taken out. */
   readonly cpuPerHeartbeat: Array<number>
-  /** Host CPU share of one core, per window. */
+  /** Host CPU share of one core, per window, after the idle process's own CPU is taken out. */
   readonly cpuShare: Array<number>
+  /** Event-loop delay p99 and max per window, ms. */
+  readonly loopP99: Array<number>
+  readonly loopMax: Array<number>
+  /** Operator listing timings at this level (devcore only): one page, then the whole list. */
+  readonly page: Array<HostGot>
 }
 
 const measure = async (host: Child, collect: boolean): Promise<HostMeasurement> => {
@@ -46,19 +52,20 @@ const heartbeatsSent = async (load: Child): Promise<number> => {
 
 const runMode = async (
   ctx: SuiteContext,
-  mode: "gateway" | "raw",
+  mode: HostMode,
   devices: ReadonlyArray<BenchDevice>,
   levels: ReadonlyArray<number>,
   p: { readonly heartbeatSeconds: number; readonly windows: number; readonly windowMs: number; readonly settleMs: number }
-): Promise<Array<Level>> => {
+): Promise<{ readonly levels: Array<Level>; readonly emptyRss: number }> => {
   const host = spawnChild(ctx.self, "gateway-host", { execArgv: ["--expose-gc"] })
   const load = spawnChild(ctx.self, "load")
   try {
-    host.send({ op: "start", mode, devices: mode === "gateway" ? devices : [], heartbeatSeconds: p.heartbeatSeconds })
+    host.send({ op: "start", mode, devices: mode === "raw" ? [] : devices, heartbeatSeconds: p.heartbeatSeconds })
     const started = await host.next(op("started"), 120_000)
     const baseUrl = started["baseUrl"] as string
     await sleep(p.settleMs)
     const empty = await measure(host, true)
+    const emptyRss = empty.rss
     // The process's own CPU with no connection (timers, GC), per millisecond: taken out of every window.
     const idleFrom = await measure(host, false)
     const idleAt = performance.now()
@@ -70,7 +77,7 @@ const runMode = async (
     for (const n of levels) {
       ctx.log(`scale: ${mode}: connecting ${n - connected} more devices (to ${n})`)
       const t0 = performance.now()
-      load.send({ op: "connect", mode, baseUrl, devices: devices.slice(connected, n), heartbeatSeconds: p.heartbeatSeconds })
+      load.send({ op: "connect", mode: mode === "raw" ? "raw" : "gateway", baseUrl, devices: devices.slice(connected, n), heartbeatSeconds: p.heartbeatSeconds })
       const reply = await load.next(op("connected"), 600_000)
       if ((reply["failed"] as number) > 0) {
         throw new Error(`scale: ${reply["failed"]} of ${n - connected} connections failed (${reply["firstFailure"]}); logs: ${host.logFile}, ${load.logFile}`)
@@ -80,25 +87,45 @@ const runMode = async (
       const connectRate = ((n - connected) * 1000) / elapsed
       connected = n
       await sleep(p.settleMs)
-      const level: Level = { devices: n, connectRate, rss: [], perDevice: [], heapPerDevice: [], cpuPerHeartbeat: [], cpuShare: [] }
+      const level: Level = {
+        devices: n,
+        connectRate,
+        rss: [],
+        perDevice: [],
+        heapPerDevice: [],
+        cpuPerHeartbeat: [],
+        cpuShare: [],
+        loopP99: [],
+        loopMax: [],
+        page: []
+      }
       const memory = async () => {
         const m = await measure(host, true)
         level.rss.push(m.rss)
-        level.perDevice.push((m.rss - empty.rss) / n)
+        level.perDevice.push((m.rss - emptyRss) / n)
         level.heapPerDevice.push((m.heapUsed - empty.heapUsed) / n)
       }
       await memory()
+      if (mode === "devcore") {
+        for (let k = 0; k < 3; k++) {
+          host.send({ op: "get", path: "/api/v1/operator/devices?limit=50" })
+          level.page.push(await host.next((m): m is HostGot => op("got")(m), 120_000))
+        }
+      }
       let cpu = (await measure(host, false)).cpuMicros
       let sent = await heartbeatsSent(load)
       let at = performance.now()
       for (let w = 0; w < p.windows; w++) {
         await sleep(p.windowMs)
-        const cpuNow = (await measure(host, false)).cpuMicros
+        const m = await measure(host, false)
+        const cpuNow = m.cpuMicros
         const sentNow = await heartbeatsSent(load)
         const now = performance.now()
         const busy = Math.max(0, cpuNow - cpu - idleMicrosPerMs * (now - at))
         level.cpuPerHeartbeat.push(busy / Math.max(1, sentNow - sent))
-        level.cpuShare.push((cpuNow - cpu) / 1000 / (now - at))
+        level.cpuShare.push(busy / 1000 / (now - at))
+        level.loopP99.push(m.loopP99Ms)
+        level.loopMax.push(m.loopMaxMs)
         cpu = cpuNow
         sent = sentNow
         at = now
@@ -106,110 +133,154 @@ const runMode = async (
       await memory()
       out.push(level)
     }
-    return out
+    return { levels: out, emptyRss }
   } finally {
     await load.stop()
     await host.stop()
   }
 }
 
-/** Per memory sample: (RSS growth per device over the last step) / (RSS growth per device over the first step). */
-const marginalRatios = (levels: ReadonlyArray<Level>): Array<number> => {
-  const first = levels[0]!
-  const last = levels[levels.length - 1]!
-  const before = levels[levels.length - 2]!
-  return last.rss.map((rss, i) => {
-    const lastStep = (rss - before.rss[i]!) / (last.devices - before.devices)
-    const firstStep = first.perDevice[i]!
-    return lastStep / firstStep
-  })
-}
+
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
+
+/**
+ * Per memory sample: RSS growth per added device over the last step, over the growth per device over the
+ * middle step (the first step, from 0, carries the process's one-time costs).
+ */
+const marginalRatios = (run: { readonly levels: ReadonlyArray<Level>; readonly emptyRss: number }): Array<number> =>
+  run.levels[0]!.rss.map((_, i) =>
+    marginalLastVsMiddle(run.levels.map((l) => l.devices), run.levels.map((l) => l.rss[i]!), run.emptyRss))
 
 export const scaleSuite: Suite = {
   name: "scale",
-  describe: "gateway memory per idle device connection and heartbeat CPU at growing connection counts",
+  describe: "dev Core / gateway memory per idle device, heartbeat CPU at the real cadence, event-loop delay, device listing",
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const levels = ctx.quick ? [200, 500, 1000] : [1000, 5000, 10_000]
+    // Full runs measure at the real 15 s cadence (the default bootstrap returns); quick runs judge nothing.
     const p = ctx.quick
       ? { heartbeatSeconds: 5, windows: 2, windowMs: 2500, settleMs: 1000 }
-      : { heartbeatSeconds: 5, windows: 3, windowMs: 3000, settleMs: 3000 }
+      : { heartbeatSeconds: 15, windows: 3, windowMs: 5000, settleMs: 3000 }
     const devices = makeDevices("scale", levels[levels.length - 1]!)
     const raw = await runMode(ctx, "raw", devices, levels, p)
     const gateway = await runMode(ctx, "gateway", devices, levels, p)
+    const devcore = await runMode(ctx, "devcore", devices, levels, p)
     const figures: Array<Figure> = []
     const kib = (xs: ReadonlyArray<number>) => xs.map((x) => x / 1024)
-    for (let i = 0; i < levels.length; i++) {
-      const g = gateway[i]!
-      const r = raw[i]!
+    const top = levels.length - 1
+    for (const [label, run] of [["dev Core", devcore], ["gateway", gateway]] as const) {
+      for (let i = 0; i < levels.length; i++) {
+        const g = run.levels[i]!
+        const r = raw.levels[i]!
+        figures.push(
+          figure({
+            suite: "scale",
+            name: `${label}: memory per idle device @ ${g.devices}`,
+            unit: "KiB",
+            samples: kib(g.perDevice),
+            baseline: { name: "raw ws", samples: kib(r.perDevice) },
+            ...(label === "dev Core" && i === top ? { target: { on: "value", op: "<=", value: 16 } } : {})
+          }),
+          figure({
+            suite: "scale",
+            name: `${label}: CPU per heartbeat @ ${g.devices}`,
+            unit: "µs",
+            samples: g.cpuPerHeartbeat,
+            baseline: { name: "raw ws", samples: r.cpuPerHeartbeat }
+          })
+        )
+      }
+      const last = run.levels[top]!
       figures.push(
         figure({
           suite: "scale",
-          name: `memory per idle device @ ${g.devices}`,
-          unit: "KiB",
-          samples: kib(g.perDevice),
-          baseline: { name: "raw ws", samples: kib(r.perDevice) }
+          name: `${label}: CPU @ ${last.devices} devices, ${p.heartbeatSeconds} s heartbeats (measured)`,
+          unit: "% core",
+          samples: last.cpuShare.map((x) => x * 100),
+          baseline: { name: "raw ws", samples: raw.levels[top]!.cpuShare.map((x) => x * 100) },
+          ...(label === "dev Core" ? { target: { on: "value", op: "<=", value: 5 } } : {}),
+          note: "the process's CPU share per window minus its idle CPU, measured at this cadence (not projected)"
         }),
         figure({
           suite: "scale",
-          name: `CPU per heartbeat @ ${g.devices}`,
-          unit: "µs",
-          samples: g.cpuPerHeartbeat,
-          baseline: { name: "raw ws", samples: r.cpuPerHeartbeat }
+          name: `${label}: event-loop delay p99 @ ${last.devices} devices`,
+          unit: "ms",
+          samples: last.loopP99,
+          baseline: { name: "raw ws", samples: raw.levels[top]!.loopP99 },
+          ...(label === "dev Core" ? { target: { on: "value", op: "<=", value: 2, over: "every" } } : {})
+        }),
+        figure({
+          suite: "scale",
+          name: `${label}: event-loop delay max @ ${last.devices} devices`,
+          unit: "ms",
+          samples: last.loopMax,
+          baseline: { name: "raw ws", samples: raw.levels[top]!.loopMax },
+          ...(label === "dev Core" ? { target: { on: "value", op: "<=", value: 20, over: "every" } } : {})
+        }),
+        figure({
+          suite: "scale",
+          name: `${label}: marginal memory per device, last step vs middle step`,
+          unit: "×",
+          samples: marginalRatios(run),
+          target: { on: "value", op: "<=", value: 1.25 },
+          note: `RSS growth per added device from ${levels[top - 1]} to ${levels[top]} devices over the growth per device from ` +
+            `${levels[0]} to ${levels[top - 1]}; flat = within 25 %`
+        }),
+        figure({
+          suite: "scale",
+          name: `${label}: CPU per heartbeat, last level vs middle level`,
+          unit: "×",
+          samples: last.cpuPerHeartbeat.map((x) =>
+            lastVsMiddle([median(run.levels[Math.floor(top / 2)]!.cpuPerHeartbeat), x])),
+          target: { on: "value", op: "<=", value: 1.25 },
+          note: `per-heartbeat CPU at ${levels[top]} over the median at ${levels[Math.floor(top / 2)]}; flat = within 25 %`
         })
       )
     }
-    const top = gateway[gateway.length - 1]!
-    const topRaw = raw[raw.length - 1]!
-    const first = gateway[0]!
-    const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
-    figures.push(
-      figure({
-        suite: "scale",
-        name: `gateway RSS @ ${top.devices} idle devices`,
-        unit: "MiB",
-        samples: top.rss.map((x) => x / MiB),
-        baseline: { name: "raw ws", samples: topRaw.rss.map((x) => x / MiB) },
-        ...(ctx.quick ? {} : { target: { on: "value", op: "<", value: 1024 } })
-      }),
-      figure({
-        suite: "scale",
-        name: `marginal memory per device, last step vs first`,
-        unit: "×",
-        samples: marginalRatios(gateway),
-        target: { on: "value", op: "<=", value: 1.25 },
-        note: `RSS growth per added device from ${gateway[gateway.length - 2]?.devices ?? 0} to ${top.devices} devices, over the ` +
-          `growth per device from 0 to ${first.devices}; flat = within 25 %`
-      }),
-      figure({
-        suite: "scale",
-        name: `CPU per heartbeat ${top.devices} vs ${first.devices}`,
-        unit: "×",
-        samples: top.cpuPerHeartbeat.map((x) => x / median(first.cpuPerHeartbeat)),
-        target: { on: "value", op: "<=", value: 1.25 },
-        note: "flat = per-heartbeat CPU at the largest level within 25 % of the smallest"
-      }),
-      figure({
-        suite: "scale",
-        name: `gateway CPU @ ${top.devices} devices, 15 s heartbeats`,
-        unit: "% core",
-        samples: top.cpuPerHeartbeat.map((us) => ((us * top.devices) / 15 / 1e6) * 100),
-        baseline: { name: "raw ws", samples: topRaw.cpuPerHeartbeat.map((us) => ((us * topRaw.devices) / 15 / 1e6) * 100) },
-        note: "projected from the measured CPU per heartbeat"
-      })
-    )
+    const pages = devcore.levels.map((l) => l.page)
+    if (pages.every((p) => p.length > 0)) {
+      figures.push(
+        figure({
+          suite: "scale",
+          name: `GET /operator/devices?limit=50 @ ${levels[top]} devices`,
+          unit: "ms",
+          samples: pages[top]!.map((g) => g.ms),
+          target: { on: "value", op: "<=", value: 50, over: "every" },
+          note: `per request; status ${pages[top]!.map((g) => g.status).join("/")}, ${pages[top]![0]!.bytes} bytes`
+        }),
+        figure({
+          suite: "scale",
+          name: `GET /operator/devices?limit=50 @ ${levels[top]} devices: event-loop stall`,
+          unit: "ms",
+          samples: pages[top]!.map((g) => g.loopMaxMs),
+          target: { on: "value", op: "<=", value: 20, over: "every" }
+        }),
+        figure({
+          suite: "scale",
+          name: `GET /operator/devices?limit=50, last level vs middle level`,
+          unit: "×",
+          samples: pages[top]!.map((g) => lastVsMiddle([median(pages[Math.floor(top / 2)]!.map((x) => x.ms)), g.ms])),
+          target: { on: "value", op: "<=", value: 1.25 }
+        })
+      )
+    }
     const notes = [
       `scale: levels ${levels.join(" / ")} devices from one load process (raw ws clients: bootstrap + dial + heartbeat as a daemon ` +
-        `does; heartbeat = one kind with all 30 capabilities); gateway = GatewayServer + DeviceCredentials.layerMemory holding ` +
-        `${devices.length} devices; memory after a full GC (--expose-gc); CPU = all of the measured process's CPU time in ` +
-        `${p.windows} windows of ${p.windowMs} ms at a ${p.heartbeatSeconds} s heartbeat cadence, divided by the heartbeats sent, after the process's ` +
+        `does; heartbeat = one kind with all 30 capabilities, its ts changing every second); dev Core = DevCore.layer with its ` +
+        `SQLite store (every device registered) and declaration persistence; gateway = GatewayServer + ` +
+        `DeviceCredentials.layerMemory; memory after a full GC (--expose-gc); CPU = all of the measured process's CPU time ` +
+        `in ${p.windows} windows of ${p.windowMs} ms at a ${p.heartbeatSeconds} s heartbeat cadence, after the process's ` +
         `idle CPU (measured with no connection) is taken out`,
-      `scale: JS heap per device (of the RSS per device): gateway ` +
-        gateway.map((l) => `${l.devices}: ${(median(l.heapPerDevice) / 1024).toFixed(1)} KiB`).join(", ") +
-        `; raw ws ` + raw.map((l) => `${l.devices}: ${(median(l.heapPerDevice) / 1024).toFixed(1)} KiB`).join(", "),
-      `scale: connections opened per second from the one load process (gateway: bootstrap + upgrade + first heartbeat; ` +
-        `raw: upgrade): gateway ${gateway.map((l) => Math.round(l.connectRate)).join(" / ")}, raw ${raw.map((l) => Math.round(l.connectRate)).join(" / ")}`,
-      `scale: measured CPU share of the gateway process at a ${p.heartbeatSeconds} s cadence: ` +
-        gateway.map((l) => `${l.devices}: ${(median(l.cpuShare) * 100).toFixed(1)} % core`).join(", ")
+      ...[["dev Core", devcore], ["gateway", gateway], ["raw ws", raw]].map(([label, run]) => {
+        const r = run as typeof raw
+        return `scale: ${label as string}: JS heap per device ` +
+          r.levels.map((l) => `${l.devices}: ${(median(l.heapPerDevice) / 1024).toFixed(1)} KiB`).join(", ") +
+          `; connections opened per second ${r.levels.map((l) => Math.round(l.connectRate)).join(" / ")}` +
+          `; CPU share ${r.levels.map((l) => `${l.devices}: ${(median(l.cpuShare) * 100).toFixed(2)} %`).join(", ")}`
+      }),
+      ...(pages.every((p) => p.length > 0)
+        ? [`scale: GET /operator/devices?limit=50 ms per level: ` +
+          devcore.levels.map((l) => `${l.devices}: ${l.page.map((g) => g.ms.toFixed(1)).join("/")}`).join(", ")]
+        : [])
     ]
     return { figures, notes }
   }

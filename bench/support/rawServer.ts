@@ -12,6 +12,16 @@ export interface RawServer {
   readonly connected: Promise<void>
   /** Asks the peer for `n` prebuilt delta frames at once; resolves with receive times of the first and last. */
   readonly burst: (n: number, runId: string, text: string) => Promise<{ readonly first: number; readonly last: number }>
+  /**
+   * The same, with the daemon's batching: up to `batch` frames corked into one write, the next batch after the
+   * last frame's write callback.
+   */
+  readonly burstBatched: (n: number, runId: string, text: string, batch: number) => Promise<{ readonly first: number; readonly last: number }>
+  /**
+   * Collects the one-way latency (ms) of paired frames by stamp, per frame id (`paired`, `delayed`) until
+   * `stop` (the peer sends them while pairing is on).
+   */
+  readonly collectPaired: () => { readonly byId: Map<string, Map<string, number>>; readonly stop: () => void }
   /** Asks the peer for `n` stamped frames, one every `intervalMs`; resolves with each frame's one-way latency (ms). */
   readonly paced: (n: number, intervalMs: number, runId: string) => Promise<Array<number>>
   /** One round trip of a small frame (ms). */
@@ -44,20 +54,33 @@ export const startRawServer = async (): Promise<RawServer> => {
     if (peer === undefined) throw new Error("raw peer not connected")
     peer.send(JSON.stringify(command))
   }
+  const burstOf = (command: Record<string, unknown> & { readonly n: number }) =>
+    new Promise<{ readonly first: number; readonly last: number }>((resolve) => {
+      let count = 0
+      let first = 0
+      onFrame = () => {
+        const at = performance.now()
+        if (count++ === 0) first = at
+        if (count === command.n) resolve({ first, last: at })
+      }
+      send(command)
+    })
   return {
     url: `ws://127.0.0.1:${port}/raw`,
     connected,
-    burst: (n, runId, text) =>
-      new Promise((resolve) => {
-        let count = 0
-        let first = 0
-        onFrame = () => {
-          const at = performance.now()
-          if (count++ === 0) first = at
-          if (count === n) resolve({ first, last: at })
-        }
-        send({ cmd: "burst-delta", n, runId, text })
-      }),
+    burst: (n, runId, text) => burstOf({ cmd: "burst-delta", n, runId, text }),
+    burstBatched: (n, runId, text, batch) => burstOf({ cmd: "burst-batched", n, runId, text, batch }),
+    collectPaired: () => {
+      const byId = new Map<string, Map<string, number>>()
+      onFrame = (frame) => {
+        const now = process.hrtime.bigint()
+        const parsed = JSON.parse(frame) as { id: string; payload: { delta: string } }
+        let m = byId.get(parsed.id)
+        if (m === undefined) byId.set(parsed.id, (m = new Map()))
+        m.set(parsed.payload.delta, Number(now - BigInt(parsed.payload.delta)) / 1e6)
+      }
+      return { byId, stop: () => (onFrame = () => {}) }
+    },
     paced: (n, intervalMs, runId) =>
       new Promise((resolve) => {
         const latencies: Array<number> = []

@@ -21,37 +21,35 @@
  * | interaction_decision_ack when matched)                          | operation's outcome is unknown                       |
  * | anything without a usable type and id                           | is dropped                                           |
  *
- * This file declares the contract; the implementation (`make`) follows it below the types. Routing of inbound
- * frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
+ * This file declares the contract; the implementation (`make`) follows it below the types. The session's parts
+ * are `Context.Service`s (SessionServices.ts, SessionInbound.ts, SessionOutbound.ts) provided by one
+ * `SessionLayer`, built fresh inside the connection's scope (see docs/architecture.md, "Core session"). Routing
+ * of inbound frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
  * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
  * the declaration snapshot. The read loop does no work beyond decode + route; it waits only for room in a full
  * Run subscriber (backpressure: nothing more is read from the socket meanwhile, and the liveness deadline
  * does not run), at most `subscriberStallTimeout` without progress (Subscriptions.ts).
  */
-import { type Cause, Clock, Deferred, Duration, Effect, Exit, Option, Queue, Result, type Scope, type Stream } from "effect"
-import { logVerdict, makeInvalidFrameBudget } from "./transport/internal/invalidFrames.js"
-import { Envelope, Limits, Messages, Trace, type Capabilities, type Ids } from "../proto/index.js"
-import * as Correlator from "./Correlator.js"
-import { NotSent, ObservationLost, type ObservationLostReason, type SubscriberOverflow, type SubscriptionRejected } from "./Errors.js"
-import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
-import type { GatewayConfigShape } from "./GatewayConfig.js"
-import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
+import { type Cause, Effect, Layer, type Option, type Scope, type Stream } from "effect"
+import type { Messages, Ids } from "../proto/index.js"
+import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import type { ReplyFamilies, ReplyFamily } from "./ReplyFamilies.js"
-import { failNamedObserver } from "./internal/malformedFrames.js"
 import type { RunEvent } from "./RunEvent.js"
-import { makePreparationRoutes, makeRunRoutes } from "./Subscriptions.js"
-import { closeCodeFor, type DeviceTransport, TransportEnded } from "./transport/DeviceTransport.js"
+import { SessionInbound } from "./SessionInbound.js"
+import { SessionOutbound } from "./SessionOutbound.js"
+import {
+  type Declaration,
+  SessionDeclaration,
+  SessionEnd,
+  SessionInfo,
+  SessionLiveness,
+  type SessionOptions,
+  SessionRoutes,
+  SessionTap
+} from "./SessionServices.js"
+import { TransportEnded } from "./transport/DeviceTransport.js"
 
-/** The latest valid declaration of a connection. Kinds missing from it are not advertised. */
-export interface Declaration {
-  readonly kinds: ReadonlyMap<string, Capabilities.AgentKindDescriptor>
-  readonly daemonVersion: string | undefined
-  readonly activeRequests: number
-  /** The heartbeat's own `ts` (sender clock, Unix seconds). */
-  readonly ts: number
-  /** Core's clock (Unix ms) when the heartbeat arrived. */
-  readonly receivedAtMs: number
-}
+export type { Declaration, SessionOptions } from "./SessionServices.js"
 
 /** A frame routed to a Run's subscriber (defined in RunEvent.ts, re-exported here as part of the contract). */
 export type { RunEvent } from "./RunEvent.js"
@@ -108,19 +106,18 @@ export interface DeviceSession {
 
 // ============================================================================================== implementation
 
-// ---------------------------------------------------------------------------------------------- make
-
-export interface SessionOptions {
-  readonly deviceId: Ids.DeviceId
-  readonly connectionNumber: number
-  readonly transport: DeviceTransport
-  readonly config: GatewayConfigShape
-  readonly tap: FrameTapShape
-  /** Called on the read loop for every valid heartbeat; must not block (e.g. publish to an unbounded PubSub). */
-  readonly onDeclared: (declaration: Declaration) => void
-  /** The reason recorded when the connection fiber is interrupted from outside (server or gateway shutdown). */
-  readonly interruptedReason: () => ObservationLostReason
-}
+/**
+ * The parts of one session, in build order (and so reverse teardown order): the connection's inputs, then its
+ * routes, declaration and tap, then its end (which closes the routes), the liveness deadline, and the read and
+ * send sides. Built fresh per connection by `make`, inside the connection's scope.
+ */
+export const SessionLayer = (options: SessionOptions) =>
+  Layer.mergeAll(SessionInbound.layer, SessionOutbound.layer).pipe(
+    Layer.provideMerge(SessionLiveness.layer),
+    Layer.provideMerge(SessionEnd.layer),
+    Layer.provideMerge(Layer.mergeAll(SessionRoutes.layer, SessionDeclaration.layer, SessionTap.layer)),
+    Layer.provideMerge(SessionInfo.layer(options))
+  )
 
 /** A built session and the effect that runs its connection. */
 export interface SessionRunner {
@@ -133,253 +130,65 @@ export interface SessionRunner {
   readonly run: Effect.Effect<ObservationLost>
 }
 
-
 /**
- * Builds the session of one authenticated connection. Nothing is read until `run` starts; `send` and the
- * subscription entry points work at once (subscribe before sending).
+ * Builds the session of one authenticated connection in the caller's scope (the connection's scope: closing it
+ * stops the frame tap's fiber). Nothing is read until `run` starts; `send` and the subscription entry points
+ * work at once (subscribe before sending).
  */
-export const make = (options: SessionOptions): Effect.Effect<SessionRunner> =>
+export const make = (options: SessionOptions): Effect.Effect<SessionRunner, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { config, connectionNumber, deviceId, tap, transport } = options
-    const runs = makeRunRoutes({
-      buffer: config.runSubscriptionBuffer,
-      maxSubscriptions: config.maxRunSubscriptions,
-      maxInteractionRoutes: config.maxInteractionRoutes
-    })
-    const preparations = makePreparationRoutes({
-      buffer: Limits.PreparationSubscriptionBuffer,
-      maxSubscriptions: Limits.MaxPreparationSubscriptions
-    })
-    const replies = Correlator.make<ReplyFamilies>({ capacity: config.maxReplyWaiters, buffer: config.replyBuffer })
-    const closeSignal = yield* Deferred.make<ObservationLost>()
-    const tapQueue = tap.enabled ? yield* Queue.dropping<TappedFrame>(config.tapBuffer) : undefined
-    const clock = yield* Clock.Clock
-    const invalidFrameBudget = makeInvalidFrameBudget()
+    const services = yield* Layer.buildWithScope(SessionLayer(options), yield* Effect.scope)
+    return yield* Effect.gen(function*() {
+      const { connectionNumber, deviceId, transport } = yield* SessionInfo
+      const { preparations, replies, runs } = yield* SessionRoutes
+      const declaration = yield* SessionDeclaration
+      const end = yield* SessionEnd
+      const liveness = yield* SessionLiveness
+      const inbound = yield* SessionInbound
+      const outbound = yield* SessionOutbound
 
-    let declaration: Option.Option<Declaration> = Option.none()
-    // Liveness counts from the moment the connection was accepted, not from when reading starts.
-    let lastInbound = clock.currentTimeMillisUnsafe()
-    // True while the read loop waits for room in a full Run subscriber: nothing is read then, so the
-    // liveness deadline does not run (it restarts once reading resumes).
-    let holding = false
-    let ended: { readonly lost: ObservationLost; readonly code: number } | undefined
-
-    /** Ends observation of everything on this connection, synchronously and once. */
-    const terminate = (reason: ObservationLostReason, code = closeCodeFor(reason)): boolean => {
-      if (ended !== undefined) return false
-      const lost = new ObservationLost({ reason })
-      ended = { lost, code }
-      declaration = Option.none()
-      runs.close(lost)
-      preparations.close(lost)
-      replies.close(lost)
-      Deferred.doneUnsafe(closeSignal, Exit.succeed(lost))
-      return true
-    }
-
-    const tapFrame = (frame: Omit<TappedFrame, "deviceId" | "connectionNumber" | "at">) => {
-      if (tapQueue !== undefined) {
-        Queue.offerUnsafe(tapQueue, { ...frame, deviceId, connectionNumber, at: clock.currentTimeMillisUnsafe() })
-      }
-    }
-
-    // ------------------------------------------------------------------------------------------ send
-
-    // A request without a trace carries the caller's current span, so the Runtime's handler joins it.
-    const withCallerTrace = (message: Messages.CoreToRuntime): Effect.Effect<Messages.CoreToRuntime> =>
-      message.trace !== undefined
-        ? Effect.succeed(message)
-        : Effect.map(Trace.currentTraceparent, (trace) => (trace === undefined ? message : { ...message, trace }))
-
-    const send = (message: Messages.CoreToRuntime): Effect.Effect<void, NotSent> =>
-      Effect.flatMap(withCallerTrace(message), (message) => Effect.suspend(() => {
-        if (ended !== undefined) return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
-        const encoded = Messages.encodeMessage(message)
-        if (Result.isFailure(encoded)) {
-          return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))
-        }
-        const offered = transport.offer(encoded.success)
-        if (offered !== "queued") {
-          return Effect.fail(
-            new NotSent({ type: message.type, reason: offered === "full" ? "queue_full" : "connection_closed" })
-          )
-        }
-        if (tapQueue !== undefined) {
-          const id = "id" in message ? message.id : undefined
-          tapFrame({
-            direction: "core→runtime",
-            type: message.type,
-            ...(id === undefined ? {} : { id }),
-            bytes: Buffer.byteLength(encoded.success, "utf8"),
-            message
-          })
-        }
-        return Effect.void
-      }))
-
-    // ------------------------------------------------------------------------------------------ routing
-
-    const handlers: Handlers = {
-      ...routeHandlers({ runs, preparations, replies, subscriberStallTimeout: config.subscriberStallTimeout }),
-      heartbeat: (message) => {
-        const payload = message.payload
-        const next: Declaration = {
-          kinds: new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])),
-          daemonVersion: payload.daemon_version,
-          activeRequests: payload.active_requests,
-          ts: payload.ts,
-          receivedAtMs: clock.currentTimeMillisUnsafe()
-        }
-        declaration = Option.some(next)
-        options.onDeclared(next)
-        return undefined
-      },
-    }
-
-    const onInvalid = (error: Envelope.InvalidFrame): Effect.Effect<void> => {
-      if (tapQueue !== undefined) {
-        tapFrame({
-          direction: "runtime→core",
-          type: error.type ?? "invalid",
-          ...(error.id === undefined ? {} : { id: error.id }),
-          bytes: error.bytes,
-          invalid: error.code
-        })
-      }
-      const annotations = {
-        code: error.code,
-        type: error.type ?? "",
-        id: error.id ?? "",
-        bytes: error.bytes
-      }
-      if (error.type === "heartbeat") {
-        terminate("invalid_heartbeat")
-        return Effect.logWarning("invalid heartbeat: declaration cleared, connection closed").pipe(
-          Effect.annotateLogs(annotations)
-        )
-      }
-      const observerFailed = failNamedObserver({ runs, preparations, replies }, error)
-      // Bounded logging, and a close past the threshold (transport/internal/invalidFrames.ts).
-      const verdict = invalidFrameBudget.admit(error.code, clock.currentTimeMillisUnsafe())
-      const logged = logVerdict(
-        verdict,
-        Effect.logWarning(
-          observerFailed ? "invalid frame: its observer failed with invalid_frame" : "invalid frame dropped"
-        ).pipe(Effect.annotateLogs(annotations))
-      )
-      // Logged before the close, which ends this read loop.
-      return verdict.close ? Effect.andThen(logged, Effect.sync(() => void terminate("invalid_frame", 1008))) : logged
-    }
-
-    const handleFrame = (frame: string | Uint8Array): Effect.Effect<void> | undefined => {
-      // One envelope per text frame: a binary frame is refused as the daemon refuses it.
-      const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
-      if (Result.isFailure(raw)) return onInvalid(raw.failure)
-      const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
-      if (Result.isFailure(decoded)) return onInvalid(decoded.failure)
-      const message = decoded.success
-      if (tapQueue !== undefined) {
-        const id = "id" in message ? message.id : undefined
-        tapFrame({
-          direction: "runtime→core",
-          type: message.type,
-          ...(id === undefined ? {} : { id }),
-          bytes: raw.success.bytes,
-          message
-        })
-      }
-      const handler = handlers[message.type] as (m: Messages.RuntimeToCore, bytes: number) => Effect.Effect<void> | undefined
-      return handler(message, raw.success.bytes)
-    }
-
-    // ------------------------------------------------------------------------------------------ run
-
-    const run: Effect.Effect<ObservationLost> = Effect.gen(function*() {
-      const routeSlice = 16
-      const readLoop = Effect.gen(function*() {
-        while (ended === undefined) {
-          const frames = yield* transport.pull
-          lastInbound = clock.currentTimeMillisUnsafe()
-          for (let i = 0; i < frames.length && ended === undefined; i++) {
-            const effect = handleFrame(frames[i]!)
-            if (effect !== undefined) {
-              holding = true
-              yield* effect
-              holding = false
-              lastInbound = clock.currentTimeMillisUnsafe()
-            }
-            // One socket read can hold hundreds of small frames: let subscribers drain their bounded buffers
-            // between slices instead of routing the whole burst first. The loop still never waits on a subscriber.
-            if ((i + 1) % routeSlice === 0) yield* Effect.yieldNow
-          }
-        }
-      })
-
-      const livenessMs = Duration.toMillis(config.livenessTimeout)
-      /** Milliseconds until the liveness deadline the last inbound frame set. */
-      const remaining = () => (holding ? livenessMs : lastInbound + livenessMs - clock.currentTimeMillisUnsafe())
-      // Sleeps to the deadline, again while inbound frames keep moving it; then closes (once).
-      const liveness = Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, remaining())))).pipe(
-        Effect.repeat({ until: () => ended !== undefined || remaining() <= 0 }),
-        Effect.andThen(Effect.suspend(() =>
-          ended === undefined && terminate("liveness_timeout")
-            ? Effect.logWarning("no inbound frame within the liveness timeout; closing").pipe(
-              Effect.annotateLogs({ timeout_ms: livenessMs })
+      const run: Effect.Effect<ObservationLost> = Effect.gen(function*() {
+        yield* inbound.readLoop.pipe(
+          Effect.catchCause((cause) =>
+            Effect.suspend(() =>
+              end.terminate("disconnected")
+                ? Effect.logInfo("connection ended").pipe(Effect.annotateLogs({ cause: describeEnd(cause) }))
+                : Effect.void
             )
-            : Effect.void
-        ))
-      )
-
-      yield* readLoop.pipe(
-        Effect.catchCause((cause) =>
-          Effect.suspend(() => {
-            const first = terminate("disconnected")
-            return first
-              ? Effect.logInfo("connection ended").pipe(
-                Effect.annotateLogs({ cause: describeEnd(cause) })
-              )
-              : Effect.void
-          })
-        ),
-        Effect.forkScoped
-      )
-      yield* transport.ended.pipe(
-        Effect.flatMap(() => Effect.sync(() => terminate("disconnected"))),
-        Effect.forkScoped
-      )
-      yield* Effect.forkScoped(liveness)
-      if (tapQueue !== undefined) {
-        yield* Queue.take(tapQueue).pipe(
-          Effect.flatMap((frame) => tap.onFrame(frame)),
-          Effect.catchCause((cause) => Effect.logWarning("frame tap failed", cause)),
-          Effect.forever,
+          ),
           Effect.forkScoped
         )
-      }
-      return yield* Deferred.await(closeSignal)
-    }).pipe(
-      Effect.scoped,
-      Effect.ensuring(
-        Effect.suspend(() => {
-          terminate(options.interruptedReason())
-          return transport.close(ended!.code, ended!.lost.reason)
-        })
-      ),
-      Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
-    )
+        yield* transport.ended.pipe(
+          Effect.flatMap(() => Effect.sync(() => end.terminate("disconnected"))),
+          Effect.forkScoped
+        )
+        yield* Effect.forkScoped(liveness.watch)
+        return yield* end.closed
+      }).pipe(
+        Effect.scoped,
+        Effect.ensuring(
+          Effect.suspend(() => {
+            end.terminate(options.interruptedReason())
+            const ended = end.ended()!
+            return transport.close(ended.code, ended.lost.reason)
+          })
+        ),
+        Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
+      )
 
-    const session: DeviceSession = {
-      deviceId,
-      connectionNumber,
-      send,
-      declaration: Effect.sync(() => declaration),
-      subscribeDurable: (runId) => runs.subscribe(runId),
-      subscribePreparation: (requestId) => preparations.subscribe(requestId),
-      expectReplies: (family, key) => replies.register(family, key),
-      closed: Deferred.await(closeSignal),
-      close: (code, reason) => Effect.sync(() => void terminate(reason, code))
-    }
-    return { session, run }
+      const session: DeviceSession = {
+        deviceId,
+        connectionNumber,
+        send: outbound.send,
+        declaration: declaration.get,
+        subscribeDurable: (runId) => runs.subscribe(runId),
+        subscribePreparation: (requestId) => preparations.subscribe(requestId),
+        expectReplies: (family, key) => replies.register(family, key),
+        closed: end.closed,
+        close: (code, reason) => Effect.sync(() => void end.terminate(reason, code))
+      }
+      return { session, run }
+    }).pipe(Effect.provideContext(services))
   })
 
 const describeEnd = (cause: Cause.Cause<unknown>): string => {

@@ -153,7 +153,7 @@ const make = Effect.gen(function*() {
         })
       )
     )
-  })
+  }, Effect.scoped) // the connection's scope: the session's layer lives in it
 
   const shutdown = Effect.gen(function*() {
     shuttingDown = true

@@ -28,6 +28,7 @@ import { RunLifecycle } from "./RunLifecycle.js"
 import { Runs } from "./Runs.js"
 import { StatusBoard } from "./StatusBoard.js"
 import { Steering } from "./Steering.js"
+import { Suspension } from "./Suspension.js"
 import { ConnectionInfo, Transport, TransportClosed } from "./transport/Transport.js"
 import { Workspace } from "./workspace/Workspace.js"
 
@@ -41,6 +42,7 @@ export type ConnectionEnd =
  * Executor table first, then the shared connection services, the Run table, the families and the dispatcher.
  */
 export const ConnectionLayer = Dispatcher.layer.pipe(
+  Layer.provideMerge(Suspension.layer),
   Layer.provideMerge(Workspace.layer),
   Layer.provideMerge(Layer.mergeAll(
     Admission.layer,

@@ -19,7 +19,9 @@
  * | prompt_cancel, permission_decision,          | none (no delivery id is known: an ack could establish        |
  * | prompt_for_user_choice_decision,             | nothing), one log line                                       |
  * | function_result otherwise, device_shutdown,  |                                                              |
- * | workspace_export, environment_quiesce/resume |                                                              |
+ * | workspace_export                             |                                                              |
+ * | environment_quiesce / environment_resume     | `environment_quiesced` / `_resumed` `accepted: false`,       |
+ * |                                              | `invalid_request`, empty identities (never the payload)      |
  *
  * — otherwise the frame is dropped with one log line (code, type, id, bytes; never the payload). The
  * connection stays open.
@@ -31,9 +33,11 @@
  * `workspace_read`, `workspace_write` and `workspace_export` go to the connection's `Workspace` service
  * (workspace/Reads.ts, Writes.ts, Exports.ts).
  *
+ * Suspension (Suspension.ts) sees every item first: while the connection is fenced (a quiesce was accepted,
+ * or it started suspended and the resume has not arrived) nothing is routed.
+ *
  * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`; suspension replies
- * `accepted: false` (`invalid_request` for quiesce: no Environment is bound; `not_suspended` for resume).
+ * rejected `runtime_preparation_unsupported`.
  */
 import { Context, Deferred, Effect, FiberSet, Layer } from "effect"
 import type { InvalidFrame } from "../proto/Envelope.js"
@@ -52,6 +56,7 @@ import { Interactions } from "./Interactions.js"
 import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
 import { Steering } from "./Steering.js"
+import { Suspension } from "./Suspension.js"
 import type { Inbound } from "./transport/Transport.js"
 import { Workspace } from "./workspace/Workspace.js"
 
@@ -99,6 +104,7 @@ const makeDispatcher = Effect.gen(function* () {
   const background = yield* Background
   const drain = yield* Drain
   const workspace = yield* Workspace
+  const suspension = yield* Suspension
 
   /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
   const shutdown = (reason: string | undefined) =>
@@ -138,18 +144,8 @@ const makeDispatcher = Effect.gen(function* () {
     workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) => workspace.write(m.id, m.payload, m.trace),
     workspace_export: (m) => workspace.export(m.id, m.payload, m.trace),
-    environment_quiesce: (m) =>
-      reply(withTrace({
-        type: "environment_quiesced",
-        id: m.id,
-        payload: { environment_id: m.payload.environment_id, suspend_id: m.payload.suspend_id, accepted: false, error_code: "invalid_request" }
-      }, m.trace)),
-    environment_resume: (m) =>
-      reply(withTrace({
-        type: "environment_resumed",
-        id: m.id,
-        payload: { environment_id: m.payload.environment_id, suspend_id: m.payload.suspend_id, accepted: false, error_code: "not_suspended" }
-      }, m.trace))
+    environment_quiesce: suspension.quiesce,
+    environment_resume: suspension.resume
   }
 
   /** The documented reply to a malformed frame of a known type and id; undefined when the rule is to drop. */
@@ -177,6 +173,9 @@ const makeDispatcher = Effect.gen(function* () {
         return reply({ type: "workspace_read_result", id: unsafeMake.operationId(id), payload: { outcome: "rejected", error_code: "invalid_request" } })
       case "workspace_write":
         return reply({ type: "workspace_write_result", id: unsafeMake.operationId(id), payload: { outcome: "rejected", error_code: "invalid_request" } })
+      case "environment_quiesce":
+      case "environment_resume":
+        return suspension.rejectInvalid(type, id)
       default:
         return undefined
     }
@@ -207,7 +206,12 @@ const makeDispatcher = Effect.gen(function* () {
   return Dispatcher.of({
     handlers,
     dispatch: (item) =>
-      item._tag === "Message" ? route(item.message) : Effect.withSpan(invalid(item.error), "Runtime.invalid_frame")
+      Effect.flatMap(suspension.admit(item), (admitted) =>
+        !admitted
+          ? Effect.void
+          : item._tag === "Message"
+          ? route(item.message)
+          : Effect.withSpan(invalid(item.error), "Runtime.invalid_frame"))
   })
 })
 

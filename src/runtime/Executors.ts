@@ -128,6 +128,8 @@ export interface ExecutorsShape {
   readonly byId: (id: string) => Effect.Effect<Option.Option<ExecutorEntry>>
   /** Active entries (capacity in use), for the heartbeat and the status view. */
   readonly counts: Effect.Effect<{ readonly active: number; readonly idle: number }>
+  /** Every owned Executor (a snapshot), for checks that need more than counts (suspension's unsettled work). */
+  readonly entries: Effect.Effect<ReadonlyArray<ExecutorEntry>>
   readonly view: Effect.Effect<ReadonlyArray<typeof ExecutorStatus.Type>>
 }
 
@@ -341,6 +343,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     }),
     byId: (id) => Effect.sync(() => Option.fromNullishOr(entries.get(id as ExecutorId))),
     counts: Effect.sync(counts),
+    entries: Effect.sync(() => [...entries.values()]),
     view: Effect.gen(function* () {
       const unconfirmed = new Set((yield* ownership.unconfirmed).map((u) => u.resource))
       return [...entries.values()].map((e) => ({

@@ -17,6 +17,7 @@ import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
 import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
+import { type PersistedSuspension, SuspensionStore } from "./SuspensionStore.js"
 import { type Binding, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 import { WorkspaceFs, type WorkspaceFsShape } from "./workspace/WorkspaceFs.js"
 
@@ -57,12 +58,27 @@ export interface RuntimeProcessOptions {
   readonly harnesses?: ReadonlyArray<Harness>
   /** The local Environment binding (absent: none; the workspace capabilities are declared false). */
   readonly environment?: Binding | undefined
+  /**
+   * The persisted suspension state (SuspensionStore.ts): the file in the profile directory and its content
+   * read at start. Absent: kept in memory for the process (tests, scenarios).
+   */
+  readonly suspension?: { readonly file: string; readonly initial: PersistedSuspension } | undefined
+  /** Test-only: replaces the suspension store (fault injection: a disk that refuses writes). */
+  readonly suspensionStore?: Layer.Layer<SuspensionStore> | undefined
   /** Test-only: wraps the workspace implementation (fault injection: failing closes, hanging reads). */
   readonly wrapWorkspaceFs?: ((fs: WorkspaceFsShape) => WorkspaceFsShape) | undefined
 }
 
 /** The services `layer` provides. */
-export type RuntimeProcessServices = HarnessRegistry | Ownership | RuntimePolicy | RuntimeIds | ScriptedSignals | EnvironmentBinding | WorkspaceFs
+export type RuntimeProcessServices =
+  | HarnessRegistry
+  | Ownership
+  | RuntimePolicy
+  | RuntimeIds
+  | ScriptedSignals
+  | EnvironmentBinding
+  | WorkspaceFs
+  | SuspensionStore
 
 const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
   ...(options.maxActive === undefined ? {} : { maxActive: options.maxActive }),
@@ -87,6 +103,7 @@ export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProces
     RuntimePolicy.layer(policyOverrides(options)),
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
     EnvironmentBinding.layer(options.environment),
-    WorkspaceFs.layer(options.environment?.root, options.wrapWorkspaceFs)
+    WorkspaceFs.layer(options.environment?.root, options.wrapWorkspaceFs),
+    options.suspensionStore ?? SuspensionStore.layer({ file: options.suspension?.file, initial: options.suspension?.initial })
   )
 }

@@ -7,9 +7,20 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { describeTarget, figure, formatNumber, formatPercent, formatSummary, meetsTarget } from "../../bench/lib/figures.js"
+import {
+  describeTarget,
+  figure,
+  formatNumber,
+  formatPercent,
+  formatSummary,
+  lastVsMiddle,
+  marginalLastVsMiddle,
+  meetsTarget,
+  unjudged,
+  verdict
+} from "../../bench/lib/figures.js"
 import { distribution, pairedRatios, percentile, percentileSorted, summarize } from "../../bench/lib/stats.js"
-import { codecMatrix, figureRow, figureRows, renderMarkdown, renderTable } from "../../bench/lib/table.js"
+import { codecMatrix, controlRow, figureRow, figureRows, renderMarkdown, renderTable, summaryLine } from "../../bench/lib/table.js"
 import { benchTempDir, currentBenchTempDir, removeBenchTempDir, tailBenchLogs } from "../../bench/support/processes.js"
 
 describe("bench stats", () => {
@@ -152,6 +163,78 @@ describe("bench figures", () => {
     assert.strictEqual(describeTarget({ on: "value", op: "<=", value: 1.25 }, "×"), "≤ 1.25 ×")
     assert.strictEqual(describeTarget({ on: "value", op: "<", value: 1, over: "every" }, "ms"), "< 1 ms every round")
     assert.strictEqual(describeTarget({ on: "ratio", op: ">=", value: 0.6, over: "median" }, "frames/s"), "ratio ≥ 60 %")
+  })
+})
+
+describe("bench checks that can fail", () => {
+  const relay = (control: ReadonlyArray<number>) =>
+    figure({
+      suite: "relay",
+      name: "deltas",
+      unit: "frames/s",
+      samples: [60, 55, 70],
+      baseline: { name: "raw ws, same batching", samples: [100, 100, 100] },
+      target: { on: "ratio", op: ">=", value: 0.5 },
+      control: { name: "raw ws, one write per frame", samples: control }
+    })
+
+  it("judges the negative control by the same target against the same baseline; it must miss", () => {
+    const ok = relay([20, 25, 22])
+    assert.strictEqual(ok.control?.meets, false)
+    assert.deepStrictEqual(ok.control?.ratio, { n: 3, min: 0.2, median: 0.22, max: 0.25 })
+    assert.strictEqual(ok.meets, true)
+    assert.strictEqual(verdict(ok), "yes")
+    assert.deepStrictEqual(controlRow(ok)?.slice(1), ["  control: raw ws, one write per frame", "22 (20–25)", "frames/s", "", "22 % (20 %–25 %)", "must miss", "missed"])
+  })
+
+  it("fails a figure whose control meets the target too (the check could not have failed)", () => {
+    const broken = relay([50, 60, 51])
+    assert.strictEqual(broken.control?.meets, true)
+    assert.strictEqual(broken.meets, false)
+    assert.strictEqual(verdict(broken), "NO (control met: check cannot fail)")
+    assert.strictEqual(controlRow(broken)?.[7], "MET (check cannot fail)")
+    // An every-round latency target: a control 1 ms late misses "< 1 ms" even when its median is just above.
+    const latency = figure({
+      suite: "latency",
+      name: "p99",
+      unit: "ms",
+      samples: [0.3, 0.4],
+      target: { on: "value", op: "<", value: 1, over: "every" },
+      control: { name: "1 ms later", samples: [0.99, 1.01] }
+    })
+    assert.strictEqual(latency.control?.meets, false)
+    assert.strictEqual(latency.meets, true)
+  })
+
+  it("a quick run's figures show the target but judge nothing, and its summary never passes", () => {
+    const quick = unjudged(relay([20, 25, 22]))
+    assert.isUndefined(quick.meets)
+    assert.strictEqual(quick.judged, false)
+    assert.strictEqual(verdict(quick), "not judged")
+    assert.strictEqual(figureRow(quick)[7], "not judged")
+    assert.strictEqual(controlRow(quick)?.[7], "not judged")
+    const missed = figure({ suite: "s", name: "n", unit: "u", samples: [1], target: { on: "value", op: ">=", value: 2 } })
+    assert.match(summaryLine([unjudged(missed)], true), /^quick run: cannot judge targets/)
+    assert.notMatch(summaryLine([unjudged(missed)], true), /met/)
+    assert.strictEqual(summaryLine([missed], false), "targets missed: s/n")
+    assert.strictEqual(summaryLine([relay([20, 25, 22])], false), "all 1 targets met (each negative control missed)")
+    // A figure without a target is unchanged.
+    const plain = figure({ suite: "s", name: "n", unit: "u", samples: [1] })
+    assert.strictEqual(unjudged(plain), plain)
+    assert.strictEqual(verdict(plain), "")
+  })
+
+  it("judges flat as the last level against the middle one, not the first", () => {
+    // First level carries a one-time cost: against the first the last looks flat (0.6), against the middle it is not.
+    assert.strictEqual(lastVsMiddle([10, 4, 6]), 1.5)
+    assert.strictEqual(lastVsMiddle([10, 4, 4]), 1)
+    assert.strictEqual(lastVsMiddle([3, 6]), 2)
+    assert.isNaN(lastVsMiddle([1]))
+    // Cumulative totals at 1k / 5k / 10k over 100 at level 0: steps of 1.0, 0.5 and 0.5 per unit.
+    assert.strictEqual(marginalLastVsMiddle([1000, 5000, 10_000], [1100, 3100, 5600], 100), 1)
+    // Quadratic growth: per-unit steps rise, so last vs middle exceeds a 1.25 bound.
+    const quadratic = [1000, 5000, 10_000].map((n) => n * n / 1000)
+    assert.isAbove(marginalLastVsMiddle([1000, 5000, 10_000], quadratic, 0), 1.25)
   })
 })
 

@@ -105,10 +105,13 @@ describe("Dispatcher", () => {
         `{"type":"prompt_for_user_choice_decision","id":"ask_1","payload":{"delivery_id":"d","question_answers":[{"question_id":"q","answers":[],"header":"h"}]}}`,
         `{"type":"function_result","id":"run-1","payload":{"call_id":"c","success":true,"content":[]}}`,
         `{"type":"workspace_export","id":"e-1","payload":{"step":"begin","offset":"x"}}`,
-        `{"type":"environment_quiesce","id":"q-1","payload":{}}`,
         `{"type":"device_shutdown","payload":{"reason":5}}`
       ]
       for (const frame of drops) yield* core.toRuntime(frame)
+      assert.isTrue(yield* silent(core))
+      // A malformed suspension request with a known id is refused without echoing its payload.
+      yield* core.toRuntime(`{"type":"environment_quiesce","id":"q-1","payload":{}}`)
+      same((yield* next(core, "environment_quiesced")).payload, { environment_id: "", suspend_id: "", accepted: false, error_code: "invalid_request" })
       assert.isTrue(yield* silent(core))
     }).pipe(Effect.provide(processLayer())))
 
@@ -150,8 +153,8 @@ describe("Dispatcher", () => {
       })
       yield* core.toRuntime({ type: "environment_resume", id: unsafeMake.operationId("r-1"), payload: suspension })
       same((yield* next(core, "environment_resumed")).payload, {
-        environment_id: "env-1", suspend_id: "s-1", accepted: false, error_code: "not_suspended"
-      })
+        environment_id: "env-1", suspend_id: "s-1", accepted: false, error_code: "invalid_request"
+      }, "an unbound daemon has no Environment to resume")
       assert.isTrue(yield* silent(core))
     }).pipe(Effect.provide(processLayer())))
 

@@ -10,6 +10,7 @@
 import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
 import * as Os from "node:os"
+import * as Path from "node:path"
 import { ProtocolVersion } from "../../proto/Version.js"
 import * as ControlServer from "../../runtime/control/ControlServer.js"
 import * as Daemon from "../../runtime/Daemon.js"
@@ -17,6 +18,7 @@ import { settingsFromEnv } from "../../runtime/harness/claude_code/ClaudeCodeSet
 import { harnessKindNames } from "../../runtime/harness/HarnessKinds.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import * as RuntimeProcess from "../../runtime/RuntimeProcess.js"
+import * as SuspensionStore from "../../runtime/SuspensionStore.js"
 import { StatusBoard } from "../../runtime/StatusBoard.js"
 import { Connector } from "../../runtime/transport/Connector.js"
 import { AgentwireVersion } from "../BuildInfo.js"
@@ -215,6 +217,11 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         new CommandFailed({ text: `cannot create the profile directory ${config.profileDir}`, exitCode: ExitCode.usage })
       )
     )
+    // A suspension survives a restart: the state is read before anything connects (SuspensionStore.ts).
+    const suspensionFile = Path.join(config.profileDir, "suspension.json")
+    const suspension = yield* SuspensionStore.load(suspensionFile).pipe(
+      Effect.mapError((e) => new CommandFailed({ text: e.message, exitCode: ExitCode.usage }))
+    )
     yield* Effect.logInfo("agentwire daemon starting").pipe(
       Effect.annotateLogs({
         version: AgentwireVersion,
@@ -240,6 +247,7 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         scripted: config.scripted,
         kinds: config.harnessKinds,
         environment: config.environment,
+        suspension: { file: suspensionFile, initial: suspension },
         // The daemon's environment reaches Codex (for the provider's env_key); the adapter drops AGENTWIRE_*.
         codex: { ...config.codex, env: process.env, profileDir: config.profileDir },
         // Model endpoint and key come from the daemon's environment, held Redacted from here on.

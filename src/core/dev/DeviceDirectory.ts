@@ -1,14 +1,16 @@
 /**
  * The dev Core's view of its devices: stored records (credentials, the latest declaration) joined with the
- * gateway's live state (online, the live connection's declaration). A background fiber persists each
- * valid heartbeat's declaration from the gateway's events and forgets it when a connection ended on an
- * invalid heartbeat. The stored declaration is only a listing cache: admission always reads the live
- * connection's declaration (protocol "Capability declarations").
+ * gateway's live state (online, the live connection's declaration). Declaration changes are persisted
+ * from the gateway's events in batches, liveness facts only when a connection ends (DeclarationPersistence.ts);
+ * a connection that ended on an invalid heartbeat clears the stored declaration. The stored declaration is
+ * only a listing cache: admission always reads the live connection's declaration (protocol "Capability
+ * declarations").
  */
 import { Context, Deferred, Effect, Layer, Option, Stream } from "effect"
 import type { Capabilities, Ids } from "../../proto/index.js"
 import type { Declaration } from "../DeviceSession.js"
-import { Gateway, type GatewayEvent } from "../Gateway.js"
+import { Gateway } from "../Gateway.js"
+import * as DeclarationPersistence from "./DeclarationPersistence.js"
 import { DeviceStore, type StoredDevice } from "./DeviceStore.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
@@ -82,26 +84,9 @@ const make = Effect.gen(function* () {
   const store = yield* DeviceStore
   const leases = yield* Effect.serviceOption(OwnerLeases)
 
-  // Persist declarations as they arrive; a store failure is logged and never stops the gateway.
-  const events = yield* gateway.events
-  const persist = (event: GatewayEvent): Effect.Effect<void, StoreFailed> => {
-    switch (event._tag) {
-      case "Declared":
-        return store.recordDeclaration(event.deviceId, event.connectionNumber, event.declaration)
-      case "Disconnected":
-        return event.reason === "invalid_heartbeat" ? store.clearDeclaration(event.deviceId) : Effect.void
-      default:
-        return Effect.void
-    }
-  }
-  yield* events.pipe(
-    Stream.runForEach((event) =>
-      persist(event).pipe(
-        Effect.catch((error) => Effect.logWarning("declaration not persisted").pipe(Effect.annotateLogs({ operation: error.operation })))
-      )
-    ),
-    Effect.forkScoped
-  )
+  // Declaration changes are persisted durably in batches, liveness stays in memory (DeclarationPersistence.ts);
+  // a store failure is logged and retried, never a stop of the gateway.
+  yield* DeclarationPersistence.start(yield* gateway.events, store)
 
   const view = (device: StoredDevice) =>
     Effect.gen(function* () {

@@ -11,7 +11,7 @@
  * projection. They are liveness facts and a cache for listing; admission always uses the live connection's
  * declaration, never this table.
  */
-import { Clock, Context, Effect, Layer, Option, Redacted, Result } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Capabilities from "../../proto/Capabilities.js"
 import {
@@ -60,6 +60,29 @@ export interface StoredDevice {
   readonly declaration: Option.Option<StoredDeclaration>
 }
 
+/**
+ * One change to the stored declarations, as `persistDeclarations` writes them in one transaction:
+ * - `Record`: the whole declaration (it changed, or a new connection sent its first heartbeat);
+ * - `Liveness`: only the liveness facts of an unchanged declaration (its latest `ts`, receive time and active
+ *   requests), written when its connection ends;
+ * - `Clear`: forget it (the connection ended on an invalid heartbeat).
+ */
+export type DeclarationChange =
+  | {
+    readonly _tag: "Record"
+    readonly deviceId: string
+    readonly connectionNumber: number
+    readonly declaration: Declaration
+  }
+  | {
+    readonly _tag: "Liveness"
+    readonly deviceId: string
+    readonly activeRequests: number
+    readonly heartbeatTs: number
+    readonly receivedAtMs: number
+  }
+  | { readonly _tag: "Clear"; readonly deviceId: string }
+
 export class DeviceStore extends Context.Service<DeviceStore, {
   /**
    * Creates the device when missing (workspace `default`, runtime type `agent-daemon`), revokes its earlier
@@ -84,6 +107,8 @@ export class DeviceStore extends Context.Service<DeviceStore, {
   ) => Effect.Effect<void, StoreFailed>
   /** Forgets the stored declaration (an invalid heartbeat cleared the connection's snapshot). */
   readonly clearDeclaration: (deviceId: string) => Effect.Effect<void, StoreFailed>
+  /** Writes several declaration changes, in order, in one transaction (group commit): all or none. */
+  readonly persistDeclarations: (changes: ReadonlyArray<DeclarationChange>) => Effect.Effect<void, StoreFailed>
   readonly get: (deviceId: string) => Effect.Effect<Option.Option<StoredDevice>, StoreFailed>
   readonly list: Effect.Effect<ReadonlyArray<StoredDevice>, StoreFailed>
 }>()("agentwire/core/dev/DeviceStore") {}
@@ -167,12 +192,9 @@ const make = Effect.gen(function* () {
     return yield* authenticate(String(owner.device_id), credential)
   })
 
-  const recordDeclaration = Effect.fn("DeviceStore.recordDeclaration")(function* (
-    deviceId: string,
-    connectionNumber: number,
-    declaration: Declaration
-  ) {
-    yield* sql.withTransaction(Effect.gen(function* () {
+  /** The statements of one declaration record (the caller owns the transaction). */
+  const writeRecord = (deviceId: string, connectionNumber: number, declaration: Declaration) =>
+    Effect.gen(function* () {
       yield* sql`INSERT INTO device_declarations
           (device_id, connection_number, daemon_version, active_requests, heartbeat_ts, received_at_ms)
         VALUES (${deviceId}, ${connectionNumber}, ${declaration.daemonVersion ?? null}, ${declaration.activeRequests},
@@ -184,25 +206,50 @@ const make = Effect.gen(function* () {
           heartbeat_ts = excluded.heartbeat_ts,
           received_at_ms = excluded.received_at_ms`
       yield* sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`
-      for (const descriptor of declaration.kinds.values()) {
-        yield* sql`INSERT INTO device_kinds ${
-          sql.insert({
-            device_id: deviceId,
-            kind: descriptor.kind,
-            available: descriptor.available,
-            version: descriptor.version ?? null,
-            ...Capabilities.toPersistedProjection(descriptor.capabilities)
-          })
-        }`
-      }
-    })).pipe(storeFailed("record_declaration"))
+      const rows = [...declaration.kinds.values()].map((descriptor) => ({
+        device_id: deviceId,
+        kind: descriptor.kind,
+        available: descriptor.available,
+        version: descriptor.version ?? null,
+        ...Capabilities.toPersistedProjection(descriptor.capabilities)
+      }))
+      if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO device_kinds ${sql.insert(rows)}`
+    })
+
+  const writeClear = (deviceId: string) =>
+    Effect.gen(function* () {
+      yield* sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`
+      yield* sql`DELETE FROM device_declarations WHERE device_id = ${deviceId}`
+    })
+
+  const recordDeclaration = Effect.fn("DeviceStore.recordDeclaration")(function* (
+    deviceId: string,
+    connectionNumber: number,
+    declaration: Declaration
+  ) {
+    yield* sql.withTransaction(writeRecord(deviceId, connectionNumber, declaration)).pipe(storeFailed("record_declaration"))
   })
 
   const clearDeclaration = Effect.fn("DeviceStore.clearDeclaration")(function* (deviceId: string) {
-    yield* sql.withTransaction(Effect.gen(function* () {
-      yield* sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`
-      yield* sql`DELETE FROM device_declarations WHERE device_id = ${deviceId}`
-    })).pipe(storeFailed("clear_declaration"))
+    yield* sql.withTransaction(writeClear(deviceId)).pipe(storeFailed("clear_declaration"))
+  })
+
+  const persistDeclarations = Effect.fn("DeviceStore.persistDeclarations")(function* (
+    changes: ReadonlyArray<DeclarationChange>
+  ) {
+    if (changes.length === 0) return
+    yield* sql.withTransaction(Effect.forEach(changes, (change) => {
+      switch (change._tag) {
+        case "Record":
+          return writeRecord(change.deviceId, change.connectionNumber, change.declaration)
+        case "Liveness":
+          return sql`UPDATE device_declarations SET active_requests = ${change.activeRequests},
+              heartbeat_ts = ${change.heartbeatTs}, received_at_ms = ${change.receivedAtMs}
+            WHERE device_id = ${change.deviceId}`.pipe(Effect.asVoid)
+        case "Clear":
+          return writeClear(change.deviceId)
+      }
+    }, { discard: true })).pipe(storeFailed("record_declaration"))
   })
 
   const load = (deviceIds: Option.Option<string>) =>
@@ -250,6 +297,7 @@ const make = Effect.gen(function* () {
     identify,
     recordDeclaration,
     clearDeclaration,
+    persistDeclarations,
     get: (deviceId) => Effect.map(load(Option.some(deviceId)), (rows) => Option.fromNullishOr(rows[0])),
     list: load(Option.none())
   })

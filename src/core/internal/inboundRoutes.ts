@@ -2,14 +2,15 @@
  * The inbound routing table of a device session (the header of `DeviceSession.ts` states the rules): Run
  * frames to the subscriber of their Run, preparation statuses to their request's subscription, reply
  * families to the one Correlator. Each handler returns the log line or yield it needs, or nothing; only a Run
- * frame whose subscriber is full waits (backpressure, bounded by the stall timeout; see Subscriptions.ts). The heartbeat handler stays with the session (it owns the declaration snapshot).
+ * frame whose subscriber is full waits (backpressure, bounded by the stall timeout; see Subscriptions.ts). The heartbeat handler
+ * stays with SessionInbound (it keeps the declaration snapshot).
  */
-import { type Duration, Effect } from "effect"
+import { Effect } from "effect"
 import type { Messages } from "../../proto/index.js"
-import type { Correlator } from "../Correlator.js"
 import { type ReplyFamilies, type ReplyFamily, type ReplyKeyedById, steerAckKey } from "../ReplyFamilies.js"
 import type { RunEvent } from "../RunEvent.js"
-import type { PreparationRoutes, RouteResult, RunRoutes } from "../Subscriptions.js"
+import type { SessionRoutes } from "../SessionServices.js"
+import type { RouteResult } from "../Subscriptions.js"
 
 /** One handler per inbound message type (exhaustive). */
 export type Handlers = {
@@ -19,16 +20,9 @@ export type Handlers = {
   ) => Effect.Effect<void> | undefined
 }
 
-export interface SessionRoutes {
-  readonly runs: RunRoutes
-  readonly preparations: PreparationRoutes
-  readonly replies: Correlator<ReplyFamilies>
-  /** How long the read loop waits for room in a full Run subscriber before that consumer counts as gone. */
-  readonly subscriberStallTimeout: Duration.Duration
-}
-
 /** Every handler but the heartbeat's. */
-export const routeHandlers = ({ preparations, replies, runs, subscriberStallTimeout }: SessionRoutes): Omit<Handlers, "heartbeat"> => {
+export const routeHandlers = (routes: SessionRoutes["Service"]): Omit<Handlers, "heartbeat"> => {
+  const { preparations, replies, runs, subscriberStallTimeout } = routes
   const dropped = (what: string, type: string, id: string, bytes: number) =>
     Effect.logDebug(what).pipe(Effect.annotateLogs({ type, id, bytes }))
 

@@ -108,6 +108,38 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.isTrue(Option.isNone(Option.getOrThrow(yield* devices.get("dev-a")).declaration))
     }).pipe(Effect.provide(store)))
 
+  it.effect("writes a batch of declaration changes in one transaction, in order, and none of a failing batch", () =>
+    Effect.gen(function* () {
+      const devices = yield* DeviceStore
+      yield* (yield* DeviceCredentials).issue("dev-a")
+      yield* (yield* DeviceCredentials).issue("dev-b")
+      const caps = declaration({ streaming: true })
+      const decl = (ts: number) => ({
+        kinds: new Map([["scripted", { kind: "scripted", available: true, version: "1", capabilities: caps }]]),
+        daemonVersion: "0.1.0",
+        activeRequests: 0,
+        ts,
+        receivedAtMs: ts * 1000
+      })
+      yield* devices.persistDeclarations([
+        { _tag: "Record", deviceId: "dev-a", connectionNumber: 1, declaration: decl(1) },
+        { _tag: "Record", deviceId: "dev-b", connectionNumber: 2, declaration: decl(1) },
+        { _tag: "Liveness", deviceId: "dev-a", activeRequests: 3, heartbeatTs: 9, receivedAtMs: 9_000 },
+        { _tag: "Clear", deviceId: "dev-b" }
+      ])
+      const a = Option.getOrThrow(Option.getOrThrow(yield* devices.get("dev-a")).declaration)
+      assert.deepStrictEqual([a.connectionNumber, a.activeRequests, a.heartbeatTs, a.receivedAtMs, a.kinds.length], [1, 3, 9, 9_000, 1])
+      assert.isTrue(Option.isNone(Option.getOrThrow(yield* devices.get("dev-b")).declaration))
+      // A change for an unknown device violates the foreign key: the whole batch is refused, dev-a unchanged.
+      const failed = yield* Effect.flip(devices.persistDeclarations([
+        { _tag: "Liveness", deviceId: "dev-a", activeRequests: 0, heartbeatTs: 10, receivedAtMs: 10_000 },
+        { _tag: "Record", deviceId: "dev-unknown", connectionNumber: 3, declaration: decl(10) }
+      ]))
+      assert.strictEqual(failed._tag, "StoreFailed")
+      const after = Option.getOrThrow(Option.getOrThrow(yield* devices.get("dev-a")).declaration)
+      assert.strictEqual(after.heartbeatTs, 9)
+    }).pipe(Effect.provide(store)))
+
   it.effect("advances the input cursor only on acceptance, once per input", () =>
     Effect.gen(function* () {
       const sessions = yield* SessionStore

@@ -1,0 +1,165 @@
+/**
+ * What the dev Core stores of device heartbeats (docs/store.md "Declarations"): declaration changes durably,
+ * liveness in memory.
+ *
+ * A heartbeat whose declaration (daemon version, kinds, availability, versions, capabilities) and connection
+ * are what was last stored changes only liveness facts (its `ts`, when Core received it, active requests):
+ * those stay in memory (the live connection answers for an online device) and are written once, when the
+ * connection ends, so a stored view of an offline device shows when it was last heard. A changed declaration,
+ * or the first heartbeat of a connection, is written whole. A connection that ended on an invalid heartbeat
+ * clears the stored declaration.
+ *
+ * Writes are batched: changes queue per device (a later one replaces an earlier one of the same device) and
+ * one writer fiber writes everything queued in one transaction (`DeviceStore.persistDeclarations`). A failed
+ * batch is logged and retried after `retryDelay`, merged under anything newer. Nothing waits on these writes:
+ * the stored declaration is a listing cache, admission reads the live connection's declaration. When the
+ * scope closes, what is queued and every unwritten liveness fact are written once more (best effort).
+ */
+import { Duration, Effect, Queue, type Scope, Stream } from "effect"
+import { createHash } from "node:crypto"
+import type { Declaration } from "../DeviceSession.js"
+import type { GatewayEvent } from "../Gateway.js"
+import type { DeclarationChange, DeviceStore } from "./DeviceStore.js"
+
+export interface DeclarationPersistenceOptions {
+  /** How long a failed batch waits before it is written again (default 1 s). */
+  readonly retryDelay?: Duration.Input
+}
+
+/** The declaration as a digest of what is stored durably (liveness facts left out). */
+export const declarationDigest = (declaration: Declaration): string => {
+  const hash = createHash("sha1")
+  hash.update(declaration.daemonVersion ?? "\u0000")
+  for (const k of declaration.kinds.values()) {
+    hash.update(JSON.stringify([k.kind, k.available, k.version ?? null, k.capabilities]))
+  }
+  return hash.digest("base64")
+}
+
+/** The pure bookkeeping: what each event changes, and what must be written. Exported for tests. */
+export const makeTracker = () => {
+  /** Per device: what the store holds (digest and connection), as far as this process wrote it. */
+  const stored = new Map<string, { readonly digest: string; readonly connectionNumber: number }>()
+  /** Per device: the latest heartbeat whose liveness facts are not stored. */
+  const unstored = new Map<string, { readonly connectionNumber: number; readonly declaration: Declaration }>()
+  /** Per device: the change to write next. */
+  const pending = new Map<string, DeclarationChange>()
+
+  const liveness = (deviceId: string, declaration: Declaration): DeclarationChange => ({
+    _tag: "Liveness",
+    deviceId,
+    activeRequests: declaration.activeRequests,
+    heartbeatTs: declaration.ts,
+    receivedAtMs: declaration.receivedAtMs
+  })
+
+  /** Applies one gateway event; true when a change was queued. */
+  const apply = (event: GatewayEvent): boolean => {
+    switch (event._tag) {
+      case "Declared": {
+        const digest = declarationDigest(event.declaration)
+        const known = stored.get(event.deviceId)
+        if (known !== undefined && known.digest === digest && known.connectionNumber === event.connectionNumber) {
+          unstored.set(event.deviceId, { connectionNumber: event.connectionNumber, declaration: event.declaration })
+          return false
+        }
+        stored.set(event.deviceId, { digest, connectionNumber: event.connectionNumber })
+        unstored.delete(event.deviceId)
+        pending.set(event.deviceId, {
+          _tag: "Record",
+          deviceId: event.deviceId,
+          connectionNumber: event.connectionNumber,
+          declaration: event.declaration
+        })
+        return true
+      }
+      case "Disconnected": {
+        if (event.reason === "invalid_heartbeat") {
+          stored.delete(event.deviceId)
+          unstored.delete(event.deviceId)
+          pending.set(event.deviceId, { _tag: "Clear", deviceId: event.deviceId })
+          return true
+        }
+        const latest = unstored.get(event.deviceId)
+        // Only the ended connection's own liveness (a newer connection of the device keeps its own).
+        if (latest === undefined || latest.connectionNumber !== event.connectionNumber) return false
+        unstored.delete(event.deviceId)
+        const queued = pending.get(event.deviceId)
+        pending.set(
+          event.deviceId,
+          queued?._tag === "Record"
+            ? { ...queued, declaration: latest.declaration }
+            : liveness(event.deviceId, latest.declaration)
+        )
+        return true
+      }
+      default:
+        return false
+    }
+  }
+
+  /** Takes everything queued (the next batch). */
+  const take = (): Array<DeclarationChange> => {
+    const batch = [...pending.values()]
+    pending.clear()
+    return batch
+  }
+
+  /** Puts a failed batch back, under anything queued since (newer changes win). */
+  const putBack = (batch: ReadonlyArray<DeclarationChange>): void => {
+    for (const change of batch) if (!pending.has(change.deviceId)) pending.set(change.deviceId, change)
+  }
+
+  /** Everything to write at shutdown: the queue, then every unstored liveness fact. */
+  const drain = (): Array<DeclarationChange> => {
+    const batch = take()
+    const queued = new Set(batch.map((c) => c.deviceId))
+    for (const [deviceId, latest] of unstored) {
+      if (!queued.has(deviceId)) batch.push(liveness(deviceId, latest.declaration))
+    }
+    unstored.clear()
+    return batch
+  }
+
+  return { apply, take, putBack, drain, size: () => ({ stored: stored.size, unstored: unstored.size, pending: pending.size }) }
+}
+
+/**
+ * Follows `events` and persists declarations as described above, in fibers of the caller's scope. The
+ * subscription must already be in place (`Gateway.events`), so nothing published after it is missed.
+ */
+export const start = (
+  events: Stream.Stream<GatewayEvent>,
+  store: DeviceStore["Service"],
+  options: DeclarationPersistenceOptions = {}
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const retryDelay = options.retryDelay ?? Duration.seconds(1)
+    const tracker = makeTracker()
+    const wake = yield* Queue.sliding<void>(1)
+
+    const writeBatch = Effect.suspend(() => {
+      const batch = tracker.take()
+      return store.persistDeclarations(batch).pipe(
+        Effect.catch((error) =>
+          Effect.sync(() => tracker.putBack(batch)).pipe(
+            Effect.andThen(Effect.logWarning("declarations not persisted; retrying").pipe(
+              Effect.annotateLogs({ operation: error.operation, changes: batch.length })
+            )),
+            Effect.andThen(Effect.sleep(retryDelay)),
+            Effect.andThen(Queue.offer(wake, undefined))
+          ))
+      )
+    })
+
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => store.persistDeclarations(tracker.drain())).pipe(
+        Effect.catch(() => Effect.logWarning("declarations not persisted at shutdown"))
+      )
+    )
+    yield* Queue.take(wake).pipe(Effect.andThen(writeBatch), Effect.forever, Effect.forkScoped)
+    yield* events.pipe(
+      Stream.runForEach((event) => (tracker.apply(event) ? Queue.offer(wake, undefined) : Effect.void)),
+      Effect.forkScoped
+    )
+  })
