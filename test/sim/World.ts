@@ -7,7 +7,7 @@
  * builds a new Core over the same store, which reconciles unfinished Turns; a daemon stop interrupts its fiber
  * (what SIGTERM does) and waits for its confirmed cleanup.
  */
-import { Context, Duration, Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Scope } from "effect"
 import { DevIds, type IdKind } from "../../src/core/dev/DevIds.js"
 import { DeviceStore } from "../../src/core/dev/DeviceStore.js"
 import { recoverUnfinishedTurns } from "../../src/core/dev/Recovery.js"
@@ -19,17 +19,12 @@ import { GatewayConfig } from "../../src/core/GatewayConfig.js"
 import { fromSocket } from "../../src/core/transport/internal/socket.js"
 import { Ids, Version } from "../../src/proto/index.js"
 import * as Daemon from "../../src/runtime/Daemon.js"
-import { makeScriptedHarness } from "../../src/runtime/harness/scripted/ScriptedHarness.js"
 import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSignals.js"
 import { HarnessRegistry } from "../../src/runtime/harness/HarnessRegistry.js"
-import { Ownership } from "../../src/runtime/Ownership.js"
-import { RuntimeIds } from "../../src/runtime/RuntimeIds.js"
-import { RuntimePolicy } from "../../src/runtime/RuntimePolicy.js"
+import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
 import { ConnectFailed } from "../../src/runtime/transport/ConnectError.js"
 import { Connector } from "../../src/runtime/transport/Connector.js"
-import { EnvironmentBinding } from "../../src/runtime/workspace/EnvironmentBinding.js"
-import { WorkspaceFs } from "../../src/runtime/workspace/WorkspaceFs.js"
 import * as MemoryLink from "./MemoryLink.js"
 import { aliveExecutors, type Broken, type NativeLedger, observe } from "./NativeLedger.js"
 import type { Prng } from "./Prng.js"
@@ -175,17 +170,16 @@ export const make = (options: {
         })
       })
 
+    /** The daemon's own process layer, its harness registry wrapped so every Harness reports to the ledger. */
     const processLayer = (proc: number) =>
-      Layer.mergeAll(
-        HarnessRegistry.layerFrom([Effect.map(makeScriptedHarness({}), (h) => observe(h, ledger, proc, options.broken))]).pipe(
-          Layer.provideMerge(ScriptedSignals.layer)
-        ),
-        Ownership.layer,
-        RuntimePolicy.layer({ maxActive: MaxActive }),
-        RuntimeIds.layerTest,
-        EnvironmentBinding.layer(undefined),
-        WorkspaceFs.layer(undefined)
-      )
+      Layer.effect(
+        HarnessRegistry,
+        Effect.map(Effect.service(HarnessRegistry), (registry) =>
+          HarnessRegistry.of({
+            ...registry,
+            get: (kind) => Effect.map(registry.get(kind), Option.map((h) => observe(h, ledger, proc, options.broken)))
+          }))
+      ).pipe(Layer.provideMerge(RuntimeProcess.layer({ maxActive: MaxActive, ids: "sequential" })))
 
     const startDaemon = Effect.gen(function* () {
       if (daemon !== undefined) return
