@@ -1,8 +1,10 @@
 /**
  * Import rules (developers' guide, style guide §1 and §3): src/proto imports only effect; src/runtime and
  * src/core never import each other; scenarios import only proto and effect; unstable Effect modules, ws and
- * platform-node stay in the transport, control, dev-server, conformance and bin folders; only src/bin
- * touches process-level state.
+ * platform-node stay in the transport, server, control, dev, conformance and bin folders; only src/bin
+ * touches process-level state. Issue #12's layering: src has no import cycle, Core's device transport
+ * (src/core/transport) sits below the session and the gateway, the HTTP entry points (src/core/server) above
+ * them, and no file in src exceeds 400 lines.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { readdirSync, readFileSync, statSync } from "node:fs"
@@ -93,6 +95,13 @@ const cyclesOf = (graph: ReadonlyMap<string, ReadonlyArray<string>>): Array<stri
   return cycles
 }
 const isPackage = (e: Edge) => !e.spec.startsWith(".")
+
+/** Edges of src/core/transport files that leave the transport for another Core module (Errors.ts is allowed). */
+const transportUpward = (edges: ReadonlyArray<Edge>) =>
+  edges.filter((e) =>
+    !isPackage(e) && !inDir(e.target, "src/core/transport") && !inDir(e.target, "src/proto") &&
+    e.target !== "src/core/Errors.js"
+  )
 const inDir = (path: string, dir: string) => path === dir || path.startsWith(dir + "/")
 const isEffect = (spec: string) => spec === "effect" || spec.startsWith("effect/")
 
@@ -104,6 +113,7 @@ const UNSTABLE_ALLOWED = [
   "src/runtime/transport",
   "src/runtime/control",
   "src/core/transport",
+  "src/core/server",
   "src/core/dev",
   "src/conformance",
   "src/bin"
@@ -161,26 +171,33 @@ describe("architecture", () => {
     assert.deepStrictEqual(offenders, [])
   })
 
-  it("src/core has no import cycles", () => {
-    assert.deepStrictEqual(cyclesOf(graphOf("src/core")), [])
+  it("src has no import cycles (type-only imports included)", () => {
+    assert.isAbove(graphOf("src").size, 150)
+    assert.deepStrictEqual(cyclesOf(graphOf("src")), [])
   })
 
-  it("the device transport sits below the session: transport modules import no Core module above them", () => {
-    // The transport contract and its internals know only the transport folder and the connection-level errors;
-    // the HTTP server entry points (GatewayHttp, GatewayServer) host the gateway and may import it.
-    const servers = ["src/core/transport/GatewayHttp.ts", "src/core/transport/GatewayServer.ts"]
-    const upward = allEdges("src/core/transport").filter((e) =>
-      !servers.includes(e.file) && inDir(e.target, "src/core") && !inDir(e.target, "src/core/transport") &&
-      e.target !== "src/core/Errors.js"
-    )
-    assert.deepStrictEqual(upward, [])
-    // The session and the gateway take the contract from the transport folder.
+  it("the device transport sits below the session: src/core/transport imports no Core module above it", () => {
+    // The transport contract and its internals know only their own folder, the wire contract and the
+    // connection-level errors; never the session (DeviceSession, Session*), the gateway, the HTTP server
+    // entry points (src/core/server) or the dev Core above them.
+    assert.deepStrictEqual(transportUpward(allEdges("src/core/transport")), [])
+    // The session takes the contract from the transport folder.
     const sessionEdges = edgesOf(join(root, "src/core/DeviceSession.ts")).map((e) => e.target)
     assert.include(sessionEdges, "src/core/transport/DeviceTransport.js")
   })
 
-  it("every file in src/core stays under 400 lines", () => {
-    const long = listTs("src/core")
+  it("the HTTP server entry points sit above the gateway: only they, the dev Core and the package index import src/core/server", () => {
+    const bad = allEdges("src/core").filter((e) =>
+      inDir(e.target, "src/core/server") && !inDir(e.file, "src/core/server") && !inDir(e.file, "src/core/dev") &&
+      e.file !== "src/core/index.ts"
+    )
+    assert.deepStrictEqual(bad, [])
+    const devUsers = allEdges("src/core").filter((e) => inDir(e.target, "src/core/dev") && !inDir(e.file, "src/core/dev"))
+    assert.deepStrictEqual(devUsers, [])
+  })
+
+  it("every file in src stays under 400 lines", () => {
+    const long = listTs("src")
       .map((f) => ({ file: relative(root, f), lines: readFileSync(f, "utf8").split("\n").length }))
       .filter((f) => f.lines > 400)
     assert.deepStrictEqual(long, [])
@@ -194,5 +211,10 @@ describe("architecture", () => {
     // The cycle check finds a cycle when one is there, and none in a chain.
     assert.deepStrictEqual(cyclesOf(new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", ["a.ts"]]])), ["a.ts -> b.ts -> c.ts -> a.ts"])
     assert.deepStrictEqual(cyclesOf(new Map([["a.ts", ["b.ts"]], ["b.ts", ["c.ts"]], ["c.ts", []]])), [])
+    // The transport rule flags an upward import and lets the contract's own imports through.
+    const upward: Edge = { file: "src/core/transport/X.ts", spec: "../DeviceSession.js", target: "src/core/DeviceSession.js" }
+    const errors: Edge = { file: "src/core/transport/X.ts", spec: "../Errors.js", target: "src/core/Errors.js" }
+    const own: Edge = { file: "src/core/transport/X.ts", spec: "./DeviceTransport.js", target: "src/core/transport/DeviceTransport.js" }
+    assert.deepStrictEqual(transportUpward([upward, errors, own]), [upward])
   })
 })

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto"
 import { DeviceCredentials, type DeviceRecord } from "../../src/core/DeviceCredentials.js"
 import type { DeviceSession, RunEvent } from "../../src/core/DeviceSession.js"
 import { Gateway } from "../../src/core/Gateway.js"
-import { GatewayServer, type GatewayServerOptions } from "../../src/core/transport/GatewayServer.js"
+import { GatewayServer, type GatewayServerOptions } from "../../src/core/server/GatewayServer.js"
 import { Ids, type Messages } from "../../src/proto/index.js"
 
 /** A bench Turn did not complete: why, in words (never a payload). */

@@ -141,7 +141,7 @@ export const replay = (scenario: WireScenario, endpoint: Endpoint, hooks: Hooks)
       if (!stepRunsOn(step, side)) continue
       currentIndex = i
       const fail = (f: Failure) => new ScenarioDiverged({ divergence: { step: i + 1, stepKind: step._tag, ...f } as Divergence })
-      yield* runStep(step).pipe(Effect.mapError((f) => ("_tag" in f ? f : fail(f))))
+      yield* runStep(step).pipe(Effect.mapError((f) => (f instanceof ScenarioDiverged ? f : fail(f))))
     }
     return { _tag: "Pass", framesChecked: state.framesChecked, skippedChecks: state.skippedChecks } as Verdict
   })

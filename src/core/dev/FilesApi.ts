@@ -17,7 +17,7 @@
 import { ByteSize, type Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, type Redacted, Schema, Stream } from "effect"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { Limits, Transfer } from "../../proto/index.js"
-import { markAuthenticated } from "../transport/GatewayHttp.js"
+import { markAuthenticated } from "../server/GatewayHttp.js"
 import type { ReadOnlyPreparationError } from "../workspace/ReadOnlyPreparation.js"
 import type { ExportError, ReadError, WriteError } from "../workspace/WorkspaceErrors.js"
 import { Files, type FilesRefusal } from "./Files.js"

@@ -33,11 +33,11 @@ import {
 } from "../DeviceCredentials.js"
 import { Gateway } from "../Gateway.js"
 import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape, WebSocketPath } from "../GatewayConfig.js"
-import { markAuthenticated } from "./internal/connectionGuard.js"
-import { fromSocket } from "./internal/socket.js"
+import { markAuthenticated } from "../transport/internal/connectionGuard.js"
+import { fromSocket } from "../transport/internal/socket.js"
 
 /** The HTTP server factory with Core's connection bounds (header, request and pending-connection limits). */
-export { type ConnectionLimits, createGuardedServer, defaultConnectionLimits, markAuthenticated } from "./internal/connectionGuard.js"
+export { type ConnectionLimits, createGuardedServer, defaultConnectionLimits, markAuthenticated } from "../transport/internal/connectionGuard.js"
 
 /** Options for the `ws` WebSocket server behind the routes: the 4 MiB inbound frame bound. */
 export const websocketServerOptions = { maxPayload: Limits.MaxFrameBytes } as const

@@ -13,7 +13,7 @@ import type { DeviceCredentials } from "../DeviceCredentials.js"
 import { Gateway } from "../Gateway.js"
 import { GatewayConfig, type GatewayConfigInvalid, type GatewayConfigOptions, makeConfig } from "../GatewayConfig.js"
 import * as GatewayHttp from "./GatewayHttp.js"
-import { type ConnectionLimits, createGuardedServer } from "./internal/connectionGuard.js"
+import { type ConnectionLimits, createGuardedServer } from "../transport/internal/connectionGuard.js"
 
 export interface GatewayServerOptions extends Partial<Omit<GatewayConfigOptions, "publicUrl">> {
   readonly host: string
