@@ -30,6 +30,7 @@ import { StatusBoard } from "./StatusBoard.js"
 import { Steering } from "./Steering.js"
 import { Suspension } from "./Suspension.js"
 import { ConnectionInfo, Transport, TransportClosed } from "./transport/Transport.js"
+import { Transfer } from "./transfer/Transfer.js"
 import { Workspace } from "./workspace/Workspace.js"
 
 /** How a connection ended. Returned only after its cleanup confirmed. */
@@ -42,6 +43,7 @@ export type ConnectionEnd =
  * Executor table first, then the shared connection services, the Run table, the families and the dispatcher.
  */
 export const ConnectionLayer = Dispatcher.layer.pipe(
+  Layer.provideMerge(Transfer.layer),
   Layer.provideMerge(Suspension.layer),
   Layer.provideMerge(Workspace.layer),
   Layer.provideMerge(Layer.mergeAll(

@@ -33,11 +33,10 @@
  * `workspace_read`, `workspace_write` and `workspace_export` go to the connection's `Workspace` service
  * (workspace/Reads.ts, Writes.ts, Exports.ts).
  *
+ * `runtime_prepare` goes to the connection's `Transfer` service (transfer/Transfer.ts).
+ *
  * Suspension (Suspension.ts) sees every item first: while the connection is fenced (a quiesce was accepted,
  * or it started suspended and the resume has not arrived) nothing is routed.
- *
- * Families this build does not support get their protocol's definite rejection: `runtime_prepare_result`
- * rejected `runtime_preparation_unsupported`.
  */
 import { Context, Deferred, Effect, FiberSet, Layer } from "effect"
 import type { InvalidFrame } from "../proto/Envelope.js"
@@ -53,11 +52,12 @@ import { DirectRuns } from "./DirectRuns.js"
 import { Executors } from "./Executors.js"
 import { Functions } from "./Functions.js"
 import { Interactions } from "./Interactions.js"
-import { Outbound, withTrace } from "./Outbound.js"
+import { Outbound } from "./Outbound.js"
 import { Runs } from "./Runs.js"
 import { Steering } from "./Steering.js"
 import { Suspension } from "./Suspension.js"
 import type { Inbound } from "./transport/Transport.js"
+import { Transfer } from "./transfer/Transfer.js"
 import { Workspace } from "./workspace/Workspace.js"
 
 type MessageOf<K extends Messages.CoreToRuntimeType> = Extract<Messages.CoreToRuntime, { readonly type: K }>
@@ -104,6 +104,7 @@ const makeDispatcher = Effect.gen(function* () {
   const background = yield* Background
   const drain = yield* Drain
   const workspace = yield* Workspace
+  const transfer = yield* Transfer
   const suspension = yield* Suspension
 
   /** device_shutdown: stop Runs locally, stop preparations, close every Executor until confirmed. No reply. */
@@ -135,12 +136,7 @@ const makeDispatcher = Effect.gen(function* () {
     prompt_for_user_choice_decision: (m) => interactions.userChoiceDecision(m.id, m.payload, m.trace),
     prompt_steer: (m) => steering.handle(m.id, m.payload, m.trace),
     function_result: (m) => functions.result(m.id, m.payload, m.trace),
-    runtime_prepare: (m) =>
-      reply(withTrace({
-        type: "runtime_prepare_result",
-        id: m.id,
-        payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
-      }, m.trace)),
+    runtime_prepare: (m) => transfer.handle(m.id, m.payload, m.trace),
     workspace_read: (m) => workspace.read(m.id, m.payload, m.trace),
     workspace_write: (m) => workspace.write(m.id, m.payload, m.trace),
     workspace_export: (m) => workspace.export(m.id, m.payload, m.trace),

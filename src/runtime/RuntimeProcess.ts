@@ -5,18 +5,19 @@
  * runtime policy (capacity bounds, idle expiry, cleanup retry) and id generation, plus the scripted harness's
  * signals. Per-connection state (routing, admission handles, Runs) is built fresh by `Connection.run`.
  */
-import { type Duration, Effect, Layer } from "effect"
+import { type Duration, Layer } from "effect"
 import type { CapabilityName } from "../proto/Capabilities.js"
 import type { CodexSettings } from "./harness/codex/CodexHarness.js"
 import type { ClaudeCodeSettings } from "./harness/claude_code/ClaudeCodeSettings.js"
-import type { Harness } from "./harness/Harness.js"
-import { constructorsFor, defaultHarnessKinds, type HarnessKindName } from "./harness/HarnessKinds.js"
+import { type Harness, HarnessEntry } from "./harness/Harness.js"
+import { defaultHarnessKinds, entriesFor, type HarnessKindName } from "./harness/HarnessKinds.js"
 import { HarnessRegistry } from "./harness/HarnessRegistry.js"
 import type { ScriptedOperation } from "./harness/scripted/ScriptedHarness.js"
 import { ScriptedSignals } from "./harness/scripted/ScriptedSignals.js"
 import { Ownership } from "./Ownership.js"
 import { RuntimeIds } from "./RuntimeIds.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
+import { TransferSettings } from "./transfer/TransferSettings.js"
 import { type PersistedSuspension, SuspensionStore } from "./SuspensionStore.js"
 import { type Binding, EnvironmentBinding } from "./workspace/EnvironmentBinding.js"
 import { WorkspaceFs, type WorkspaceFsShape } from "./workspace/WorkspaceFs.js"
@@ -59,6 +60,11 @@ export interface RuntimeProcessOptions {
   /** The local Environment binding (absent: none; the workspace capabilities are declared false). */
   readonly environment?: Binding | undefined
   /**
+   * The daemon's environment, from which initialization commands (`runtime_prepare` npm / python / setup) inherit
+   * only an allowlist (transfer/TransferSettings.ts); absent: an empty environment.
+   */
+  readonly childEnv?: Readonly<Record<string, string | undefined>> | undefined
+  /**
    * The persisted suspension state (SuspensionStore.ts): the file in the profile directory and its content
    * read at start. Absent: kept in memory for the process (tests, scenarios).
    */
@@ -79,6 +85,7 @@ export type RuntimeProcessServices =
   | EnvironmentBinding
   | WorkspaceFs
   | SuspensionStore
+  | TransferSettings
 
 const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyShape> => ({
   ...(options.maxActive === undefined ? {} : { maxActive: options.maxActive }),
@@ -89,21 +96,22 @@ const policyOverrides = (options: RuntimeProcessOptions): Partial<RuntimePolicyS
 
 /** Builds the process-level services. Build it once per process (connections share its `Ownership`). */
 export const layer = (options: RuntimeProcessOptions): Layer.Layer<RuntimeProcessServices> => {
-  const constructors = [
-    ...constructorsFor(options.kinds ?? defaultHarnessKinds, {
+  const entries = [
+    ...entriesFor(options.kinds ?? defaultHarnessKinds, {
       scripted: { ...options.scripted, workspaceRoot: options.environment?.root },
       codex: options.codex,
       claudeCode: options.claudeCode
     }),
-    ...(options.harnesses ?? []).map((harness) => Effect.succeed(harness))
+    ...(options.harnesses ?? []).map(HarnessEntry.succeed)
   ]
   return Layer.mergeAll(
-    HarnessRegistry.layerFrom(constructors).pipe(Layer.provideMerge(ScriptedSignals.layer)),
+    HarnessRegistry.layerFrom(entries).pipe(Layer.provideMerge(ScriptedSignals.layer)),
     Ownership.layer,
     RuntimePolicy.layer(policyOverrides(options)),
     options.ids === "sequential" ? RuntimeIds.layerTest : RuntimeIds.layer,
     EnvironmentBinding.layer(options.environment),
     WorkspaceFs.layer(options.environment?.root, options.wrapWorkspaceFs),
+    TransferSettings.layer(options.childEnv),
     options.suspensionStore ?? SuspensionStore.layer({ file: options.suspension?.file, initial: options.suspension?.initial })
   )
 }

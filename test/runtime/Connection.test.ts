@@ -127,8 +127,9 @@ describe("Dispatcher", () => {
     Effect.gen(function* () {
       const { core } = yield* connect()
       yield* core.toRuntime({ type: "runtime_prepare", id: unsafeMake.transferId("t-1"), payload: { step: "commit" } })
+      // A commit for a transfer never begun (test/runtime/transfer/Transfer.test.ts).
       same(yield* next(core, "runtime_prepare_result"), {
-        type: "runtime_prepare_result", id: "t-1", payload: { outcome: "rejected", error_code: "runtime_preparation_unsupported" }
+        type: "runtime_prepare_result", id: "t-1", payload: { outcome: "rejected", error_code: "invalid_request" }
       })
       yield* core.toRuntime({
         type: "workspace_read",

@@ -314,7 +314,11 @@ export const RealLayerWith = (overrides: Partial<GatewayConfigOptions>) =>
 export const makeReal = (
   kinds?: ReadonlyArray<Capabilities.AgentKindDescriptor>
 ): Effect.Effect<
-  CoreHarness & { readonly emitAll: (messages: ReadonlyArray<Messages.RuntimeToCore>) => Effect.Effect<void> },
+  CoreHarness & {
+    readonly emitAll: (messages: ReadonlyArray<Messages.RuntimeToCore>) => Effect.Effect<void>
+    /** Sends the frames and closes the socket at once, before the read loop runs (a reply then the close). */
+    readonly emitThenClose: (messages: ReadonlyArray<Messages.RuntimeToCore>, code: number) => Effect.Effect<void>
+  },
   never,
   Scope.Scope | Gateway | GatewayConfig
 > =>
@@ -326,6 +330,11 @@ export const makeReal = (
       /** Sends every frame before letting the read loop run (one burst, as one socket read can hold). */
       emitAll: (messages: ReadonlyArray<Messages.RuntimeToCore>) =>
         Effect.andThen(Effect.forEach(messages, connection.runtime.send, { discard: true }), flush),
+      emitThenClose: (messages: ReadonlyArray<Messages.RuntimeToCore>, code: number) =>
+        Effect.forEach(messages, connection.runtime.send, { discard: true }).pipe(
+          Effect.andThen(connection.runtime.close(code, "closing")),
+          Effect.andThen(flush)
+        ),
       session: recording(connection.session, log),
       calls: Ref.get(log),
       receive: connection.runtime.receive,

@@ -247,6 +247,8 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
         scripted: config.scripted,
         kinds: config.harnessKinds,
         environment: config.environment,
+        // Initialization commands inherit only an allowlist of it (runtime/transfer/TransferSettings.ts).
+        childEnv: process.env,
         suspension: { file: suspensionFile, initial: suspension },
         // The daemon's environment reaches Codex (for the provider's env_key); the adapter drops AGENTWIRE_*.
         codex: { ...config.codex, env: process.env, profileDir: config.profileDir },

@@ -115,6 +115,8 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
     `${String(d.device_id).padEnd(24)} ${d.online ? "online " : "offline"} ${d.revoked ? "revoked " : ""}kinds: ${
       (d.declaration?.kinds ?? []).map((k: any) => `${k.kind}${k.available ? "" : " (unavailable)"}`).join(", ") || "unknown (no heartbeat yet)"
     }`
+  const suspensionLine = (v: any) =>
+    `suspension ${v.suspend_id}  ${v.state}${v.reason ? ` (${v.reason})` : ""}  environment ${v.environment_id}`
   const sessionLine = (s: any) => `${String(s.session_id).padEnd(24)} ${String(s.agent_kind).padEnd(12)} device ${s.device_id ?? "-"}  created ${when(s.created_at_ms)}`
   const turnLine = (t: any) =>
     `${String(t.turn_id).padEnd(24)} ${String(t.status).padEnd(10)} session ${t.session_id}  device ${t.device_id ?? "-"}  created ${when(t.created_at_ms)}${
@@ -137,7 +139,7 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
     body.next_cursor === null || body.next_cursor === undefined ? [] : [`more: agentwire ${what} list --cursor ${body.next_cursor}`]
 
   const devices = Command.make("devices").pipe(
-    Command.withDescription("List devices or show one (declared kinds, connection state)"),
+    Command.withDescription("List devices or show one (declared kinds, connection state); quiesce or resume one"),
     Command.withSubcommands([
       Command.make("list", { ...connection, ...paging }, (c) =>
         Effect.flatMap(request(c, "GET", `/devices${pageQuery(c)}`), (body) =>
@@ -147,12 +149,36 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
         ),
       Command.make("show", { ...connection, id: id("device-id") }, (c) =>
         Effect.flatMap(request(c, "GET", `/devices/${seg(c.id)}`), (d) =>
-          print(c, d, () => [deviceLine(d), `connection ${d.connection_number ?? "-"}  credential ${d.has_credential ? "yes" : "no"}  daemon ${d.declaration?.daemon_version ?? "-"}`]))).pipe(
+          print(c, d, () => [
+            deviceLine(d),
+            `connection ${d.connection_number ?? "-"}  credential ${d.has_credential ? "yes" : "no"}  daemon ${d.declaration?.daemon_version ?? "-"}`,
+            ...(d.suspension ? [suspensionLine(d.suspension)] : [])
+          ]))).pipe(
           Command.withDescription("Show one device: connection, credential, daemon version, declared kinds"),
           examples("agentwire devices show laptop-1", "agentwire devices show laptop-1 --json")
+        ),
+      Command.make("quiesce", {
+        ...connection,
+        id: id("device-id"),
+        environmentId: Flag.String("environment-id").pipe(Flag.withDescription("(required) The Environment the daemon is bound to"))
+      }, (c) =>
+        Effect.flatMap(request(c, "POST", `/devices/${seg(c.id)}/quiesce`, { environment_id: c.environmentId }, true), (r) =>
+          print(c, r, () => [suspensionLine(r)]))).pipe(
+          Command.withDescription("Suspend a device's Environment: prints suspended, quiesce_rejected (with its reason) or quiesce_unknown"),
+          examples("agentwire devices quiesce laptop-1 --environment-id ENV_ID")
+        ),
+      Command.make("resume", {
+        ...connection,
+        id: id("device-id"),
+        rollback: Flag.Boolean("rollback").pipe(Flag.withDescription("Resume the still-running source after an uncertain quiesce (implied after quiesce_unknown)"), Flag.withDefault(false))
+      }, (c) =>
+        Effect.flatMap(request(c, "POST", `/devices/${seg(c.id)}/resume`, c.rollback ? { rollback: true } : {}, true), (r) =>
+          print(c, r, () => [suspensionLine(r)]))).pipe(
+          Command.withDescription("Resume a device's latest suspension: prints resumed, resume_rejected or resume_unknown"),
+          examples("agentwire devices resume laptop-1", "agentwire devices resume laptop-1 --rollback")
         )
     ]),
-    examples("agentwire devices list", "agentwire devices show laptop-1 --json")
+    examples("agentwire devices list", "agentwire devices show laptop-1 --json", "agentwire devices quiesce laptop-1 --environment-id ENV_ID")
   )
 
   const sessions = Command.make("sessions").pipe(

@@ -32,6 +32,8 @@ import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
 import { SessionLocks } from "./SessionLocks.js"
 import * as WriteReservations from "./WriteReservations.js"
+import * as SuspensionApi from "./SuspensionApi.js"
+import * as Suspensions from "./Suspensions.js"
 import * as Store from "./Store.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
@@ -166,6 +168,13 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
       Layer.provideMerge(WriteReservations.layer)
     )
     : WriteReservations.layer
+  // Suspension requests a previous process left in flight become unknown (never replayed); single node only,
+  // as above.
+  const suspensions = options.database === undefined
+    ? Layer.effectDiscard(Effect.flatMap(Suspensions.Suspensions, (s) => s.recover)).pipe(
+      Layer.provideMerge(Suspensions.layer)
+    )
+    : Suspensions.layer
   const services = Layer.mergeAll(
     Operator.layer,
     Turns.layer(options.turns ?? {}),
@@ -174,13 +183,15 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(DeviceDirectory.layer),
     Layer.provideMerge(TurnJournal.layer),
     Layer.provideMerge(SessionLocks.layer),
-    Layer.provideMerge(writeReservations)
+    Layer.provideMerge(writeReservations),
+    Layer.provideMerge(suspensions)
   )
 
   const routes = Layer.mergeAll(
     GatewayHttp.layer,
     OperatorApi.layer(options.operatorToken),
     FilesApi.layer(options.operatorToken),
+    SuspensionApi.layer(options.operatorToken),
     ConsoleRoutes.layer
   )
 

@@ -190,6 +190,23 @@ const workspace = Effect.gen(function* () {
   yield* sql`CREATE INDEX write_reservations_by_session ON write_reservations (session_id, status)`
 })
 
+const suspensions = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // Suspension attempts (docs/operator-api.md "Suspension"; core/dev/Suspensions.ts): one row per suspend id,
+  // written before the quiesce is sent and never replayed; `state` moves quiescing → suspended | quiesce_rejected
+  // | quiesce_unknown, then resuming → resumed | resume_rejected | resume_unknown. `reason` is a finite code.
+  yield* sql`CREATE TABLE suspension_attempts (
+    suspend_id TEXT PRIMARY KEY,
+    device_id TEXT NOT NULL REFERENCES devices (device_id),
+    environment_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    reason TEXT,
+    created_at_ms BIGINT NOT NULL,
+    updated_at_ms BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX suspension_attempts_by_device ON suspension_attempts (device_id, created_at_ms)`
+})
+
 const listingIndexes = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   // Keyset paging of the operator listings (docs/operator-api.md): each page is an index range scan.
@@ -208,7 +225,8 @@ export const migrations = {
   "1_initial": initial,
   "2_owner_leases": ownerLeases,
   "3_workspace": workspace,
-  "4_listing_indexes": listingIndexes
+  "4_suspensions": suspensions,
+  "5_listing_indexes": listingIndexes
 } as const
 
 /** The table recording applied migration ids. */

@@ -25,6 +25,10 @@ import {
 } from "./SessionConfig.js"
 import { type SessionRecord, SessionStore } from "./SessionStore.js"
 import { StoreFailed } from "./StoreErrors.js"
+import { Suspensions, type SuspensionView } from "./Suspensions.js"
+
+/** A device as the operator API lists it: the directory's view plus its latest suspension attempt. */
+export type OperatorDeviceView = DeviceView & { readonly suspension: SuspensionView | null }
 
 export interface SessionView {
   readonly session_id: string
@@ -67,8 +71,8 @@ export class Operator extends Context.Service<Operator, {
   readonly revokeCredential: (
     deviceId: string
   ) => Effect.Effect<{ readonly disconnected: boolean }, OperatorNotFound | OperatorUnavailable>
-  readonly listDevices: Effect.Effect<ReadonlyArray<DeviceView>, OperatorUnavailable>
-  readonly getDevice: (deviceId: string) => Effect.Effect<DeviceView, OperatorNotFound | OperatorUnavailable>
+  readonly listDevices: Effect.Effect<ReadonlyArray<OperatorDeviceView>, OperatorUnavailable>
+  readonly getDevice: (deviceId: string) => Effect.Effect<OperatorDeviceView, OperatorNotFound | OperatorUnavailable>
   readonly createSession: (request: CreateSessionRequest) => Effect.Effect<SessionView, OperatorRequestInvalid | OperatorNotFound | OperatorUnavailable>
   readonly getSession: (sessionId: string) => Effect.Effect<SessionView, OperatorNotFound | OperatorUnavailable>
   readonly listSessions: Effect.Effect<ReadonlyArray<SessionView>, OperatorUnavailable>
@@ -84,6 +88,9 @@ const make = Effect.gen(function* () {
   const sessions = yield* SessionStore
   const gateway = yield* Gateway
   const ids = yield* DevIds
+  const suspensions = yield* Suspensions
+  const withSuspension = (device: DeviceView) =>
+    Effect.map(suspensions.latest(device.device_id), (latest): OperatorDeviceView => ({ ...device, suspension: Option.getOrNull(latest) }))
 
   const createCredential = Effect.fn("Operator.createCredential")(function* (deviceId: string) {
     if (!isDeviceId(deviceId)) {
@@ -108,7 +115,7 @@ const make = Effect.gen(function* () {
   const getDevice = Effect.fn("Operator.getDevice")(function* (deviceId: string) {
     const view = yield* unavailable(directory.get(deviceId))
     if (Option.isNone(view)) return yield* new OperatorNotFound({ resource: "device", id: deviceId })
-    return view.value
+    return yield* unavailable(withSuspension(view.value))
   })
 
   const createSession = Effect.fn("Operator.createSession")(function* (request: CreateSessionRequest) {
@@ -144,7 +151,7 @@ const make = Effect.gen(function* () {
   return Operator.of({
     createCredential,
     revokeCredential,
-    listDevices: unavailable(directory.list),
+    listDevices: unavailable(Effect.flatMap(directory.list, Effect.forEach(withSuspension))),
     getDevice,
     createSession,
     getSession,

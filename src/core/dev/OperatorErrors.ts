@@ -36,7 +36,9 @@ export class OperatorConflict extends Schema.TaggedError<OperatorConflict>()("Op
     "session_busy", // a Files operation holds the Session's scheduling reservation
     "turn_starting", // the Session's Turn is queued or preparing: no Run to read from yet
     "write_unsettled", // an earlier write of the Session has no exact settlement (kept across restarts)
-    "no_workspace" // the Session's Environment is type none: there is no workspace to read or write
+    "no_workspace", // the Session's Environment is type none: there is no workspace to read or write
+    "suspension_unsettled", // the device's latest suspension attempt is not settled (resume it first)
+    "not_suspended" // the device has no suspension a resume could name
   ]),
   detail: Schema.String
 }) {

@@ -17,7 +17,7 @@
  * above). Each admitted Executor and Turn keeps the declaration snapshot it was admitted with; the guarded
  * helpers at the bottom check that snapshot before any native call.
  */
-import { Data, Effect, Option, type Scope } from "effect"
+import { Context, Data, Effect, Layer, Option, type Scope } from "effect"
 import type { AgentKindCapabilities, CapabilityName } from "../../proto/Capabilities.js"
 import type { PromptRequestPayload } from "../../proto/Execution.js"
 import type { FunctionCallPayload } from "../../proto/Functions.js"
@@ -234,6 +234,23 @@ export interface Harness {
  * daemon shutdown). `R` is a process service the kind needs (the scripted kind needs `ScriptedSignals`).
  */
 export type HarnessConstructor<R = never> = Effect.Effect<Harness, never, Scope.Scope | R>
+
+/**
+ * One registry entry: the Harness a kind's Layer provides. The registry builds each entry's Layer once, at daemon
+ * start, in its own layer scope (`HarnessRegistry.layerFrom`); what the Layer acquires (a process supervisor,
+ * temporary directories, clients) is released when that scope closes at daemon shutdown, after every connection
+ * confirmed its cleanup.
+ */
+export class HarnessEntry extends Context.Service<HarnessEntry, Harness>()("agentwire/runtime/HarnessEntry") {
+  /** A kind's registry entry from its constructor (acquisitions scoped to the entry's Layer). */
+  static readonly layer = <R>(construct: HarnessConstructor<R>): HarnessLayer<Exclude<R, Scope.Scope>> =>
+    Layer.effect(HarnessEntry, construct)
+  /** An entry for a Harness that acquires nothing (tests, embedders). */
+  static readonly succeed = (harness: Harness): HarnessLayer => Layer.succeed(HarnessEntry, harness)
+}
+
+/** A registry entry as a Layer: it provides one Harness and may need the process services `R`. */
+export type HarnessLayer<R = never> = Layer.Layer<HarnessEntry, never, R>
 
 // ---------------------------------------------------------------------------------------------- guards
 

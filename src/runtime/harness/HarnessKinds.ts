@@ -1,6 +1,7 @@
 /**
  * The Harness kinds this daemon can run, by name: each entry turns the daemon's settings into the kind's
- * constructor (`HarnessConstructor`, run once at daemon start inside the registry layer's scope). The daemon
+ * registry entry, a Layer (`HarnessEntry.layer` over the kind's constructor) built once at daemon start in the
+ * registry layer's scope and released at daemon shutdown. The daemon
  * selects kinds with `--harness KIND` (repeatable) or `AGENTWIRE_HARNESS` (comma-separated); the default is
  * `scripted`. A new adapter adds one line to `harnessKinds` (and, when it has settings, one field to
  * `HarnessSettings`); nothing else in the daemon changes.
@@ -8,7 +9,7 @@
 import { type CodexSettings, makeCodexHarness, unconfiguredCodexHarness } from "./codex/CodexHarness.js"
 import { makeClaudeCodeHarness } from "./claude_code/ClaudeCodeHarness.js"
 import type { ClaudeCodeSettings } from "./claude_code/ClaudeCodeSettings.js"
-import type { HarnessConstructor } from "./Harness.js"
+import { HarnessEntry, type HarnessLayer } from "./Harness.js"
 import { makeScriptedHarness, type ScriptedOptions } from "./scripted/ScriptedHarness.js"
 import type { ScriptedSignals } from "./scripted/ScriptedSignals.js"
 
@@ -25,10 +26,11 @@ export type HarnessServices = ScriptedSignals
 
 /** Kind name → constructor. Append new kinds here. */
 export const harnessKinds = {
-  scripted: (settings: HarnessSettings) => makeScriptedHarness(settings.scripted ?? {}),
-  codex: (settings: HarnessSettings) => (settings.codex === undefined ? unconfiguredCodexHarness : makeCodexHarness(settings.codex)),
-  claude_code: (settings: HarnessSettings) => makeClaudeCodeHarness(settings.claudeCode)
-} as const satisfies Record<string, (settings: HarnessSettings) => HarnessConstructor<HarnessServices>>
+  scripted: (settings: HarnessSettings) => HarnessEntry.layer(makeScriptedHarness(settings.scripted ?? {})),
+  codex: (settings: HarnessSettings) =>
+    HarnessEntry.layer(settings.codex === undefined ? unconfiguredCodexHarness : makeCodexHarness(settings.codex)),
+  claude_code: (settings: HarnessSettings) => HarnessEntry.layer(makeClaudeCodeHarness(settings.claudeCode))
+} as const satisfies Record<string, (settings: HarnessSettings) => HarnessLayer<HarnessServices>>
 
 export type HarnessKindName = keyof typeof harnessKinds
 
@@ -40,8 +42,8 @@ export const defaultHarnessKinds: ReadonlyArray<HarnessKindName> = ["scripted"]
 
 export const isHarnessKindName = (name: string): name is HarnessKindName => Object.hasOwn(harnessKinds, name)
 
-/** The constructors of the selected kinds, in selection order. */
-export const constructorsFor = (
+/** The registry entries of the selected kinds, in selection order. */
+export const entriesFor = (
   kinds: ReadonlyArray<HarnessKindName>,
   settings: HarnessSettings
-): ReadonlyArray<HarnessConstructor<HarnessServices>> => kinds.map((kind) => harnessKinds[kind](settings))
+): ReadonlyArray<HarnessLayer<HarnessServices>> => kinds.map((kind) => harnessKinds[kind](settings))

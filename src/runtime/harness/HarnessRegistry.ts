@@ -5,15 +5,16 @@
  * encoded with the proto codec so an incomplete declaration can never be sent. Admissions take a snapshot of
  * a declaration; a later registration never changes an existing owner's snapshot.
  *
- * The daemon builds it from Harness constructors (`layerFrom`, fed by the `HarnessKinds` table): each runs once
- * in the layer's scope, so whatever a kind acquires for the daemon's lifetime (a process supervisor, temporary
- * directories, clients) is released when the daemon shuts down, after every connection confirmed its cleanup.
+ * The daemon builds it from registry entries (`layerFrom`, fed by the `HarnessKinds` table): each entry is a
+ * Layer (`HarnessEntry`) built once in the registry layer's scope, so whatever a kind acquires for the daemon's
+ * lifetime (a process supervisor, temporary directories, clients) is released when the daemon shuts down, after
+ * every connection confirmed its cleanup.
  */
 import { Context, Effect, Layer, Option, Result } from "effect"
 import type { AgentKindDescriptor } from "../../proto/Capabilities.js"
 import { decodeCapabilities, encodeCapabilities, InvalidDeclaration, supportedNames } from "../../proto/Capabilities.js"
 import { sanitizeCause } from "../Ownership.js"
-import type { Harness, HarnessConstructor, HarnessDeclaration } from "./Harness.js"
+import { type Harness, type HarnessDeclaration, HarnessEntry, type HarnessLayer } from "./Harness.js"
 
 /** Validates a declaration: a non-empty kind and a complete, strict capability record. */
 export const validateDeclaration = (declaration: HarnessDeclaration): Result.Result<HarnessDeclaration, InvalidDeclaration> => {
@@ -71,15 +72,17 @@ export class HarnessRegistry extends Context.Service<HarnessRegistry, {
   static readonly layerWith = (harnesses: ReadonlyArray<Harness>) => Layer.effect(HarnessRegistry, HarnessRegistry.make(harnesses))
 
   /**
-   * A registry built by running each constructor once, in order, in the layer's scope (daemon lifetime); the
-   * resources they acquire are released when the layer is torn down. An incomplete declaration is a defect:
-   * the daemon cannot start with a kind it cannot declare completely.
+   * A registry built from its entries: each entry's Layer is built once, in order, in this layer's scope
+   * (daemon lifetime), and torn down in reverse order when the layer is (daemon shutdown). An incomplete
+   * declaration is a defect: the daemon cannot start with a kind it cannot declare completely.
    */
-  static readonly layerFrom = <R>(constructors: ReadonlyArray<HarnessConstructor<R>>): Layer.Layer<HarnessRegistry, never, R> =>
+  static readonly layerFrom = <R>(entries: ReadonlyArray<HarnessLayer<R>>): Layer.Layer<HarnessRegistry, never, R> =>
     Layer.effect(
       HarnessRegistry,
       Effect.gen(function* () {
-        const harnesses = yield* Effect.forEach(constructors, (construct) => construct)
+        const scope = yield* Effect.scope
+        const harnesses = yield* Effect.forEach(entries, (entry) =>
+          Effect.map(Layer.buildWithScope(entry, scope), (context) => Context.get(context, HarnessEntry)))
         return yield* HarnessRegistry.make(harnesses).pipe(Effect.orDie)
       })
     )

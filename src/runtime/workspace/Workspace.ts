@@ -20,6 +20,8 @@ export interface WorkspaceShape {
   readonly export: (id: OperationId, payload: WorkspaceExportPayload, trace: string | undefined) => Effect.Effect<void>
   /** Reads whose native work has not finished. */
   readonly activeReads: Effect.Effect<number>
+  /** True while a read, a write or an export is in progress (runtime_prepare refuses to begin meanwhile). */
+  readonly busy: Effect.Effect<boolean>
 }
 
 /** The workspace families of one connection. */
@@ -33,7 +35,10 @@ export class Workspace extends Context.Service<Workspace, WorkspaceShape>()("age
       const exports = yield* makeExports(Effect.suspend(() => writeActive))
       const writes = yield* makeWrites(reads.active, exports.active)
       writeActive = writes.active
-      return Workspace.of({ read: reads.read, write: writes.write, export: exports.handle, activeReads: reads.active })
+      const busy = Effect.gen(function* () {
+        return (yield* reads.active) > 0 || (yield* writes.active) || (yield* exports.active)
+      })
+      return Workspace.of({ read: reads.read, write: writes.write, export: exports.handle, activeReads: reads.active, busy })
     })
   )
 }

@@ -6,10 +6,13 @@ import {
   ContractViolation,
   guarded,
   type Harness,
+  HarnessEntry,
   NativeFailed,
   OperationUnsupported
 } from "../../../src/runtime/harness/Harness.js"
+import { entriesFor, harnessKindNames } from "../../../src/runtime/harness/HarnessKinds.js"
 import { HarnessRegistry, toDescriptor } from "../../../src/runtime/harness/HarnessRegistry.js"
+import { ScriptedSignals } from "../../../src/runtime/harness/scripted/ScriptedSignals.js"
 import { scriptedDeclaration } from "../../../src/runtime/harness/scripted/ScriptedHarness.js"
 import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import { declaration } from "../../support/capabilities.js"
@@ -55,7 +58,7 @@ describe("HarnessRegistry", () => {
 })
 
 describe("HarnessRegistry.layerFrom", () => {
-  it.effect("runs each constructor once in the layer's scope and releases what it acquired when the layer closes", () =>
+  it.effect("builds each entry's Layer once in the layer's scope and releases what it acquired when the layer closes", () =>
     Effect.gen(function* () {
       const events: Array<string> = []
       const construct = (kind: string) =>
@@ -67,12 +70,28 @@ describe("HarnessRegistry.layerFrom", () => {
           () => Effect.sync(() => void events.push(`stop ${kind}`))
         )
       const scope = yield* Scope.make()
-      const context = yield* Layer.buildWithScope(HarnessRegistry.layerFrom([construct("a"), construct("b")]), scope)
+      const context = yield* Layer.buildWithScope(HarnessRegistry.layerFrom([HarnessEntry.layer(construct("a")), HarnessEntry.layer(construct("b"))]), scope)
       const registry = Context.get(context, HarnessRegistry)
       assert.deepStrictEqual((yield* registry.declarations).map((d) => d.kind), ["a", "b"])
       assert.deepStrictEqual(events, ["start a", "start b"])
       yield* Scope.close(scope, Exit.void)
       assert.deepStrictEqual(events, ["start a", "start b", "stop b", "stop a"])
+    }))
+
+  it.effect("every kind of the table (scripted, codex, claude_code) is a registry entry Layer, built at start and torn down at shutdown", () =>
+    Effect.gen(function* () {
+      assert.deepStrictEqual([...harnessKindNames], ["scripted", "codex", "claude_code"])
+      const entries = entriesFor(harnessKindNames, {})
+      for (const entry of entries) assert.isTrue(Layer.isLayer(entry))
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        HarnessRegistry.layerFrom(entries).pipe(Layer.provide(ScriptedSignals.layer)),
+        scope
+      )
+      const kinds = (yield* Context.get(context, HarnessRegistry).declarations).map((d) => [d.kind, d.available])
+      // Unconfigured codex and claude_code register as unavailable (declared, never advertised as runnable).
+      assert.deepStrictEqual(kinds, [["scripted", true], ["codex", false], ["claude_code", false]])
+      yield* Scope.close(scope, Exit.void)
     }))
 
   const unavailable: Harness = {
