@@ -285,9 +285,10 @@ export type Fact =
   /** The connection Core held was closed by Core (after an invalid heartbeat or a replacement). */
   | { readonly _tag: "SessionClosed"; readonly reason: string }
   /**
-   * The outcome of a workspace operation Core ran (read, write or export), by its operation id: `completed`;
-   * `rejected` with the Runtime's code; `failed` (a write stopped before its commit, or an export the Runtime
-   * failed); `unknown` (dispatched without proof); `refused` by Core's own validator (nothing sent).
+   * The outcome of a workspace operation Core ran (read, write or export) or of a `runtime_prepare` transfer, by
+   * its operation / transfer id: `completed`; `rejected` with the Runtime's code; `failed` (a write or transfer
+   * stopped before its commit, an export the Runtime failed, a transfer the Runtime answered `failed`);
+   * `unknown` (dispatched without proof, or an invalid receipt); `refused` by Core's own validator (nothing sent).
    */
   | {
     readonly _tag: "WorkspaceOutcome"

@@ -3,6 +3,7 @@
  * read-only preparation profile, and the frames of the read, write and export families.
  */
 import type { AgentKindCapabilities } from "../src/proto/Capabilities.js"
+import type { RuntimePrepareResultPayload } from "../src/proto/RuntimePrepare.js"
 import { encodeChunkData } from "../src/proto/Transfer.js"
 import type { WorkspaceExportResultPayload, WorkspaceReadResultPayload, WorkspaceWriteResultPayload } from "../src/proto/Workspace.js"
 import { admissionNames, AgentKind, heartbeat, scriptedCapabilities } from "./Fixtures.js"
@@ -79,3 +80,31 @@ export const exportResult = (id: string, payload: WorkspaceExportResultPayload):
 
 /** Base64 of a text (chunk and read data). */
 export const b64 = (text: string): string => encodeChunkData(new TextEncoder().encode(text))
+
+// ---------------------------------------------------------------------------------------------- runtime_prepare
+
+/** `runtime_prepare` begin of a file at its logical `/workspace/…` path. */
+export const prepareFileBegin = (id: string, session: string, path: string, body: string, sha256: string, options: { readonly refusedByCore?: string } = {}): CoreStep =>
+  core({
+    type: "runtime_prepare",
+    id,
+    payload: {
+      step: "begin", environment_id: EnvironmentId, session_id: session, action: "file", file: { path },
+      size_bytes: new TextEncoder().encode(body).length, sha256
+    }
+  }, options)
+/** `runtime_prepare` begin of a `setup` initialization (no data: commit follows ready). */
+export const prepareSetupBegin = (id: string, session: string, command: string): CoreStep =>
+  core({
+    type: "runtime_prepare",
+    id,
+    payload: {
+      step: "begin", environment_id: EnvironmentId, session_id: session, action: "initialize",
+      initialization: { action: "setup", network: "disabled", cwd: "/workspace", command }
+    }
+  })
+export const prepareChunk = (id: string, offset: number, body: string): CoreStep =>
+  core({ type: "runtime_prepare", id, payload: { step: "chunk", ...(offset === 0 ? {} : { offset }), data: b64(body) } })
+export const prepareCommit = (id: string): CoreStep => core({ type: "runtime_prepare", id, payload: { step: "commit" } })
+export const prepareResult = (id: string, payload: RuntimePrepareResultPayload): RuntimeStep =>
+  runtime({ type: "runtime_prepare_result", id, payload })

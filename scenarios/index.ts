@@ -42,6 +42,8 @@ import workspaceReadBytesAndDirectory from "./workspace-read-bytes-and-directory
 import workspaceReadUnknownNoReplay from "./workspace-read-unknown-no-replay.js"
 import workspaceWriteTransfer from "./workspace-write-transfer.js"
 import workspaceWriteUnconfirmed from "./workspace-write-unconfirmed.js"
+import runtimePrepareTransfer from "./runtime-prepare-transfer.js"
+import runtimePrepareUnknownNoReplay from "./runtime-prepare-unknown-no-replay.js"
 import workspaceExportPull from "./workspace-export-pull.js"
 import workspaceExportFailedAndRefused from "./workspace-export-failed-and-refused.js"
 import boundedTransferValidation from "./bounded-transfer-validation.js"
@@ -89,6 +91,8 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   workspaceReadUnknownNoReplay,
   workspaceWriteTransfer,
   workspaceWriteUnconfirmed,
+  runtimePrepareTransfer,
+  runtimePrepareUnknownNoReplay,
   workspaceExportPull,
   workspaceExportFailedAndRefused,
   boundedTransferValidation

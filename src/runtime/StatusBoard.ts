@@ -7,10 +7,10 @@
  * The board is a `SubscriptionRef` of the whole snapshot (`updates` streams every new value). Every
  * `setConnection`, `setKinds`, attach or detach of a view, and every `touch` (the per-connection modules call it
  * where their admissions, Executors, Runs or ownership records change state, never per frame) recomputes the
- * snapshot from the attached view and sets it, bumps a version and wakes whoever armed `changes`. Tools and
- * tests wait on it instead of polling.
+ * snapshot from the attached view and sets it, then bumps a change count (also a `SubscriptionRef`), which wakes
+ * whoever armed `changes`. Tools and tests wait on it instead of polling.
  */
-import { Context, Deferred, Effect, Exit, Layer, Ref, Schema, type Scope, type Stream, SubscriptionRef } from "effect"
+import { Context, Effect, Layer, Ref, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 
 export const ConnectionState = Schema.Literals(["starting", "connecting", "connected", "backoff", "stopped"])
 export type ConnectionState = typeof ConnectionState.Type
@@ -116,27 +116,24 @@ export interface BoardChanges {
   readonly version: Effect.Effect<number>
 }
 
-/** The signal behind `changes`: one shared Deferred per generation, created only when someone arms. */
-const makeSignal = () => {
-  let version = 0
-  let next: Deferred.Deferred<void> | undefined
-  const notify = () => {
-    version++
-    const armed = next
-    if (armed !== undefined) {
-      next = undefined
-      Deferred.doneUnsafe(armed, Exit.void)
-    }
-  }
+/**
+ * The signal behind `changes`: a `SubscriptionRef` of the change count. An armed wait remembers the count it was
+ * armed at and takes the first value above it from `SubscriptionRef.changes` (which starts with the current one),
+ * so a change between arming and awaiting is never missed.
+ */
+const makeSignal = Effect.gen(function* () {
+  const version = yield* SubscriptionRef.make(0)
   const changes: BoardChanges = {
-    arm: Effect.sync(() => {
-      if (next === undefined) next = Deferred.makeUnsafe<void>()
-      return Deferred.await(next)
-    }),
-    version: Effect.sync(() => version)
+    arm: Effect.map(SubscriptionRef.get(version), (armedAt) =>
+      SubscriptionRef.changes(version).pipe(
+        Stream.filter((count) => count > armedAt),
+        Stream.runHead,
+        Effect.asVoid
+      )),
+    version: SubscriptionRef.get(version)
   }
-  return { notify: Effect.sync(notify), changes }
-}
+  return { notify: SubscriptionRef.update(version, (count) => count + 1), changes }
+})
 
 export class StatusBoard extends Context.Service<StatusBoard, {
   /** Replaces the connection section (the daemon loop calls it on every state change). */
@@ -183,7 +180,7 @@ export class StatusBoard extends Context.Service<StatusBoard, {
         } satisfies StatusSnapshot
       })
       const board = yield* SubscriptionRef.make<StatusSnapshot>(yield* compute)
-      const { changes, notify } = makeSignal()
+      const { changes, notify } = yield* makeSignal
       const refresh = Effect.andThen(Effect.flatMap(compute, (next) => SubscriptionRef.set(board, next)), notify)
       return StatusBoard.of({
         setConnection: (status) => Effect.andThen(Ref.set(connection, status), refresh),

@@ -33,6 +33,7 @@ import { decodeChunkData } from "../../src/proto/Transfer.js"
 import * as WorkspaceExport from "../../src/core/workspace/WorkspaceExport.js"
 import * as WorkspaceRead from "../../src/core/workspace/WorkspaceRead.js"
 import * as WorkspaceWrite from "../../src/core/workspace/WorkspaceWrite.js"
+import * as RuntimePrepare from "../../src/core/prepare/RuntimePrepare.js"
 
 export const DeviceIdValue = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
 export const Credential = Redacted.make("awdc_wire-core-runner-credential")
@@ -182,7 +183,7 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
           const exit = yield* Effect.exit(effect)
           const error = Exit.findErrorOption(exit)
           const refusal = Option.getOrUndefined(error) as { _tag?: string; reason?: string; detail?: string } | undefined
-          if (refusal?._tag === "WorkspaceRefused" && refusal.reason === "invalid_request" && refusal.detail === step.refusedByCore) {
+          if ((refusal?._tag === "WorkspaceRefused" || refusal?._tag === "PrepareRefused") && refusal.reason === "invalid_request" && refusal.detail === step.refusedByCore) {
             workspace.set(id, { refused: step.refusedByCore })
             return
           }
@@ -195,7 +196,7 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
         for (const step of s.steps) {
           if (step._tag !== "Core" || (step.sides !== undefined && !step.sides.includes("core"))) continue
           const m = step.message as { type?: string; id?: string; payload?: { step?: string; data?: string } }
-          if (m.type !== "workspace_write" || m.id !== id || m.payload?.step !== "chunk" || typeof m.payload.data !== "string") continue
+          if ((m.type !== "workspace_write" && m.type !== "runtime_prepare") || m.id !== id || m.payload?.step !== "chunk" || typeof m.payload.data !== "string") continue
           const decoded = decodeChunkData(m.payload.data)
           if (decoded._tag === "Success") parts.push(decoded.success)
         }
@@ -430,6 +431,28 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                 body: writeBody(position.scenario, message.id)
               }))
             }
+            case "runtime_prepare": {
+              // Core's driver sends the chunks and the commit itself as the receipts arrive.
+              if (message.payload.step !== "begin") return
+              const session = yield* declaredSession
+              const p = message.payload
+              const body = writeBody(position.scenario, message.id)
+              const action: RuntimePrepare.PrepareAction = p.action === "initialize"
+                ? { action: "initialize", initialization: p.initialization! }
+                : p.action === "finalize"
+                ? { action: "finalize", sources: p.sources ?? {} }
+                : p.action === "skill"
+                ? { action: "skill", metadata: p.skill!, body }
+                : p.action === "plugin"
+                ? { action: "plugin", slot: p.slot ?? 0, metadata: p.plugin!, body }
+                : { action: "file", path: p.file?.path ?? "", body }
+              return yield* runWorkspace(step, message.id, RuntimePrepare.prepare(session, {
+                transferId: message.id,
+                environmentId: p.environment_id ?? "",
+                sessionId: p.session_id ?? "",
+                step: action
+              }))
+            }
             case "workspace_export": {
               // next and cancel are the driver's own (after each consumed chunk; on a stop before completed).
               if (message.payload.step !== "begin") return
@@ -634,13 +657,16 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                           case "ReadRejected":
                           case "WriteRejected":
                           case "ExportRejected":
+                          case "PrepareRejected":
                             return `rejected:${error.code}`
                           case "WriteFailed":
                           case "ExportFailed":
+                          case "PrepareFailed":
                             return "failed"
                           case "ReadUnknown":
                           case "WriteUnknown":
                           case "ExportUnknown":
+                          case "PrepareUnknown":
                             return "unknown"
                           default:
                             return String(error._tag)
