@@ -38,7 +38,8 @@ export const DaemonConfigKeys: Readonly<Record<string, KeyKind>> = {
   "codex-config": "list",
   "environment-id": "string",
   workspace: "string",
-  "network-access": "string"
+  "network-access": "string",
+  "metrics-port": "int"
 }
 
 /** Keys that would carry a secret: refused with a pointer to `credential-file` / the environment. */

@@ -15,6 +15,7 @@ import type { DeviceSession, RunEvent } from "./DeviceSession.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import * as Request from "./ExecutionRequest.js"
 import type * as Outcome from "./Outcome.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import * as Projection from "./TurnProjection.js"
 
 /** What a prepared Turn delivers (the ids are Core's, generated and persisted before delivery). */
@@ -194,19 +195,19 @@ const releaseAbandoned = (
     if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
   })
 
-export const preparedDriver = (
-  d: Driver,
-  plan: PreparedPlan,
-  prepare: Request.PrepareMessage
-) =>
+/** Steps 1 and 2: the admission is ready (its status, handle and preparation queue), or the driver is done. */
+const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMessage) =>
   Effect.gen(function*() {
     const { session } = d
     // Step 1: subscribe to the preparation status, then send execution_prepare.
     const prepStream = yield* Effect.result(session.subscribePreparation(plan.request_id))
-    if (Result.isFailure(prepStream)) return yield* d.record(notDispatched("execution_prepare", prepStream.failure))
+    if (Result.isFailure(prepStream)) {
+      yield* d.record(notDispatched("execution_prepare", prepStream.failure))
+      return undefined
+    }
     // At most 16 statuses per subscription (the session's buffer); terminal states end it.
     const prepQueue = yield* Stream.toQueue(prepStream.success, { capacity: "unbounded" })
-    if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return
+    if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return undefined
 
     // Step 2: preparing / ready, within the preparation budget (a failed admission whose cleanup is
     // unconfirmed: within the cleanup budget for its confirmed release).
@@ -229,23 +230,27 @@ export const preparedDriver = (
           Effect.annotateLogs({ request_id: plan.request_id, observation: "preparation_timeout", cleanup_pending: cleanupWait })
         )
         yield* d.record({ _tag: "PreparationObservationEnded", reason: "preparation_timeout" })
-        if (handle === undefined || cleanupWait) return
+        if (handle === undefined || cleanupWait) return undefined
         const release = Request.executionRelease(plan.request_id, handle)
         if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", session.send(release.success))
-        return
+        return undefined
       }
-      if (next._tag === "Abandon") return yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
+      if (next._tag === "Abandon") {
+        yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
+        return undefined
+      }
       const exit = next.exit
       if (Exit.isFailure(exit)) {
         // A stream that ended normally delivered a terminal state, which resolved the Turn.
         if (!Projection.isResolved(d.state())) {
           yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
         }
-        return
+        return undefined
       }
       const status = exit.value
       yield* d.record({ _tag: "PreparationStatus", status })
-      if (Projection.isResolved(d.state())) return
+      yield* CoreMetrics.preparationStatus(status)
+      if (Projection.isResolved(d.state())) return undefined
       if (status.state !== "rejected" && status.handle !== undefined) handle = status.handle
       if (status.state === "failed" && !cleanupWait) {
         // Still pending after `failed`: its cleanup is unconfirmed; wait a bounded time for the release.
@@ -254,10 +259,21 @@ export const preparedDriver = (
       }
       if (status.state === "ready" && status.executor_id !== undefined && status.handle !== undefined) ready = status
     }
-    if (d.phase === "abandoned") return yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
-    d.phase = "starting"
+    if (d.phase === "abandoned") {
+      yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
+      return undefined
+    }
+    return { ready, prepQueue }
+  }).pipe(Effect.withSpan("Turn.prepare", { attributes: { "agentwire.wire.type": "execution_prepare" } }))
 
-    // Step 3: subscribe to the Run, then send execution_start.
+/** Step 3: subscribe to the Run, then send execution_start; the Run's queue once the start entered the send queue. */
+const startPhase = (
+  d: Driver,
+  plan: PreparedPlan,
+  ready: Preparation.PreparationStatusPayload,
+  prepQueue: Subscription<Preparation.PreparationStatusPayload>
+) =>
+  Effect.gen(function*() {
     const start = Request.executionStart(
       plan.request_id,
       { executor_id: ready.executor_id!, handle: ready.handle! },
@@ -265,15 +281,20 @@ export const preparedDriver = (
       plan.input
     )
     if (Result.isFailure(start)) return yield* Effect.die(start.failure) // validated before delivery
-    const runStream = yield* Effect.result(session.subscribeDurable(plan.run_id))
+    const runStream = yield* Effect.result(d.session.subscribeDurable(plan.run_id))
     if (Result.isFailure(runStream)) {
       yield* d.record(notDispatched("execution_start", runStream.failure))
-      return yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+      yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+      return undefined
     }
     const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
-    const sent = yield* dispatchRun(d, "execution_start", session.send(start.success))
+    const sent = yield* dispatchRun(d, "execution_start", d.session.send(start.success))
     yield* Deferred.succeed(d.runDispatched, sent)
-    if (!sent) return yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+    if (sent) yield* CoreMetrics.runStarted
+    if (!sent) {
+      yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+      return undefined
+    }
     d.phase = "started"
 
     // starting / started / a start rejection keep arriving on the preparation stream.
@@ -289,11 +310,29 @@ export const preparedDriver = (
             return
           }
           yield* d.record({ _tag: "PreparationStatus", status: exit.value })
+          yield* CoreMetrics.preparationStatus(exit.value)
         }
       })
     )
-    // Step 4.
-    yield* consumeRun(d, runQueue)
+    return runQueue
+  }).pipe(Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "execution_start" } }))
+
+/** Step 4 in its span: the Run's events until done or loss of observation. */
+const eventsPhase = (d: Driver, runQueue: Subscription<RunEvent>) =>
+  Effect.withSpan(consumeRun(d, runQueue), "Turn.events")
+
+export const preparedDriver = (
+  d: Driver,
+  plan: PreparedPlan,
+  prepare: Request.PrepareMessage
+) =>
+  Effect.gen(function*() {
+    const prepared = yield* preparePhase(d, plan, prepare)
+    if (prepared === undefined) return
+    d.phase = "starting"
+    const runQueue = yield* startPhase(d, plan, prepared.ready, prepared.prepQueue)
+    if (runQueue === undefined) return
+    yield* eventsPhase(d, runQueue)
   })
 
 /** The start never entered the queue: the reservation is Core's to abandon (no Run input was submitted). */
@@ -311,9 +350,12 @@ export const directDriver = (d: Driver, plan: DirectPlan, request: Request.Promp
       return yield* d.record(notDispatched("prompt_request", runStream.failure))
     }
     const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
-    const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request))
+    const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request)).pipe(
+      Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "prompt_request" } })
+    )
     yield* Deferred.succeed(d.runDispatched, sent)
     if (!sent) return
+    yield* CoreMetrics.runStarted
     d.phase = "started"
-    yield* consumeRun(d, runQueue)
+    yield* eventsPhase(d, runQueue)
   })

@@ -7,6 +7,7 @@
 import { Deferred, Duration, Effect, Exit, Fiber, Option, Result, type Scope, type Stream } from "effect"
 import type { Ids, MessageInput } from "../proto/index.js"
 import * as Cancellation from "./Cancellation.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import type { Admitted } from "./CapabilityPolicy.js"
 import { type Driver, notDispatched, type Phase } from "./DeliveryDriver.js"
 import type { DeviceSession } from "./DeviceSession.js"
@@ -179,7 +180,10 @@ export const makeTurn = (
             case "Dispatched":
               return record({ _tag: "Dispatched", type: "prompt_steer", input_id: progress.input_id })
             case "Written":
-              return record({ _tag: "InputWritten", input_id: progress.input_id })
+              return Effect.andThen(
+                CoreMetrics.receipt("written", "accepted"),
+                record({ _tag: "InputWritten", input_id: progress.input_id })
+              )
             case "Resending":
               return Effect.void
           }
@@ -198,8 +202,15 @@ export const makeTurn = (
           })
         )
       })
+      // A dispatched Run counts as finished once its driver stopped, with the status it settled on.
+      const runFinished = Effect.suspend(() => {
+        const s = state()
+        if (!(s.startSent || s.directSent)) return Effect.void
+        return CoreMetrics.runFinished(s.resolution._tag === "Settled" ? s.resolution.outcome.status : "unresolved")
+      })
       yield* Effect.forkIn(
         Effect.scoped(run(d)).pipe(
+          Effect.ensuring(runFinished),
           Effect.ensuring(finish),
           Effect.andThen(logFinished),
           Effect.annotateLogs({ device_id: session.deviceId, run_id: runId })
@@ -216,13 +227,19 @@ export const makeTurn = (
         if (channel === undefined || Projection.isResolved(state())) return yield* notActive
         if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive
         const work = channel.deliver(inputId, input).pipe(
-          Effect.tap(() => record({ _tag: "InputAccepted", input_id: inputId })),
+          Effect.tap(() => Effect.andThen(CoreMetrics.receipt("applied", "accepted"), record({ _tag: "InputAccepted", input_id: inputId }))),
           Effect.tapError((e) => {
             switch (e._tag) {
               case "InputRejected":
-                return record({ _tag: "InputRejected", input_id: inputId, code: e.code })
+                return Effect.andThen(
+                  CoreMetrics.receipt("applied", "rejected"),
+                  record({ _tag: "InputRejected", input_id: inputId, code: e.code })
+                )
               case "InputOutcomeUnknown":
-                return record({ _tag: "InputUnknown", input_id: inputId, reason: e.reason })
+                return Effect.andThen(
+                  CoreMetrics.receipt(e.reason === "written_ack_timeout" ? "written" : "applied", "unknown"),
+                  record({ _tag: "InputUnknown", input_id: inputId, reason: e.reason })
+                )
               case "NotSent":
               case "SubscriptionRejected":
                 return record(notDispatched("prompt_steer", e, { input_id: inputId }))
@@ -259,7 +276,8 @@ export const makeTurn = (
         const work = Cancellation.cancel(session, runId, deliveryId, {
           onDispatched: record({ _tag: "Dispatched", type: "prompt_cancel", delivery_id: deliveryId })
         }).pipe(
-          Effect.tapError((e) => record(cancelFact(deliveryId, e))),
+          Effect.tapError((e) => Effect.andThen(CoreMetrics.cancel(cancelOutcome(e)), record(cancelFact(deliveryId, e)))),
+          Effect.tap(() => CoreMetrics.cancel("applied")),
           Effect.tap((confirmed) =>
             record({
               _tag: "CancelReceipt",
@@ -304,6 +322,20 @@ export const makeTurn = (
     }
     return turn
   })
+
+const cancelOutcome = (e: Cancellation.CancelError): "rejected" | "failed" | "unconfirmed" | "not_sent" => {
+  switch (e._tag) {
+    case "NotSent":
+    case "SubscriptionRejected":
+      return "not_sent"
+    case "CancelRejected":
+      return "rejected"
+    case "CancelFailed":
+      return "failed"
+    case "CancelUnconfirmed":
+      return "unconfirmed"
+  }
+}
 
 const cancelFact = (deliveryId: Ids.DeliveryId, e: Cancellation.CancelError): Outcome.TurnFact => {
   switch (e._tag) {

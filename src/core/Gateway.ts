@@ -20,6 +20,7 @@
 import { Context, Deferred, Effect, Layer, Option, PubSub, type Scope, Stream } from "effect"
 import type { Ids } from "../proto/index.js"
 import type { DeviceRecord } from "./DeviceCredentials.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import * as DeviceSession from "./DeviceSession.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import { FrameTap } from "./FrameTap.js"
@@ -129,6 +130,7 @@ const make = Effect.gen(function*() {
       const previous = registry.get(deviceId)
       registry.set(deviceId, entry)
       live.add(entry)
+      yield* CoreMetrics.connection("accepted")
       if (previous !== undefined) {
         yield* previous.session.close(closeCodeFor("replaced"), "replaced")
         yield* Effect.logInfo("connection replaced by a newer one").pipe(
@@ -146,7 +148,7 @@ const make = Effect.gen(function*() {
       Effect.onExit((exit) =>
         Effect.gen(function*() {
           if (registry.get(deviceId) === entry) registry.delete(deviceId)
-          live.delete(entry)
+          if (live.delete(entry)) yield* CoreMetrics.connection("closed")
           const reason = exit._tag === "Success" ? exit.value.reason : shuttingDown ? "gateway_shutdown" : "disconnected"
           yield* publishDisconnected(entry, reason)
           yield* Deferred.succeed(entry.finished, undefined)

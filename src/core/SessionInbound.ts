@@ -6,6 +6,7 @@
  */
 import { Clock, Context, Effect, Layer, Result } from "effect"
 import { Envelope, Messages } from "../proto/index.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
 import { failNamedObserver } from "./internal/malformedFrames.js"
 import {
@@ -43,10 +44,12 @@ export class SessionInbound extends Context.Service<SessionInbound, {
       const liveness = yield* SessionLiveness
       const clock = yield* Clock.Clock
       const invalidFrameBudget = makeInvalidFrameBudget()
+      const metricContext = yield* Effect.context<never>()
 
       const handlers: Handlers = {
         ...routeHandlers(routes),
         heartbeat: (message) => {
+          CoreMetrics.heartbeatUnsafe(metricContext)
           const payload = message.payload
           const next: Declaration = {
             kinds: new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])),
@@ -61,6 +64,7 @@ export class SessionInbound extends Context.Service<SessionInbound, {
       }
 
       const onInvalid = (error: Envelope.InvalidFrame): Effect.Effect<void> => {
+        CoreMetrics.invalidFrameUnsafe(metricContext, error.bytes, error.code)
         if (tap.enabled) {
           tap.frame({
             direction: "runtime→core",
@@ -94,6 +98,7 @@ export class SessionInbound extends Context.Service<SessionInbound, {
         // One envelope per text frame: a binary frame is refused as the daemon refuses it.
         const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
         if (Result.isFailure(raw)) return onInvalid(raw.failure)
+        CoreMetrics.frameUnsafe(metricContext, "in", raw.success.bytes)
         const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
         if (Result.isFailure(decoded)) return onInvalid(decoded.failure)
         const message = decoded.success

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer, Result } from "effect"
 import { Messages, Trace } from "../proto/index.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import { NotSent } from "./Errors.js"
 import { SessionEnd, SessionInfo, SessionTap } from "./SessionServices.js"
 
@@ -26,6 +27,7 @@ export class SessionOutbound extends Context.Service<SessionOutbound, {
       const { transport } = yield* SessionInfo
       const end = yield* SessionEnd
       const tap = yield* SessionTap
+      const metricContext = yield* Effect.context<never>()
       const send = (message: Messages.CoreToRuntime): Effect.Effect<void, NotSent> =>
         Effect.flatMap(withCallerTrace(message), (message) =>
           Effect.suspend(() => {
@@ -37,6 +39,7 @@ export class SessionOutbound extends Context.Service<SessionOutbound, {
               return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))
             }
             const offered = transport.offer(encoded.success)
+            if (offered === "queued") CoreMetrics.frameUnsafe(metricContext, "out", Buffer.byteLength(encoded.success, "utf8"))
             if (offered !== "queued") {
               return Effect.fail(
                 new NotSent({ type: message.type, reason: offered === "full" ? "queue_full" : "connection_closed" })

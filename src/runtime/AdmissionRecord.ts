@@ -13,6 +13,7 @@ import type { ControlOperation, PreparationStatusPayload } from "../proto/Prepar
 import type { ExecutorEntry } from "./Executors.js"
 import type { Harness, HarnessDeclaration } from "./harness/Harness.js"
 import { type OutboundShape, type SendOutcome, withTrace } from "./Outbound.js"
+import * as RuntimeMetrics from "./RuntimeMetrics.js"
 
 export type AdmissionState = "preparing" | "ready" | "starting" | "started" | "released" | "expired" | "failed"
 
@@ -83,6 +84,7 @@ export const statusSender = (outbound: OutboundShape, changed: Effect.Effect<voi
   ) =>
     Effect.logInfo("admission rejected").pipe(
       Effect.annotateLogs({ request_id: printable(requestId), operation, error_code: code }),
+      Effect.andThen(RuntimeMetrics.admission("rejected", code)),
       Effect.andThen(outbound.sendWithin(
         withTrace({
           type: "preparation_status",
@@ -117,7 +119,7 @@ export const statusSender = (outbound: OutboundShape, changed: Effect.Effect<voi
       const line = state === "preparing" || state === "starting" ? Effect.logDebug : Effect.logInfo
       return Effect.andThen(
         Effect.andThen(
-          changed,
+          Effect.andThen(changed, RuntimeMetrics.admission(state, extra.error_code)),
           line(`admission ${state === "ready" ? "admitted (ready)" : state}`).pipe(Effect.annotateLogs({
             request_id: printable(record.requestId),
             handle: record.handle,

@@ -19,6 +19,7 @@ import { Outbound, withTrace } from "./Outbound.js"
 import { NoTurn } from "./RunRecord.js"
 import { Runs } from "./Runs.js"
 import { StatusBoard } from "./StatusBoard.js"
+import * as RuntimeMetrics from "./RuntimeMetrics.js"
 
 export interface CancellationShape {
   /** Handles prompt_cancel; never waits (the receipt waiter runs in a connection-owned fiber). */
@@ -37,7 +38,7 @@ const makeCancellation = Effect.gen(function* () {
     trace: string | undefined,
     result: { readonly applied: true; readonly outcome: DonePayload } | { readonly applied: false; readonly code: CancelErrorCode }
   ) =>
-    outbound.sendWithin(
+    Effect.andThen(RuntimeMetrics.cancel(result.applied ? "applied" : result.code), outbound.sendWithin(
       withTrace({
         type: "interaction_decision_ack",
         id: unsafeMake.ackSubjectId(runId),
@@ -46,7 +47,7 @@ const makeCancellation = Effect.gen(function* () {
           : { delivery_id: deliveryId, applied: false, error_code: result.code }
       }, trace),
       ReceiptSendBudget
-    )
+    ))
 
   type CancelResult =
     | { readonly _tag: "Settled"; readonly settlement: Result.Result<Settlement, SettlementUnconfirmed | NoTurn> }

@@ -11,6 +11,7 @@ import { FrameWriteDeadline } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { HarnessRegistry } from "./harness/HarnessRegistry.js"
 import type { OutboundShape } from "./Outbound.js"
+import * as RuntimeMetrics from "./RuntimeMetrics.js"
 
 export interface HeartbeatDeps {
   readonly outbound: OutboundShape
@@ -38,6 +39,7 @@ export const message = (deps: Omit<HeartbeatDeps, "outbound" | "interval">) =>
 /** Sends a heartbeat now and then on the interval, forever (fork it in the connection scope). */
 export const run = (deps: HeartbeatDeps): Effect.Effect<never> =>
   Effect.flatMap(message(deps), (heartbeat) => deps.outbound.sendWithin(heartbeat, FrameWriteDeadline)).pipe(
+    Effect.tap((outcome) => (outcome._tag === "Sent" ? RuntimeMetrics.heartbeat : Effect.void)),
     Effect.repeat(Schedule.spaced(deps.interval)),
     Effect.andThen(Effect.never)
   )

@@ -33,6 +33,7 @@ import { NoTurn, type RunRecord, type RunSpec, type StartRefusal } from "./RunRe
 import { StatusBoard } from "./StatusBoard.js"
 import type { TransportClosed } from "./transport/Transport.js"
 import type { RunStatus } from "./StatusBoard.js"
+import * as RuntimeMetrics from "./RuntimeMetrics.js"
 
 export { NoTurn, RefusedEventText }
 export type { RunRecord, RunSpec, StartRefusal }
@@ -195,6 +196,7 @@ const makeRuns = Effect.gen(function* () {
         yield* changed
         yield* Deferred.succeed(run.turnReady, turn)
         yield* lifecycle.publish({ _tag: "Started", run })
+        yield* RuntimeMetrics.runStarted
         const startedAt = yield* Clock.currentTimeMillis
         yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.runId, kind: spec.kind }))
         yield* spec.onStarted
@@ -221,6 +223,7 @@ const makeRuns = Effect.gen(function* () {
           yield* closeStream(undefined)
         }
         yield* lifecycle.publish({ _tag: "OutputClosed", run })
+        yield* RuntimeMetrics.runFinished(Result.isSuccess(settlement) ? settlement.success.outcome : "unconfirmed")
         run.phase = "finished"
         yield* Deferred.succeed(run.finished, undefined)
         table.delete(run.runId)
@@ -240,6 +243,7 @@ const makeRuns = Effect.gen(function* () {
         let reusable = false
         const turn = run.turn
         if (turn !== undefined) {
+          yield* RuntimeMetrics.runFinished("stopped_locally")
           if (settlement === undefined) {
             yield* turn.cancel.pipe(Effect.ignore)
             reusable = yield* turn.awaitSettlement.pipe(

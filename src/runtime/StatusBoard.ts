@@ -11,6 +11,7 @@
  * whoever armed `changes`. Tools and tests wait on it instead of polling.
  */
 import { Context, Effect, Layer, Ref, Schema, type Scope, Stream, SubscriptionRef } from "effect"
+import { statusChanged } from "./RuntimeMetrics.js"
 
 export const ConnectionState = Schema.Literals(["starting", "connecting", "connected", "backoff", "stopped"])
 export type ConnectionState = typeof ConnectionState.Type
@@ -181,7 +182,11 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       })
       const board = yield* SubscriptionRef.make<StatusSnapshot>(yield* compute)
       const { changes, notify } = yield* makeSignal
-      const refresh = Effect.andThen(Effect.flatMap(compute, (next) => SubscriptionRef.set(board, next)), notify)
+      const refresh = Effect.andThen(
+        Effect.flatMap(compute, (next) =>
+          Effect.andThen(SubscriptionRef.set(board, next), statusChanged(next.connection.state, next.unconfirmed.length))),
+        notify
+      )
       return StatusBoard.of({
         setConnection: (status) => Effect.andThen(Ref.set(connection, status), refresh),
         setKinds: (next) => Effect.andThen(Ref.set(kinds, next), refresh),

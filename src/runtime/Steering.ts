@@ -37,6 +37,7 @@ import { RunLifecycle } from "./RunLifecycle.js"
 import type { RunRecord } from "./RunRecord.js"
 import { Runs } from "./Runs.js"
 import { RuntimePolicy } from "./RuntimePolicy.js"
+import * as RuntimeMetrics from "./RuntimeMetrics.js"
 
 /** Where one input id stands. `retryable` holds a stored `not_ready` / `busy` that lets a retry proceed. */
 type InputState = "in_flight" | "written" | "final" | "retryable"
@@ -95,7 +96,10 @@ const makeSteering = Effect.gen(function* () {
   }
 
   const send = (runId: RunId, payload: PromptSteerAckPayload, trace: string | undefined) =>
-    outbound.sendWithin(withTrace({ type: "prompt_steer_ack", id: runId, payload }, trace), ReceiptSendBudget)
+    Effect.andThen(
+      RuntimeMetrics.steerReceipt(payload),
+      outbound.sendWithin(withTrace({ type: "prompt_steer_ack", id: runId, payload }, trace), ReceiptSendBudget)
+    )
 
   const replyLater = (runId: RunId, payload: PromptSteerAckPayload, trace: string | undefined) =>
     FiberSet.run(background, send(runId, payload, trace)).pipe(Effect.asVoid)

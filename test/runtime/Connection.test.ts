@@ -226,8 +226,11 @@ describe("Dispatcher", () => {
         const request = spans.filter((s) => s.name === "Runtime.prompt_request")
         assert.strictEqual(request.length, 1)
         assert.isTrue(Option.isNone(request[0]!.parent) || request[0]!.parent.value._tag === "Span")
-        // Run events create no spans: one span per received request only.
-        assert.isTrue(spans.every((s) => s.name.startsWith("Runtime.")), spans.map((s) => s.name).join(","))
+        // Run events create no spans: one span per received request, and one per native Harness call below it.
+        assert.isTrue(spans.every((s) => s.name.startsWith("Runtime.") || s.name.startsWith("Harness.")), spans.map((s) => s.name).join(","))
+        const harnessPrepare = spans.filter((s) => s.name === "Harness.prepare")
+        assert.strictEqual(harnessPrepare.length, 2) // the prepared Turn's Executor and the direct Run's
+        assert.strictEqual(spans.filter((s) => s.name === "Harness.start").length, 1)
       }).pipe(Effect.withTracer(recording))
     }).pipe(Effect.provide(processLayer())))
 

@@ -91,8 +91,12 @@ export interface CoreProc extends Proc {
  * Starts `agentwire core --port PORT --data-dir DIR` and reads the URL from its first stdout line (the URL
  * alone, as a script would), checking the human-readable line that follows names the same URL.
  */
-export const startCore = async (dataDir: string, port = 0): Promise<CoreProc> => {
-  const proc = run(["core", "--port", String(port), "--data-dir", dataDir, "--heartbeat-seconds", "1"])
+export const startCore = async (
+  dataDir: string,
+  port = 0,
+  extra: { readonly args?: ReadonlyArray<string>; readonly env?: NodeJS.ProcessEnv } = {}
+): Promise<CoreProc> => {
+  const proc = run(["core", "--port", String(port), "--data-dir", dataDir, "--heartbeat-seconds", "1", ...(extra.args ?? [])], extra.env)
   const lines = await eventually(() => {
     const all = proc.stdout.split("\n")
     return all.length > 2 ? all : undefined
@@ -115,8 +119,14 @@ export const createCredential = async (dataDir: string, deviceId: string) => {
   return { credential, file, stdout: result.stdout }
 }
 
-export const startDaemon = (url: string, deviceId: string, credentialFile: string, profile: string) =>
-  run(["daemon", "--core-url", url, "--device-id", deviceId, "--credential-file", credentialFile, "--profile", profile])
+export const startDaemon = (
+  url: string,
+  deviceId: string,
+  credentialFile: string,
+  profile: string,
+  extra: { readonly args?: ReadonlyArray<string>; readonly env?: NodeJS.ProcessEnv } = {}
+) =>
+  run(["daemon", "--core-url", url, "--device-id", deviceId, "--credential-file", credentialFile, "--profile", profile, ...(extra.args ?? [])], extra.env)
 
 /** A small operator API client. */
 export const operator = (url: string, token: string) => {

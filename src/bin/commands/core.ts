@@ -22,6 +22,7 @@
  */
 import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
+import { HttpMiddleware } from "effect/http"
 import * as Os from "node:os"
 import { join } from "node:path"
 import * as DevCore from "../../core/dev/DevCore.js"
@@ -32,7 +33,9 @@ import * as Store from "../../core/dev/Store.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { examples } from "../Help.js"
 import { loggerFor } from "../Logging.js"
+import * as MetricsListener from "../MetricsListener.js"
 import * as Signals from "../Signals.js"
+import * as Telemetry from "../Telemetry.js"
 import { makeCredentialCommand } from "./credential.js"
 
 export const CoreEnvVars = {
@@ -44,6 +47,9 @@ export const CoreEnvVars = {
 
 /** The default data directory: `~/.agentwire/core`. */
 export const defaultDataDir = (homeDir: string): string => join(homeDir, ".agentwire", "core")
+
+/** The service name of the Core's traces and metrics unless OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES name one. */
+export const TelemetryServiceName = "agentwire-core"
 
 /** The default listen port of `agentwire core` (0 picks a free one). */
 export const DefaultPort = 7400
@@ -120,6 +126,38 @@ export const resolveOperatorToken = (dataDir: string, tokenFile: Option.Option<s
     return { token, source: OperatorToken.tokenFile(dataDir) }
   })
 
+const coreFlags = {
+  host: Flag.String("host").pipe(Flag.withDescription("Listen address (default 127.0.0.1)"), Flag.withDefault("127.0.0.1")),
+  port: Flag.Int("port").pipe(Flag.withDescription(`Listen port (default ${DefaultPort}; 0 picks a free one)`), Flag.withDefault(DefaultPort)),
+  dataDir: dataDirFlag,
+  database: databaseFlag,
+  publicUrl: Flag.String("public-url").pipe(
+    Flag.withDescription("Base URL daemons dial (default: the listen address)"),
+    Flag.optional
+  ),
+  operatorTokenFile: Flag.String("operator-token-file").pipe(
+    Flag.withDescription(`File holding the operator token (else ${CoreEnvVars.operatorToken}, else <data dir>/operator-token)`),
+    Flag.optional
+  ),
+  heartbeatSeconds: Flag.Int("heartbeat-seconds").pipe(
+    Flag.withDescription("Heartbeat cadence bootstrap tells daemons (default 15)"),
+    Flag.optional
+  ),
+  metricsListen: Flag.String("metrics-listen").pipe(
+    Flag.withDescription("Also serve GET /metrics (Prometheus text) without a token on HOST:PORT (e.g. 127.0.0.1:9464); /metrics on the main address needs the operator token"),
+    Flag.optional
+  ),
+  logFormat: Flag.Literals("log-format", ["text", "json"]).pipe(
+    Flag.withDescription(`Log format on stderr: text (logfmt, default) or json (one flat object per line). Env: ${CoreEnvVars.logFormat}`),
+    Flag.withFallbackConfig(Config.Literals(["text", "json"], CoreEnvVars.logFormat)),
+    Flag.withDefault("text" as const)
+  )
+}
+
+type CoreInput = {
+  readonly [K in keyof typeof coreFlags]: (typeof coreFlags)[K] extends Flag.Flag<infer A> ? A : never
+}
+
 export const makeCoreCommand = (options: { readonly homeDir: string }) => {
   const dataDirOf = (flag: Option.Option<string>) => Option.getOrElse(flag, () => defaultDataDir(options.homeDir))
 
@@ -132,31 +170,37 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
 
   return Command.make(
     "core",
-    {
-      host: Flag.String("host").pipe(Flag.withDescription("Listen address (default 127.0.0.1)"), Flag.withDefault("127.0.0.1")),
-      port: Flag.Int("port").pipe(Flag.withDescription(`Listen port (default ${DefaultPort}; 0 picks a free one)`), Flag.withDefault(DefaultPort)),
-      dataDir: dataDirFlag,
-      database: databaseFlag,
-      publicUrl: Flag.String("public-url").pipe(
-        Flag.withDescription("Base URL daemons dial (default: the listen address)"),
-        Flag.optional
-      ),
-      operatorTokenFile: Flag.String("operator-token-file").pipe(
-        Flag.withDescription(`File holding the operator token (else ${CoreEnvVars.operatorToken}, else <data dir>/operator-token)`),
-        Flag.optional
-      ),
-      heartbeatSeconds: Flag.Int("heartbeat-seconds").pipe(
-        Flag.withDescription("Heartbeat cadence bootstrap tells daemons (default 15)"),
-        Flag.optional
-      ),
-      logFormat: Flag.Literals("log-format", ["text", "json"]).pipe(
-        Flag.withDescription(`Log format on stderr: text (logfmt, default) or json (one flat object per line). Env: ${CoreEnvVars.logFormat}`),
-        Flag.withFallbackConfig(Config.Literals(["text", "json"], CoreEnvVars.logFormat)),
-        Flag.withDefault("text" as const)
-      )
-    },
+    coreFlags,
     (input) =>
-      Effect.scoped(Effect.gen(function* () {
+      Effect.gen(function* () {
+        // Telemetry first: the exporters (when OTEL_* asks for them) outlive the Core, so its shutdown spans leave.
+        const metricsListen = Option.map(input.metricsListen, MetricsListener.parseListen)
+        if (Option.isSome(metricsListen) && metricsListen.value === undefined) {
+          return yield* usage("--metrics-listen must be HOST:PORT (e.g. 127.0.0.1:9464)")
+        }
+        const telemetry = yield* Telemetry.fromEnv(TelemetryServiceName)
+        return yield* runCore(input, Option.getOrUndefined(metricsListen)).pipe(
+          Effect.provide(Layer.mergeAll(
+            telemetry,
+            Telemetry.eventLoopDelay("agentwire_core"),
+            HttpMiddleware.layerTracerDisabledForUrls([MetricsListener.MetricsPath])
+          ))
+        )
+      }).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])))
+  ).pipe(
+    Command.withDescription(
+      "Run the standalone dev Core: machine routes, the operator API and the web console (at /) over an embedded store. Exit codes: 0 stopped by a signal, 2 usage/configuration (data directory in use, port taken)."
+    ),
+    Command.withSubcommands([credential]),
+    examples(
+      "agentwire core --port 7400 --data-dir ./core-data",
+      "AGENTWIRE_CORE_DATABASE=postgres://core:secret@db:5432/agentwire agentwire core --log-format json",
+      "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 agentwire core --metrics-listen 127.0.0.1:9464"
+    )
+  )
+
+  function runCore(input: CoreInput, metricsListen: { readonly host: string; readonly port: number } | undefined) {
+    return Effect.scoped(Effect.gen(function* () {
         if (input.port < 0 || input.port > 65535) return yield* usage("--port must be 0..65535")
         if (Option.isSome(input.heartbeatSeconds) && input.heartbeatSeconds.value < 1) {
           return yield* usage("--heartbeat-seconds must be at least 1")
@@ -174,6 +218,12 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
           ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})
         })).pipe(Effect.mapError((e) => usage(`dev Core failed to start: ${DevCore.startErrorMessage(e, input.host, input.port)}`)))
         const info = Context.get(context, DevCore.DevCore)
+        const metricsUrl = metricsListen === undefined ? undefined : Context.get(
+          yield* Layer.build(MetricsListener.layer(metricsListen.host, metricsListen.port)).pipe(
+            Effect.mapError(() => usage(`cannot listen on ${metricsListen.host}:${metricsListen.port} for --metrics-listen`))
+          ),
+          MetricsListener.MetricsListener
+        ).url
         // The URL alone first, so a script can read one line; the human text follows on lines of its own.
         yield* Console.log(info.url)
         yield* Console.log(`agentwire core listening on ${info.url}`)
@@ -181,19 +231,11 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         yield* Console.log(`store: ${info.store}`)
         yield* Console.log(`operator token: ${source}`)
         yield* Console.log(`daemons connect with: agentwire daemon --core-url ${info.publicUrl} --device-id ID --credential-file FILE`)
+        if (metricsUrl !== undefined) yield* Console.log(`metrics (no token): ${metricsUrl}${MetricsListener.MetricsPath}`)
         yield* Effect.logInfo("agentwire core listening").pipe(Effect.annotateLogs({ url: info.url, store: info.store }))
         return yield* Effect.never.pipe(Effect.onInterrupt(() => Signals.logStopping("core")))
-      })).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])))
-  ).pipe(
-    Command.withDescription(
-      "Run the standalone dev Core: machine routes, the operator API and the web console (at /) over an embedded store. Exit codes: 0 stopped by a signal, 2 usage/configuration (data directory in use, port taken)."
-    ),
-    Command.withSubcommands([credential]),
-    examples(
-      "agentwire core --port 7400 --data-dir ./core-data",
-      "AGENTWIRE_CORE_DATABASE=postgres://core:secret@db:5432/agentwire agentwire core --log-format json"
-    )
-  )
+      }))
+  }
 }
 
 /** The `core` subcommand of the binary. */

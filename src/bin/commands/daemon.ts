@@ -7,7 +7,7 @@
  * file (`--credential-file` / AGENTWIRE_CREDENTIAL_FILE) or AGENTWIRE_CREDENTIAL, and never appears on a command
  * line, in a log line or in an error. Exit codes: src/bin/Exit.ts.
  */
-import { Config, Effect, FileSystem, Layer, Logger, LogLevel, Option, References } from "effect"
+import { Config, Context, Effect, FileSystem, Layer, Logger, LogLevel, Option, References } from "effect"
 import { Command, Flag, GlobalFlag } from "effect/cli"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -24,7 +24,9 @@ import { Connector } from "../../runtime/transport/Connector.js"
 import { AgentwireVersion } from "../BuildInfo.js"
 import { DurationText } from "../Durations.js"
 import { loggerFor } from "../Logging.js"
+import * as MetricsListener from "../MetricsListener.js"
 import * as Signals from "../Signals.js"
+import * as Telemetry from "../Telemetry.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { examples } from "../Help.js"
 
@@ -131,6 +133,10 @@ export const daemonFlags = {
     Flag.withDescription(`Declare the scripted harness unavailable. Env: ${EnvVars.scriptedUnavailable}`),
     Flag.withFallbackConfig(env.scriptedUnavailable),
     Flag.withDefault(false)
+  ),
+  metricsPort: Flag.Int("metrics-port").pipe(
+    Flag.withDescription("Also serve GET /metrics (Prometheus text) on 127.0.0.1:PORT (0 picks a free port, logged); `agentwire status --metrics` reads the same values without it"),
+    Flag.optional
   )
 }
 
@@ -200,7 +206,12 @@ export const resolveConfig = (
 
 export interface DaemonProcess {
   readonly pid: number
+  /** `--metrics-port`: serve `/metrics` on 127.0.0.1 at this port. */
+  readonly metricsPort?: number | undefined
 }
+
+/** The service name of the daemon's traces and metrics unless OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES name one. */
+export const TelemetryServiceName = "agentwire-daemon"
 
 /**
  * Runs the daemon with a validated config: creates the profile directory (0700), serves the status socket,
@@ -267,17 +278,30 @@ export const runDaemon = (config: RuntimeConfig.DaemonConfig, proc: DaemonProces
       })),
       Layer.provideMerge(RuntimeConfig.RuntimeConfig.layer(config))
     )
+    if (proc.metricsPort !== undefined) {
+      const listener = yield* Layer.build(MetricsListener.layer("127.0.0.1", proc.metricsPort)).pipe(
+        Effect.mapError(() => new CommandFailed({ text: `cannot listen on 127.0.0.1:${proc.metricsPort} for --metrics-port`, exitCode: ExitCode.usage }))
+      )
+      yield* Effect.logInfo("serving metrics").pipe(
+        Effect.annotateLogs({ url: `${Context.get(listener, MetricsListener.MetricsListener).url}${MetricsListener.MetricsPath}` })
+      )
+    }
     yield* Daemon.run({ deviceId: config.deviceId, coreOrigin: config.core.origin }).pipe(
       // The shutdown reason first, then the connection's confirmed cleanup runs (its own lines follow).
       Effect.onInterrupt(() => Signals.logStopping("daemon")),
       Effect.provide(processLayer)
     )
   }).pipe(
+    Effect.scoped,
     Effect.catchTags({
       DaemonRejected: (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.rejected })),
       ControlSocketUnavailable: (e) => Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.usage }))
     }),
     Effect.annotateLogs({ device_id: config.deviceId }),
+    // Telemetry outside everything else: the exporters (when OTEL_* asks for them) post the last spans after
+    // the connection's confirmed cleanup.
+    (daemon) => Effect.flatMap(Telemetry.fromEnv(TelemetryServiceName), (telemetry) =>
+      Effect.provide(daemon, Layer.mergeAll(telemetry, Telemetry.eventLoopDelay("agentwire_daemon")))),
     Effect.provide(Logger.layer([logger])),
     Option.isSome(config.logLevel) ? Effect.provideService(References.MinimumLogLevel, config.logLevel.value) : (e) => e
   )
@@ -296,7 +320,13 @@ export const makeDaemonCommand = (options: {
     resolveConfig(input, options.homeDir).pipe(
       Effect.catchTag("DaemonConfigInvalid", (e) =>
         Effect.fail(new CommandFailed({ text: e.message, exitCode: ExitCode.usage }))),
-      Effect.flatMap((config) => (options.run ?? ((c) => runDaemon(c, { pid: options.pid })))(config))
+      Effect.flatMap((config) => {
+        if (Option.isSome(input.metricsPort) && (input.metricsPort.value < 0 || input.metricsPort.value > 65535)) {
+          return Effect.fail(new CommandFailed({ text: "--metrics-port must be 0..65535", exitCode: ExitCode.usage }))
+        }
+        const proc = { pid: options.pid, metricsPort: Option.getOrUndefined(input.metricsPort) }
+        return (options.run ?? ((c) => runDaemon(c, proc)))(config)
+      })
     )).pipe(
       Command.withDescription(
         "Run the Runtime daemon: bootstrap, connect to Core over WebSocket, serve Harness work, reconnect with backoff. --core-url, --device-id and a credential (--credential-file or AGENTWIRE_CREDENTIAL) are required (by flag, --config file or environment). Exit codes: 0 shutdown requested or signal (after confirmed cleanup), 2 usage/configuration, 3 permanently rejected by Core."

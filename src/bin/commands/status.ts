@@ -1,12 +1,13 @@
 /**
- * `agentwire status [--profile DIR] [--json]`: asks the daemon running with that profile for its status over
- * the Unix socket `<profile>/agentwire.sock` and prints a summary (or the snapshot as JSON). Read-only.
+ * `agentwire status [--profile DIR] [--json | --metrics]`: asks the daemon running with that profile for its status
+ * over the Unix socket `<profile>/agentwire.sock` and prints a summary (or the snapshot as JSON, or with
+ * `--metrics` the daemon's metrics in the Prometheus text format, docs/observability.md). Read-only.
  * Exit codes: 0 printed, 1 no daemon answered, 2 usage.
  */
 import { Console, Effect, Path } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Os from "node:os"
-import { status as fetchStatus } from "../../runtime/control/ControlClient.js"
+import { metrics as fetchMetrics, status as fetchStatus } from "../../runtime/control/ControlClient.js"
 import * as RuntimeConfig from "../../runtime/RuntimeConfig.js"
 import type { StatusSnapshot } from "../../runtime/StatusBoard.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
@@ -64,12 +65,22 @@ export const makeStatusCommand = (options: { readonly homeDir: string }) =>
         Flag.withFallbackConfig(RuntimeConfig.env.profile),
         Flag.optional
       ),
-      json: Flag.Boolean("json").pipe(Flag.withDescription("Print the status snapshot as JSON"), Flag.withDefault(false))
+      json: Flag.Boolean("json").pipe(Flag.withDescription("Print the status snapshot as JSON"), Flag.withDefault(false)),
+      metrics: Flag.Boolean("metrics").pipe(
+        Flag.withDescription("Print the daemon's metrics in the Prometheus text format instead of the status"),
+        Flag.withDefault(false)
+      )
     },
     (input) =>
       Effect.gen(function* () {
         const path = yield* Path.Path
         const { socketPath } = RuntimeConfig.profilePaths(path, input.profile, options.homeDir)
+        if (input.metrics) {
+          const text = yield* fetchMetrics(socketPath).pipe(
+            Effect.mapError((e) => new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))
+          )
+          return yield* Effect.sync(() => process.stdout.write(text))
+        }
         const snapshot = yield* fetchStatus(socketPath).pipe(
           Effect.mapError((e) => new CommandFailed({ text: e.message, exitCode: ExitCode.failure }))
         )
@@ -79,7 +90,7 @@ export const makeStatusCommand = (options: { readonly homeDir: string }) =>
     Command.withDescription(
       "Show the local daemon's status (connection, declared kinds, admissions, Executors, Runs, unconfirmed cleanups) over its Unix socket. Exit codes: 0 printed, 1 no daemon answered, 2 usage."
     ),
-    examples("agentwire status", "agentwire status --profile ~/.agentwire --json")
+    examples("agentwire status", "agentwire status --profile ~/.agentwire --json", "agentwire status --metrics")
   )
 
 /** The `status` subcommand of the binary. */

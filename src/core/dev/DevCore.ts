@@ -25,6 +25,7 @@ import { DevIds } from "./DevIds.js"
 import * as DeviceDirectory from "./DeviceDirectory.js"
 import * as Files from "./Files.js"
 import * as FilesApi from "./FilesApi.js"
+import * as MetricsRoute from "./MetricsRoute.js"
 import * as Operator from "./Operator.js"
 import * as OperatorApi from "./OperatorApi.js"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
@@ -191,6 +192,7 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     GatewayHttp.layer,
     OperatorApi.layer(options.operatorToken),
     FilesApi.layer(options.operatorToken),
+    MetricsRoute.layer(options.operatorToken),
     SuspensionApi.layer(options.operatorToken),
     ConsoleRoutes.layer
   )

@@ -19,6 +19,7 @@ import * as Outcome from "../Outcome.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as LiveBuffer from "./LiveBuffer.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
+import * as TurnTelemetry from "./TurnTelemetry.js"
 import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export type JournalItem =
@@ -129,7 +130,7 @@ const make = Effect.gen(function* () {
         lock.withPermit(Effect.gen(function* () {
           const next = (yield* Ref.get(seq)) + 1
           const entry = toEntry(fact)
-          yield* store.appendEvent(turnId, { seq: next, attempt, ...entry })
+          yield* TurnTelemetry.commit(1, store.appendEvent(turnId, { seq: next, attempt, ...entry }))
           yield* Ref.set(seq, next)
           yield* PubSub.publish(hub, { _tag: "entry", seq: next, ...entry })
           return next
@@ -138,7 +139,7 @@ const make = Effect.gen(function* () {
         lock.withPermit(Effect.gen(function* () {
           const first = (yield* Ref.get(seq)) + 1
           const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
-          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })))
+          yield* TurnTelemetry.commit(entries.length, store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry }))))
           yield* Ref.set(seq, first + facts.length - 1)
           for (const entry of entries) yield* PubSub.publish(hub, { _tag: "entry", ...entry })
         })),

@@ -17,6 +17,7 @@ import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "./OperatorErrors.js"
 import { type Active, TurnRunner } from "./TurnRunner.js"
 import { type InteractionKind, TurnStore } from "./TurnStore.js"
+import * as TurnTelemetry from "./TurnTelemetry.js"
 import type {
   AnswerResult,
   CancelResult,
@@ -84,7 +85,9 @@ export const make = Effect.gen(function* () {
       return yield* new OperatorRequestInvalid({ detail: "input_id already used in this Turn" })
     }
     yield* unavailable(store.insertInput(turnId, inputId, input))
-    const result = yield* Effect.result(current.delivery.steer(inputId, input))
+    const result = yield* Effect.result(
+      current.delivery.steer(inputId, input).pipe(TurnTelemetry.inTurn(a.span, "Turn.steer", { "agentwire.input_id": inputId }))
+    )
     if (Result.isSuccess(result)) {
       const position = yield* unavailable(store.acceptInput(turnId, inputId))
       return { input_id: inputId, status: "accepted", position } satisfies SteerResult
@@ -125,7 +128,9 @@ export const make = Effect.gen(function* () {
       return { status: "cancelled", delivery_id: null, abandoned: true } satisfies CancelResult
     }
     const deliveryId = Ids.unsafeMake.deliveryId(yield* ids.next("delivery"))
-    const result = yield* Effect.result(current.delivery.cancel(deliveryId))
+    const result = yield* Effect.result(
+      current.delivery.cancel(deliveryId).pipe(TurnTelemetry.inTurn(a.span, "Turn.cancel", { "agentwire.delivery_id": deliveryId }))
+    )
     if (Result.isSuccess(result)) {
       return result.success._tag === "Abandoned"
         ? { status: "cancelled", delivery_id: null, abandoned: true } satisfies CancelResult

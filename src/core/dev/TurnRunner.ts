@@ -19,7 +19,7 @@
  * settle with that observation reason and are recorded), then the runners get a bounded time to record, then
  * what is left is interrupted (such a Turn is reconciled at the next start).
  */
-import { Cause, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Stream } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Stream, type Tracer } from "effect"
 import { type Functions as FunctionsProto, Ids, type MessageInput } from "../../proto/index.js"
 import * as Delivery from "../Delivery.js"
 import type { DeviceSession } from "../DeviceSession.js"
@@ -32,6 +32,7 @@ import { DevIds } from "./DevIds.js"
 import { failureKind, makeDurable } from "./DurableWrites.js"
 import { journalVerdict } from "./JournalOutcome.js"
 import { SessionStore } from "./SessionStore.js"
+import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { type InteractionKind, TurnStore } from "./TurnStore.js"
 
@@ -81,6 +82,8 @@ export interface Active extends TurnPlan {
   /** Cancel requested while no attempt was delivering (queued, waiting for a device or a retry). */
   readonly cancelQueued: Deferred.Deferred<void>
   readonly finished: Deferred.Deferred<void>
+  /** The runner's `Turn` span: steer and cancel requests run below it (TurnTelemetry.inTurn). */
+  span?: Tracer.AnySpan | undefined
 }
 
 export class TurnRunner extends Context.Service<TurnRunner, {
@@ -210,7 +213,7 @@ const make = (options: TurnsOptions) =>
         yield* Effect.logInfo("turn finished").pipe(
           Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, status: outcome.status, error_code: outcome.error_code ?? "" })
         )
-      })
+      }).pipe(settleSpan(outcome))
 
     /** Waits `delay` unless the Turn is cancelled or shutdown begins first. */
     const pause = (a: Active, delay: Duration.Duration) =>
@@ -265,6 +268,7 @@ const make = (options: TurnsOptions) =>
 
     const runTurn = (a: Active) =>
       Effect.gen(function* () {
+        a.span = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
         let delay = retryDelay
         while (true) {
           if (Option.isSome(yield* Deferred.poll(a.cancelQueued))) return yield* abandonQueued(a)
@@ -367,7 +371,7 @@ const make = (options: TurnsOptions) =>
         // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
         yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : runnerFailed(a, cause)
-        ), Effect.withLogSpan("turn")))
+        ), Effect.withLogSpan("turn"), turnSpan(a)))
       })
 
     // Shutdown: end the connections first so running Turns settle (gateway_shutdown) and get recorded.

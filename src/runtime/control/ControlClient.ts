@@ -4,7 +4,7 @@
  */
 import { NodeSocket } from "@effect/platform-node"
 import { Duration, Effect, Layer, Schema } from "effect"
-import { RpcClient, RpcSerialization } from "effect/rpc"
+import { RpcClient, type RpcClientError, RpcSerialization } from "effect/rpc"
 import * as Fs from "node:fs/promises"
 import type { StatusSnapshot } from "../StatusBoard.js"
 import { ControlRpcs } from "./ControlRpcs.js"
@@ -29,8 +29,11 @@ export class DaemonUnreachable extends Schema.TaggedError<DaemonUnreachable>()("
   }
 }
 
-/** Asks the daemon behind `path` for its status snapshot. */
-export const status = (path: string): Effect.Effect<StatusSnapshot, DaemonUnreachable> =>
+/** Asks the daemon behind `path` once (connect, call, disconnect). */
+const ask = <A>(
+  path: string,
+  call: (client: RpcClient.FromGroup<typeof ControlRpcs, RpcClientError.RpcClientError>) => Effect.Effect<A, unknown>
+): Effect.Effect<A, DaemonUnreachable> =>
   Effect.scoped(
     Effect.gen(function* () {
       const exists = yield* Effect.promise(() => Fs.lstat(path).then((s) => s.isSocket(), () => false))
@@ -43,7 +46,7 @@ export const status = (path: string): Effect.Effect<StatusSnapshot, DaemonUnreac
         )
       ).pipe(Effect.mapError(() => new DaemonUnreachable({ path, reason: "not_answering" })))
       const client = yield* RpcClient.make(ControlRpcs).pipe(Effect.provide(protocol))
-      return yield* client.Status().pipe(
+      return yield* call(client).pipe(
         Effect.mapError(() => new DaemonUnreachable({ path, reason: "not_answering" })),
         Effect.timeoutOrElse({
           duration: StatusTimeout,
@@ -52,3 +55,9 @@ export const status = (path: string): Effect.Effect<StatusSnapshot, DaemonUnreac
       )
     })
   )
+
+/** Asks the daemon behind `path` for its status snapshot. */
+export const status = (path: string): Effect.Effect<StatusSnapshot, DaemonUnreachable> => ask(path, (client) => client.Status())
+
+/** Asks the daemon behind `path` for its metrics (Prometheus text format). */
+export const metrics = (path: string): Effect.Effect<string, DaemonUnreachable> => ask(path, (client) => client.Metrics())

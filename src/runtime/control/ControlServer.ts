@@ -6,6 +6,7 @@
  */
 import { NodeSocketServer } from "@effect/platform-node"
 import { Effect, Layer, Schema } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { RpcSerialization, RpcServer } from "effect/rpc"
 import { SocketServer } from "effect/socket"
 import * as Fs from "node:fs/promises"
@@ -69,7 +70,7 @@ export const clearStaleSocket = (path: string): Effect.Effect<void, ControlSocke
 const handlers = ControlRpcs.toLayer(
   Effect.gen(function* () {
     const board = yield* StatusBoard
-    return { Status: () => board.snapshot }
+    return { Status: () => board.snapshot, Metrics: () => PrometheusMetrics.format() }
   })
 )
 

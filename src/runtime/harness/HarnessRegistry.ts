@@ -15,6 +15,7 @@ import type { AgentKindDescriptor } from "../../proto/Capabilities.js"
 import { decodeCapabilities, encodeCapabilities, InvalidDeclaration, supportedNames } from "../../proto/Capabilities.js"
 import { sanitizeCause } from "../Ownership.js"
 import { type Harness, type HarnessDeclaration, HarnessEntry, type HarnessLayer } from "./Harness.js"
+import { traced } from "./TracedHarness.js"
 
 /** Validates a declaration: a non-empty kind and a complete, strict capability record. */
 export const validateDeclaration = (declaration: HarnessDeclaration): Result.Result<HarnessDeclaration, InvalidDeclaration> => {
@@ -48,7 +49,8 @@ export class HarnessRegistry extends Context.Service<HarnessRegistry, {
       const register = (harness: Harness) =>
         Effect.gen(function* () {
           const declaration = yield* Effect.fromResult(validateDeclaration(harness.declaration))
-          kinds.set(declaration.kind, { ...harness, declaration })
+          // Every native call runs in a `Harness.<operation>` span (TracedHarness.ts).
+          kinds.set(declaration.kind, traced({ ...harness, declaration }))
         })
       for (const harness of harnesses) yield* register(harness)
       return HarnessRegistry.of({

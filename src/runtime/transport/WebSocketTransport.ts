@@ -24,6 +24,7 @@ import { bearerAuthorization } from "./internal/credential.js"
 import type { FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 import * as Ws from "./internal/ws.js"
 import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "./Transport.js"
+import * as RuntimeMetrics from "../RuntimeMetrics.js"
 
 export type { FrameListener, FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 
@@ -77,6 +78,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   let bufferedFrames = 0
   let paused = false
   let heard = true
+  const metrics = yield* Effect.context<never>()
 
   /** Records the first reason the transport ended and ends the inbound stream with it. */
   const endWith = (reason: TransportClosed) => {
@@ -97,6 +99,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
           error: new InvalidFrame({ code: "not_json", bytes: typeof data === "string" ? data.length : data.byteLength })
         }
         : decodeInbound(data)
+      RuntimeMetrics.inboundUnsafe(metrics, item)
       Queue.offerUnsafe(inbound, item)
       bufferedBytes += sizeOf(item)
       bufferedFrames += 1
@@ -156,6 +159,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       const text = encodeMessage(message)
       if (Result.isFailure(text)) return Effect.fail(text.failure)
       const frame = text.success
+      RuntimeMetrics.frameUnsafe(metrics, "out", Buffer.byteLength(frame, "utf8"))
       return written((done) => socket.send(frame, done))
     })
 
@@ -173,6 +177,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
         if (Result.isFailure(text)) return Effect.fail(text.failure)
         texts[i] = text.success
       }
+      for (const text of texts) RuntimeMetrics.frameUnsafe(metrics, "out", Buffer.byteLength(text, "utf8"))
       return written((done) => socket.sendAll(texts, done))
     })
 

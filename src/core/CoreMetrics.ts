@@ -1,0 +1,106 @@
+/**
+ * Core's metrics (Effect's Metric API; docs/observability.md lists every name and what to alert on). They live
+ * in the process's default metric registry: the dev Core serves them at `/metrics` (Prometheus text) and an
+ * OTLP metrics exporter, when configured, posts the same values.
+ *
+ * Every label value is a fixed vocabulary: a state, an outcome, a decoded wire code (finite literal schemas)
+ * or an invalid-frame code. Never an id, a credential, a token or text a peer sent, so a series count is
+ * bounded whatever the peers do. Updating a metric never fails and never blocks.
+ */
+import { type Context, Effect, Metric } from "effect"
+import type { Preparation } from "../proto/index.js"
+
+const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+
+/** Open device connections by state (`open`: accepted, not yet closed). */
+export const connections = Metric.gauge("agentwire_core_connections", {
+  description: "Open Runtime connections by state"
+})
+/** Connections accepted and ended. */
+export const connectionEvents = counter("agentwire_core_connection_events_total", "Runtime connections accepted / closed")
+export const heartbeats = counter("agentwire_core_heartbeats_total", "Heartbeats received from Runtimes")
+export const admissions = counter(
+  "agentwire_core_admissions_total",
+  "Preparation outcomes Core observed (ready, rejected, failed) by error code"
+)
+export const cleanupsUnconfirmed = counter(
+  "agentwire_core_cleanups_unconfirmed_total",
+  "Preparations that failed with an unconfirmed cleanup (cleanup_unconfirmed, executor_cleanup_unconfirmed)"
+)
+export const runsActive = Metric.gauge("agentwire_core_runs_active", { description: "Runs dispatched and not yet finished" })
+export const runsStarted = counter("agentwire_core_runs_started_total", "Runs whose start (or prompt_request) entered the send queue")
+export const runsFinished = counter("agentwire_core_runs_finished_total", "Runs finished, by the Turn's status")
+export const receipts = counter(
+  "agentwire_core_input_receipts_total",
+  "Active-input receipts by phase (written, applied) and outcome (accepted, rejected, unknown)"
+)
+export const cancels = counter("agentwire_core_cancels_total", "Cancellation outcomes after start")
+export const frames = counter("agentwire_core_frames_total", "Frames sent (out) and received (in)")
+export const frameBytes = counter("agentwire_core_frame_bytes_total", "Frame bytes sent (out) and received (in)")
+export const decodeFailures = counter("agentwire_core_decode_failures_total", "Inbound frames that failed to decode, by reason")
+
+const update = <I>(metric: Metric.Metric<I, unknown>, attributes: Record<string, string>, value: I) =>
+  Metric.update(Metric.withAttributes(metric, attributes), value)
+
+/** One connection accepted (+1 open) or closed (-1 open). */
+export const connection = (event: "accepted" | "closed") =>
+  Effect.andThen(
+    update(connectionEvents, { event }, 1),
+    Metric.modify(Metric.withAttributes(connections, { state: "open" }), event === "accepted" ? 1 : -1)
+  )
+
+/** A preparation status Core recorded: terminal outcomes count as admissions. */
+export const preparationStatus = (status: Preparation.PreparationStatusPayload): Effect.Effect<void> => {
+  if (status.state !== "ready" && status.state !== "rejected" && status.state !== "failed") return Effect.void
+  const code = status.error_code ?? "none"
+  const counted = update(admissions, { outcome: status.state, code }, 1)
+  return status.state === "failed" && (code === "cleanup_unconfirmed" || code === "executor_cleanup_unconfirmed")
+    ? Effect.andThen(counted, update(cleanupsUnconfirmed, { code }, 1))
+    : counted
+}
+
+/** The Run was dispatched (start or prompt_request entered the send queue). */
+export const runStarted: Effect.Effect<void> = Effect.andThen(
+  Metric.update(runsStarted, 1),
+  Metric.modify(runsActive, 1)
+)
+
+/** A dispatched Run's Turn finished with `status` (`unresolved` when its scope closed first). */
+export const runFinished = (status: string): Effect.Effect<void> =>
+  Effect.andThen(update(runsFinished, { status }, 1), Metric.modify(runsActive, -1))
+
+export const receipt = (phase: "written" | "applied", outcome: "accepted" | "rejected" | "unknown") =>
+  update(receipts, { phase, outcome }, 1)
+
+export const cancel = (outcome: "applied" | "rejected" | "failed" | "unconfirmed" | "not_sent") =>
+  update(cancels, { outcome }, 1)
+
+/** One frame of `bytes` in one direction. */
+export const frame = (direction: "in" | "out", bytes: number) =>
+  Effect.andThen(update(frames, { direction }, 1), update(frameBytes, { direction }, bytes))
+
+
+// Synchronous updates for the connection's read loop and send path (no effect allocated per frame).
+const framesIn = Metric.withAttributes(frames, { direction: "in" })
+const framesOut = Metric.withAttributes(frames, { direction: "out" })
+const bytesIn = Metric.withAttributes(frameBytes, { direction: "in" })
+const bytesOut = Metric.withAttributes(frameBytes, { direction: "out" })
+
+/** Counts one frame of `bytes` in `direction` in the registry of `context` (the session's, captured once). */
+export const frameUnsafe = (context: Context.Context<never>, direction: "in" | "out", bytes: number): void => {
+  if (direction === "in") {
+    framesIn.updateUnsafe(1, context)
+    bytesIn.updateUnsafe(bytes, context)
+  } else {
+    framesOut.updateUnsafe(1, context)
+    bytesOut.updateUnsafe(bytes, context)
+  }
+}
+
+export const heartbeatUnsafe = (context: Context.Context<never>): void => heartbeats.updateUnsafe(1, context)
+
+/** Counts one inbound frame of `bytes` that failed to decode (`reason`: the invalid-frame code). */
+export const invalidFrameUnsafe = (context: Context.Context<never>, bytes: number, reason: string): void => {
+  frameUnsafe(context, "in", bytes)
+  Metric.withAttributes(decodeFailures, { reason }).updateUnsafe(1, context)
+}
