@@ -327,6 +327,18 @@ export interface Setup {
   readonly maxActive?: number
   /** The heartbeat cadence the scripted Core's bootstrap returns (default 15). */
   readonly heartbeatSeconds?: number
+  /**
+   * The Runtime is bound to the workspace fixture (`Workspace.ts`): Environment `EnvironmentId` over a fresh copy
+   * of `WorkspaceFixture`, whose path the runner seeds as the `workspace_directory` binding. Absent: no binding
+   * (the workspace capabilities are declared false).
+   */
+  readonly workspace?: WorkspaceSetup
+}
+
+/** The Runtime side's workspace fixture and the faults its native implementation injects (in-process only). */
+export interface WorkspaceSetup {
+  /** Paths whose native close fails once (the next attempt succeeds): a read of one is unconfirmed. */
+  readonly failFirstClose?: ReadonlyArray<string>
 }
 
 export interface WireScenario {

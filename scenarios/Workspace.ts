@@ -11,7 +11,87 @@ import { bind, core, type CoreStep, runtime, type RuntimeStep } from "./WireScen
 
 /** The Environment the scripted daemon is bound to. */
 export const EnvironmentId = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
+/** The sample workspace directory (Core side). The Runtime side binds it to its copy of the fixture tree. */
 export const WorkspaceDirectory = "/srv/agentwire/workspace"
+/** The bind name of `workspace_directory`: a Runtime-side runner seeds it with its fixture copy's path. */
+export const WorkspaceDirectoryBinding = "workspace_directory"
+
+// ---------------------------------------------------------------------------------------------- fixture tree
+
+/** One entry of the workspace fixture: a Runtime-side runner materializes exactly these, nothing else. */
+export type FixtureEntry =
+  | { readonly path: string; readonly kind: "file"; readonly content: string; readonly mode: number }
+  | { readonly path: string; readonly kind: "directory"; readonly mode: number }
+  | { readonly path: string; readonly kind: "symlink"; readonly target: string }
+
+/**
+ * The tree a Runtime-side runner binds its daemon to (a fresh copy per scenario; the kit restores it before each
+ * workspace scenario): parents before children. Every entry's mtime is `FixtureMtimeSeconds`; modes are set
+ * explicitly (no umask dependence), so the export's tar bytes are exact (`fixtureTar`).
+ */
+export const WorkspaceFixture: ReadonlyArray<FixtureEntry> = [
+  { path: "README.md", kind: "file", content: "hello", mode: 0o644 },
+  { path: "link", kind: "symlink", target: "README.md" },
+  { path: "notes", kind: "directory", mode: 0o755 },
+  { path: "src", kind: "directory", mode: 0o755 },
+  { path: "src/main.ts", kind: "file", content: "export {}\n", mode: 0o600 }
+]
+
+export const FixtureMtimeSeconds = 1_767_225_600
+
+/**
+ * The fixture's export, as the reference's output rules make it (docs/runtime.md "Workspace export"):
+ * depth-first, names sorted; ustar headers with owner and group 0 and empty names, permission bits only, the
+ * directory path with a trailing slash, a symlink with mode 0777 and its target; file data padded to 512-byte
+ * blocks; two zero blocks at the end. Encoded here from the format description, independently of the daemon.
+ */
+export const fixtureTar = (): Uint8Array => {
+  const enc = new TextEncoder()
+  const octal = (block: Uint8Array, at: number, width: number, n: number) =>
+    block.set(enc.encode(n.toString(8).padStart(width - 1, "0")), at)
+  const header = (name: string, flag: string, size: number, mode: number, link: string) => {
+    const b = new Uint8Array(512)
+    b.set(enc.encode(name), 0)
+    octal(b, 100, 8, mode)
+    octal(b, 108, 8, 0)
+    octal(b, 116, 8, 0)
+    octal(b, 124, 12, size)
+    octal(b, 136, 12, FixtureMtimeSeconds)
+    b.fill(0x20, 148, 156)
+    b[156] = flag.charCodeAt(0)
+    b.set(enc.encode(link), 157)
+    b.set(enc.encode("ustar\u000000"), 257)
+    const sum = b.reduce((n, x) => n + x, 0)
+    b.set(enc.encode(sum.toString(8).padStart(6, "0")), 148)
+    b[154] = 0
+    b[155] = 0x20
+    return b
+  }
+  const depth = (p: string) => p.split("/")
+  const sorted = [...WorkspaceFixture].sort((a, b) => {
+    const x = depth(a.path)
+    const y = depth(b.path)
+    for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! < y[i]! ? -1 : 1
+    return x.length - y.length
+  })
+  const blocks: Array<Uint8Array> = []
+  for (const e of sorted) {
+    if (e.kind === "directory") blocks.push(header(`${e.path}/`, "5", 0, e.mode, ""))
+    else if (e.kind === "symlink") blocks.push(header(e.path, "2", 0, 0o777, e.target))
+    else {
+      const data = enc.encode(e.content)
+      blocks.push(header(e.path, "0", data.length, e.mode, ""), data, new Uint8Array((512 - (data.length % 512)) % 512))
+    }
+  }
+  blocks.push(new Uint8Array(1024))
+  const out = new Uint8Array(blocks.reduce((n, b) => n + b.length, 0))
+  let at = 0
+  for (const b of blocks) {
+    out.set(b, at)
+    at += b.length
+  }
+  return out
+}
 
 /** The scripted declaration of a daemon with an Environment binding: the workspace capabilities are declared. */
 export const boundCapabilities: AgentKindCapabilities = {
@@ -34,7 +114,7 @@ export const readOnlyPrepare = (request: string, session: string): CoreStep =>
         agent_kind: AgentKind,
         conversation_id: "",
         run_id: "",
-        local_environment: { id: EnvironmentId, workspace_directory: WorkspaceDirectory, capability_sources: null, network_access: "disabled" },
+        local_environment: { id: EnvironmentId, workspace_directory: bind(WorkspaceDirectoryBinding, WorkspaceDirectory), capability_sources: null, network_access: "disabled" },
         workspace_read_only: true,
         agent_state_key: `agents-api-${session}`,
         release_on_completion: true,
@@ -80,6 +160,9 @@ export const exportResult = (id: string, payload: WorkspaceExportResultPayload):
 
 /** Base64 of a text (chunk and read data). */
 export const b64 = (text: string): string => encodeChunkData(new TextEncoder().encode(text))
+
+/** Base64 of bytes (an export chunk's data). */
+export const b64Bytes = (bytes: Uint8Array): string => encodeChunkData(bytes)
 
 // ---------------------------------------------------------------------------------------------- runtime_prepare
 

@@ -1,6 +1,9 @@
 import { release, SessionA, status } from "./Fixtures.js"
-import { check, connect, scenario } from "./WireScenario.js"
-import { b64, boundHeartbeat, exportBegin, exportCancel, exportNext, exportResult, readOnlyPrepare } from "./Workspace.js"
+import { check, connect, scenario, silence } from "./WireScenario.js"
+import { b64, b64Bytes, boundHeartbeat, exportBegin, exportCancel, exportNext, exportResult, fixtureTar, readOnlyPrepare } from "./Workspace.js"
+
+/** The fixture's whole archive: one chunk (under 64 KiB). */
+const Tar = fixtureTar()
 
 export default scenario({
   name: "workspace-export-pull",
@@ -9,10 +12,11 @@ export default scenario({
     "asks for the next chunk only after consuming the previous one, and completed (no data) ends it. A reply at " +
     "another offset stops the export: Core sends cancel (no reply) and the outcome is unknown.",
   sections: ["Workspace operations"],
+  setup: { workspace: {} },
   replay: {
     runtime: {
-      skip: "the runtime runner has no workspace fixture (exact tar bytes depend on the tree); the daemon's side is " +
-        "proven over a real workspace in test/runtime/workspace/Exports.test.ts"
+      asserts: "over the fixture tree: the exact archive from offset 0, completed at its size; cancel gets no reply and " +
+        "the handle's release waits for the export's close"
     },
     core: { asserts: "begin / next at the exact offsets / completed; the wrong offset is answered with cancel" }
   },
@@ -23,15 +27,20 @@ export default scenario({
     status("prep-ro", 1, "preparing"),
     status("prep-ro", 2, "ready"),
     exportBegin("exp-1", "prep-ro"),
-    exportResult("exp-1", { outcome: "chunk", offset: 0, data: b64("tar-") }),
-    exportNext("exp-1", 4),
-    exportResult("exp-1", { outcome: "chunk", offset: 4, data: b64("data") }),
-    exportNext("exp-1", 8),
-    exportResult("exp-1", { outcome: "completed", offset: 8 }),
+    { ...exportResult("exp-1", { outcome: "chunk", offset: 0, data: b64("tar-") }), sides: ["core"] },
+    { ...exportNext("exp-1", 4), sides: ["core"] },
+    { ...exportResult("exp-1", { outcome: "chunk", offset: 4, data: b64("data") }), sides: ["core"] },
+    { ...exportNext("exp-1", 8), sides: ["core"] },
+    { ...exportResult("exp-1", { outcome: "completed", offset: 8 }), sides: ["core"] },
+    { ...exportResult("exp-1", { outcome: "chunk", offset: 0, data: b64Bytes(Tar) }), sides: ["runtime"] },
+    { ...exportNext("exp-1", Tar.length), sides: ["runtime"] },
+    { ...exportResult("exp-1", { outcome: "completed", offset: Tar.length }), sides: ["runtime"] },
     check("core", { _tag: "WorkspaceOutcome", operation: "exp-1", outcome: "completed" }),
     exportBegin("exp-2", "prep-ro"),
     { ...exportResult("exp-2", { outcome: "chunk", offset: 3, data: b64("zz") }), sides: ["core"], note: "not at Core's count (0)" },
-    { ...exportCancel("exp-2"), sides: ["core"] },
+    { ...exportResult("exp-2", { outcome: "chunk", offset: 0, data: b64Bytes(Tar) }), sides: ["runtime"] },
+    exportCancel("exp-2"),
+    silence("1 second", { note: "cancel gets no reply", sides: ["runtime"] }),
     check("core", { _tag: "WorkspaceOutcome", operation: "exp-2", outcome: "unknown" }),
     release("prep-ro"),
     status("prep-ro", 3, "released")

@@ -9,8 +9,9 @@ export default scenario({
     "and one directory level on the ready handle with the exact Environment id, each reply routed by its operation " +
     "id, a refusal carried as its code; then releases the handle.",
   sections: ["Workspace operations", "Capability admission"],
+  setup: { workspace: {} },
   replay: {
-    runtime: { skip: "the daemon's workspace families (issue #13, runtime side) replay this once they land" },
+    runtime: { asserts: "over the fixture tree: the file's bytes, the sorted listing (symlink listed, not followed), not_found, not_directory" },
     core: { asserts: "the read-only prepare, the exact read frames, completed / rejected outcomes per operation id, the release" }
   },
   steps: [
@@ -29,8 +30,9 @@ export default scenario({
       directory: {
         entries: [
           { name: "README.md", kind: "file", size_bytes: 5 },
-          { name: "src", kind: "directory", size_bytes: null },
-          { name: "link", kind: "symlink", size_bytes: null }
+          { name: "link", kind: "symlink", size_bytes: null },
+          { name: "notes", kind: "directory", size_bytes: null },
+          { name: "src", kind: "directory", size_bytes: null }
         ],
         truncated: false
       }

@@ -16,8 +16,9 @@ export default scenario({
     "at the exact offset / received with the new total, commit / completed with the full size. A destination " +
     "that is a directory is an exact write_rejected with its reason, which releases the mutation owner.",
   sections: ["Workspace operations", "What each acknowledgement proves"],
+  setup: { workspace: {} },
   replay: {
-    runtime: { skip: "the daemon's workspace families (issue #13, runtime side) replay this once they land" },
+    runtime: { asserts: "over the fixture tree: ready, each received total, completed; an existing directory is destination_directory" },
     core: { asserts: "the exact begin / chunk / commit frames, completed; then a definite rejection with its code" }
   },
   steps: [

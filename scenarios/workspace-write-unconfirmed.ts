@@ -13,8 +13,12 @@ export default scenario({
     "A commit answered write_unconfirmed keeps its uncertainty (unknown, never a failure); a commit whose " +
     "connection drops before any receipt is unknown too, and the write is never replayed on the next connection.",
   sections: ["Workspace operations", "Failures, retries and cleanup"],
+  setup: { workspace: {} },
   replay: {
-    runtime: { skip: "the daemon's workspace families (issue #13, runtime side) replay this once they land" },
+    runtime: {
+      asserts: "a commit whose connection drops is never replayed on the next connection (write_unconfirmed itself needs " +
+        "a directory fsync that fails after the rename, which a real filesystem does not produce on demand)"
+    },
     core: { asserts: "WriteUnknown for write_unconfirmed and for the lost connection after commit; nothing replayed" }
   },
   steps: [
@@ -25,7 +29,8 @@ export default scenario({
     writeChunk(W1, 0, Notes),
     writeResult(W1, { outcome: "received", offset: 5 }),
     writeCommit(W1),
-    writeResult(W1, { outcome: "unknown", error_code: "write_unconfirmed" }),
+    { ...writeResult(W1, { outcome: "unknown", error_code: "write_unconfirmed" }), sides: ["core"] },
+    { ...writeResult(W1, { outcome: "completed", size_bytes: 5 }), sides: ["runtime"], note: "a real install succeeds" },
     check("core", { _tag: "WorkspaceOutcome", operation: W1, outcome: "unknown" }),
     writeBegin(W2, SessionA, "b.txt", Notes, NotesSha),
     writeResult(W2, { outcome: "ready" }),

@@ -14,10 +14,12 @@
  */
 import { Duration, Effect, Option, type Redacted, type Scope } from "effect"
 import { replays, type WireScenario } from "../../scenarios/WireScenario.js"
+import { WorkspaceDirectoryBinding } from "../../scenarios/Workspace.js"
 import { type Hooks, kitIneligibility, replay } from "./Replay.js"
 import type { Report, ScenarioResult, Verdict } from "./Report.js"
 import * as ScriptedCore from "./ScriptedCore.js"
 import * as ScriptedRuntime from "./ScriptedRuntime.js"
+import * as WorkspaceFixture from "./WorkspaceFixture.js"
 
 export interface KitTiming {
   /** How long to wait for an expected frame. */
@@ -55,6 +57,11 @@ export interface RuntimeKitOptions {
   readonly scenarios: ReadonlyArray<WireScenario>
   /** The Runtime's bound on active preparations, when the operator set one (scenarios that need a bound run only when it matches). */
   readonly maxActive?: number
+  /**
+   * The workspace fixture directory the Runtime under test is bound to (`--workspace-fixture`): the workspace
+   * scenarios run (the tree is restored before each), every other scenario is skipped; absent, the reverse.
+   */
+  readonly workspace?: string
   readonly timing?: KitTiming
   /** Called once the scripted Core listens (print where to point the Runtime). */
   readonly onListening: (info: { readonly coreUrl: string; readonly port: number }) => Effect.Effect<void>
@@ -63,8 +70,17 @@ export interface RuntimeKitOptions {
 }
 
 /** Why the external Runtime cannot replay this scenario as configured, or None. */
-const runtimeSetupMismatch = (scenario: WireScenario, maxActive: number | undefined): Option.Option<string> => {
+const runtimeSetupMismatch = (scenario: WireScenario, maxActive: number | undefined, workspace: string | undefined): Option.Option<string> => {
   const setup = scenario.setup ?? {}
+  if (setup.workspace !== undefined && workspace === undefined) {
+    return Option.some("needs a Runtime bound to the kit's workspace fixture (--workspace-fixture)")
+  }
+  if (setup.workspace === undefined && workspace !== undefined) {
+    return Option.some("needs a Runtime without an Environment binding (run the kit without --workspace-fixture)")
+  }
+  if ((setup.workspace?.failFirstClose ?? []).length > 0) {
+    return Option.some("needs fault injection in the Runtime's workspace (in-process runner only)")
+  }
   if ((setup.disabledCapabilities ?? []).length > 0 || setup.available === false) {
     return Option.some("needs a Runtime whose scripted harness declares a narrowed declaration (in-process runner only)")
   }
@@ -96,12 +112,20 @@ export const runRuntimeKit = (options: RuntimeKitOptions): Effect.Effect<Report,
       const verdict: Verdict = yield* Effect.suspend((): Effect.Effect<Verdict> => {
         const plan = scenario.replay.runtime
         if ("skip" in plan) return Effect.succeed(skip(plan.skip))
-        const ineligible = Option.orElse(kitIneligibility(scenario, "runtime"), () => runtimeSetupMismatch(scenario, options.maxActive))
+        const ineligible = Option.orElse(kitIneligibility(scenario, "runtime"), () => runtimeSetupMismatch(scenario, options.maxActive, options.workspace))
         if (Option.isSome(ineligible)) return Effect.succeed(skip(ineligible.value))
         if (stoppedBy !== undefined) {
           return Effect.succeed(skip(`the Runtime stopped for good in ${stoppedBy}; run it alone with --scenario ${scenario.name}`))
         }
-        return replay(scenario, core.endpoint, kitHooks(timing))
+        const workspace = options.workspace
+        if (workspace === undefined) return replay(scenario, core.endpoint, kitHooks(timing))
+        // A write scenario changes the tree: every workspace scenario starts from the exact fixture.
+        return WorkspaceFixture.restore(workspace).pipe(
+          Effect.matchEffect({
+            onFailure: (e) => Effect.succeed<Verdict>(skip(e.message)),
+            onSuccess: () => replay(scenario, core.endpoint, { ...kitHooks(timing), bindings: new Map([[WorkspaceDirectoryBinding, workspace]]) })
+          })
+        )
       })
       if (verdict._tag !== "Skip" && stopsRuntime(scenario)) stoppedBy = scenario.name
       const result: ScenarioResult = { scenario: scenario.name, side: "runtime", verdict }

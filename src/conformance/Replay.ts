@@ -83,6 +83,8 @@ export interface Hooks {
   readonly connectTimeout?: Duration.Duration
   /** Which scenarios may run: the kit refuses steps it cannot reproduce (settlement, clock movement). */
   readonly mode: "in-process" | "kit"
+  /** Values known before the first step (the `workspace_directory` of the fixture copy the Runtime is bound to). */
+  readonly bindings?: Bindings
 }
 
 /** Why a scenario cannot be replayed by a kit against an external implementation, or None. */
@@ -124,12 +126,10 @@ export const replay = (scenario: WireScenario, endpoint: Endpoint, hooks: Hooks)
   const side: Side = endpoint.role === "core" ? "runtime" : "core"
   const replayPlan = scenario.replay[side]
   if ("skip" in replayPlan) return Effect.succeed({ _tag: "Skip", reason: replayPlan.skip })
-  if (hooks.mode === "kit") {
-    const why = kitIneligibility(scenario, side)
-    if (Option.isSome(why)) return Effect.succeed({ _tag: "Skip", reason: why.value })
-  }
+  const why = hooks.mode === "kit" ? kitIneligibility(scenario, side) : Option.none<string>()
+  if (Option.isSome(why)) return Effect.succeed({ _tag: "Skip", reason: why.value })
   let currentIndex = 0
-  const state: State = { link: undefined, bindings: emptyBindings, framesChecked: 0, skippedChecks: 0, lastHeartbeat: undefined }
+  const state: State = { link: undefined, bindings: hooks.bindings ?? emptyBindings, framesChecked: 0, skippedChecks: 0, lastHeartbeat: undefined }
   const decode: (text: string) => Result.Result<Messages.Message, InvalidFrame> = endpoint.role === "core"
     ? Messages.decodeRuntimeToCore
     : Messages.decodeCoreToRuntime

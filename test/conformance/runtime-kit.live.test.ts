@@ -55,6 +55,41 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
     })
   }, 90_000)
 
+  it("binds the Runtime to its workspace fixture and replays the workspace scenarios against the real daemon", async () => {
+    await withProcs(async (track) => {
+      const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--json", "--workspace-fixture"]))
+      const instructions = await kit.line(/for agentwire itself/, 10_000)
+      const match = /agentwire daemon (--core-url \S+ --device-id \S+ --credential-file \S+ --environment-id \S+ --workspace (\S+))\)/.exec(instructions)
+      assert.isNotNull(match, instructions)
+      const workspace = match![2]!
+      assert.match(Path.basename(workspace), /^agentwire-workspace-fixture-/)
+      assert.isTrue(Fs.existsSync(Path.join(workspace, "README.md")))
+      const profile = tempDir()
+      track(start(["daemon", ...match![1]!.split(" "), "--profile", profile]))
+      assert.strictEqual(await kit.exited(120_000), 0, kit.stderr())
+      const report = JSON.parse(kit.stdout()) as { results: Array<{ scenario: string; verdict: { _tag: string; reason?: string } }> }
+      const verdicts = new Map(report.results.map((r) => [r.scenario, r.verdict._tag]))
+      // Every workspace scenario the wire alone can reproduce passes against the real daemon and its real files.
+      for (
+        const name of [
+          "workspace-read-bytes-and-directory",
+          "workspace-write-transfer",
+          "workspace-write-unconfirmed",
+          "workspace-export-pull",
+          "workspace-export-failed-and-refused",
+          "bounded-transfer-validation"
+        ]
+      ) assert.strictEqual(verdicts.get(name), "Pass", name)
+      // A native fault is in-process only; the scenarios of an unbound Runtime are skipped with their reason.
+      assert.strictEqual(verdicts.get("workspace-read-unknown-no-replay"), "Skip")
+      const unbound = report.results.find((r) => r.scenario === "preparation-ready-start-done")
+      assert.match(unbound?.verdict.reason ?? "", /without an Environment binding/)
+      // The fixture directory is removed when the kit exits.
+      assert.isFalse(Fs.existsSync(workspace), `${workspace} is left on disk`)
+      Fs.rmSync(profile, { recursive: true, force: true })
+    })
+  }, 150_000)
+
   it("reports the first divergent frame and exits 1 when the Runtime declares another declaration", async () => {
     await withProcs(async (track) => {
       const kit = track(start(["conformance", "runtime", "--listen", "127.0.0.1:0", "--scenario", "preparation-ready-start-done"]))

@@ -137,7 +137,11 @@ describe("wire scenarios", () => {
     for (const s of allScenarios) {
       for (const side of ["runtime", "core"] as const) {
         if (!("asserts" in s.replay[side])) continue
-        let declared: AgentKindCapabilities = narrowedCapabilities(side === "runtime" ? s.setup?.disabledCapabilities ?? [] : [])
+        const narrowed = narrowedCapabilities(side === "runtime" ? s.setup?.disabledCapabilities ?? [] : [])
+        // A Runtime bound to the workspace fixture declares the workspace capabilities (Workspace.boundCapabilities).
+        let declared: AgentKindCapabilities = side === "runtime" && s.setup?.workspace !== undefined
+          ? { ...narrowed, local_environment: true, workspace_read_preparation: true, workspace_output_export: true }
+          : narrowed
         for (const { step, value } of framesOf(s, side)) {
           const m = value as Messages.Message
           if (m.type === "heartbeat") {

@@ -11,10 +11,12 @@
  */
 import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Schedule } from "effect"
 import { TestClock } from "effect/testing"
-import type { Fact, WireScenario } from "../../scenarios/WireScenario.js"
+import type { Fact, WireScenario, WorkspaceSetup } from "../../scenarios/WireScenario.js"
+import { EnvironmentId, WorkspaceDirectoryBinding } from "../../scenarios/Workspace.js"
 import { type Hooks, replay, type StepFailure } from "../../src/conformance/Replay.js"
 import type { Verdict } from "../../src/conformance/Report.js"
 import * as ScriptedCore from "../../src/conformance/ScriptedCore.js"
+import * as WorkspaceFixture from "../../src/conformance/WorkspaceFixture.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { ProtocolVersion } from "../../src/proto/Version.js"
 import * as Daemon from "../../src/runtime/Daemon.js"
@@ -23,6 +25,7 @@ import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "../../src/runtime/RuntimePolicy.js"
 import { StatusBoard, type StatusSnapshot } from "../../src/runtime/StatusBoard.js"
 import { Connector } from "../../src/runtime/transport/Connector.js"
+import type { WorkspaceFsShape } from "../../src/runtime/workspace/WorkspaceFs.js"
 
 export const DeviceId = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
 export const Credential = Redacted.make("awdc_wire-runtime-runner-credential")
@@ -137,6 +140,28 @@ const cleanupStep = (policy: RuntimePolicyShape, s: StatusSnapshot): Effect.Effe
   return Effect.succeed(Duration.seconds(1))
 }
 
+/** The scenario's native faults over the real workspace implementation: a listed file's first close fails. */
+const injectFaults = (setup: WorkspaceSetup) => (fs: WorkspaceFsShape): WorkspaceFsShape => {
+  const failing = new Set(setup.failFirstClose ?? [])
+  return {
+    ...fs,
+    openFile: (path) =>
+      Effect.map(fs.openFile(path), (file) => {
+        if (!failing.has(path)) return file
+        failing.delete(path)
+        let failed = false
+        return {
+          ...file,
+          close: Effect.suspend(() => {
+            if (failed) return file.close
+            failed = true
+            return Effect.fail("io" as const)
+          })
+        }
+      })
+  }
+}
+
 /** Bound on the test time the daemon may take to confirm its cleanup after a scenario. */
 const MaxCleanupTime = Duration.minutes(5)
 
@@ -153,6 +178,8 @@ export const runRuntimeScenario = (scenario: WireScenario): Effect.Effect<Verdic
       if (first?._tag === "Connect") yield* core.prepareFor(first)
 
       const deviceId = unsafeMake.deviceId(DeviceId)
+      // A workspace scenario binds the daemon to a fresh copy of the fixture tree, removed with the scope.
+      const workspace = setup.workspace === undefined ? undefined : yield* WorkspaceFixture.scoped.pipe(Effect.orDie)
       const context = yield* Layer.build(
         Layer.mergeAll(
           RuntimeProcess.layer({
@@ -161,7 +188,11 @@ export const runRuntimeScenario = (scenario: WireScenario): Effect.Effect<Verdic
             scripted: {
               ...(setup.disabledCapabilities === undefined ? {} : { disabledCapabilities: setup.disabledCapabilities }),
               ...(setup.available === undefined ? {} : { available: setup.available })
-            }
+            },
+            ...(workspace === undefined || setup.workspace === undefined ? {} : {
+              environment: { environmentId: EnvironmentId, root: workspace, configured: workspace, networkAccess: "disabled" },
+              wrapWorkspaceFs: injectFaults(setup.workspace)
+            })
           }),
           StatusBoard.layer({ daemonVersion: "0.0.0-wire", wireVersion: ProtocolVersion, pid: 1, deviceId: DeviceId, coreUrl: core.coreUrl }),
           Connector.layer({ apiBase: core.coreUrl, deviceId, credential: Credential, userAgent: "agentwire/wire-test" })
@@ -205,7 +236,8 @@ export const runRuntimeScenario = (scenario: WireScenario): Effect.Effect<Verdic
         nudge,
         live: TestClock.withLive,
         frameTimeout: Duration.seconds(5),
-        mode: "in-process"
+        mode: "in-process",
+        ...(workspace === undefined ? {} : { bindings: new Map([[WorkspaceDirectoryBinding, workspace]]) })
       }
       const verdict = yield* replay(scenario, core.endpoint, hooks)
 

@@ -2,11 +2,14 @@
  * `agentwire conformance`: the wire conformance kit for other implementations (src/conformance/Kit.ts).
  *
  *   agentwire conformance runtime [--listen 127.0.0.1:PORT] [--device-id ID] [--credential-file PATH]
- *                                 [--scenario NAME]... [--max-active N] [--connect-timeout D]
+ *                                 [--scenario NAME]... [--max-active N] [--workspace-fixture] [--connect-timeout D]
  *                                 [--frame-timeout D] [--silence D] [--json]
  *     Serves a scripted Core on PORT (0 picks a free one) and prints, on stderr, the Core URL, device id and
  *     credential file a Runtime must be started with; then replays every scenario the Runtime side can replay
- *     from the wire alone, one connection after another, as the Runtime connects and reconnects.
+ *     from the wire alone, one connection after another, as the Runtime connects and reconnects. With
+ *     --workspace-fixture it writes the workspace scenarios' fixture tree into a new temporary directory (removed on
+ *     exit), prints the `--environment-id` / `--workspace` binding to start the Runtime with, and runs only the
+ *     workspace scenarios (restoring the tree before each); without it they are skipped.
  *   agentwire conformance core --url URL --device-id ID --credential-file PATH [--scenario NAME]...
  *                              [--frame-timeout D] [--silence D] [--json]
  *     Acts as a scripted Runtime against a Core, for the scenarios Core can be checked on without a driver
@@ -20,8 +23,10 @@ import { Console, Duration, Effect, FileSystem, Option, Path, Redacted } from "e
 import { Command, Flag } from "effect/cli"
 import { randomBytes, randomUUID } from "node:crypto"
 import { allScenarios, scenarioNamed, type WireScenario } from "../../../scenarios/index.js"
+import { EnvironmentId } from "../../../scenarios/Workspace.js"
 import * as Kit from "../../conformance/Kit.js"
 import { formatJson, formatTable, type Report, type ScenarioResult, summary } from "../../conformance/Report.js"
+import * as WorkspaceFixture from "../../conformance/WorkspaceFixture.js"
 import { DurationText } from "../Durations.js"
 import { CommandFailed, ExitCode } from "../Exit.js"
 import { examples } from "../Help.js"
@@ -116,6 +121,10 @@ const runtimeCommand = Command.make(
       Flag.withDescription("The Runtime's bound on active preparations, to also run the scenarios that need one"),
       Flag.optional
     ),
+    workspaceFixture: Flag.Boolean("workspace-fixture").pipe(
+      Flag.withDescription("Bind the Runtime to a fixture workspace the kit creates, and run the workspace scenarios only"),
+      Flag.withDefault(false)
+    ),
     connectTimeout: durationFlag("connect-timeout", "How long to wait for the Runtime to connect (default 60 seconds)"),
     json: jsonFlag,
     ...timingFlags
@@ -131,6 +140,11 @@ const runtimeCommand = Command.make(
       const { credential, file } = Option.isSome(input.credentialFile)
         ? { credential: yield* readCredential(input.credentialFile.value), file: input.credentialFile.value }
         : yield* throwawayCredential
+      // The fixture directory lives exactly as long as the command, like the throwaway credential.
+      const workspace = input.workspaceFixture
+        ? yield* WorkspaceFixture.scoped.pipe(Effect.mapError((e) => usage(e.message)))
+        : undefined
+      const binding = workspace === undefined ? "" : ` --environment-id ${EnvironmentId} --workspace ${workspace}`
       const report = yield* Effect.scoped(Kit.runRuntimeKit({
         host: match[1]!,
         port,
@@ -138,13 +152,14 @@ const runtimeCommand = Command.make(
         credential,
         scenarios,
         ...(Option.isSome(input.maxActive) ? { maxActive: input.maxActive.value } : {}),
+        ...(workspace === undefined ? {} : { workspace }),
         timing: timingOf(input, input.connectTimeout),
         onListening: ({ coreUrl }) =>
           Console.error(
             [
               `agentwire conformance: scripted Core listening on ${coreUrl}`,
-              `start the Runtime under test with: --core-url ${coreUrl} --device-id ${deviceId} --credential-file ${file}`,
-              `(for agentwire itself: agentwire daemon --core-url ${coreUrl} --device-id ${deviceId} --credential-file ${file})`,
+              `start the Runtime under test with: --core-url ${coreUrl} --device-id ${deviceId} --credential-file ${file}${binding}`,
+              `(for agentwire itself: agentwire daemon --core-url ${coreUrl} --device-id ${deviceId} --credential-file ${file}${binding})`,
               `running ${scenarios.length} scenario(s) as the Runtime connects…`
             ].join("\n")
           ),
@@ -156,7 +171,7 @@ const runtimeCommand = Command.make(
   Command.withDescription(
     "Act as a scripted Core: point any Runtime at it and get a pass/fail report per wire scenario. Exit codes: 0 no failure, 1 a scenario failed, 2 usage."
   ),
-  examples("agentwire conformance runtime", "agentwire conformance runtime --json > report.json")
+  examples("agentwire conformance runtime", "agentwire conformance runtime --json > report.json", "agentwire conformance runtime --workspace-fixture")
 )
 
 const coreCommand = Command.make(

@@ -5,10 +5,12 @@
  *   agentwire files read   --session ID --path FILE [--max-bytes N] [--output FILE]
  *   agentwire files write  --session ID --path FILE (--from FILE | --text TEXT)
  *   agentwire files export --session ID --output FILE.tar
+ *   agentwire files settle --session ID --write WRITE_ID --status completed|failed
  *
  * Same connection flags, token rule and exit codes as the operator client (operator.ts). `read` prints the
  * bytes to stdout (or `--output`), and says on stderr when they were truncated. `export` streams the tar into
- * `--output` under a temporary name and renames it only once the archive is complete.
+ * `--output` under a temporary name and renames it only once the archive is complete. `settle` records how an
+ * operator found a file whose write was left unknown (look first with `read`), so the Session can write again.
  */
 import { Console, Effect, type FileSystem, Option, Redacted, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -39,7 +41,7 @@ export interface FilesCommandOptions {
   readonly target: (c: C) => Effect.Effect<Target, CommandFailed, FileSystem.FileSystem>
   readonly request: (
     c: C,
-    method: "GET" | "PUT",
+    method: "GET" | "POST" | "PUT",
     path: string,
     body?: unknown,
     change?: boolean
@@ -130,10 +132,26 @@ export const makeFilesCommand = (o: FilesCommandOptions) => {
     examples("agentwire files export --session SESSION_ID --output workspace.tar")
   )
 
+  const settle = Command.make("settle", {
+    ...o.connection,
+    session,
+    write: Flag.String("write").pipe(Flag.withDescription("(required) The write id left unknown (the write_unknown answer names it)")),
+    status: Flag.Literals("status", ["completed", "failed"]).pipe(
+      Flag.withDescription("(required) completed: the file holds the new content; failed: it does not")
+    )
+  }, (c) =>
+    Effect.flatMap(
+      o.request(c, "POST", `${base(c)}/writes/${seg(c.write)}/settle`, { status: c.status }, true),
+      (body) => o.print(c, body, () => [`write ${body.write_id} settled ${body.status}`])
+    )).pipe(
+    Command.withDescription("Settle a write left unknown, as you found the file (the Session can write again)"),
+    examples("agentwire files settle --session SESSION_ID --write WRITE_ID --status completed")
+  )
+
   return Command.make("files").pipe(
     Command.withDescription("List, read, write or export the files of a Session's self_hosted workspace"),
     examples("agentwire files list --session SESSION_ID", "agentwire files export --session SESSION_ID --output workspace.tar"),
-    Command.withSubcommands([list, read, write, exportCommand])
+    Command.withSubcommands([list, read, write, exportCommand, settle])
   )
 }
 

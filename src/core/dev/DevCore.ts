@@ -162,15 +162,13 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provide(options.tap === undefined ? Layer.empty : FrameTap.layer(options.tap))
   )
 
-  // Write reservations a previous process left unsettled are reconciled at start (single node only: with
-  // PostgreSQL another live node may be mid-write, so its rows are left as they are).
+  // Write reservations a previous process left unsettled are reconciled at start. With PostgreSQL the owner
+  // leases are in the context: a row whose device another live node owns is left alone (it may be mid-write).
+  const recoverWrites = Layer.effectDiscard(Effect.flatMap(WriteReservations.WriteReservations, (w) => w.recover))
   const writeReservations = options.database === undefined
-    ? Layer.effectDiscard(Effect.flatMap(WriteReservations.WriteReservations, (w) => w.recover)).pipe(
-      Layer.provideMerge(WriteReservations.layer)
-    )
-    : WriteReservations.layer
-  // Suspension requests a previous process left in flight become unknown (never replayed); single node only,
-  // as above.
+    ? recoverWrites.pipe(Layer.provideMerge(WriteReservations.layer))
+    : recoverWrites.pipe(Layer.provide(ownerLeases), Layer.provideMerge(WriteReservations.layer))
+  // Suspension requests a previous process left in flight become unknown (never replayed); single node only.
   const suspensions = options.database === undefined
     ? Layer.effectDiscard(Effect.flatMap(Suspensions.Suspensions, (s) => s.recover)).pipe(
       Layer.provideMerge(Suspensions.layer)

@@ -12,6 +12,9 @@
  *   replayed.
  * - export: on an idle Session, under the reservation and a read-only preparation, streams the tar archive
  *   into the caller's consumer, one chunk at a time.
+ * - settle: an operator's settlement of a write left `unknown` (write_unconfirmed, a lost connection after the
+ *   commit, a Core restart), under the Session lock: `completed` or `failed`, as the operator found the file.
+ *   Only an `unknown` write is settled this way; nothing is sent to the Runtime.
  */
 import { Cause, Context, Effect, Layer, Option, Result } from "effect"
 import { Ids, Limits } from "../../proto/index.js"
@@ -50,6 +53,11 @@ export interface FileBytes {
   readonly data: Uint8Array
   readonly truncated: boolean
 }
+export interface WriteSettled {
+  readonly write_id: string
+  readonly status: "completed" | "failed"
+}
+
 export interface FileWritten {
   readonly size_bytes: number
   readonly sha256: string
@@ -64,6 +72,8 @@ export class Files extends Context.Service<Files, {
   readonly read: (sessionId: string, path: string, maxBytes: number) => Effect.Effect<FileBytes, FilesReadError>
   /** Creates or replaces a file with `body`. */
   readonly write: (sessionId: string, path: string, body: Uint8Array) => Effect.Effect<FileWritten, FilesWriteError>
+  /** Settles a write of the Session left `unknown`, as the operator found the file (nothing is sent). */
+  readonly settle: (sessionId: string, writeId: string, status: "completed" | "failed") => Effect.Effect<WriteSettled, FilesRefusal>
   /** Streams the workspace as a tar archive into `onChunk`; succeeds with its size once `completed` arrived. */
   readonly exportTar: <E, R>(
     sessionId: string,
@@ -224,6 +234,22 @@ const make = Effect.gen(function* () {
     }))
   })
 
+  const settle = Effect.fn("Files.settle")(function* (sessionId: string, writeId: string, status: "completed" | "failed") {
+    yield* resolveSession(sessionId)
+    return yield* locks.withLock(sessionId, Effect.gen(function* () {
+      const row = yield* unavailable(reservations.get(writeId))
+      if (Option.isNone(row) || row.value.sessionId !== sessionId) return yield* new OperatorNotFound({ resource: "write", id: writeId })
+      const refused = new OperatorConflict({
+        reason: "write_not_unknown",
+        detail: `write ${writeId} is ${row.value.status}: only a write left unknown is settled by an operator`
+      })
+      if (row.value.status !== "unknown") return yield* refused
+      if (!(yield* unavailable(reservations.settleUnknown(writeId, status)))) return yield* refused
+      yield* Effect.logWarning("write reservation settled by an operator").pipe(Effect.annotateLogs({ write_id: writeId, status }))
+      return { write_id: writeId, status } satisfies WriteSettled
+    }))
+  })
+
   const exportTar = <E, R>(sessionId: string, onChunk: (bytes: Uint8Array) => Effect.Effect<void, E, R>) =>
     Effect.gen(function* () {
       const r = yield* resolve(sessionId)
@@ -238,7 +264,7 @@ const make = Effect.gen(function* () {
       )
     }).pipe(Effect.withSpan("Files.exportTar"))
 
-  return Files.of({ list, read, write, exportTar })
+  return Files.of({ list, read, write, settle, exportTar })
 })
 
 export const layer: Layer.Layer<Files, never, SessionStore | TurnStore | Gateway | DevIds | SessionLocks | WriteReservations> =

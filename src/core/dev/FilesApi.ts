@@ -6,12 +6,15 @@
  * - `GET    /sessions/:session_id/files/content?path=&max_bytes=` up to 1 MiB of a file, base64, with `truncated`;
  * - `PUT    /sessions/:session_id/files/content` `{path, data}` creates or replaces a file (≤ 5 MiB decoded,
  *   checked before any Runtime work);
- * - `GET    /sessions/:session_id/files/export` the workspace as a tar archive (`application/x-tar`).
+ * - `GET    /sessions/:session_id/files/export` the workspace as a tar archive (`application/x-tar`);
+ * - `POST   /sessions/:session_id/files/writes/:write_id/settle` `{status: "completed" | "failed"}` settles a write
+ *   left unknown, as the operator found the file (409 `write_not_unknown` for any other write; nothing is sent).
  *
  * Status rule of these routes: 4xx means the workspace is unchanged and nothing more will happen (Core refused
  * before sending, or the Runtime refused definitely: the body's `source` says which); 503 means the outcome is
  * not proven (`read_unknown`, `write_unknown`, `export_unknown`) or the Runtime definitely failed
- * (`write_failed`, `export_failed`); a write's 503 body names the reservation that stays unsettled.
+ * (`write_failed`, `export_failed`); a write left unknown keeps its reservation unsettled, and the Session's
+ * next write answers 409 `write_unsettled` naming it (the write id the settle route takes).
  * Bodies never echo a path, file bytes or peer text.
  */
 import { ByteSize, type Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, type Redacted, Schema, Stream } from "effect"
@@ -82,6 +85,22 @@ export const filesErrorResponse = (e: FilesError): HttpServerResponse.HttpServer
 }
 
 const WriteBody = Schema.Struct({ path: Schema.String, data: Schema.String })
+const SettleBody = Schema.Struct({ status: Schema.Literals(["completed", "failed"]) })
+
+/** Reads a settle body (a few bytes of JSON). */
+const readSettle = (request: HttpServerRequest.HttpServerRequest) =>
+  request.text.pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(4096)),
+    Effect.mapError(() => new OperatorRequestInvalid({ detail: "the body could not be read (at most 4 KiB)" })),
+    Effect.flatMap((text) =>
+      Effect.try({ try: () => JSON.parse(text) as unknown, catch: () => new OperatorRequestInvalid({ detail: "the body is not JSON" }) })
+    ),
+    Effect.flatMap((body) =>
+      Schema.decodeUnknownEffect(SettleBody)(body, { onExcessProperty: "error" }).pipe(
+        Effect.mapError(() => new OperatorRequestInvalid({ detail: "the body must be {status: \"completed\" | \"failed\"}" }))
+      )
+    )
+  )
 
 const intParam = (url: URL, name: string, fallback: number, max: number) =>
   Effect.suspend(() => {
@@ -137,7 +156,12 @@ export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, neve
           })
           : Effect.as(logUnauthorized(request), fail(401, "unauthorized", "Authorization: Bearer <operator token> required"))
       const p = (path: string) => `${OperatorPrefix}/sessions/:session_id/files${path}` as HttpRouter.PathInput
-      const allowed = new Map<string, ReadonlyArray<string>>([["", ["GET"]], ["/content", ["GET", "PUT"]], ["/export", ["GET"]]])
+      const allowed = new Map<string, ReadonlyArray<string>>([
+        ["", ["GET"]],
+        ["/content", ["GET", "PUT"]],
+        ["/export", ["GET"]],
+        ["/writes/:write_id/settle", ["POST"]]
+      ])
 
       yield* router.add("GET", p(""), route((_, url, sessionId) =>
         Effect.gen(function* () {
@@ -155,6 +179,12 @@ export const layer = (token: Redacted.Redacted<string>): Layer.Layer<never, neve
         Effect.gen(function* () {
           const body = yield* readWrite(request)
           return json(200, yield* files.write(sessionId, body.path, body.bytes))
+        })))
+      yield* router.add("POST", p("/writes/:write_id/settle"), route((request, _, sessionId) =>
+        Effect.gen(function* () {
+          const body = yield* readSettle(request)
+          const writeId = (yield* HttpRouter.params)["write_id"] ?? ""
+          return json(200, yield* files.settle(sessionId, writeId, body.status))
         })))
       yield* router.add("GET", p("/export"), route((_, __, sessionId) =>
         Effect.gen(function* () {

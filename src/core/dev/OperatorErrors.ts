@@ -16,7 +16,7 @@ export class OperatorRequestInvalid extends Schema.TaggedError<OperatorRequestIn
 
 /** No such device, Session, Turn or interaction. 404. */
 export class OperatorNotFound extends Schema.TaggedError<OperatorNotFound>()("OperatorNotFound", {
-  resource: Schema.Literals(["device", "session", "turn", "interaction"]),
+  resource: Schema.Literals(["device", "session", "turn", "interaction", "write"]),
   id: Schema.String
 }) {
   override get message() {
@@ -36,6 +36,7 @@ export class OperatorConflict extends Schema.TaggedError<OperatorConflict>()("Op
     "session_busy", // a Files operation holds the Session's scheduling reservation
     "turn_starting", // the Session's Turn is queued or preparing: no Run to read from yet
     "write_unsettled", // an earlier write of the Session has no exact settlement (kept across restarts)
+    "write_not_unknown", // an operator settlement names a write that is not unknown (settled, or still in flight)
     "no_workspace", // the Session's Environment is type none: there is no workspace to read or write
     "suspension_unsettled", // the device's latest suspension attempt is not settled (resume it first)
     "not_suspended" // the device has no suspension a resume could name

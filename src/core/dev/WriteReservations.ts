@@ -12,11 +12,15 @@
  *
  * `committing` is written before the commit frame is sent: only from there on may the file have changed.
  * At start-up (`recover`), `reserved` and `dispatched` rows settle as `failed` (the previous process never
- * sent their commit) and `committing` rows become `unknown`. An `unknown` row is never settled automatically:
- * it keeps later writes of its Session refused with `write_unsettled`.
+ * sent their commit) and `committing` rows become `unknown`. With owner leases (PostgreSQL, several nodes on
+ * one database) a row whose Session's device holds a live lease of another node is left alone: that node may
+ * be mid-write (the same filter as Turn recovery). An `unknown` row is never settled automatically: it keeps
+ * later writes of its Session refused with `write_unsettled` until an operator, having looked at the file,
+ * settles it as `completed` or `failed` (`settleUnknown`, the Files API's settle route).
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { StoreFailed, storeFailed, toInt, toIntOrUndefined, toStringOrUndefined } from "./StoreErrors.js"
 
 export type ReservationStatus = "reserved" | "dispatched" | "committing" | "completed" | "rejected" | "failed" | "unknown"
@@ -48,6 +52,11 @@ export class WriteReservations extends Context.Service<WriteReservations, {
   /** Moves a reservation forward (`dispatched`, `committing`, or a settlement). */
   readonly mark: (reservationId: string, status: ReservationStatus) => Effect.Effect<void, StoreFailed>
   readonly get: (reservationId: string) => Effect.Effect<Option.Option<Reservation>, StoreFailed>
+  /**
+   * An operator's settlement of an `unknown` row (`completed` or `failed`); false when the row is not `unknown`
+   * (nothing changed).
+   */
+  readonly settleUnknown: (reservationId: string, status: "completed" | "failed") => Effect.Effect<boolean, StoreFailed>
   /** Start-up reconciliation (see the header); returns how many rows changed. */
   readonly recover: Effect.Effect<number, StoreFailed>
 }>()("agentwire/core/dev/WriteReservations") {}
@@ -108,13 +117,38 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), read)),
         storeFailed("get_write")
       ),
-    recover: sql.withTransaction(Effect.gen(function* () {
+    settleUnknown: (reservationId, status) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql`UPDATE write_reservations SET status = ${status}, settled_at_ms = ${now}
+          WHERE reservation_id = ${reservationId} AND status = 'unknown' RETURNING reservation_id`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          storeFailed("settle_write")
+        )),
+    recover: Effect.gen(function* () {
+      const leases = yield* Effect.serviceOption(OwnerLeases)
       const now = yield* Clock.currentTimeMillis
-      const before = yield* sql`SELECT COUNT(*) AS n FROM write_reservations WHERE status IN ('reserved', 'dispatched', 'committing')`
-      yield* sql`UPDATE write_reservations SET status = 'failed', settled_at_ms = ${now} WHERE status IN ('reserved', 'dispatched')`
-      yield* sql`UPDATE write_reservations SET status = 'unknown' WHERE status = 'committing'`
-      return toInt(before[0]?.n ?? 0)
-    })).pipe(storeFailed("recover_writes"))
+      const rows = yield* sql`SELECT w.reservation_id, w.status, s.device_id FROM write_reservations w
+        JOIN sessions s ON s.session_id = w.session_id WHERE w.status IN ('reserved', 'dispatched', 'committing')`.pipe(
+        storeFailed("recover_writes")
+      )
+      let changed = 0
+      for (const row of rows) {
+        const deviceId = toStringOrUndefined(row.device_id)
+        if (Option.isSome(leases) && deviceId !== undefined) {
+          const lease = yield* leases.value.get(deviceId)
+          if (Option.isSome(lease) && lease.value.expiresAtMs > now && lease.value.nodeId !== leases.value.node.nodeId) continue
+        }
+        const from = String(row.status)
+        const to = from === "committing" ? "unknown" : "failed"
+        // Conditional on the status read: a row another process moved meanwhile is not overwritten.
+        const updated = yield* sql`UPDATE write_reservations SET status = ${to}, settled_at_ms = ${to === "failed" ? now : null}
+          WHERE reservation_id = ${String(row.reservation_id)} AND status = ${from} RETURNING reservation_id`.pipe(
+          storeFailed("recover_writes")
+        )
+        changed += updated.length
+      }
+      return changed
+    })
   })
 })
 

@@ -224,6 +224,9 @@ describe("Files API", () => {
         assert.strictEqual(written.body.size_bytes, content.length)
         assert.strictEqual(written.body.sha256, createHash("sha256").update(content).digest("hex"))
         assert.deepStrictEqual(Buffer.from(peer.files.get("out/data.bin")!), content)
+        // A completed write is settled by its receipt: an operator cannot settle it again.
+        const settle = yield* call("POST", `/sessions/${session}/files/writes/${written.body.write_id}/settle`, { status: "failed" })
+        assert.deepStrictEqual([settle.status, settle.body.error], [409, "write_not_unknown"])
         const before = peer.seen.length
         const big = yield* call("PUT", `/sessions/${session}/files/content`, { path: "big.bin", data: Buffer.alloc(5 * 1024 * 1024 + 1).toString("base64") })
         assert.strictEqual(big.status, 400)
@@ -239,6 +242,26 @@ describe("Files API", () => {
         assert.deepStrictEqual([lost.status, lost.body.error], [503, "write_unknown"])
         const next = yield* call("PUT", `/sessions/${session}/files/content`, { path: "b.txt", data: "" })
         assert.deepStrictEqual([next.status, next.body.error], [409, "write_unsettled"])
+        const writeId = /^write (\S+) has no exact settlement \(unknown\)$/.exec(String(next.body.detail))?.[1]
+        assert.isDefined(writeId, String(next.body.detail))
+        const settle = (id: string, body: unknown) => call("POST", `/sessions/${session}/files/writes/${id}/settle`, body)
+        // Bad bodies and unknown writes are refused before anything changes; the write stays unsettled.
+        assert.strictEqual((yield* settle(writeId!, { status: "unknown" })).status, 400)
+        assert.strictEqual((yield* settle(writeId!, { status: "failed", extra: 1 })).status, 400)
+        const missing = yield* settle("no-such-write", { status: "failed" })
+        assert.deepStrictEqual([missing.status, missing.body.error], [404, "not_found"])
+        const otherSession = yield* call("POST", `/sessions/no-such-session/files/writes/${writeId}/settle`, { status: "failed" })
+        assert.strictEqual(otherSession.status, 404)
+        assert.strictEqual((yield* call("GET", `/sessions/${session}/files/writes/${writeId}/settle`)).status, 405)
+        assert.strictEqual((yield* call("PUT", `/sessions/${session}/files/content`, { path: "b.txt", data: "" })).body.error, "write_unsettled")
+        // The operator looked at the file and settles the write; a second settlement is a conflict.
+        const settled = yield* settle(writeId!, { status: "failed" })
+        assert.deepStrictEqual([settled.status, settled.body], [200, { write_id: writeId, status: "failed" }])
+        const again = yield* settle(writeId!, { status: "completed" })
+        assert.deepStrictEqual([again.status, again.body.error], [409, "write_not_unknown"])
+        // The Session may write again: what stops this one now is only the lost connection.
+        const after = yield* call("PUT", `/sessions/${session}/files/content`, { path: "b.txt", data: "" })
+        assert.deepStrictEqual([after.status, after.body.error], [409, "device_offline"])
       })))
 
   it.effect("downloads the export as a tar stream pulled chunk by chunk", () =>
