@@ -19,6 +19,8 @@ const report = (outfile, result) =>
 
 const bundles = { "agentwire-main": "src/bin/agentwire.ts" }
 if (process.argv.includes("--bench")) bundles.bench = "bench/run.ts"
+// `npm run sim`: the deterministic simulator (docs/simulation.md), a test-only entry
+if (process.argv.includes("--sim")) bundles.sim = "test/sim/main.ts"
 
 for (const [name, entry] of Object.entries(bundles)) {
   const outfile = `dist/${name}.mjs`
