@@ -64,6 +64,7 @@ export const load = async (): Promise<void> => {
   const sockets: Array<WebSocket> = []
   let heartbeats = 0
   let opened = 0
+  let retries = 0
   const dial = (url: string, device: BenchDevice | undefined, heartbeatMs: number, index: number) =>
     new Promise<void>((resolve, reject) => {
       const ws = new WebSocket(url, {
@@ -107,21 +108,26 @@ export const load = async (): Promise<void> => {
             while (next < queue.length) {
               const i = next++
               const device = queue[i]!
-              try {
-                if (message.mode === "gateway") {
-                  const boot = await bootstrap(message.baseUrl, device)
-                  const url = `${boot.ws_url}?device_id=${encodeURIComponent(device.deviceId)}&version=${ProtocolVersion}`
-                  await dial(url, device, boot.heartbeat_seconds * 1000, base + i)
-                } else {
-                  await dial(`${message.baseUrl.replace(/^http/, "ws")}/raw`, undefined, message.heartbeatSeconds * 1000, base + i)
+              // Up to three attempts, as a daemon retries (a reset under a busy machine is not the figure).
+              for (let attempt = 1; attempt <= 3; attempt++) {
+                try {
+                  if (message.mode === "gateway") {
+                    const boot = await bootstrap(message.baseUrl, device)
+                    const url = `${boot.ws_url}?device_id=${encodeURIComponent(device.deviceId)}&version=${ProtocolVersion}`
+                    await dial(url, device, boot.heartbeat_seconds * 1000, base + i)
+                  } else {
+                    await dial(`${message.baseUrl.replace(/^http/, "ws")}/raw`, undefined, message.heartbeatSeconds * 1000, base + i)
+                  }
+                  break
+                } catch (error) {
+                  if (attempt === 3) failures.push(error instanceof Error ? error.message : String(error))
+                  else retries++
                 }
-              } catch (error) {
-                failures.push(error instanceof Error ? error.message : String(error))
               }
             }
           }
           await Promise.all(Array.from({ length: 32 }, worker))
-          process.send?.({ op: "connected", open: opened, failed: failures.length, firstFailure: failures[0] ?? "" })
+          process.send?.({ op: "connected", open: opened, failed: failures.length, retries, firstFailure: failures[0] ?? "" })
           return
         }
         case "count":

@@ -83,7 +83,7 @@ const runMode = async (
         throw new Error(`scale: ${reply["failed"]} of ${n - connected} connections failed (${reply["firstFailure"]}); logs: ${host.logFile}, ${load.logFile}`)
       }
       const elapsed = performance.now() - t0
-      ctx.log(`scale: ${mode}: ${n} connected in ${Math.round(elapsed)} ms; measuring`)
+      ctx.log(`scale: ${mode}: ${n} connected in ${Math.round(elapsed)} ms (${reply["retries"] ?? 0} retried); measuring`)
       const connectRate = ((n - connected) * 1000) / elapsed
       connected = n
       await sleep(p.settleMs)

@@ -1,8 +1,8 @@
 /**
  * The operator client over a running dev Core's operator API (docs/operator-api.md):
  *
- *   agentwire devices list | show ID
- *   agentwire sessions list | show ID | create --agent-kind KIND [--device-id ID]
+ *   agentwire devices list [--limit N] [--cursor C] | show ID
+ *   agentwire sessions list [--limit N] [--cursor C] | show ID | create --agent-kind KIND [--device-id ID]
  *     [--environment-id ID --workspace-directory DIR [--network-access enabled|disabled|restricted]]
  *   agentwire turns list [--status S] [--session ID] [--device-id ID] [--limit N] [--cursor C] | show ID
  *   agentwire turn start --session ID (--text TEXT | --script FILE) [--watch]
@@ -123,13 +123,29 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
       t.outcome?.error_code ? `  (${t.outcome.error_code})` : ""
     }`
 
+  // Paged listings (docs/operator-api.md "Listings").
+  const paging = {
+    limit: Flag.Int("limit").pipe(Flag.withDescription("Page size, 1-200 (default 50)"), Flag.optional),
+    cursor: Flag.String("cursor").pipe(Flag.withDescription("The next_cursor of the previous page"), Flag.optional)
+  }
+  const pageQuery = (c: { readonly limit: Option.Option<number>; readonly cursor: Option.Option<string> }) => {
+    const query = new URLSearchParams()
+    if (Option.isSome(c.limit)) query.set("limit", String(c.limit.value))
+    if (Option.isSome(c.cursor)) query.set("cursor", c.cursor.value)
+    const qs = query.toString()
+    return qs === "" ? "" : `?${qs}`
+  }
+  const moreHint = (what: string, body: any) =>
+    body.next_cursor === null || body.next_cursor === undefined ? [] : [`more: agentwire ${what} list --cursor ${body.next_cursor}`]
+
   const devices = Command.make("devices").pipe(
     Command.withDescription("List devices or show one (declared kinds, connection state); quiesce or resume one"),
     Command.withSubcommands([
-      Command.make("list", connection, (c) =>
-        Effect.flatMap(request(c, "GET", "/devices"), (body) => print(c, body, () => body.devices.map(deviceLine)))).pipe(
-          Command.withDescription("List devices: online state and declared kinds"),
-          examples("agentwire devices list", "agentwire devices list --json --url http://127.0.0.1:7400")
+      Command.make("list", { ...connection, ...paging }, (c) =>
+        Effect.flatMap(request(c, "GET", `/devices${pageQuery(c)}`), (body) =>
+          print(c, body, () => [...body.devices.map(deviceLine), ...moreHint("devices", body)]))).pipe(
+          Command.withDescription("List devices, oldest first, paged: online state and declared kinds (prints a --cursor hint when there is more)"),
+          examples("agentwire devices list", "agentwire devices list --limit 200 --json --url http://127.0.0.1:7400")
         ),
       Command.make("show", { ...connection, id: id("device-id") }, (c) =>
         Effect.flatMap(request(c, "GET", `/devices/${seg(c.id)}`), (d) =>
@@ -168,10 +184,11 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
   const sessions = Command.make("sessions").pipe(
     Command.withDescription("List, show or create Sessions"),
     Command.withSubcommands([
-      Command.make("list", connection, (c) =>
-        Effect.flatMap(request(c, "GET", "/sessions"), (body) => print(c, body, () => body.sessions.map(sessionLine)))).pipe(
-          Command.withDescription("List Sessions"),
-          examples("agentwire sessions list", "agentwire sessions list --json")
+      Command.make("list", { ...connection, ...paging }, (c) =>
+        Effect.flatMap(request(c, "GET", `/sessions${pageQuery(c)}`), (body) =>
+          print(c, body, () => [...body.sessions.map(sessionLine), ...moreHint("sessions", body)]))).pipe(
+          Command.withDescription("List Sessions, oldest first, paged (prints a --cursor hint when there is more)"),
+          examples("agentwire sessions list", "agentwire sessions list --limit 20 --json")
         ),
       Command.make("show", { ...connection, id: id("session-id") }, (c) =>
         Effect.flatMap(request(c, "GET", `/sessions/${seg(c.id)}`), (s) => print(c, s, () => [sessionLine(s), ...s.turns.map((t: any) => `  ${turnLine(t)}`)]))).pipe(

@@ -11,7 +11,7 @@ import type { Capabilities, Ids } from "../../proto/index.js"
 import type { Declaration } from "../DeviceSession.js"
 import { Gateway } from "../Gateway.js"
 import * as DeclarationPersistence from "./DeclarationPersistence.js"
-import { DeviceStore, type StoredDevice } from "./DeviceStore.js"
+import { type DeviceKey, DeviceStore, type StoredDevice } from "./DeviceStore.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 
@@ -57,6 +57,8 @@ export interface DeviceView {
 
 export class DeviceDirectory extends Context.Service<DeviceDirectory, {
   readonly list: Effect.Effect<ReadonlyArray<DeviceView>, StoreFailed>
+  /** Up to `limit` devices after `after` in listing order (created, then id); see Listings.ts. */
+  readonly listPage: (after: Option.Option<DeviceKey>, limit: number) => Effect.Effect<ReadonlyArray<DeviceView>, StoreFailed>
   readonly get: (deviceId: string) => Effect.Effect<Option.Option<DeviceView>, StoreFailed>
   /**
    * Waits until the device is connected and has sent its first valid heartbeat; succeeds with that
@@ -152,6 +154,7 @@ const make = Effect.gen(function* () {
 
   return DeviceDirectory.of({
     list: Effect.flatMap(store.list, Effect.forEach(view)),
+    listPage: (after, limit) => Effect.flatMap(store.listPage(after, limit), Effect.forEach(view)),
     get: (deviceId) =>
       Effect.flatMap(store.get(deviceId), (device) =>
         Option.isNone(device) ? Effect.succeedNone : Effect.map(view(device.value), Option.some)),

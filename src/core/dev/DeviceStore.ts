@@ -111,7 +111,15 @@ export class DeviceStore extends Context.Service<DeviceStore, {
   readonly persistDeclarations: (changes: ReadonlyArray<DeclarationChange>) => Effect.Effect<void, StoreFailed>
   readonly get: (deviceId: string) => Effect.Effect<Option.Option<StoredDevice>, StoreFailed>
   readonly list: Effect.Effect<ReadonlyArray<StoredDevice>, StoreFailed>
+  /** Up to `limit` devices after `after`, in (created_at_ms, device_id) order (keyset paging on an index). */
+  readonly listPage: (after: Option.Option<DeviceKey>, limit: number) => Effect.Effect<ReadonlyArray<StoredDevice>, StoreFailed>
 }>()("agentwire/core/dev/DeviceStore") {}
+
+/** A device's position in listing order. */
+export interface DeviceKey {
+  readonly createdAtMs: number
+  readonly deviceId: string
+}
 
 const readKind = (row: Record<string, unknown>): StoredKind => {
   const projection: Record<string, unknown> = {}
@@ -252,25 +260,27 @@ const make = Effect.gen(function* () {
     }, { discard: true })).pipe(storeFailed("record_declaration"))
   })
 
-  const load = (deviceIds: Option.Option<string>) =>
+  /** Stored devices from their `devices` rows: declarations, kinds and active credentials of those devices only. */
+  const assemble = (devices: ReadonlyArray<Record<string, unknown>>, all: boolean) =>
     Effect.gen(function* () {
-      const devices = Option.isSome(deviceIds)
-        ? yield* sql`SELECT * FROM devices WHERE device_id = ${deviceIds.value}`
-        : yield* sql`SELECT * FROM devices ORDER BY created_at_ms, device_id`
-      const declarations = Option.isSome(deviceIds)
-        ? yield* sql`SELECT * FROM device_declarations WHERE device_id = ${deviceIds.value}`
-        : yield* sql`SELECT * FROM device_declarations`
-      const kinds = Option.isSome(deviceIds)
-        ? yield* sql`SELECT * FROM device_kinds WHERE device_id = ${deviceIds.value} ORDER BY kind`
-        : yield* sql`SELECT * FROM device_kinds ORDER BY device_id, kind`
-      const active = Option.isSome(deviceIds)
-        ? yield* sql`SELECT device_id FROM device_credentials
-            WHERE device_id = ${deviceIds.value} AND revoked_at_ms IS NULL`
-        : yield* sql`SELECT device_id FROM device_credentials WHERE revoked_at_ms IS NULL`
+      if (devices.length === 0) return []
+      const ids = devices.map((row) => String(row.device_id))
+      const only = all ? sql`1 = 1` : sql.in("device_id", ids)
+      const declarations = yield* sql`SELECT * FROM device_declarations WHERE ${only}`
+      const kinds = yield* sql`SELECT * FROM device_kinds WHERE ${only} ORDER BY device_id, kind`
+      const active = yield* sql`SELECT device_id FROM device_credentials WHERE ${only} AND revoked_at_ms IS NULL`
       const activeSet = new Set(active.map((r) => String(r.device_id)))
+      const declarationOf = new Map(declarations.map((d) => [String(d.device_id), d]))
+      const kindsOf = new Map<string, Array<StoredKind>>()
+      for (const k of kinds) {
+        const id = String(k.device_id)
+        const list = kindsOf.get(id)
+        if (list === undefined) kindsOf.set(id, [readKind(k)])
+        else list.push(readKind(k))
+      }
       return devices.map((row): StoredDevice => {
         const deviceId = String(row.device_id)
-        const decl = declarations.find((d) => String(d.device_id) === deviceId)
+        const decl = declarationOf.get(deviceId)
         return {
           deviceId,
           workspaceId: String(row.workspace_id),
@@ -284,11 +294,23 @@ const make = Effect.gen(function* () {
             activeRequests: toInt(decl.active_requests),
             heartbeatTs: toInt(decl.heartbeat_ts),
             receivedAtMs: toInt(decl.received_at_ms),
-            kinds: kinds.filter((k) => String(k.device_id) === deviceId).map((k) => readKind(k))
+            kinds: kindsOf.get(deviceId) ?? []
           })
         }
       })
     }).pipe(storeFailed("list_devices"))
+
+  const listPage = (after: Option.Option<DeviceKey>, limit: number) =>
+    Effect.flatMap(
+      Option.match(after, {
+        onNone: () => sql`SELECT * FROM devices ORDER BY created_at_ms, device_id LIMIT ${limit}`,
+        onSome: (k) =>
+          sql`SELECT * FROM devices
+            WHERE created_at_ms > ${k.createdAtMs} OR (created_at_ms = ${k.createdAtMs} AND device_id > ${k.deviceId})
+            ORDER BY created_at_ms, device_id LIMIT ${limit}`
+      }).pipe(storeFailed("list_devices")),
+      (rows) => assemble(rows, false)
+    )
 
   return DeviceStore.of({
     issueCredential,
@@ -298,8 +320,17 @@ const make = Effect.gen(function* () {
     recordDeclaration,
     clearDeclaration,
     persistDeclarations,
-    get: (deviceId) => Effect.map(load(Option.some(deviceId)), (rows) => Option.fromNullishOr(rows[0])),
-    list: load(Option.none())
+    get: (deviceId) =>
+      sql`SELECT * FROM devices WHERE device_id = ${deviceId}`.pipe(
+        storeFailed("list_devices"),
+        Effect.flatMap((rows) => assemble(rows, false)),
+        Effect.map((rows) => Option.fromNullishOr(rows[0]))
+      ),
+    list: sql`SELECT * FROM devices ORDER BY created_at_ms, device_id`.pipe(
+      storeFailed("list_devices"),
+      Effect.flatMap((rows) => assemble(rows, true))
+    ),
+    listPage
   })
 })
 

@@ -35,7 +35,7 @@ import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type Operat
 import { executionSpec, type SelfHostedEnvironment, type SessionConfiguration } from "./SessionConfig.js"
 import { SessionLocks } from "./SessionLocks.js"
 import { type SessionRecord, SessionStore } from "./SessionStore.js"
-import { isTerminalStatus, TurnStore } from "./TurnStore.js"
+import { TurnStore } from "./TurnStore.js"
 import { WriteReservations } from "./WriteReservations.js"
 
 /** Errors every Files operation can return before anything is sent. */
@@ -128,7 +128,7 @@ const make = Effect.gen(function* () {
 
   /** The Session's unfinished Turn, if any. */
   const unfinishedTurn = (sessionId: string) =>
-    Effect.map(unavailable(turns.listBySession(sessionId)), (list) => list.find((t) => !isTerminalStatus(t.status)))
+    Effect.map(unavailable(turns.unfinishedOf(sessionId)), Option.getOrUndefined)
 
   /** Runs `use` with a ready read-only preparation on an idle Session, under its scheduling reservation. */
   const onIdle = <A, E>(

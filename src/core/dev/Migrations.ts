@@ -207,12 +207,26 @@ const suspensions = Effect.gen(function* () {
   yield* sql`CREATE INDEX suspension_attempts_by_device ON suspension_attempts (device_id, created_at_ms)`
 })
 
+const listingIndexes = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // Keyset paging of the operator listings (docs/operator-api.md): each page is an index range scan.
+  yield* sql`CREATE INDEX devices_by_created ON devices (created_at_ms, device_id)`
+  yield* sql`CREATE INDEX sessions_by_created ON sessions (created_at_ms, session_id)`
+  yield* sql`CREATE INDEX turns_by_created ON turns (created_at_ms, turn_id)`
+  yield* sql`CREATE INDEX turns_by_device ON turns (device_id, created_at_ms)`
+  // Turn start reads two facts of its Session, each one index probe however many Turns it has: is one
+  // unfinished, and was one ever dispatched.
+  yield* sql`CREATE INDEX turns_by_session_status ON turns (session_id, status)`
+  yield* sql`CREATE INDEX turns_by_session_dispatched ON turns (session_id, dispatched_at_ms)`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
   "2_owner_leases": ownerLeases,
   "3_workspace": workspace,
-  "4_suspensions": suspensions
+  "4_suspensions": suspensions,
+  "5_listing_indexes": listingIndexes
 } as const
 
 /** The table recording applied migration ids. */

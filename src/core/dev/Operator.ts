@@ -15,6 +15,7 @@ import { DevIds } from "./DevIds.js"
 import { DeviceDirectory, type DeviceView } from "./DeviceDirectory.js"
 import { DeviceStore } from "./DeviceStore.js"
 import { OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
+import * as Listings from "./Listings.js"
 import {
   configurationIssue,
   type CreateSessionRequest,
@@ -75,6 +76,10 @@ export class Operator extends Context.Service<Operator, {
   readonly createSession: (request: CreateSessionRequest) => Effect.Effect<SessionView, OperatorRequestInvalid | OperatorNotFound | OperatorUnavailable>
   readonly getSession: (sessionId: string) => Effect.Effect<SessionView, OperatorNotFound | OperatorUnavailable>
   readonly listSessions: Effect.Effect<ReadonlyArray<SessionView>, OperatorUnavailable>
+  /** One page of devices, oldest first (Listings.ts). */
+  readonly listDevicesPage: (query: Listings.PageQuery) => Effect.Effect<Listings.Page<DeviceView>, OperatorUnavailable>
+  /** One page of Sessions, oldest first (Listings.ts). */
+  readonly listSessionsPage: (query: Listings.PageQuery) => Effect.Effect<Listings.Page<SessionView>, OperatorUnavailable>
 }>()("agentwire/core/dev/Operator") {}
 
 const make = Effect.gen(function* () {
@@ -150,7 +155,22 @@ const make = Effect.gen(function* () {
     getDevice,
     createSession,
     getSession,
-    listSessions: Effect.map(unavailable(sessions.list), (all) => all.map(sessionView))
+    listSessions: Effect.map(unavailable(sessions.list), (all) => all.map(sessionView)),
+    listDevicesPage: (query) =>
+      unavailable(Listings.readPage(
+        query,
+        (after, limit) => directory.listPage(Option.map(after, (k) => ({ createdAtMs: k.createdAtMs, deviceId: k.id })), limit),
+        (d) => ({ createdAtMs: d.created_at_ms, id: d.device_id })
+      )),
+    listSessionsPage: (query) =>
+      Effect.map(
+        unavailable(Listings.readPage(
+          query,
+          (after, limit) => sessions.listPage(Option.map(after, (k) => ({ createdAtMs: k.createdAtMs, sessionId: k.id })), limit),
+          (s) => ({ createdAtMs: s.createdAtMs, id: s.sessionId })
+        )),
+        (page) => ({ items: page.items.map(sessionView), nextCursor: page.nextCursor })
+      )
   })
 })
 

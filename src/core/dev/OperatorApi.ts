@@ -23,6 +23,7 @@ import { dropLaggingClient, readableFact, withKeepAlive } from "./OperatorSse.js
 import * as OperatorToken from "./OperatorToken.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
 import type { JournalItem } from "./TurnJournal.js"
+import * as Listings from "./Listings.js"
 import * as TurnList from "./TurnList.js"
 import { TurnStore } from "./TurnStore.js"
 import { Turns, turnView } from "./Turns.js"
@@ -221,7 +222,12 @@ export const layer = (
       const p = (path: string) => `${OperatorPrefix}${path}` as HttpRouter.PathInput
 
       // ------------------------------------------------------------------------------------ devices
-      yield* router.add("GET", p("/devices"), route(() => Effect.map(operator.listDevices, (devices) => json(200, { devices }))))
+      // Listings are paged (Listings.ts): `limit` (default 50, at most 200) and the previous page's `next_cursor`.
+      const pageQuery = (request: HttpServerRequest.HttpServerRequest) =>
+        Listings.parsePageQuery(new URL(request.url, "http://operator.invalid").searchParams)
+      yield* router.add("GET", p("/devices"), route((request) =>
+        Effect.flatMap(pageQuery(request), (query) =>
+          Effect.map(operator.listDevicesPage(query), (page) => json(200, { devices: page.items, next_cursor: page.nextCursor })))))
       yield* router.add(
         "GET",
         p("/devices/:device_id"),
@@ -254,7 +260,9 @@ export const layer = (
           Effect.flatMap(readBody(request, CreateSessionRequest), (body) =>
             Effect.map(operator.createSession(body), (session) => json(201, session))))
       )
-      yield* router.add("GET", p("/sessions"), route(() => Effect.map(operator.listSessions, (sessions) => json(200, { sessions }))))
+      yield* router.add("GET", p("/sessions"), route((request) =>
+        Effect.flatMap(pageQuery(request), (query) =>
+          Effect.map(operator.listSessionsPage(query), (page) => json(200, { sessions: page.items, next_cursor: page.nextCursor })))))
       yield* router.add(
         "GET",
         p("/sessions/:session_id"),

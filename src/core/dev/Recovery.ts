@@ -106,7 +106,7 @@ export const resumableTurns: Effect.Effect<ReadonlyArray<TurnPlan>, never, TurnS
     if (turn.status !== "queued" || turn.deviceId === undefined) continue
     const session = yield* Effect.option(sessions.get(turn.sessionId)).pipe(Effect.map(Option.flatten))
     if (Option.isNone(session)) continue
-    const previous = yield* Effect.orElseSucceed(turns.listBySession(turn.sessionId), () => [])
+    const started = yield* Effect.orElseSucceed(turns.hasDispatched(turn.sessionId, turn.turnId), () => false)
     plans.push({
       turnId: turn.turnId,
       sessionId: turn.sessionId,
@@ -116,7 +116,7 @@ export const resumableTurns: Effect.Effect<ReadonlyArray<TurnPlan>, never, TurnS
         sessionId: turn.sessionId,
         agentKind: session.value.agentKind,
         configuration: session.value.configuration as SessionConfiguration,
-        hasStartedTurn: previous.some((t) => t.turnId !== turn.turnId && t.dispatchedAtMs !== undefined),
+        hasStartedTurn: started,
         nativeSessionId: session.value.nativeSessionId,
         environment: session.value.environment
       }),

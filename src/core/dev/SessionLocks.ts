@@ -12,30 +12,44 @@
 import { Context, Effect, Layer, Option, Semaphore } from "effect"
 import { OperatorConflict } from "./OperatorErrors.js"
 
+/**
+ * One one-permit semaphore per key, made on first use and dropped when nobody holds or waits for it;
+ * `using(key, use)` runs `use` with the key's semaphore.
+ */
+const keyedSemaphores = () => {
+  const locks = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
+  return <A, E, R>(key: string, use: (s: Semaphore.Semaphore) => Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        let entry = locks.get(key)
+        if (entry === undefined) {
+          entry = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
+          locks.set(key, entry)
+        }
+        entry.users++
+        return entry
+      }),
+      (entry) => use(entry.semaphore),
+      (entry) =>
+        Effect.sync(() => {
+          entry.users--
+          if (entry.users === 0 && locks.get(key) === entry) locks.delete(key)
+        })
+    )
+}
+
+/** A lock per key (e.g. per Session id): `effect` runs while holding `key`'s lock, waiting for it if held. */
+export const makeKeyedLock = (): (<A, E, R>(key: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>) => {
+  const using = keyedSemaphores()
+  return (key, effect) => using(key, (s) => s.withPermits(1)(effect))
+}
+
 export class SessionLocks extends Context.Service<SessionLocks, {
   readonly withLock: <A, E, R>(sessionId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   readonly tryWithLock: <A, E, R>(sessionId: string, effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | OperatorConflict, R>
 }>()("agentwire/core/dev/SessionLocks") {
   static readonly layer = Layer.sync(SessionLocks, () => {
-    const locks = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
-    const using = <A, E, R>(sessionId: string, use: (s: Semaphore.Semaphore) => Effect.Effect<A, E, R>) =>
-      Effect.acquireUseRelease(
-        Effect.sync(() => {
-          let entry = locks.get(sessionId)
-          if (entry === undefined) {
-            entry = { semaphore: Semaphore.makeUnsafe(1), users: 0 }
-            locks.set(sessionId, entry)
-          }
-          entry.users++
-          return entry
-        }),
-        (entry) => use(entry.semaphore),
-        (entry) =>
-          Effect.sync(() => {
-            entry.users--
-            if (entry.users === 0 && locks.get(sessionId) === entry) locks.delete(sessionId)
-          })
-      )
+    const using = keyedSemaphores()
     return SessionLocks.of({
       withLock: (sessionId, effect) => using(sessionId, (s) => s.withPermits(1)(effect)),
       tryWithLock: <A, E, R>(sessionId: string, effect: Effect.Effect<A, E, R>) =>

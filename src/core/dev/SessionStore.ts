@@ -31,6 +31,11 @@ export class SessionStore extends Context.Service<SessionStore, {
   ) => Effect.Effect<SessionRecord, StoreFailed>
   readonly get: (sessionId: string) => Effect.Effect<Option.Option<SessionRecord>, StoreFailed>
   readonly list: Effect.Effect<ReadonlyArray<SessionRecord>, StoreFailed>
+  /** Up to `limit` Sessions after `after`, in (created_at_ms, session_id) order (keyset paging on an index). */
+  readonly listPage: (
+    after: Option.Option<{ readonly createdAtMs: number; readonly sessionId: string }>,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<SessionRecord>, StoreFailed>
   /** Binds the Session to a device unless it is bound already; succeeds with the device it is bound to. */
   readonly bindDevice: (sessionId: string, deviceId: string) => Effect.Effect<string, StoreFailed>
   readonly setNativeSessionId: (sessionId: string, nativeSessionId: string) => Effect.Effect<void, StoreFailed>
@@ -78,6 +83,17 @@ const make = Effect.gen(function* () {
       Effect.map((rows) => rows.map(read)),
       storeFailed("list_sessions")
     ),
+    listPage: (after, limit) =>
+      Option.match(after, {
+        onNone: () => sql`SELECT * FROM sessions ORDER BY created_at_ms, session_id LIMIT ${limit}`,
+        onSome: (k) =>
+          sql`SELECT * FROM sessions
+            WHERE created_at_ms > ${k.createdAtMs} OR (created_at_ms = ${k.createdAtMs} AND session_id > ${k.sessionId})
+            ORDER BY created_at_ms, session_id LIMIT ${limit}`
+      }).pipe(
+        Effect.map((rows) => rows.map(read)),
+        storeFailed("list_sessions")
+      ),
     bindDevice: (sessionId, deviceId) =>
       sql.withTransaction(Effect.gen(function* () {
         yield* sql`UPDATE sessions SET device_id = ${deviceId} WHERE session_id = ${sessionId} AND device_id IS NULL`

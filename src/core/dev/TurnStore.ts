@@ -54,6 +54,13 @@ export class TurnStore extends Context.Service<TurnStore, {
   }) => Effect.Effect<TurnRecord, StoreFailed>
   readonly get: (turnId: string) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
   readonly listBySession: (sessionId: string) => Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
+  /** The Session's unfinished (queued or running) Turn, if any: one index probe, however many Turns it has. */
+  readonly unfinishedOf: (sessionId: string) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
+  /**
+   * Whether a Turn of the Session (other than `exceptTurnId`) was ever dispatched: one index probe, however
+   * many Turns it has.
+   */
+  readonly hasDispatched: (sessionId: string, exceptTurnId?: string) => Effect.Effect<boolean, StoreFailed>
   /** Turns not in a terminal state (queued or running). */
   readonly listUnfinished: Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
   /** Starts the next delivery attempt on `deviceId` (status `running`); succeeds with the attempt's number. */
@@ -192,6 +199,19 @@ const make = Effect.gen(function* () {
         Effect.map((rows) => rows.map(readTurn)),
         storeFailed("list_turns")
       ),
+    unfinishedOf: (sessionId) =>
+      sql`SELECT * FROM turns WHERE session_id = ${sessionId} AND status IN ('queued', 'running') LIMIT 1`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), readTurn)),
+        storeFailed("list_turns")
+      ),
+    hasDispatched: (sessionId, exceptTurnId) =>
+      (exceptTurnId === undefined
+        ? sql`SELECT turn_id FROM turns WHERE session_id = ${sessionId} AND dispatched_at_ms IS NOT NULL LIMIT 1`
+        : sql`SELECT turn_id FROM turns WHERE session_id = ${sessionId} AND dispatched_at_ms IS NOT NULL
+            AND turn_id <> ${exceptTurnId} LIMIT 1`).pipe(
+          Effect.map((rows) => rows.length > 0),
+          storeFailed("list_turns")
+        ),
     listUnfinished: sql`SELECT * FROM turns WHERE status IN ('queued', 'running') ORDER BY created_at_ms, turn_id`.pipe(
       Effect.map((rows) => rows.map(readTurn)),
       storeFailed("list_unfinished_turns")

@@ -8,7 +8,7 @@
  * - `TurnViews.ts`: the views and result shapes the operator API answers with;
  * - `Recovery.ts`: start-up reconciliation and the queued Turns a previous process left (resumed here).
  */
-import { Context, Deferred, Effect, Layer, Option, Result, Semaphore, type Stream } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Result, type Stream } from "effect"
 import { Ids, MessageInput } from "../../proto/index.js"
 import { type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
 import type { DeviceSession } from "../DeviceSession.js"
@@ -22,13 +22,13 @@ import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { resumableTurns } from "./Recovery.js"
 import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
-import { SessionLocks } from "./SessionLocks.js"
+import { makeKeyedLock, SessionLocks } from "./SessionLocks.js"
 import { SessionStore } from "./SessionStore.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { type JournalItem, TurnJournal } from "./TurnJournal.js"
 import * as TurnOperations from "./TurnOperations.js"
 import * as TurnRunner from "./TurnRunner.js"
-import { isTerminalStatus, type TurnRecord, TurnStore } from "./TurnStore.js"
+import { type TurnRecord, TurnStore } from "./TurnStore.js"
 import {
   type AnswerResult,
   type CancelResult,
@@ -112,8 +112,11 @@ const make = Effect.gen(function* () {
   const ids = yield* DevIds
   const runner = yield* TurnRunner.TurnRunner
   const operations = yield* TurnOperations.make
-  /** Serializes starts, so two concurrent starts on one Session cannot both pass the one-unfinished-Turn check. */
-  const starting = yield* Semaphore.make(1)
+  /**
+   * Serializes starts per Session, so two concurrent starts on one Session cannot both pass the
+   * one-unfinished-Turn check; starts on different Sessions run concurrently.
+   */
+  const starting = makeKeyedLock()
 
   const candidatesFor = (deviceId: string | undefined) =>
     Effect.gen(function* () {
@@ -128,7 +131,8 @@ const make = Effect.gen(function* () {
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
   const start = (sessionId: string, input: MessageInput.MessageInput) =>
-    starting.withPermit(
+    starting(
+      sessionId,
       Option.isSome(locks) ? locks.value.tryWithLock(sessionId, startOne(sessionId, input)) : startOne(sessionId, input)
     )
 
@@ -139,15 +143,16 @@ const make = Effect.gen(function* () {
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    const previous = yield* unavailable(store.listBySession(sessionId))
-    if (previous.some((t) => !isTerminalStatus(t.status))) {
+    // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
+    if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }
+    const hasStartedTurn = yield* unavailable(store.hasDispatched(sessionId))
     const spec = executionSpec({
       sessionId,
       agentKind: session.value.agentKind,
       configuration: session.value.configuration as SessionConfiguration,
-      hasStartedTurn: previous.some((t) => t.dispatchedAtMs !== undefined),
+      hasStartedTurn,
       nativeSessionId: session.value.nativeSessionId,
         environment: session.value.environment
     })

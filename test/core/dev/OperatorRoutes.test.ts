@@ -87,6 +87,54 @@ describe("operator routes", () => {
         assert.strictEqual((yield* call("GET", "/api/v1/operator/turns", { token: "" })).status, 401)
       })))
 
+  it.effect("GET /devices and GET /sessions page oldest first with a cursor, never repeating or skipping", () =>
+    withCore((call) =>
+      Effect.gen(function* () {
+        const devices: Array<string> = []
+        const sessions: Array<string> = []
+        for (let i = 0; i < 5; i++) {
+          // two records share a millisecond: the id breaks the tie
+          if (i !== 3) yield* TestClock.adjust(1)
+          const device = `dev-${i}`
+          assert.strictEqual((yield* call("POST", `/api/v1/operator/devices/${device}/credential`)).status, 201)
+          devices.push(device)
+          const session = yield* call("POST", "/api/v1/operator/sessions", { body: { agent_kind: "scripted" } })
+          sessions.push(session.body.session_id as string)
+        }
+        const walk = (path: string, key: string, idKey: string) =>
+          Effect.gen(function* () {
+            const seen: Array<string> = []
+            const sizes: Array<number> = []
+            let cursor: string | null = null
+            do {
+              const page: { status: number; body: any } = yield* call(
+                "GET",
+                `${path}?limit=2${cursor === null ? "" : `&cursor=${cursor}`}`
+              )
+              assert.strictEqual(page.status, 200)
+              sizes.push(page.body[key].length)
+              seen.push(...page.body[key].map((x: any) => String(x[idKey])))
+              cursor = page.body.next_cursor
+            } while (cursor !== null)
+            return { seen, sizes }
+          })
+        const d = yield* walk("/api/v1/operator/devices", "devices", "device_id")
+        assert.deepStrictEqual(d, { seen: devices, sizes: [2, 2, 1] })
+        const s = yield* walk("/api/v1/operator/sessions", "sessions", "session_id")
+        assert.deepStrictEqual(s, { seen: sessions, sizes: [2, 2, 1] })
+        // No limit: the default page (50), all five here, and no next page.
+        const all = yield* call("GET", "/api/v1/operator/devices")
+        assert.deepStrictEqual([all.body.devices.length, all.body.next_cursor], [5, null])
+        // Bad limits and cursors are 400s that do not echo the value.
+        for (const query of ["limit=0", "limit=201", "limit=x", "cursor=not-a-cursor-%3Cscript%3E"]) {
+          for (const path of ["/api/v1/operator/devices", "/api/v1/operator/sessions"]) {
+            const bad = yield* call("GET", `${path}?${query}`)
+            assert.strictEqual(bad.status, 400, `${path}?${query}`)
+            assert.notInclude(JSON.stringify(bad.body), "script")
+          }
+        }
+      })))
+
   it.effect("/healthz and /readyz answer without a token and carry nothing but the status", () =>
     withCore((call) =>
       Effect.gen(function* () {

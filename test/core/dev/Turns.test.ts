@@ -468,6 +468,24 @@ describe("Turns", () => {
       assert.deepStrictEqual(yield* turnStatus, ["running", 1])
     }).pipe(Effect.provide(flakyServices)))
 
+  it.effect("of two concurrent starts on one Session exactly one is recorded; another Session starts meanwhile", () =>
+    Effect.gen(function* () {
+      yield* setup
+      yield* (yield* SessionStore).create({ sessionId: "s2", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const turns = yield* Turns.Turns
+      const results = yield* Effect.all(
+        [turns.start("s1", MessageInput.text("a")), turns.start("s1", MessageInput.text("b")), turns.start("s2", MessageInput.text("c"))],
+        { concurrency: "unbounded", mode: "result" }
+      )
+      const tags = results.map((r) => (r._tag === "Success" ? "started" : (r.failure as { reason?: string }).reason))
+      assert.deepStrictEqual([...tags.slice(0, 2)].sort(), ["started", "turn_active"])
+      assert.strictEqual(tags[2], "started")
+      const store = yield* TurnStore
+      assert.strictEqual((yield* store.listBySession("s1")).length, 1)
+      assert.strictEqual((yield* store.listBySession("s2")).length, 1)
+      assert.isTrue(Option.isSome(yield* store.unfinishedOf("s1")))
+    }).pipe(Effect.provide(services)))
+
   it.effect("refuses a Turn the capability policy does not admit, recording and sending nothing", () =>
     Effect.gen(function* () {
       yield* setup

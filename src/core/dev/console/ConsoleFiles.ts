@@ -28,7 +28,7 @@ AW.files.decode = function (data) {
 
 AW.views.files = function (view, deviceId) {
   view.append(el("h2", {}, ["Files on ", el("span", { class: "mono", text: deviceId })]));
-  Promise.all([AW.api("GET", "/devices/" + encodeURIComponent(deviceId)), AW.api("GET", "/sessions")]).then(function (answers) {
+  Promise.all([AW.api("GET", "/devices/" + encodeURIComponent(deviceId)), AW.apiAll("/sessions", "sessions")]).then(function (answers) {
     var device = answers[0];
     var caps = [];
     (device.declaration ? device.declaration.kinds : []).forEach(function (k) {

@@ -108,6 +108,24 @@ AW.showLogin = function (message) {
   document.getElementById("token").focus();
 };
 
+// A paged listing (devices, sessions: docs/operator-api.md "Listings"), every page in turn up to maxPages;
+// resolves with { <key>: all items, more: whether pages were left }.
+AW.apiAll = function (path, key, maxPages) {
+  var items = [];
+  var pages = 0;
+  var next = function (cursor) {
+    return AW.api("GET", path + "?limit=200" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "")).then(function (page) {
+      items = items.concat(page[key]);
+      pages++;
+      if (page.next_cursor && pages < (maxPages || 25)) return next(page.next_cursor);
+      var out = { more: Boolean(page.next_cursor) };
+      out[key] = items;
+      return out;
+    });
+  };
+  return next(null);
+};
+
 AW.logout = function (message) {
   try { window.sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
   AW.runLeave();
@@ -116,7 +134,7 @@ AW.logout = function (message) {
 
 AW.login = function (token) {
   try { window.sessionStorage.setItem(TOKEN_KEY, token); } catch (e) { /* private mode: kept nowhere */ }
-  return AW.api("GET", "/devices").then(function () {
+  return AW.api("GET", "/devices?limit=1").then(function () {
     document.getElementById("token").value = "";
     AW.route();
   }, function (error) {
@@ -201,7 +219,7 @@ AW.views.devices = function (view) {
     }))]), body
   ]));
   var load = function () {
-    AW.api("GET", "/devices").then(function (answer) {
+    AW.apiAll("/devices", "devices").then(function (answer) {
       body.replaceChildren.apply(body, answer.devices.map(AW.deviceRow));
       if (answer.devices.length === 0) body.appendChild(el("tr", {}, [el("td", { colspan: "6", class: "muted", text: "No devices yet: create a credential and start a daemon." })]));
       AW.status("devices refreshed " + AW.time(Date.now()));
@@ -255,7 +273,7 @@ AW.views.sessions = function (view) {
     ]);
   };
   var load = function () {
-    AW.api("GET", "/sessions").then(function (answer) {
+    AW.apiAll("/sessions", "sessions").then(function (answer) {
       var sorted = answer.sessions.slice().sort(function (a, b) { return b.created_at_ms - a.created_at_ms; });
       body.replaceChildren.apply(body, sorted.map(row));
     }, AW.fail("sessions"));

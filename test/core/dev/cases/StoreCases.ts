@@ -140,6 +140,25 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.strictEqual(after.heartbeatTs, 9)
     }).pipe(Effect.provide(store)))
 
+  it.effect("finds a Session's unfinished Turn and whether one was dispatched by index probes", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* sessions.create({ sessionId: "s2", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      assert.isTrue(Option.isNone(yield* turns.unfinishedOf("s1")))
+      assert.isFalse(yield* turns.hasDispatched("s1"))
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      assert.strictEqual(Option.getOrThrow(yield* turns.unfinishedOf("s1")).turnId, "t1")
+      assert.isTrue(Option.isNone(yield* turns.unfinishedOf("s2")))
+      yield* turns.markDispatched("t1")
+      assert.isTrue(yield* turns.hasDispatched("s1"))
+      assert.isFalse(yield* turns.hasDispatched("s1", "t1"))
+      assert.isFalse(yield* turns.hasDispatched("s2"))
+      yield* turns.complete("t1", { status: "completed" } as never)
+      assert.isTrue(Option.isNone(yield* turns.unfinishedOf("s1")))
+    }).pipe(Effect.provide(store)))
+
   it.effect("advances the input cursor only on acceptance, once per input", () =>
     Effect.gen(function* () {
       const sessions = yield* SessionStore
