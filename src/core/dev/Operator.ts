@@ -77,7 +77,7 @@ export class Operator extends Context.Service<Operator, {
   readonly getSession: (sessionId: string) => Effect.Effect<SessionView, OperatorNotFound | OperatorUnavailable>
   readonly listSessions: Effect.Effect<ReadonlyArray<SessionView>, OperatorUnavailable>
   /** One page of devices, oldest first (Listings.ts). */
-  readonly listDevicesPage: (query: Listings.PageQuery) => Effect.Effect<Listings.Page<DeviceView>, OperatorUnavailable>
+  readonly listDevicesPage: (query: Listings.PageQuery) => Effect.Effect<Listings.Page<OperatorDeviceView>, OperatorUnavailable>
   /** One page of Sessions, oldest first (Listings.ts). */
   readonly listSessionsPage: (query: Listings.PageQuery) => Effect.Effect<Listings.Page<SessionView>, OperatorUnavailable>
 }>()("agentwire/core/dev/Operator") {}
@@ -157,10 +157,13 @@ const make = Effect.gen(function* () {
     getSession,
     listSessions: Effect.map(unavailable(sessions.list), (all) => all.map(sessionView)),
     listDevicesPage: (query) =>
-      unavailable(Listings.readPage(
-        query,
-        (after, limit) => directory.listPage(Option.map(after, (k) => ({ createdAtMs: k.createdAtMs, deviceId: k.id })), limit),
-        (d) => ({ createdAtMs: d.created_at_ms, id: d.device_id })
+      unavailable(Effect.flatMap(
+        Listings.readPage(
+          query,
+          (after, limit) => directory.listPage(Option.map(after, (k) => ({ createdAtMs: k.createdAtMs, deviceId: k.id })), limit),
+          (d) => ({ createdAtMs: d.created_at_ms, id: d.device_id })
+        ),
+        (page) => Effect.map(Effect.forEach(page.items, withSuspension), (items) => ({ ...page, items }))
       )),
     listSessionsPage: (query) =>
       Effect.map(
