@@ -160,15 +160,27 @@ export type ConfigurationIssue =
   | "environment_conflict" // local_environment together with disable_execution_environment
   | "mcp_origin_service" // a service-origin server without Environment type none
   | "mcp_origin_environment" // an environment-origin server without a networked local Environment
+  | "mcp_server_url" // not an absolute http(s) URL with a host, or it carries credentials, a query or a fragment
+  | "mcp_bearer_insecure" // a bearer token for a server whose URL is not https with a host
   | "tool_search_pairing" // tool_search and deferred functions must appear together
   | "too_many_functions" // more than MaxFunctionTools (64) function tools
   | "duplicate_function" // two function tools with one name
   | "blank_function_name"
   | "function_name_too_long" // a function name over MaxFunctionNameBytes (512) UTF-8 bytes
 
+/** An MCP server URL by the public rule (absolute http(s) with a host; no credentials, query or fragment). */
+const mcpUrl = (text: string): URL | undefined => {
+  if (!URL.canParse(text)) return undefined
+  const url = new URL(text)
+  if (url.protocol !== "https:" && url.protocol !== "http:") return undefined
+  if (url.hostname === "" || url.username !== "" || url.password !== "" || url.search !== "" || url.hash !== "") return undefined
+  if (text.includes("?") || text.includes("#")) return undefined
+  return url
+}
+
 /**
  * The Environment, MCP-origin, function-tool and tool-search rules (`ValidateConnectionOrigin`,
- * `ValidateToolSearch`, at most 64 function tools with unique, non-blank names of at most 512 UTF-8 bytes),
+ * the MCP server URL rule and the HTTPS-with-host rule for bearer servers, `ValidateToolSearch`, at most 64 function tools with unique, non-blank names of at most 512 UTF-8 bytes),
  * checked before a factory is selected. Returns the first issue found; pure, never throws.
  */
 export const validateConfiguration = (config: PromptRequestPayload): Option.Option<ConfigurationIssue> => {
@@ -181,6 +193,11 @@ export const validateConfiguration = (config: PromptRequestPayload): Option.Opti
       server.connection_origin === "environment" &&
       (!local || none || config.local_environment?.network_access !== "enabled")
     ) return Option.some("mcp_origin_environment")
+    const url = mcpUrl(server.server_url)
+    if (url === undefined) return Option.some("mcp_server_url")
+    if (server.bearer_token !== undefined && server.bearer_token !== "" && url.protocol !== "https:") {
+      return Option.some("mcp_bearer_insecure")
+    }
   }
   const tools = config.function_tools ?? []
   if (tools.length > MaxFunctionTools) return Option.some("too_many_functions")

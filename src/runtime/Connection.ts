@@ -43,8 +43,8 @@ export type ConnectionEnd =
  * Executor table first, then the shared connection services, the Run table, the families and the dispatcher.
  */
 export const ConnectionLayer = Dispatcher.layer.pipe(
-  Layer.provideMerge(Transfer.layer),
   Layer.provideMerge(Suspension.layer),
+  Layer.provideMerge(Transfer.layer),
   Layer.provideMerge(Workspace.layer),
   Layer.provideMerge(Layer.mergeAll(
     Admission.layer,

@@ -28,6 +28,7 @@ import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
 import type { Executor, Harness, HarnessDeclaration, PrepareFailed, PrepareRequest } from "./harness/Harness.js"
 import { makeCapacityPermits } from "./CapacityPermits.js"
+import { resolveMcpBindings } from "./harness/McpBindings.js"
 import { closeUntilConfirmed, observed, Ownership } from "./Ownership.js"
 import { RuntimePolicy, type RuntimePolicyShape } from "./RuntimePolicy.js"
 import { type ExecutorStatus, StatusBoard } from "./StatusBoard.js"
@@ -207,7 +208,8 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
 
   const prepare = (entry: ExecutorEntry, harness: Harness, request: PrepareRequest) =>
     Effect.uninterruptibleMask((restore) =>
-      restore(harness.prepare(request)).pipe(
+      // MCP: the request's public servers and the installed ones become the Executor's transient bindings.
+      restore(harness.prepare({ ...request, mcpServers: resolveMcpBindings(request.configuration, []) })).pipe(
         Scope.provide(entry.scope),
         Effect.tap((native) =>
           Effect.andThen(

@@ -5,7 +5,7 @@
  * Quiesce (only on an open connection):
  * - `invalid_request` when this daemon has no bound Environment, the request names another one, or it carries
  *   `rollback: true`;
- * - `resource_busy` while anything is unsettled: Runs, workspace reads, a write or export, pending
+ * - `resource_busy` while anything is unsettled: a `runtime_prepare` transfer, Runs, workspace reads, a write or export, pending
  *   interactions, an owned preparation (an admission that is not terminal), an Executor that is not idle, an
  *   idle Executor for another Environment, a `device_shutdown` drain — or when the suspension state cannot be
  *   persisted;
@@ -38,6 +38,7 @@ import { Executors } from "./Executors.js"
 import { Interactions } from "./Interactions.js"
 import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
+import { Transfer } from "./transfer/Transfer.js"
 import { type SuspensionIdentity, SuspensionStore } from "./SuspensionStore.js"
 import { Transport } from "./transport/Transport.js"
 import type { Inbound } from "./transport/Transport.js"
@@ -91,6 +92,7 @@ const make = Effect.gen(function* () {
   const interactions = yield* Interactions
   const workspace = yield* Workspace
   const executors = yield* Executors
+  const transfer = yield* Transfer
   const store = yield* SuspensionStore
   const binding = (yield* EnvironmentBinding).binding
   // Fibers of this family: outside `background`, which the quiesce drain waits on.
@@ -127,6 +129,7 @@ const make = Effect.gen(function* () {
   const unsettled = Effect.gen(function* () {
     const reasons: Array<string> = []
     if (yield* drain.draining) reasons.push("shutdown")
+    if (yield* transfer.active) reasons.push("runtime_preparation")
     if ((yield* runs.activeCount) > 0) reasons.push("runs")
     if ((yield* workspace.activeReads) > 0) reasons.push("reads")
     if (yield* gate.busy) reasons.push("write_or_export")

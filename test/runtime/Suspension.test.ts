@@ -27,6 +27,7 @@ import {
   startFrame
 } from "../support/runtimeTestWire.js"
 import { tempWorkspace } from "../support/workspaceDir.js"
+import { fileBegin } from "../support/prepareFrames.js"
 import { bytesRead } from "../support/workspaceFrames.js"
 
 const quiesce = (id: string, env: string, suspendId: string, rollback?: boolean): Messages.CoreToRuntime => ({
@@ -108,6 +109,19 @@ describe("Suspension (Runtime)", () => {
         // Nothing was fenced: a release of an unknown handle is still answered.
         yield* core.toRuntime(releaseFrame("rel-1", "handle-9"))
         same((yield* next(core, "preparation_status")).payload.state, "rejected")
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+    }))
+
+  it.effect("an active runtime_prepare transfer refuses quiesce with resource_busy", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      const env = ws.local.id
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        yield* core.toRuntime(fileBegin("t-1", env, "/workspace/a.txt", "hello"))
+        same((yield* next(core, "runtime_prepare_result")).payload.outcome, "ready")
+        yield* core.toRuntime(quiesce("q-1", env, "susp-1"))
+        same(yield* quiesced(core), ["q-1", reply(env, "susp-1", "resource_busy")])
       }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
     }))
 

@@ -17,6 +17,7 @@
  * above). Each admitted Executor and Turn keeps the declaration snapshot it was admitted with; the guarded
  * helpers at the bottom check that snapshot before any native call.
  */
+import type { McpBinding } from "./McpBindings.js"
 import { Context, Data, Effect, Layer, Option, type Scope } from "effect"
 import type { AgentKindCapabilities, CapabilityName } from "../../proto/Capabilities.js"
 import type { PromptRequestPayload } from "../../proto/Execution.js"
@@ -72,6 +73,11 @@ export interface PrepareRequest {
   readonly configuration: PromptRequestPayload
   /** The declaration snapshot the Executor is admitted with. */
   readonly declaration: HarnessDeclaration
+  /**
+   * The effective MCP bindings (McpBindings.ts), resolved by the Executor table: transient, bearer tokens
+   * `Redacted`; never persisted or logged. Absent when the caller resolved none.
+   */
+  readonly mcpServers?: ReadonlyArray<McpBinding> | undefined
 }
 
 /** One active-input batch. */

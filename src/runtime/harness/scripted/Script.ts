@@ -102,6 +102,9 @@ export const WriteFileStep = Schema.Struct({ write_file: Schema.Struct({ path: S
 /** Reads a workspace file (≤ 1 MiB) and emits its text as a delta. */
 export const ReadFileStep = Schema.Struct({ read_file: Schema.String })
 
+/** Emits the Executor's effective MCP bindings as one JSON delta (bearer tokens only as `bearer: true`). */
+export const McpServersStep = Schema.Struct({ mcp_servers: Schema.Literal(true) })
+
 export const Step = Schema.Union([
   DeltaStep,
   ThinkingStep,
@@ -123,7 +126,8 @@ export const Step = Schema.Union([
   FailSubmissionsStep,
   NotReusableStep,
   WriteFileStep,
-  ReadFileStep
+  ReadFileStep,
+  McpServersStep
 ])
 export type Step = typeof Step.Type
 

@@ -24,6 +24,7 @@ import {
   type TurnSink
 } from "../Harness.js"
 import { decodePrepareOptions, toDuration } from "./Script.js"
+import { initializeRequired } from "../McpBindings.js"
 import { ScriptedSignals } from "./ScriptedSignals.js"
 import { makeTurn } from "./ScriptedTurn.js"
 import type { ScriptedOperation } from "./ScriptedTurnState.js"
@@ -124,6 +125,10 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
         const opts = decoded?._tag === "Success" ? decoded.success : {}
         if (opts.prepare_sleep !== undefined) yield* Effect.sleep(toDuration(opts.prepare_sleep))
         if (opts.prepare_wait !== undefined) yield* signals.await(opts.prepare_wait)
+        // A required MCP server must initialize before the Executor exists (nothing is submitted otherwise).
+        yield* initializeRequired(request.mcpServers ?? []).pipe(
+          Effect.mapError((e) => new PrepareFailed({ reason: `required MCP server ${e.index} did not initialize (${e.cause})` }))
+        )
         // The native state is owned by the Executor's scope from the moment it exists: the release is the
         // last-resort stop (a no-op after a confirmed close), so an interrupted or failed preparation leaks nothing.
         const { executor } = yield* Effect.acquireRelease(
@@ -168,7 +173,7 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
             if (executorState.closed) return yield* new StartFailed({ reason: "executor closed" })
             if (executorState.busy) return yield* new StartFailed({ reason: "executor busy" })
             executorState.busy = true
-            return yield* makeTurn({ signals, violations, nextId, workspaceRoot: options.workspaceRoot }, {
+            return yield* makeTurn({ signals, violations, nextId, workspaceRoot: options.workspaceRoot, mcpServers: request.mcpServers ?? [] }, {
               runId,
               input,
               sink,

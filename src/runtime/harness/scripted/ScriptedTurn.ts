@@ -3,6 +3,7 @@
  * function results and cancellation as the script says, and settles through `awaitSettlement`. Time passes
  * only on the Effect clock; named signals (`ScriptedSignals`) control native settlement.
  */
+import { describe as describeMcp } from "../McpBindings.js"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import type { InteractionId } from "../../../proto/Ids.js"
 import { unsafeMake } from "../../../proto/Ids.js"
@@ -219,6 +220,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
       if ("function_call" in step) return functionCall(step.function_call).pipe(cont)
       if ("wait" in step) return signals.await(step.wait).pipe(cont)
       if ("write_file" in step || "read_file" in step) return closeThen(fileStep(step))
+      if ("mcp_servers" in step) return delta(JSON.stringify(describeMcp(env.mcpServers ?? []))).pipe(cont)
       return Effect.sync(() => {
         if ("close_fails" in step) ctx.setCloseFails(step.close_fails)
         else if ("close_hangs" in step) ctx.setCloseHangs(step.close_hangs)

@@ -2,6 +2,7 @@
  * The state of one scripted Turn and its output helpers (deltas, output messages, tool calls, the continuity
  * snapshot). The per-delta path creates no generator.
  */
+import type { McpBinding } from "../McpBindings.js"
 import { type Deferred, Effect, type Scope } from "effect"
 import type { PromptRequestPayload } from "../../../proto/Execution.js"
 import type { ExecutorId, RunId } from "../../../proto/Ids.js"
@@ -21,6 +22,8 @@ export interface ScriptedEnv {
   readonly nextId: (prefix: string) => string
   /** The bound workspace root (the Turn's working directory); absent: file steps fail. */
   readonly workspaceRoot?: string | undefined
+  /** The Executor's effective MCP bindings (McpBindings.ts); the `mcp_servers` step shows them, bearer as presence. */
+  readonly mcpServers?: ReadonlyArray<McpBinding> | undefined
 }
 
 
