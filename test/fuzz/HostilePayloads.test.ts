@@ -109,6 +109,8 @@ const daemonRefusal: Readonly<Record<string, ReadonlyArray<string>>> = {
   execution_prepare: ["preparation_status"],
   execution_start: ["preparation_status"],
   execution_release: ["preparation_status"],
+  environment_quiesce: ["environment_quiesced"],
+  environment_resume: ["environment_resumed"],
   prompt_steer: ["prompt_steer_ack"],
   prompt_request: ["error", "done"],
   runtime_prepare: ["runtime_prepare_result"],
