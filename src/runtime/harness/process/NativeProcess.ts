@@ -195,10 +195,11 @@ const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
         if (Option.isNone(inTime)) signalGroup(spawned, "SIGKILL")
       }
       const result = yield* Deferred.await(exited)
-      // Members that outlived the leader (its descendants) are killed too.
+      // Members that outlived the leader (its descendants) are killed too, and waited for: a loaded machine can
+      // take well over a second to tear down a many-threaded native process after SIGKILL.
       if (groupAlive(spawned)) {
         signalGroup(spawned, "SIGKILL")
-        for (let i = 0; i < 100 && groupAlive(spawned); i++) yield* Effect.sleep("10 millis")
+        for (let i = 0; i < 1000 && groupAlive(spawned); i++) yield* Effect.sleep("10 millis")
       }
       return result
     })
