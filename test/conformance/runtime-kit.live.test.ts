@@ -63,7 +63,13 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
       assert.isNotNull(match, instructions)
       const workspace = match![2]!
       assert.match(Path.basename(workspace), /^agentwire-workspace-fixture-/)
-      assert.isTrue(Fs.existsSync(Path.join(workspace, "README.md")))
+      // The kit restores the tree before each scenario (remove, then write), so poll rather than catch it mid-restore.
+      let present = false
+      for (let i = 0; i < 100 && !present; i++) {
+        present = Fs.existsSync(Path.join(workspace, "README.md"))
+        if (!present) await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      assert.isTrue(present, "the fixture tree is in the workspace")
       const profile = tempDir()
       track(start(["daemon", ...match![1]!.split(" "), "--profile", profile]))
       assert.strictEqual(await kit.exited(120_000), 0, kit.stderr())
