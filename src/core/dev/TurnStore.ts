@@ -63,8 +63,16 @@ export class TurnStore extends Context.Service<TurnStore, {
   readonly hasDispatched: (sessionId: string, exceptTurnId?: string) => Effect.Effect<boolean, StoreFailed>
   /** Turns not in a terminal state (queued or running). */
   readonly listUnfinished: Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
-  /** Starts the next delivery attempt on `deviceId` (status `running`); succeeds with the attempt's number. */
-  readonly beginAttempt: (turnId: string, deviceId: string) => Effect.Effect<number, StoreFailed>
+  /**
+   * Starts the next delivery attempt on `deviceId` (status `running`); succeeds with the attempt's number.
+   * `owner` (several nodes, docs/multi-node.md): the node beginning it and the generation of the device's owner
+   * lease it holds, recorded on the Turn (the lease sweeper reconciles it once that generation is stale).
+   */
+  readonly beginAttempt: (
+    turnId: string,
+    deviceId: string,
+    owner?: { readonly nodeId: string; readonly generation: number }
+  ) => Effect.Effect<number, StoreFailed>
   /** Records when the Run itself (execution_start / prompt_request) entered the send queue (first time only). */
   readonly markDispatched: (turnId: string) => Effect.Effect<void, StoreFailed>
   /** An attempt ended unclaimed (nothing executed): the Turn is queued again. */
@@ -216,9 +224,10 @@ const make = Effect.gen(function* () {
       Effect.map((rows) => rows.map(readTurn)),
       storeFailed("list_unfinished_turns")
     ),
-    beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId) {
+    beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId, owner) {
       return yield* sql.withTransaction(Effect.gen(function* () {
-        yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId}
+        yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId},
+            owner_node = ${owner?.nodeId ?? null}, owner_generation = ${owner?.generation ?? null}
           WHERE turn_id = ${turnId} AND status IN ('queued', 'running')`
         const rows = yield* sql`SELECT attempt FROM turns WHERE turn_id = ${turnId}`
         return toInt(rows[0]?.attempt ?? 0)
