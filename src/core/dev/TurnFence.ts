@@ -11,7 +11,7 @@
  */
 import { Effect, Option, Result } from "effect"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
-import { type Lease, type LeaseLost, OwnerLeases } from "./pg/OwnerLeases.js"
+import { JournalFence, type Lease, type LeaseLost, OwnerLeases } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 
 /** `DurableWrites.makeDurable`'s result: a store write retried until it succeeds. */
@@ -25,47 +25,39 @@ export interface TurnFence {
   readonly leaseFor: (deviceId: string) => Effect.Effect<Option.Option<Lease>>
   /**
    * Wraps retried store writes (`DurableWrites`): each `write` runs fenced on `lease` (unfenced without one),
-   * every retry too; `LeaseLost` ends the retries and fails the result.
+   * every retry too; `LeaseLost` ends the retries and fails the result. A `journal` write (group-committed by
+   * another fiber) carries the lease into its batch (`JournalFence`) instead of running in `fenced`.
    */
   readonly guard: <O>(durable: Durable<O>) => <A>(
     owner: O,
     operation: string,
     lease: Lease | undefined,
-    write: Effect.Effect<A, StoreFailed>
+    write: Effect.Effect<A, StoreFailed | LeaseLost>
   ) => Effect.Effect<A, LeaseLost>
 }
 
 export const make: Effect.Effect<TurnFence> = Effect.gen(function* () {
   const keeper = yield* Effect.serviceOption(LeaseKeeper)
   const leases = yield* Effect.serviceOption(OwnerLeases)
-  if (Option.isNone(keeper) || Option.isNone(leases)) {
-    return {
-      enabled: false,
-      nodeId: undefined,
-      leaseFor: () => Effect.succeed(Option.none()),
-      guard: <O>(durable: Durable<O>) => <A>(o: O, operation: string, _lease: Lease | undefined, write: Effect.Effect<A, StoreFailed>) =>
-        durable(o, operation, write)
-    }
-  }
-  const owner = leases.value
+  const enabled = Option.isSome(keeper) && Option.isSome(leases)
+  const fenced = <A>(operation: string, lease: Lease | undefined, write: Effect.Effect<A, StoreFailed | LeaseLost>) =>
+    lease === undefined || Option.isNone(leases)
+      ? write
+      : operation === "journal"
+      ? Effect.provideService(write, JournalFence, lease)
+      : leases.value.fenced(lease, write)
   return {
-    enabled: true,
-    nodeId: owner.node.nodeId,
-    leaseFor: keeper.value.current,
-    guard: <O>(durable: Durable<O>) => <A>(
-      o: O,
-      operation: string,
-      lease: Lease | undefined,
-      write: Effect.Effect<A, StoreFailed>
-    ): Effect.Effect<A, LeaseLost> =>
-      lease === undefined
-        ? durable(o, operation, write)
-        : Effect.flatMap(
-          durable(o, operation, owner.fenced(lease, write).pipe(
-            Effect.map((a): Result.Result<A, LeaseLost> => Result.succeed(a)),
-            Effect.catchTag("LeaseLost", (lost) => Effect.succeed(Result.fail(lost)))
-          )),
-          (result) => Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
-        )
+    enabled,
+    nodeId: Option.isSome(leases) ? leases.value.node.nodeId : undefined,
+    leaseFor: Option.isSome(keeper) ? keeper.value.current : () => Effect.succeed(Option.none()),
+    guard: <O>(durable: Durable<O>) =>
+    <A>(o: O, operation: string, lease: Lease | undefined, write: Effect.Effect<A, StoreFailed | LeaseLost>) =>
+      Effect.flatMap(
+        durable(o, operation, fenced(operation, lease, write).pipe(
+          Effect.map((a): Result.Result<A, LeaseLost> => Result.succeed(a)),
+          Effect.catchTag("LeaseLost", (lost) => Effect.succeed(Result.fail(lost)))
+        )),
+        (result) => Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
+      )
   }
 })

@@ -118,7 +118,7 @@ const make = (options: TurnsOptions) =>
     const fencedDurable = fence.guard(makeDurable(options, (a: Active) =>
       a.current === undefined ? Effect.void : a.current.delivery.endObservation("journal_unavailable")))
     /** A store write of the Turn, retried until stored; fenced on the attempt's owner lease (several nodes). */
-    const durable = <A>(a: Active, operation: string, write: Effect.Effect<A, StoreFailed>): Effect.Effect<A, LeaseLost> =>
+    const durable = <A>(a: Active, operation: string, write: Effect.Effect<A, StoreFailed | LeaseLost>): Effect.Effect<A, LeaseLost> =>
       fencedDurable(a, operation, a.fence, write)
 
     // -------------------------------------------------------------------------------------- facts

@@ -49,6 +49,17 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
   }
 }
 
+/**
+ * The owner lease a Turn's journal appends are fenced on. Journal appends are group-committed by a writer
+ * fiber (`GroupCommit.ts`), so they cannot run inside `fenced`: the runner sets this reference around them
+ * (`TurnFence.ts`), `TurnStore.appendEvents` carries it into the batch, and the batch's transaction probes
+ * every carried lease (`FOR SHARE`) before inserting; a stale one fails the batch with `LeaseLost`, and the
+ * group commit then commits each write alone, so only the fenced-out Turn's append is refused.
+ */
+export const JournalFence = Context.Reference<Lease | undefined>("agentwire/core/dev/pg/JournalFence", {
+  defaultValue: () => undefined
+})
+
 export class OwnerLeases extends Context.Service<OwnerLeases, {
   readonly node: { readonly nodeId: string; readonly nodeUrl: string; readonly ttlMs: number }
   /** Takes the device's lease for this node (always succeeds over any holder); succeeds with the new lease. */
