@@ -139,8 +139,22 @@ export const operator = (url: string, token: string) => {
     const text = await res.text()
     return { status: res.status, body: text === "" ? undefined : JSON.parse(text) as any }
   }
+  /**
+   * A GET is idempotent: when the pooled keep-alive socket it went out on was being closed by the server (Node
+   * closes idle sockets on its own timers, late on a loaded machine), it is sent once more on a new socket, as
+   * any HTTP client does. Only that socket error is retried; a response of any status is returned as it is.
+   */
+  const get = async (path: string) => {
+    try {
+      return await request("GET", path)
+    } catch (e) {
+      const code = (e as { cause?: { code?: string } }).cause?.code
+      if (code !== "UND_ERR_SOCKET" && code !== "ECONNRESET") throw e
+      return request("GET", path)
+    }
+  }
   return {
-    get: (path: string) => request("GET", path),
+    get,
     post: (path: string, body?: unknown) => request("POST", path, body ?? {}),
     del: (path: string) => request("DELETE", path)
   }
