@@ -114,13 +114,26 @@ const withReadOnly = <A, E>(session: DeviceSession, root: string, use: (handle: 
         }
       }
     })
-    let status = yield* Queue.take(queue)
-    while (status.state === "preparing") status = yield* Queue.take(queue)
+    // Each status within 30 s (a missing `ready` or `released` fails the run with its reason instead of hanging it).
+    const take = (waitingFor: string) =>
+      Queue.take(queue).pipe(
+        Effect.timeoutOrElse({
+          duration: "30 seconds",
+          orElse: () => Effect.die(new Error(`read-only preparation: no ${waitingFor} status within 30 s`))
+        })
+      )
+    let status = yield* take("ready")
+    while (status.state === "preparing") status = yield* take("ready")
     const handle = status.handle
     if (status.state !== "ready" || handle === undefined) return yield* Effect.die(new Error(`read-only preparation ${status.state} (${status.error_code ?? "no code"})`))
+    const release = session.send({ type: "execution_release", id, payload: { handle } })
+    let releasing = false
+    // A failed `use` (an export ended at its budget) still releases the handle, without waiting for `released`.
+    yield* Effect.addFinalizer(() => (releasing ? Effect.void : Effect.ignore(release)))
     const result = yield* use(handle)
-    yield* session.send({ type: "execution_release", id, payload: { handle } })
-    while (status.state !== "released") status = yield* Queue.take(queue)
+    releasing = true
+    yield* release
+    while (status.state !== "released") status = yield* take("released")
     return result
   }))
 
