@@ -6,7 +6,6 @@
  * with 64 KiB of base64 data, a small JSON receipt back, the next chunk only after it), the same process and the
  * same body size. Target: ≥ 100 MB/s (decimal) on the median.
  */
-import { Effect, Fiber, Layer, Logger, Redacted, References } from "effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -15,14 +14,10 @@ import { WebSocket, WebSocketServer } from "ws"
 import { randomUUID } from "node:crypto"
 import * as RuntimePrepare from "../../src/core/prepare/RuntimePrepare.js"
 import { Ids } from "../../src/proto/index.js"
-import { ProtocolVersion } from "../../src/proto/Version.js"
-import * as Daemon from "../../src/runtime/Daemon.js"
-import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
-import { StatusBoard } from "../../src/runtime/StatusBoard.js"
-import { Connector } from "../../src/runtime/transport/Connector.js"
 import { figure, type Figure } from "../lib/figures.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
 import { makeDevices, sessionOf, startCore, watchDeclared } from "../support/core.js"
+import { startInProcessDaemon } from "../support/inProcessDaemon.js"
 
 const Chunk = 64 * 1024
 const EnvironmentId = "a2d4f6e8-1b3c-4d5e-9f70-8a9b0c1d2e3f"
@@ -75,18 +70,7 @@ export const transferSuite: Suite = {
     const core = await startCore([device!])
     const declared = watchDeclared(core, device!.deviceId)
     await declared.ready
-    const deviceId = Ids.unsafeMake.deviceId(device!.deviceId)
-    const daemon = Effect.runFork(
-      Daemon.run({ deviceId, coreOrigin: core.baseUrl }).pipe(
-        Effect.provide(Layer.mergeAll(
-          Connector.layer({ apiBase: `${core.baseUrl}/api/v1`, deviceId, credential: Redacted.make(device!.credential), userAgent: "agentwire-bench" }),
-          RuntimeProcess.layer({ environment: { environmentId: EnvironmentId, root: workspace, configured: workspace, networkAccess: "disabled" } }),
-          StatusBoard.layer({ daemonVersion: "bench", wireVersion: ProtocolVersion, pid: process.pid, deviceId, coreUrl: core.baseUrl }),
-          Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)]),
-          Layer.succeed(References.MinimumLogLevel, "Warn")
-        ))
-      )
-    )
+    const daemon = startInProcessDaemon(core, device!, EnvironmentId, workspace)
     try {
       await declared.declared
       const session = await sessionOf(core, device!.deviceId)
@@ -126,7 +110,7 @@ export const transferSuite: Suite = {
         ]
       }
     } finally {
-      await Effect.runPromise(Fiber.interrupt(daemon))
+      await daemon.stop()
       await core.dispose()
       rmSync(workspace, { recursive: true, force: true })
     }

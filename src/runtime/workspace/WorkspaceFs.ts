@@ -11,7 +11,22 @@
 import type * as FsP from "node:fs/promises"
 import { Context, Effect, Layer, Option } from "effect"
 import { ExportStream, ExportTooLarge } from "./internal/exportStream.js"
-import { listDirectory, type ListedEntry, openDirectoryForList, openFileForRead, readPrefix, SafeFsError, type SafeFsReason } from "./internal/safeFs.js"
+import {
+  createStaging,
+  DestinationRefused,
+  type DestinationIssue,
+  discardStaging,
+  listDirectory,
+  type ListedEntry,
+  openDirectoryForList,
+  openFileForRead,
+  readPrefix,
+  renameStaging,
+  SafeFsError,
+  type SafeFsReason,
+  syncStaging,
+  syncStagingDirectory
+} from "./internal/safeFs.js"
 
 /** A native handle's close: idempotent (every caller shares the first attempt's outcome once it succeeded). */
 export type NativeClose = Effect.Effect<void, SafeFsReason>
@@ -37,6 +52,27 @@ export interface NativeExport {
   readonly close: NativeClose
 }
 
+/** Why a write's staging file could not be created or installed: a filesystem reason or a destination refusal. */
+export type StagingFailure = SafeFsReason | DestinationIssue
+
+/**
+ * A write's staging file beside its destination (verified inside the root), installed in three steps so the
+ * caller knows exactly which step failed: a failure before `rename` leaves the old file intact; a failure of
+ * `syncDirectory` comes after the rename (the outcome is ambiguous).
+ */
+export interface NativeStaging {
+  /** Writes all of `data` at `offset` (a short write is `io`). */
+  readonly write: (data: Uint8Array, offset: number) => Effect.Effect<void, SafeFsReason>
+  /** fsync and close of the complete staging file. */
+  readonly sync: Effect.Effect<void, SafeFsReason>
+  /** Re-checks the destination, copies its mode and renames the staging file over it (atomic). */
+  readonly rename: Effect.Effect<void, StagingFailure>
+  /** fsync of the destination's directory: the durability of the rename. */
+  readonly syncDirectory: Effect.Effect<void, SafeFsReason>
+  /** Removes the staging file (already gone is fine) and closes its handles; retryable until it succeeds. */
+  readonly discard: NativeClose
+}
+
 export interface WorkspaceFsShape {
   /** The workspace root (absent: the daemon has no Environment binding; every operation is unavailable). */
   readonly root: Option.Option<string>
@@ -46,11 +82,20 @@ export interface WorkspaceFsShape {
   readonly openDirectory: (path: string) => Effect.Effect<NativeDirectory, SafeFsReason>
   /** A tar stream of the whole workspace, pulled from disk (the caller owns it until its close is confirmed). */
   readonly openExport: Effect.Effect<NativeExport, SafeFsReason>
+  /**
+   * Creates the staging file `tempName` beside the destination `path` (parents created, each verified inside the
+   * root; a directory destination is `destination_directory`, a symlink, special file or escaping path
+   * `unsafe_destination`). The caller owns it until its `discard` is confirmed.
+   */
+  readonly openStaging: (path: string, tempName: string) => Effect.Effect<NativeStaging, StagingFailure>
 }
 
 export const reasonOf = (e: unknown): SafeFsReason => (e instanceof SafeFsError ? e.reason : "io")
 
 const promise = <A>(f: () => Promise<A>): Effect.Effect<A, SafeFsReason> => Effect.tryPromise({ try: f, catch: reasonOf })
+
+const stagingStep = <A>(f: () => Promise<A>): Effect.Effect<A, StagingFailure> =>
+  Effect.tryPromise({ try: f, catch: (e) => (e instanceof DestinationRefused ? e.issue : reasonOf(e)) })
 
 /** An idempotent close of a FileHandle: a later call after success is a no-op; after a failure it retries. */
 export const closeOnce = (handle: FsP.FileHandle): NativeClose => {
@@ -72,7 +117,9 @@ const unbound: Effect.Effect<never, SafeFsReason> = Effect.fail("not_found")
 
 /** The real implementation over `root` (absent: nothing is bound). */
 export const make = (root: string | undefined): WorkspaceFsShape => {
-  if (root === undefined) return { root: Option.none(), openFile: () => unbound, openDirectory: () => unbound, openExport: unbound }
+  if (root === undefined) {
+    return { root: Option.none(), openFile: () => unbound, openDirectory: () => unbound, openExport: unbound, openStaging: () => unbound }
+  }
   return {
     root: Option.some(root),
     openFile: (path) =>
@@ -96,7 +143,20 @@ export const make = (root: string | undefined): WorkspaceFsShape => {
         read: (max) => Effect.tryPromise({ try: () => stream.read(max), catch: (e) => (e instanceof ExportTooLarge ? "too_large" : reasonOf(e)) }),
         close: promise(() => stream.close())
       }
-    })
+    }),
+    openStaging: (path, tempName) =>
+      stagingStep(() => createStaging(root, path, tempName)).pipe(
+        Effect.map((staging): NativeStaging => ({
+          write: (data, offset) =>
+            promise(() => staging.file.write(data, 0, data.length, offset)).pipe(
+              Effect.flatMap(({ bytesWritten }) => (bytesWritten === data.length ? Effect.void : Effect.fail("io" as const)))
+            ),
+          sync: promise(() => syncStaging(staging)),
+          rename: stagingStep(() => renameStaging(staging)),
+          syncDirectory: promise(() => syncStagingDirectory(staging)),
+          discard: promise(() => discardStaging(staging))
+        }))
+      )
   }
 }
 

@@ -20,7 +20,9 @@
  *   `invalid_request`; nothing is ever replayed.
  *
  * The staging file is a scoped resource (resource `write:<id>`, kind `workspace`): removed when the write ends in
- * any way (including interruption and connection loss) through `closeUntilConfirmed`.
+ * any way (including interruption and connection loss) through `closeUntilConfirmed`. Every filesystem call
+ * (staging, chunk writes, fsync, rename, directory fsync, staging removal) goes through `WorkspaceFs`, so tests
+ * can inject faults at each step.
  */
 import { createHash, type Hash } from "node:crypto"
 import { Duration, Effect, Exit, Fiber, Option, Scope, Semaphore } from "effect"
@@ -37,8 +39,7 @@ import { RuntimePolicy } from "../RuntimePolicy.js"
 import { Runs } from "../Runs.js"
 import { StatusBoard } from "../StatusBoard.js"
 import { EnvironmentBinding } from "./EnvironmentBinding.js"
-import { createStaging, DestinationRefused, discardStaging, installStaging, type Staging } from "./internal/safeFs.js"
-import { reasonOf } from "./WorkspaceFs.js"
+import { type NativeStaging, type StagingFailure, WorkspaceFs } from "./WorkspaceFs.js"
 
 /** How long a write's end waits for its staging removal before replying anyway. */
 const StagingRemovalWait = Duration.seconds(1)
@@ -52,7 +53,7 @@ interface ActiveWrite {
   readonly lock: Semaphore.Semaphore
   readonly hash: Hash
   readonly leave: Effect.Effect<void>
-  staging: Staging | undefined
+  staging: NativeStaging | undefined
   received: number
   ended: boolean
   timer: Fiber.Fiber<void> | undefined
@@ -67,6 +68,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
     const runs = yield* Runs
     const executors = yield* Executors
     const binding = (yield* EnvironmentBinding).binding
+    const fs = yield* WorkspaceFs
     const ownership = observed(yield* Ownership, (yield* StatusBoard).touch)
     const policy = yield* RuntimePolicy
     const parent = yield* Effect.scope
@@ -103,12 +105,8 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
     /** Creates the staging file (owned by the write's scope until its removal is confirmed); then `ready`. */
     const open = (w: ActiveWrite, path: string) =>
       Effect.gen(function* () {
-        const root = Option.getOrThrow(binding).root
         const tempName = `.agentwire-write-${createHash("sha256").update(w.id).digest("hex").slice(0, 16)}.tmp`
-        const created = yield* Effect.tryPromise({
-          try: () => createStaging(root, path, tempName),
-          catch: (e) => (e instanceof DestinationRefused ? e.issue : reasonOf(e))
-        }).pipe(Effect.result)
+        const created = yield* fs.openStaging(path, tempName).pipe(Effect.result)
         if (created._tag === "Failure") {
           const f = created.failure
           return yield* finish(w, f === "destination_directory" || f === "unsafe_destination"
@@ -121,7 +119,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         yield* ownership.acquire(resource, "workspace")
         yield* Scope.addFinalizer(
           w.scope,
-          closeUntilConfirmed(resource, Effect.tryPromise({ try: () => discardStaging(staging), catch: reasonOf }), (r) => `staging removal failed: ${r}`).pipe(
+          closeUntilConfirmed(resource, staging.discard, (r) => `staging removal failed: ${r}`).pipe(
             Effect.provideService(Ownership, ownership),
             Effect.provideService(RuntimePolicy, policy)
           )
@@ -173,11 +171,8 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
           bytes.success.length < 1 || bytes.success.length > MaxChunkBytes || w.received + bytes.success.length > w.size
         ) return yield* finish(w, invalid)
         const data = bytes.success
-        const written = yield* Effect.tryPromise({
-          try: () => staging.file.write(data, 0, data.length, w.received),
-          catch: reasonOf
-        }).pipe(Effect.result)
-        if (written._tag === "Failure" || written.success.bytesWritten !== data.length) {
+        const written = yield* staging.write(data, w.received).pipe(Effect.result)
+        if (written._tag === "Failure") {
           return yield* finish(w, { outcome: "rejected", error_code: "write_rejected" })
         }
         w.hash.update(data)
@@ -190,19 +185,19 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         if (w.ended) return
         const staging = w.staging
         if (staging === undefined || w.received !== w.size || w.hash.copy().digest("hex") !== w.sha256) return yield* finish(w, invalid)
-        const progress = { renamed: false }
-        const installed = yield* Effect.tryPromise({
-          try: () => installStaging(staging, progress),
-          catch: (e) => (e instanceof DestinationRefused ? e.issue : reasonOf(e))
-        }).pipe(Effect.result)
-        if (installed._tag === "Success") return yield* finish(w, { outcome: "completed", size_bytes: w.size })
-        if (progress.renamed) return yield* finish(w, { outcome: "unknown", error_code: "write_unconfirmed" })
-        const f = installed.failure
-        yield* finish(w, {
+        // Before the rename the old file is intact (`write_rejected`); after it only durability is unproven.
+        const rejected = (f: StagingFailure): WorkspaceWriteResultPayload => ({
           outcome: "rejected",
           error_code: "write_rejected",
           ...(f === "destination_directory" || f === "unsafe_destination" ? { reason: f } : {})
         })
+        const synced = yield* staging.sync.pipe(Effect.result)
+        if (synced._tag === "Failure") return yield* finish(w, rejected(synced.failure))
+        const renamed = yield* staging.rename.pipe(Effect.result)
+        if (renamed._tag === "Failure") return yield* finish(w, rejected(renamed.failure))
+        const durable = yield* staging.syncDirectory.pipe(Effect.result)
+        if (durable._tag === "Failure") return yield* finish(w, { outcome: "unknown", error_code: "write_unconfirmed" })
+        yield* finish(w, { outcome: "completed", size_bytes: w.size })
       })
 
     const write = (id: OperationId, p: WorkspaceWritePayload, trace: string | undefined) =>

@@ -10,8 +10,8 @@ import { TestClock } from "effect/testing"
 import { createHash } from "node:crypto"
 import * as RuntimePrepare from "../../../src/core/prepare/RuntimePrepare.js"
 import { Ids, type Messages, Transfer } from "../../../src/proto/index.js"
-import { type CoreHarness, makeReal, RealLayer } from "../../support/coreFakeSession.js"
-import { heartbeat } from "../../support/coreScriptedRuntime.js"
+import { makeReal, RealLayer } from "../../support/coreFakeSession.js"
+import { advance, receive, started } from "../../support/workspaceDriverSteps.js"
 
 const ENV = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
 const SESSION = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
@@ -39,31 +39,6 @@ const errorOf = <A, E>(exit: Exit.Exit<A, E> | undefined): unknown =>
 const fields = (e: unknown, keys: ReadonlyArray<string>) => keys.map((k) => (e as Record<string, unknown>)[k])
 
 const real = makeReal()
-
-const receive = (h: CoreHarness) =>
-  Effect.map(h.receive, (m) => {
-    const { trace: _trace, ...rest } = m as Messages.CoreToRuntime & { trace?: string }
-    return rest as Messages.CoreToRuntime
-  })
-
-const started = <A, E>(h: CoreHarness, effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.forkChild(effect)
-    const sent = yield* receive(h)
-    return { fiber, sent }
-  })
-
-const advance = (h: CoreHarness, ms: number) =>
-  Effect.gen(function*() {
-    let left = ms
-    while (left > 0) {
-      const step = Math.min(left, 30_000)
-      yield* TestClock.adjust(step)
-      yield* h.emit(heartbeat())
-      left -= step
-    }
-    yield* h.flush
-  })
 
 describe("RuntimePrepare", () => {
   it.effect("sends begin, waits for each receipt before the next 64 KiB chunk, then commit; reports progress", () =>

@@ -12,8 +12,8 @@ import * as WorkspaceExport from "../../../src/core/workspace/WorkspaceExport.js
 import * as WorkspaceRead from "../../../src/core/workspace/WorkspaceRead.js"
 import * as WorkspaceWrite from "../../../src/core/workspace/WorkspaceWrite.js"
 import { Ids, type Messages, Transfer } from "../../../src/proto/index.js"
-import { type CoreHarness, makeReal, RealLayer } from "../../support/coreFakeSession.js"
-import { heartbeat } from "../../support/coreScriptedRuntime.js"
+import { makeReal, RealLayer } from "../../support/coreFakeSession.js"
+import { advance, receive, started } from "../../support/workspaceDriverSteps.js"
 
 const ENV = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
 const SESSION = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
@@ -47,34 +47,6 @@ const errorOf = <A, E>(exit: Exit.Exit<A, E> | undefined): unknown =>
   exit === undefined ? "pending" : Exit.isSuccess(exit) ? "success" : Option.getOrUndefined(Exit.findErrorOption(exit))
 
 const real = makeReal()
-
-/** Forks `effect` and returns its fiber once Core's first frame of it was sent. */
-const started = <A, E>(h: CoreHarness, effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.forkChild(effect)
-    const sent = yield* receive(h)
-    return { fiber, sent }
-  })
-
-/** Core's next frame without its diagnostic trace (the caller's span). */
-const receive = (h: CoreHarness) =>
-  Effect.map(h.receive, (m) => {
-    const { trace: _trace, ...rest } = m as Messages.CoreToRuntime & { trace?: string }
-    return rest as Messages.CoreToRuntime
-  })
-
-/** Moves the TestClock by `ms`, with a heartbeat every 30 s so the 60 s liveness bound keeps the connection. */
-const advance = (h: CoreHarness, ms: number) =>
-  Effect.gen(function*() {
-    let left = ms
-    while (left > 0) {
-      const step = Math.min(left, 30_000)
-      yield* TestClock.adjust(step)
-      yield* h.emit(heartbeat())
-      left -= step
-    }
-    yield* h.flush
-  })
 
 describe("WorkspaceRead", () => {
   it.effect("registers before sending the exact byte read, and returns the bytes after an acknowledged close", () =>

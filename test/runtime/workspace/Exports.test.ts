@@ -14,12 +14,11 @@ import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import type { WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceFs.js"
 import { adjust, connect, next, processLayer, releaseFrame, same, silent } from "../../support/runtimeTestWire.js"
 import { readTar, type TarEntryRead } from "../../support/tarReader.js"
+import { boundTo, type Core, exportResult, readyReadOnly, workspaceAndOutside } from "../../support/workspaceDaemon.js"
 import { tempWorkspace, type TempWorkspace } from "../../support/workspaceDir.js"
 import { exportBegin, exportCancel, exportNext, readOnlyPrepare, writeBegin } from "../../support/workspaceFrames.js"
 
-type Core = Effect.Success<ReturnType<typeof connect>>["core"]
-
-const result = (core: Core) => Effect.map(next(core, "workspace_export_result"), (f) => [f.id, f.payload] as const)
+const result = exportResult
 
 const body = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) % 251))
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
@@ -66,15 +65,6 @@ const pull = (core: Core, id: string, env: string) =>
     }
   })
 
-const readyReadOnly = (ws: TempWorkspace) =>
-  Effect.gen(function* () {
-    const c = yield* connect()
-    yield* c.core.toRuntime(readOnlyPrepare("prep-ro", ws.local))
-    same((yield* next(c.core, "preparation_status")).payload.state, "preparing")
-    same((yield* next(c.core, "preparation_status")).payload.state, "ready")
-    return c
-  })
-
 const summary = (entries: ReadonlyArray<TarEntryRead>) =>
   entries.map((e) => [e.path, e.type, e.type === "file" ? e.sha256 : e.type === "symlink" ? e.linkTarget : ""])
 
@@ -103,13 +93,12 @@ describe("workspace_export", () => {
         // Deterministic: the same tree exports the same bytes; a second export after the first completed is admitted.
         same(sha(yield* pull(core, "e-2", ws.local.id)), sha(archive))
         assert.isTrue(yield* silent(core))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("symlinks are kept only when relative and inside; special, hard-linked and escaping entries are skipped", () =>
     Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const out = yield* tempWorkspace
+      const { ws, out } = yield* workspaceAndOutside
       Fs.writeFileSync(out.at("secret.txt"), "outside")
       Fs.mkdirSync(ws.at("dir"))
       Fs.writeFileSync(ws.at("dir/file.txt"), "inside")
@@ -131,7 +120,7 @@ describe("workspace_export", () => {
           ["root-link", "symlink", "dir"]
         ])
         same(Fs.readdirSync(out.root), ["secret.txt"])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("a wrong offset ends the export with failed / invalid_request; next for an unknown id is resource_unavailable", () =>
@@ -156,7 +145,7 @@ describe("workspace_export", () => {
         same(yield* result(core), ["nope", { outcome: "rejected", offset: 7, error_code: "resource_unavailable" }])
         yield* core.toRuntime(exportCancel("nope"))
         assert.isTrue(yield* silent(core))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("cancel ends the export without a reply and frees its capacity; one export at a time; writes excluded", () =>
@@ -186,7 +175,7 @@ describe("workspace_export", () => {
         yield* core.toRuntime(exportBegin("c-3", ws.local.id, "handle-2"))
         same((yield* result(core))[1].offset, 0)
         yield* core.toRuntime(exportCancel("c-3"))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("refused: another Environment, an unknown handle, a released handle (resource_unavailable); an unbound daemon (read_unsupported)", () =>
@@ -204,7 +193,7 @@ describe("workspace_export", () => {
         same((yield* next(core, "preparation_status")).payload.state, "released")
         yield* core.toRuntime(exportBegin("r-3", ws.local.id))
         same(yield* result(core), unavailable("r-3"))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
       yield* Effect.gen(function* () {
         const { core } = yield* connect()
         yield* core.toRuntime(exportBegin("r-4", ws.local.id))
@@ -227,7 +216,7 @@ describe("workspace_export", () => {
         yield* core.toRuntime(exportBegin("b-2", ws.local.id))
         const [, again] = yield* result(core)
         same([again.outcome, again.offset], ["chunk", 0])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("a failed close keeps ownership (cleanup unconfirmed) and the handle's released waits for the confirmed close", () =>
@@ -255,6 +244,6 @@ describe("workspace_export", () => {
         yield* adjust("1 minute")
         same((yield* next(core, "preparation_status")).payload.state, "released")
         same((yield* board.snapshot).unconfirmed, [])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding, wrapWorkspaceFs: failingClose })))
+      }).pipe(boundTo(ws, failingClose))
     }))
 })

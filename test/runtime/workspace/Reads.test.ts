@@ -13,8 +13,9 @@ import type { WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceF
 import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import { ScriptedSignals } from "../../../src/runtime/harness/scripted/ScriptedSignals.js"
 import { adjust, connect, next, processLayer, promptFrame, releaseFrame, same, script, silent, startFrame } from "../../support/runtimeTestWire.js"
+import { boundTo, readResult, readyReadOnly } from "../../support/workspaceDaemon.js"
 import { tempWorkspace, type TempWorkspace } from "../../support/workspaceDir.js"
-import { bytesRead, dirRead, readFrame, readOnlyPrepare } from "../../support/workspaceFrames.js"
+import { bytesRead, dirRead, readFrame } from "../../support/workspaceFrames.js"
 
 const b64 = (s: string) => Buffer.from(s).toString("base64")
 
@@ -26,17 +27,7 @@ const fill = (ws: TempWorkspace) => {
   execFileSync("mkfifo", [ws.at("pipe")])
 }
 
-/** A connection with a ready read-only preparation (handle-1) on a workspace bound to `ws`. */
-const readyReadOnly = (ws: TempWorkspace) =>
-  Effect.gen(function* () {
-    const c = yield* connect()
-    yield* c.core.toRuntime(readOnlyPrepare("prep-ro", ws.local))
-    same((yield* next(c.core, "preparation_status")).payload.state, "preparing")
-    same((yield* next(c.core, "preparation_status")).payload.state, "ready")
-    return c
-  })
-
-const result = (core: Parameters<typeof next>[0]) => Effect.map(next(core, "workspace_read_result"), (f) => [f.id, f.payload] as const)
+const result = readResult
 
 describe("workspace_read", () => {
   it.effect("bytes: complete, explicitly truncated, empty; refusals carry no bytes; a FIFO does not hang", () =>
@@ -62,7 +53,7 @@ describe("workspace_read", () => {
           yield* core.toRuntime(bytesRead(`r-${i}`, env, path, max))
           same(yield* result(core), [`r-${i}`, expected], path)
         }
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("directory: one level, symlinks listed not followed, explicit truncation, not_directory", () =>
@@ -98,7 +89,7 @@ describe("workspace_read", () => {
           yield* core.toRuntime(dirRead(`nd-${path}`, env, path, 10))
           same(yield* result(core), [`nd-${path}`, { outcome: "rejected", error_code: "not_directory" }], path)
         }
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("invalid requests, unknown targets, another Environment and an unbound daemon are refused", () =>
@@ -131,7 +122,7 @@ describe("workspace_read", () => {
         same((yield* next(core, "preparation_status")).payload.state, "released")
         yield* core.toRuntime(bytesRead("u-4", env, "hello.txt", 10))
         same(yield* result(core), ["u-4", { outcome: "rejected", error_code: "resource_unavailable" }])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
       // Unbound: nothing to read.
       yield* Effect.gen(function* () {
         const { core } = yield* connect()
@@ -159,7 +150,7 @@ describe("workspace_read", () => {
         assert.strictEqual((yield* next(core, "done")).id, "run-1")
         yield* core.toRuntime(bytesRead("after", env, "out.txt", 100, { run_id: "run-1" }))
         same(yield* result(core), ["after", { outcome: "rejected", error_code: "resource_unavailable" }])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("a hung read: capacity 4 is kept, the reply is unknown at 12 s (not before), and the owner takes no more reads", () =>
@@ -191,7 +182,7 @@ describe("workspace_read", () => {
         yield* core.toRuntime(bytesRead("h-5", env, "src/main.ts", 10))
         same(yield* result(core), ["h-5", { outcome: "rejected", error_code: "read_capacity" }])
         assert.isTrue(yield* silent(core))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding, wrapWorkspaceFs: hanging })))
+      }).pipe(boundTo(ws, hanging))
     }))
 
   it.effect("an unconfirmed read stops reads on its owner; a failed close keeps ownership until confirmed, then released", () =>
@@ -225,7 +216,7 @@ describe("workspace_read", () => {
         yield* adjust("1 minute")
         same((yield* next(core, "preparation_status")).payload.state, "released")
         same((yield* board.snapshot).unconfirmed, [])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding, wrapWorkspaceFs: failingClose })))
+      }).pipe(boundTo(ws, failingClose))
     }))
 
   it.effect("a duplicate pending id gets no reply", () =>
@@ -245,6 +236,6 @@ describe("workspace_read", () => {
         yield* adjust("12 seconds")
         same(yield* result(core), ["dup", { outcome: "unknown", error_code: "read_unconfirmed" }])
         assert.isTrue(yield* silent(core))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding, wrapWorkspaceFs: hanging })))
+      }).pipe(boundTo(ws, hanging))
     }))
 })

@@ -2,22 +2,43 @@
  * `workspace_write`, Runtime side (issue #13), over a real temporary workspace: begin/ready, acknowledged chunks
  * at exact offsets, commit with SHA-256 verification, atomic install (the old file intact on every refusal, no
  * staging file left), `write_rejected` reasons, capacity 1, admission exclusions, execution excluded while a
- * write is in progress, and the 120 s budget (TestClock, just before and at the boundary).
+ * write is in progress, and the 120 s budget (TestClock, just before and at the boundary). Faults injected through
+ * `WorkspaceFs`: a failed staging removal keeps the write's slot and ownership; a failure before the rename is
+ * `write_rejected` with the old file intact; a failed directory fsync after the rename is `write_unconfirmed`.
  */
 import * as Fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { type Duration, Effect } from "effect"
+import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
+import type { NativeStaging, WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceFs.js"
 import { adjust, connect, next, prepareFrame, processLayer, promptFrame, same, script, silent, text, until } from "../../support/runtimeTestWire.js"
+import { boundTo, type Core, workspaceAndOutside, writeResult } from "../../support/workspaceDaemon.js"
 import { tempWorkspace, type TempWorkspace } from "../../support/workspaceDir.js"
 import { writeBegin, writeChunk, writeCommit } from "../../support/workspaceFrames.js"
 
-type Core = Effect.Success<ReturnType<typeof connect>>["core"]
-
-const result = (core: Core) => Effect.map(next(core, "workspace_write_result"), (f) => [f.id, f.payload] as const)
+const result = writeResult
 
 /** No staging file anywhere in the workspace. */
 const noStaging = (ws: TempWorkspace) =>
   assert.deepStrictEqual((Fs.readdirSync(ws.root, { recursive: true }) as Array<string>).filter((n) => n.includes(".agentwire-write-")), [])
+
+/** A `WorkspaceFs` whose staging files are replaced by `f` of the real one (fault injection). */
+const staged = (f: (s: NativeStaging) => NativeStaging) => (fs: WorkspaceFsShape): WorkspaceFsShape => ({
+  ...fs,
+  openStaging: (path, tempName) => Effect.map(fs.openStaging(path, tempName), f)
+})
+
+/**
+ * Waits until the board's unconfirmed cleanups satisfy `done`: each round moves the TestClock by `step` (the
+ * cleanup retries' backoff) and gives real filesystem calls (a retried removal) a turn of the event loop.
+ */
+const boardUntil = (board: StatusBoard["Service"], done: (u: ReadonlyArray<unknown>) => boolean, step: Duration.Input) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 500 && !done((yield* board.snapshot).unconfirmed); i++) {
+      yield* adjust(step)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+    }
+  })
 
 /** Runs a full transfer of `body` in 64 KiB chunks and returns the commit's reply. */
 const transfer = (core: Core, ws: TempWorkspace, id: string, path: string, body: Buffer) =>
@@ -52,7 +73,7 @@ describe("workspace_write", () => {
         same(Fs.readFileSync(ws.at("empty.txt")).length, 0)
         noStaging(ws)
         assert.isTrue(yield* silent(core))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("a digest mismatch, short body, wrong offset or oversize chunk is invalid_request; the old file stays intact", () =>
@@ -91,13 +112,12 @@ describe("workspace_write", () => {
         same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "keep me")
         yield* adjust(0)
         noStaging(ws)
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("write_rejected with destination_directory or unsafe_destination; nothing is created outside the root", () =>
     Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const out = yield* tempWorkspace
+      const { ws, out } = yield* workspaceAndOutside
       Fs.mkdirSync(ws.at("dir"))
       Fs.writeFileSync(ws.at("file"), "x")
       Fs.symlinkSync(ws.at("file"), ws.at("link"))
@@ -116,7 +136,7 @@ describe("workspace_write", () => {
         }
         same(Fs.readdirSync(out.root), [])
         same(Fs.readlinkSync(ws.at("link")), ws.at("file"))
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
     }))
 
   it.effect("one write at a time; begin refused while anything else is live; execution excluded during a write", () =>
@@ -147,7 +167,7 @@ describe("workspace_write", () => {
         yield* adjust(0)
         yield* core.toRuntime(writeBegin("a-4", ws.local.id, "z.txt", "z"))
         same(yield* result(core), ["a-4", { outcome: "rejected", error_code: "resource_unavailable" }])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
       yield* Effect.gen(function* () {
         const { core } = yield* connect()
         yield* core.toRuntime(writeBegin("u-1", ws.local.id, "x.txt", "x"))
@@ -176,6 +196,92 @@ describe("workspace_write", () => {
         noStaging(ws)
         // The write ended: a new one may begin.
         same(yield* transfer(core, ws, "t-2", "slow.txt", Buffer.from("after")), { outcome: "completed", size_bytes: 5 })
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+      }).pipe(boundTo(ws))
+    }))
+
+  it.effect("a failed staging removal: the reply waits 1 s, then the write keeps its slot and ownership until the removal is confirmed", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("keep.txt"), "keep me")
+      let failing = true
+      const failingRemoval = staged((s) => ({ ...s, discard: Effect.suspend(() => (failing ? Effect.fail("io" as const) : s.discard)) }))
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const board = yield* StatusBoard
+        yield* core.toRuntime(writeBegin("s-1", ws.local.id, "keep.txt", "abcd", { sha256: "0".repeat(64) }))
+        same(yield* result(core), ["s-1", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("s-1", 0, "abcd"))
+        same(yield* result(core), ["s-1", { outcome: "received", offset: 4 }])
+        yield* core.toRuntime(writeCommit("s-1"))
+        // The commit ended the write: its first removal attempt failed (recorded on the board) and the end now
+        // waits up to 1 s for the removal before it replies anyway.
+        yield* boardUntil(board, (u) => u.length > 0, 0)
+        yield* adjust("999 millis")
+        assert.isTrue(yield* silent(core))
+        yield* adjust("1 millis")
+        same(yield* result(core), ["s-1", { outcome: "rejected", error_code: "invalid_request" }])
+        same((yield* board.snapshot).unconfirmed.map((u) => [u.resource, u.kind]), [["write:s-1", "workspace"]])
+        // The slot is kept while the removal is unconfirmed (also long after the reply).
+        yield* adjust("30 seconds")
+        yield* core.toRuntime(writeBegin("s-2", ws.local.id, "other.txt", "x"))
+        same(yield* result(core), ["s-2", { outcome: "rejected", error_code: "write_capacity" }])
+        assert.isAbove(Fs.readdirSync(ws.root).filter((n) => n.includes(".agentwire-write-")).length, 0)
+        // Once a retry confirms the removal, ownership ends and the slot is free.
+        failing = false
+        yield* boardUntil(board, (u) => u.length === 0, "1 minute")
+        same((yield* board.snapshot).unconfirmed, [])
+        noStaging(ws)
+        same(yield* transfer(core, ws, "s-3", "keep.txt", Buffer.from("replaced")), { outcome: "completed", size_bytes: 8 })
+        same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "replaced")
+      }).pipe(boundTo(ws, failingRemoval))
+    }))
+
+  it.effect("a failed chunk write, fsync or rename is write_rejected with the old file intact; the slot is freed", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("keep.txt"), "keep me")
+      let fail: "write" | "sync" | "rename" | undefined
+      const failing = staged((s) => ({
+        ...s,
+        write: (data, offset) => (fail === "write" ? Effect.fail("io" as const) : s.write(data, offset)),
+        sync: Effect.suspend(() => (fail === "sync" ? Effect.fail("io" as const) : s.sync)),
+        rename: Effect.suspend(() => (fail === "rename" ? Effect.fail("permission_denied" as const) : s.rename))
+      }))
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const rejected = { outcome: "rejected", error_code: "write_rejected" }
+        fail = "write"
+        yield* core.toRuntime(writeBegin("f-1", ws.local.id, "keep.txt", "abcd"))
+        same(yield* result(core), ["f-1", { outcome: "ready" }])
+        yield* core.toRuntime(writeChunk("f-1", 0, "abcd"))
+        same(yield* result(core), ["f-1", rejected])
+        for (const step of ["sync", "rename"] as const) {
+          fail = step
+          same(yield* transfer(core, ws, `f-${step}`, "keep.txt", Buffer.from("abcd")), rejected, step)
+          same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "keep me", step)
+        }
+        yield* adjust(0)
+        noStaging(ws)
+        fail = undefined
+        same(yield* transfer(core, ws, "f-ok", "keep.txt", Buffer.from("abcd")), { outcome: "completed", size_bytes: 4 })
+      }).pipe(boundTo(ws, failing))
+    }))
+
+  it.effect("an ambiguous final step (renamed, directory fsync failed) is unknown / write_unconfirmed; nothing is left staged", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("keep.txt"), "old")
+      const failing = staged((s) => ({ ...s, syncDirectory: Effect.andThen(s.syncDirectory, Effect.fail("io" as const)) }))
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        same(yield* transfer(core, ws, "u-1", "keep.txt", Buffer.from("new body")), { outcome: "unknown", error_code: "write_unconfirmed" })
+        // The rename happened: the new body is in place; only its durability is unproven.
+        same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "new body")
+        yield* adjust(0)
+        noStaging(ws)
+        // The write ended: the slot is free for the next one (nothing is replayed).
+        yield* core.toRuntime(writeBegin("u-2", ws.local.id, "keep.txt", "x"))
+        same(yield* result(core), ["u-2", { outcome: "ready" }])
+      }).pipe(boundTo(ws, failing))
     }))
 })

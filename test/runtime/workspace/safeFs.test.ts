@@ -19,7 +19,7 @@ import {
   SafeFsError
 } from "../../../src/runtime/workspace/internal/safeFs.js"
 import { seeded } from "../../support/seededRandom.js"
-import { tempWorkspace } from "../../support/workspaceDir.js"
+import { workspaceAndOutside } from "../../support/workspaceDaemon.js"
 
 const SECRET = "SECRET-OUTSIDE-THE-ROOT"
 
@@ -121,8 +121,7 @@ describe("safeFs over generated trees", () => {
     Effect.gen(function* () {
       const seen = new Set<string>()
       for (let seed = 1; seed <= 6; seed++) {
-        const ws = yield* tempWorkspace
-        const out = yield* tempWorkspace
+        const { ws, out } = yield* workspaceAndOutside
         Fs.writeFileSync(Path.join(out.root, "secret"), SECRET)
         const { files, all } = buildTree(ws.root, out.root, seed)
         // Every created path, plus paths through intermediate symlinks and missing ones.
@@ -180,8 +179,7 @@ describe("safeFs over generated trees", () => {
   it.effect("a listing is one level, lists symlinks without following them, and never escapes (seeds 1..6)", () =>
     Effect.gen(function* () {
       for (let seed = 1; seed <= 6; seed++) {
-        const ws = yield* tempWorkspace
-        const out = yield* tempWorkspace
+        const { ws, out } = yield* workspaceAndOutside
         Fs.writeFileSync(Path.join(out.root, "secret"), SECRET)
         const { all, dirs } = buildTree(ws.root, out.root, seed)
         for (const probe of [...dirs, ...all]) {
@@ -220,8 +218,7 @@ describe("safeFs over generated trees", () => {
 
   it.effect("a FIFO is refused without hanging; a directory chain through an outside link is refused", () =>
     Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const out = yield* tempWorkspace
+      const { ws, out } = yield* workspaceAndOutside
       execFileSync("mkfifo", [ws.at("pipe")])
       Fs.symlinkSync(out.root, ws.at("out"))
       Fs.writeFileSync(Path.join(out.root, "secret"), SECRET)

@@ -345,19 +345,34 @@ export const createStaging = async (root: string, relative: string, tempName: st
   }
 }
 
-/**
- * Installs a complete staging file: fsync, close, re-check the destination, copy an existing file's mode (else
- * 0644), rename over the destination (atomic: the old file stays intact on any failure before it) and fsync the
- * directory. `renamed` tells the caller whether the rename happened (an error after it is ambiguous).
- */
-export const installStaging = async (staging: Staging, progress: { renamed: boolean }): Promise<void> => {
+/** First install step: fsync and close the complete staging file. */
+export const syncStaging = async (staging: Staging): Promise<void> => {
   await attempt(() => staging.file.sync())
   await attempt(() => staging.file.close())
+}
+
+/**
+ * Second install step: re-check the destination, copy an existing file's mode (else 0644) and rename the staging
+ * file over it (atomic: the old file stays intact on any failure before the rename).
+ */
+export const renameStaging = async (staging: Staging): Promise<void> => {
   const mode = await checkDestination(staging.dir, staging.name)
   await attempt(() => FsP.chmod(fdPath(staging.dir.fd, staging.tempName), mode ?? 0o644))
   await attempt(() => FsP.rename(fdPath(staging.dir.fd, staging.tempName), fdPath(staging.dir.fd, staging.name)))
+}
+
+/** Last install step: fsync the destination's directory (the durability of the rename). */
+export const syncStagingDirectory = (staging: Staging): Promise<void> => attempt(() => staging.dir.sync())
+
+/**
+ * Installs a complete staging file: `syncStaging`, `renameStaging`, `syncStagingDirectory`. `renamed` tells the
+ * caller whether the rename happened (an error after it is ambiguous).
+ */
+export const installStaging = async (staging: Staging, progress: { renamed: boolean }): Promise<void> => {
+  await syncStaging(staging)
+  await renameStaging(staging)
   progress.renamed = true
-  await attempt(() => staging.dir.sync())
+  await syncStagingDirectory(staging)
 }
 
 /** Removes a staging file (already gone is fine) and closes its handles. */
