@@ -162,7 +162,7 @@ export const make = (options: SessionOptions): Effect.Effect<SessionRunner, neve
           Effect.flatMap(() => Effect.sync(() => end.terminate("disconnected"))),
           Effect.forkScoped
         )
-        yield* Effect.forkScoped(liveness.watch)
+        yield* liveness.watch
         return yield* end.closed
       }).pipe(
         Effect.scoped,

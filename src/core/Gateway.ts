@@ -25,6 +25,7 @@ import * as DeviceSession from "./DeviceSession.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import { FrameTap } from "./FrameTap.js"
 import { GatewayConfig } from "./GatewayConfig.js"
+import * as LivenessWheel from "./LivenessWheel.js"
 import { closeCodeFor, type DeviceTransport } from "./transport/DeviceTransport.js"
 
 /** What the gateway reports about connections. */
@@ -89,6 +90,8 @@ const make = Effect.gen(function*() {
   const events = yield* PubSub.unbounded<GatewayEvent>()
   const registry = new Map<string, Entry>()
   const live = new Set<Entry>()
+  /** One liveness timer for every connection (a fiber per connection before; issue 18). */
+  const liveness = yield* LivenessWheel.make
   let connections = 0
   let shuttingDown = false
 
@@ -121,7 +124,8 @@ const make = Effect.gen(function*() {
       onDeclared: (declaration) => {
         PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration })
       },
-      interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected"
+      interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected",
+      liveness
     })
     const entry: Entry = { session, finished: yield* Deferred.make<void>(), disconnected: false }
     return yield* Effect.gen(function*() {

@@ -8,12 +8,13 @@
  * Every part is used from the connection's read loop or a caller's fiber without waiting: state changes happen in
  * synchronous sections only (the routes are bounded maps; see Subscriptions.ts and Correlator.ts).
  */
-import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, Layer, Option, Queue, type Scope } from "effect"
 import { type Capabilities, type Ids, Limits } from "../proto/index.js"
 import * as Correlator from "./Correlator.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
 import type { GatewayConfigShape } from "./GatewayConfig.js"
+import * as LivenessWheel from "./LivenessWheel.js"
 import type { PreparationRoutes, RunRoutes } from "./Subscriptions.js"
 import { makePreparationRoutes, makeRunRoutes } from "./Subscriptions.js"
 import type { ReplyFamilies } from "./ReplyFamilies.js"
@@ -43,6 +44,8 @@ export interface SessionOptions {
   readonly onDeclared: (declaration: Declaration) => void
   /** The reason recorded when the connection fiber is interrupted from outside (server or gateway shutdown). */
   readonly interruptedReason: () => ObservationLostReason
+  /** The gateway's shared liveness timer; without one the connection runs a timer of its own. */
+  readonly liveness?: LivenessWheel.LivenessWheel
 }
 
 /** The connection's identity, transport and configuration (the inputs of `SessionLayer`). */
@@ -197,37 +200,39 @@ export class SessionTap extends Context.Service<SessionTap, {
  * The liveness deadline (protocol "Heartbeats and liveness"): the connection ends with `liveness_timeout` when no
  * inbound frame arrived within `GatewayConfig.livenessTimeout`. It counts from the moment the connection was
  * accepted, not from when reading starts; while the read loop waits for room in a full Run subscriber nothing is
- * read, so the deadline does not run then (it restarts once reading resumes).
+ * read, so the deadline does not run then (it restarts once reading resumes). The deadline is checked by the
+ * gateway's one shared timer (`LivenessWheel`), not by a fiber of this connection.
  */
 export class SessionLiveness extends Context.Service<SessionLiveness, {
   /** An inbound frame arrived (or routing resumed): the deadline restarts now. */
   readonly received: () => void
   /** The read loop waits for a subscriber (true) or reads again (false). */
   readonly holding: (holding: boolean) => void
-  /** Sleeps to the deadline, again while frames keep moving it; then ends the connection (once). */
-  readonly watch: Effect.Effect<void>
+  /** Watches the deadline until the caller's scope closes; when it passes, ends the connection (once). */
+  readonly watch: Effect.Effect<void, never, Scope.Scope>
 }>()("agentwire/core/SessionLiveness") {
   static readonly layer = Layer.effect(
     SessionLiveness,
     Effect.gen(function*() {
-      const { config } = yield* SessionInfo
+      const { config, liveness } = yield* SessionInfo
       const end = yield* SessionEnd
       const clock = yield* Clock.Clock
       const livenessMs = Duration.toMillis(config.livenessTimeout)
       let lastInbound = clock.currentTimeMillisUnsafe()
       let holding = false
       /** Milliseconds until the liveness deadline the last inbound frame set. */
-      const remaining = () => (holding ? livenessMs : lastInbound + livenessMs - clock.currentTimeMillisUnsafe())
-      const watch = Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, remaining())))).pipe(
-        Effect.repeat({ until: () => end.ended() !== undefined || remaining() <= 0 }),
-        Effect.andThen(Effect.suspend(() =>
-          end.ended() === undefined && end.terminate("liveness_timeout")
-            ? Effect.logWarning("no inbound frame within the liveness timeout; closing").pipe(
-              Effect.annotateLogs({ timeout_ms: livenessMs })
-            )
-            : Effect.void
-        ))
+      const remaining = () => (end.ended() !== undefined ? 0 : holding ? livenessMs : lastInbound + livenessMs - clock.currentTimeMillisUnsafe())
+      const expire = Effect.suspend(() =>
+        end.ended() === undefined && end.terminate("liveness_timeout")
+          ? Effect.logWarning("no inbound frame within the liveness timeout; closing").pipe(
+            Effect.annotateLogs({ timeout_ms: livenessMs })
+          )
+          : Effect.void
       )
+      const watch = Effect.gen(function*() {
+        const wheel = liveness ?? (yield* LivenessWheel.make)
+        yield* wheel.watch({ remaining, expire })
+      })
       return SessionLiveness.of({
         received: () => {
           lastInbound = clock.currentTimeMillisUnsafe()

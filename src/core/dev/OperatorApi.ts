@@ -8,7 +8,7 @@
  * `accepted` / `rejected` / `unknown`, a cancellation `cancelled` / `unconfirmed`, …), never an error status.
  * Error bodies are `{error, detail}`; details never echo a credential, a payload or unbounded peer text.
  */
-import { ByteSize, type Duration, Effect, Layer, Redacted, Schema, Stream } from "effect"
+import { ByteSize, type Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { Sse } from "effect/encoding"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -270,8 +270,16 @@ export const layer = (
           Effect.flatMap(param("session_id"), (id) =>
             Effect.gen(function* () {
               const session = yield* operator.getSession(id)
-              const list = yield* turns.listBySession(id)
-              return json(200, { ...session, turns: list })
+              // The latest page of Turns only (issue 18: a read costs the same however many Turns the Session
+              // has), oldest first as before; `turns_next_cursor` continues with older ones at GET /turns.
+              const page = yield* TurnList.listPage({
+                limit: TurnList.DefaultPageSize,
+                cursor: Option.none(),
+                status: Option.none(),
+                sessionId: Option.some(id),
+                deviceId: Option.none()
+              }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.provideService(TurnStore, turnStore))
+              return json(200, { ...session, turns: [...page.turns].reverse(), turns_next_cursor: page.next_cursor })
             })))
       )
 

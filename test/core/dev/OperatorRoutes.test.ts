@@ -72,6 +72,28 @@ describe("operator routes", () => {
         assert.deepStrictEqual((yield* call("GET", "/api/v1/operator/turns?session_id=other")).body.turns, [])
       }).pipe(Effect.orDie)))
 
+  it.effect("GET /sessions/:id embeds the latest page of Turns (oldest first) and a cursor to the older ones", () =>
+    withCore((call, context) =>
+      Effect.gen(function* () {
+        const store = Context.get(context, TurnStore)
+        const session = yield* call("POST", "/api/v1/operator/sessions", { body: { agent_kind: "scripted" } })
+        const sessionId = session.body.session_id as string
+        const few = yield* call("GET", `/api/v1/operator/sessions/${sessionId}`)
+        assert.deepStrictEqual([few.body.turns, few.body.turns_next_cursor], [[], null])
+        for (let i = 0; i < 53; i++) {
+          yield* TestClock.adjust(1)
+          yield* store.create({ turnId: `turn-${String(i).padStart(2, "0")}`, sessionId, runId: `run-${i}`, input })
+        }
+        const read = yield* call("GET", `/api/v1/operator/sessions/${sessionId}`)
+        assert.strictEqual(read.status, 200)
+        const ids = read.body.turns.map((t: any) => t.turn_id)
+        assert.strictEqual(ids.length, 50)
+        assert.deepStrictEqual([ids[0], ids[49]], ["turn-03", "turn-52"])
+        const older = yield* call("GET", `/api/v1/operator/turns?session_id=${sessionId}&cursor=${read.body.turns_next_cursor}`)
+        assert.deepStrictEqual(older.body.turns.map((t: any) => t.turn_id), ["turn-02", "turn-01", "turn-00"])
+        assert.strictEqual(older.body.next_cursor, null)
+      }).pipe(Effect.orDie)))
+
   it.effect("GET /turns refuses a bad limit, status or cursor with a 400 that does not echo it", () =>
     withCore((call) =>
       Effect.gen(function* () {

@@ -1,0 +1,210 @@
+/**
+ * Durable-path suite (issue 18, "durable events"): Run events journaled the way a Turn's runner journals them,
+ * on a file-backed SQLite store with every commit fsynced (`synchronous=FULL`, the default `--durability full`).
+ *
+ * - figure: `T` Turns journal their deltas concurrently, each through its own `JournalWriter.record` (encode
+ *   the frame, append through the store's group commit, publish to live readers), one fact in flight per Turn as
+ *   in `TurnRunner` (the next fact waits for the previous one's commit). Events per second (wall clock) and CPU
+ *   µs per event (this process's CPU time over the run).
+ * - baseline (same work below the framework): the same rows (the same encoded frame bodies) inserted with raw
+ *   `node:sqlite` into the same schema in the same durability (WAL, `synchronous=FULL`), in as many transactions
+ *   as the group commit made in the same round (so the number of commits, i.e. of WAL fsyncs, is equal), with
+ *   the rows spread evenly over them.
+ * - negative control: the same durable path with group commit off (one transaction per fact, the old path);
+ *   judged by the same targets, it must miss.
+ *
+ * Rounds are interleaved (figure, baseline, control), each in a fresh database file in the bench's temporary
+ * directory. The commit count comes from the store's own metric (`agentwire_core_journal_transaction_writes`).
+ */
+import { Effect, Layer, Logger, ManagedRuntime, Metric, References } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
+import { DevIds } from "../../src/core/dev/DevIds.js"
+import * as SessionStore from "../../src/core/dev/SessionStore.js"
+import * as Store from "../../src/core/dev/Store.js"
+import { encodeFrame, layer as journalLayer, TurnJournal } from "../../src/core/dev/TurnJournal.js"
+import * as TurnStore from "../../src/core/dev/TurnStore.js"
+import { journalTransactionWrites } from "../../src/core/dev/TurnTelemetry.js"
+import type * as Outcome from "../../src/core/Outcome.js"
+import { Ids, MessageInput } from "../../src/proto/index.js"
+import { figure, type Figure, formatNumber } from "../lib/figures.js"
+import { percentile } from "../lib/stats.js"
+import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
+import { benchTempDir } from "../support/processes.js"
+
+/** The delta text (a typical streamed fragment, as in the relay suite). */
+const DeltaText = "The parser accepts trailing commas only in "
+
+const deltaEvent = (runId: Ids.RunId, sequence: number) =>
+  ({ type: "delta", id: runId, payload: { delta: DeltaText, sequence } }) as const
+
+const deltaOf = (runId: Ids.RunId, sequence: number): Outcome.TurnFact => ({ _tag: "RunEvent", event: deltaEvent(runId, sequence) })
+
+interface RunResult {
+  readonly events: number
+  readonly wallMs: number
+  readonly cpuUs: number
+  /** The system (kernel) part of `cpuUs`: the writes and fsyncs. */
+  readonly sysUs: number
+  readonly commits: number
+}
+
+const cpuNow = (): number => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+const sysNow = (): number => process.cpuUsage().system
+
+/** The store with the journal, on a fresh file, with group commit as given (maxBatch 1: one commit per fact). */
+const storeRuntime = (file: string, maxBatch: number | undefined) => {
+  const sql = Store.sqlLayer(file, "full")
+  const repositories = Layer.mergeAll(
+    SessionStore.layer,
+    TurnStore.layerWith(maxBatch === undefined ? {} : { groupCommit: { maxBatch } })
+  ).pipe(Layer.provideMerge(sql), Layer.provide(DevIds.layer))
+  return ManagedRuntime.make(
+    journalLayer.pipe(
+      Layer.provideMerge(repositories),
+      Layer.provide(Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])),
+      Layer.provide(Layer.succeed(References.MinimumLogLevel, "Warn"))
+    )
+  )
+}
+
+/** `turns` Turns journal `perTurn` deltas each, concurrently, one fact in flight per Turn. */
+const durableRun = async (dir: string, name: string, turns: number, perTurn: number, maxBatch?: number): Promise<RunResult> => {
+  const runtime = storeRuntime(join(dir, `${name}.db`), maxBatch)
+  try {
+    return await runtime.runPromise(Effect.gen(function* () {
+      const sessions = yield* SessionStore.SessionStore
+      const store = yield* TurnStore.TurnStore
+      const journal = yield* TurnJournal
+      const writers = []
+      for (let t = 0; t < turns; t++) {
+        const sessionId = `s-${t}`
+        const runId = Ids.unsafeMake.runId(`run-${t}`)
+        yield* sessions.create({ sessionId, agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+        yield* store.create({ turnId: `t-${t}`, sessionId, runId, input: MessageInput.text("bench") })
+        writers.push({ runId, writer: yield* journal.open(`t-${t}`, 1) })
+      }
+      const commitsBefore = (yield* Metric.value(journalTransactionWrites)).count
+      const cpu0 = cpuNow()
+      const sys0 = sysNow()
+      const t0 = performance.now()
+      yield* Effect.forEach(writers, ({ runId, writer }) =>
+        Effect.gen(function* () {
+          for (let i = 1; i <= perTurn; i++) yield* writer.record(deltaOf(runId, i))
+        }), { concurrency: "unbounded", discard: true })
+      const wallMs = performance.now() - t0
+      const cpuUs = cpuNow() - cpu0
+      const sysUs = sysNow() - sys0
+      const commits = (yield* Metric.value(journalTransactionWrites)).count - commitsBefore
+      return { events: turns * perTurn, wallMs, cpuUs, sysUs, commits }
+    }))
+  } finally {
+    await runtime.dispose()
+  }
+}
+
+/** Raw node:sqlite: the same rows in `commits` transactions, WAL + synchronous=FULL, the journal's schema. */
+const rawRun = (dir: string, name: string, turns: number, perTurn: number, commits: number): RunResult => {
+  const db = new DatabaseSync(join(dir, `${name}.db`))
+  try {
+    db.exec("PRAGMA journal_mode = WAL")
+    db.exec("PRAGMA synchronous = FULL")
+    db.exec(`CREATE TABLE turn_events (turn_id TEXT NOT NULL, seq INTEGER NOT NULL, attempt INTEGER NOT NULL,
+      kind TEXT NOT NULL, type TEXT NOT NULL, body_json TEXT NOT NULL, received_at_ms BIGINT NOT NULL,
+      PRIMARY KEY (turn_id, seq))`)
+    const rows: Array<readonly [string, number, string]> = []
+    for (let i = 1; i <= perTurn; i++) {
+      for (let t = 0; t < turns; t++) rows.push([`t-${t}`, i, encodeFrame(deltaEvent(Ids.unsafeMake.runId(`run-${t}`), i))])
+    }
+    const insert = db.prepare(
+      "INSERT INTO turn_events (turn_id, seq, attempt, kind, type, body_json, received_at_ms) VALUES (?, ?, 1, 'frame', 'delta', ?, ?)"
+    )
+    const cpu0 = cpuNow()
+    const sys0 = sysNow()
+    const t0 = performance.now()
+    const n = Math.max(1, commits)
+    for (let c = 0; c < n; c++) {
+      const from = Math.floor((c * rows.length) / n)
+      const to = Math.floor(((c + 1) * rows.length) / n)
+      db.exec("BEGIN IMMEDIATE")
+      const at = Date.now()
+      for (let r = from; r < to; r++) insert.run(rows[r]![0], rows[r]![1], rows[r]![2], at)
+      db.exec("COMMIT")
+    }
+    return { events: rows.length, wallMs: performance.now() - t0, cpuUs: cpuNow() - cpu0, sysUs: sysNow() - sys0, commits: n }
+  } finally {
+    db.close()
+  }
+}
+
+const median = (xs: ReadonlyArray<number>): number => percentile(xs, 50)
+const perSecond = (r: RunResult) => r.events / (r.wallMs / 1000)
+const cpuPerEvent = (r: RunResult) => r.cpuUs / r.events
+
+export const durableSuite: Suite = {
+  name: "durable",
+  describe: "journal facts of concurrent Turns on a file-backed SQLite store, every commit fsynced, vs raw node:sqlite",
+  run: async (ctx: SuiteContext): Promise<SuiteResult> => {
+    const p = ctx.quick
+      ? { rounds: 2, turns: 64, perTurn: 30, controlPerTurn: 3 }
+      : { rounds: 7, turns: 64, perTurn: 300, controlPerTurn: 10 }
+    const dir = mkdtempSync(join(benchTempDir(), "durable-"))
+    const group: Array<RunResult> = []
+    const raw: Array<RunResult> = []
+    const control: Array<RunResult> = []
+    try {
+      // Warm-up (module init, statement cache, JIT) on a small run, not recorded.
+      await durableRun(dir, "warmup", 8, 20)
+      for (let round = 0; round < p.rounds; round++) {
+        const g = await durableRun(dir, `group-${round}`, p.turns, p.perTurn)
+        const r = rawRun(dir, `raw-${round}`, p.turns, p.perTurn, g.commits)
+        const c = await durableRun(dir, `control-${round}`, p.turns, p.controlPerTurn, 1)
+        group.push(g)
+        raw.push(r)
+        control.push(c)
+        ctx.log(
+          `durable round ${round + 1}/${p.rounds}: ${formatNumber(perSecond(g))} events/s (${g.commits} commits, ` +
+            `${formatNumber(cpuPerEvent(g))} µs CPU/event, ${formatNumber(g.sysUs / g.events)} of it system); ` +
+            `raw ${formatNumber(perSecond(r))}/s (${formatNumber(cpuPerEvent(r))} µs, ${formatNumber(r.sysUs / r.events)} system); ` +
+            `one commit per fact ${formatNumber(perSecond(c))}/s`
+        )
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+    const rowsPerCommit = group.map((g) => g.events / Math.max(1, g.commits))
+    const figures: Array<Figure> = [
+      figure({
+        suite: "durable",
+        name: `durable events/s, ${p.turns} Turns, every commit fsynced`,
+        unit: "events/s",
+        samples: group.map(perSecond),
+        baseline: { name: "raw node:sqlite, same rows, same commits, synchronous=FULL", samples: raw.map(perSecond) },
+        target: { on: "value", op: ">=", value: 50_000 },
+        control: { name: "one transaction per fact (no group commit)", samples: control.map(perSecond) },
+        note: `group commit: ${formatNumber(Math.min(...rowsPerCommit))}–${formatNumber(Math.max(...rowsPerCommit))} facts per commit; ` +
+          "fsyncs equal to commits on both sides (WAL, synchronous=FULL)"
+      }),
+      figure({
+        suite: "durable",
+        name: "CPU per durable event (Core process)",
+        unit: "µs",
+        samples: group.map(cpuPerEvent),
+        baseline: { name: "raw node:sqlite, same rows, same commits", samples: raw.map(cpuPerEvent) },
+        target: { on: "value", op: "<=", value: 20 },
+        control: { name: "one transaction per fact (no group commit)", samples: control.map(cpuPerEvent) },
+        note: `system (kernel) part, median: Core ${formatNumber(median(group.map((g) => g.sysUs / g.events)))} µs, ` +
+          `raw ${formatNumber(median(raw.map((r) => r.sysUs / r.events)))} µs`
+      })
+    ]
+    const notes = [
+      `durable: ${p.turns} Turns × ${p.perTurn} deltas per round through JournalWriter.record (encode, group commit, publish); ` +
+        `${p.rounds} interleaved rounds; the control journals ${p.controlPerTurn} deltas per Turn with one commit each`
+    ]
+    return { figures, notes }
+  }
+}

@@ -1,0 +1,144 @@
+/**
+ * One liveness timer for every connection of a gateway (issue 18, per-connection cost): instead of a sleeping
+ * fiber per connection, each connection registers its deadline here and one fiber sleeps to the earliest check
+ * time of all of them (a min-heap by check time).
+ *
+ * A check works exactly like the per-connection sleep it replaces: at its check time the wheel asks the
+ * connection how long remains to its deadline (`remaining()`; inbound frames move the deadline without touching
+ * the wheel); when nothing remains, `expire` runs (once), otherwise the connection is checked again when the
+ * remaining time has passed. So a deadline is met to the millisecond on any Clock (TestClock in tests), and a busy
+ * connection costs the wheel one heap operation per deadline period, not per frame.
+ */
+import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
+
+export interface LivenessWatch {
+  /** Milliseconds left to the connection's deadline (≤ 0: it passed). */
+  readonly remaining: () => number
+  /** The deadline passed: ends the connection. Runs at most once, on the wheel's fiber; must not block. */
+  readonly expire: Effect.Effect<void>
+}
+
+export interface LivenessWheel {
+  /** Watches a connection from now until the caller's scope closes (or its deadline passes). */
+  readonly watch: (entry: LivenessWatch) => Effect.Effect<void, never, Scope.Scope>
+  /** Connections being watched (tests, metrics). */
+  readonly size: () => number
+}
+
+interface Slot {
+  at: number
+  readonly entry: LivenessWatch
+  removed: boolean
+}
+
+/** A binary min-heap of slots by `at`. */
+class Heap {
+  private readonly items: Array<Slot> = []
+  get length() {
+    return this.items.length
+  }
+  peek(): Slot | undefined {
+    return this.items[0]
+  }
+  push(slot: Slot) {
+    const a = this.items
+    a.push(slot)
+    let i = a.length - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (a[parent]!.at <= a[i]!.at) break
+      ;[a[parent], a[i]] = [a[i]!, a[parent]!]
+      i = parent
+    }
+  }
+  pop(): Slot | undefined {
+    const a = this.items
+    const top = a[0]
+    const last = a.pop()
+    if (a.length > 0 && last !== undefined) {
+      a[0] = last
+      let i = 0
+      while (true) {
+        const l = 2 * i + 1
+        const r = l + 1
+        let m = i
+        if (l < a.length && a[l]!.at < a[m]!.at) m = l
+        if (r < a.length && a[r]!.at < a[m]!.at) m = r
+        if (m === i) break
+        ;[a[m], a[i]] = [a[i]!, a[m]!]
+        i = m
+      }
+    }
+    return top
+  }
+}
+
+/** The wheel, its one fiber running in the caller's scope. */
+export const make: Effect.Effect<LivenessWheel, never, Scope.Scope> = Effect.gen(function*() {
+  const clock = yield* Clock.Clock
+  const heap = new Heap()
+  let watched = 0
+  /** Completed to wake the fiber early: a slot went in before the time it sleeps to, or into an empty wheel. */
+  let wake = yield* Deferred.make<void>()
+  let sleepingUntil = Number.POSITIVE_INFINITY
+
+  const due = Effect.gen(function*() {
+    const now = clock.currentTimeMillisUnsafe()
+    while (true) {
+      const head = heap.peek()
+      if (head === undefined || head.at > now) return
+      heap.pop()
+      if (head.removed) continue
+      const left = head.entry.remaining()
+      if (left > 0) {
+        head.at = now + left
+        heap.push(head)
+        continue
+      }
+      head.removed = true
+      watched--
+      yield* head.entry.expire
+    }
+  })
+
+  const loop = Effect.gen(function*() {
+    while (true) {
+      yield* due
+      const head = heap.peek()
+      const signal = wake
+      if (head === undefined) {
+        sleepingUntil = Number.POSITIVE_INFINITY
+        yield* Deferred.await(signal)
+      } else {
+        sleepingUntil = head.at
+        const delay = Math.max(0, head.at - clock.currentTimeMillisUnsafe())
+        yield* Effect.raceFirst(Effect.sleep(Duration.millis(delay)), Deferred.await(signal))
+      }
+      if (signal === wake) {
+        // Woken by the timer: the next early wake needs a fresh signal only once this one fired.
+        if (Deferred.isDoneUnsafe(signal)) wake = yield* Deferred.make<void>()
+      }
+    }
+  })
+  yield* Effect.forkScoped(loop)
+
+  const watch = (entry: LivenessWatch) =>
+    Effect.acquireRelease(
+      Effect.gen(function*() {
+        const slot: Slot = { at: clock.currentTimeMillisUnsafe() + Math.max(0, entry.remaining()), entry, removed: false }
+        heap.push(slot)
+        watched++
+        if (slot.at < sleepingUntil) yield* Deferred.succeed(wake, undefined)
+        return slot
+      }),
+      (slot) =>
+        Effect.sync(() => {
+          if (!slot.removed) {
+            slot.removed = true
+            watched--
+          }
+        })
+    ).pipe(Effect.asVoid)
+
+  return { watch, size: () => watched }
+})

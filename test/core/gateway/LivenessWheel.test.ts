@@ -1,0 +1,86 @@
+/**
+ * The gateway's shared liveness timer (src/core/LivenessWheel.ts): one fiber checks every connection's deadline
+ * to the millisecond (TestClock), a moved deadline is re-checked instead of expiring, a closed scope stops the
+ * watch, and a deadline earlier than the one the wheel sleeps to wakes it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import * as LivenessWheel from "../../../src/core/LivenessWheel.js"
+import { yieldTimes } from "../../support/coreFakeSession.js"
+
+/** A connection whose deadline is `lastInbound + timeoutMs`; `expired` records when the wheel ended it. */
+const connection = (timeoutMs: number) =>
+  Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    const now = () => clock.currentTimeMillisUnsafe()
+    const state = { lastInbound: now(), expiredAt: undefined as number | undefined }
+    const watch: LivenessWheel.LivenessWatch = {
+      remaining: () => state.lastInbound + timeoutMs - now(),
+      expire: Effect.sync(() => {
+        state.expiredAt = now()
+      })
+    }
+    return { state, watch, received: () => (state.lastInbound = now()) }
+  })
+
+describe("LivenessWheel", () => {
+  it.effect("expires each watched connection exactly at its deadline, not a millisecond before", () =>
+    Effect.gen(function*() {
+      const wheel = yield* LivenessWheel.make
+      const a = yield* connection(60_000)
+      yield* wheel.watch(a.watch)
+      yield* TestClock.adjust("10 seconds")
+      const b = yield* connection(60_000)
+      yield* wheel.watch(b.watch)
+      assert.strictEqual(wheel.size(), 2)
+      yield* TestClock.adjust("49999 millis")
+      yield* yieldTimes(10)
+      assert.isUndefined(a.state.expiredAt)
+      yield* TestClock.adjust("1 millis")
+      yield* yieldTimes(10)
+      assert.strictEqual(a.state.expiredAt, 60_000)
+      assert.isUndefined(b.state.expiredAt)
+      yield* TestClock.adjust("9999 millis")
+      yield* yieldTimes(10)
+      assert.isUndefined(b.state.expiredAt)
+      yield* TestClock.adjust("1 millis")
+      yield* yieldTimes(10)
+      assert.strictEqual(b.state.expiredAt, 70_000)
+      assert.strictEqual(wheel.size(), 0)
+    }))
+
+  it.effect("a deadline moved by inbound frames is checked again instead of expiring", () =>
+    Effect.gen(function*() {
+      const wheel = yield* LivenessWheel.make
+      const c = yield* connection(60_000)
+      yield* wheel.watch(c.watch)
+      yield* TestClock.adjust("30 seconds")
+      c.received()
+      yield* TestClock.adjust("59999 millis")
+      yield* yieldTimes(10)
+      assert.isUndefined(c.state.expiredAt)
+      yield* TestClock.adjust("1 millis")
+      yield* yieldTimes(10)
+      assert.strictEqual(c.state.expiredAt, 90_000)
+    }))
+
+  it.effect("a closed watch never expires; an earlier deadline wakes a wheel sleeping to a later one", () =>
+    Effect.gen(function*() {
+      const wheel = yield* LivenessWheel.make
+      const long = yield* connection(60_000)
+      const scope = yield* Scope.make()
+      yield* wheel.watch(long.watch).pipe(Scope.provide(scope))
+      yield* yieldTimes(10)
+      const short = yield* connection(1_000)
+      yield* wheel.watch(short.watch)
+      yield* TestClock.adjust("1 second")
+      yield* yieldTimes(10)
+      assert.strictEqual(short.state.expiredAt, 1_000)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(wheel.size(), 0)
+      yield* TestClock.adjust("2 minutes")
+      yield* yieldTimes(10)
+      assert.isUndefined(long.state.expiredAt)
+    }))
+})
