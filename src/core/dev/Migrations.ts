@@ -220,13 +220,33 @@ const listingIndexes = Effect.gen(function* () {
   yield* sql`CREATE INDEX turns_by_session_dispatched ON turns (session_id, dispatched_at_ms)`
 })
 
+const sessionInitialization = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // A Session's environment initialization (docs/dev-core.md "Session initialization"; InitializationStore.ts):
+  // `request_json` holds the files, skills, env and setup command until the initialization ends (then NULL);
+  // `state` moves pending → running → completed | failed | unknown; `committing` is set before a step's commit
+  // is sent, so a step interrupted by a restart is known unknown (committing) or failed (not).
+  yield* sql`CREATE TABLE session_initializations (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (session_id),
+    request_json TEXT,
+    summary_json TEXT NOT NULL,
+    state TEXT NOT NULL,
+    current_step INTEGER,
+    steps_json TEXT NOT NULL,
+    committing BOOLEAN NOT NULL,
+    detail TEXT,
+    updated_at_ms BIGINT NOT NULL
+  )`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
   "2_owner_leases": ownerLeases,
   "3_workspace": workspace,
   "4_suspensions": suspensions,
-  "5_listing_indexes": listingIndexes
+  "5_listing_indexes": listingIndexes,
+  "6_session_initialization": sessionInitialization
 } as const
 
 /** The table recording applied migration ids. */

@@ -32,6 +32,7 @@ import { DevIds } from "./DevIds.js"
 import { failureKind, makeDurable } from "./DurableWrites.js"
 import { journalVerdict } from "./JournalOutcome.js"
 import { SessionStore } from "./SessionStore.js"
+import { SessionInitialization } from "./Initialization.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { type InteractionKind, TurnStore } from "./TurnStore.js"
@@ -110,6 +111,35 @@ const make = (options: TurnsOptions) =>
     const maxRetryDelay = Duration.fromInputUnsafe(options.maxRetryDelay ?? Duration.seconds(10))
     const durable = makeDurable(options, (a: Active) =>
       a.current === undefined ? Effect.void : a.current.delivery.endObservation("journal_unavailable"))
+    const initialization = yield* Effect.serviceOption(SessionInitialization)
+
+    /**
+     * The Session's environment initialization, before its first dispatch (Initialization.ts): `undefined` to
+     * go on, "retry" to wait and look again, or the definite outcome of a Turn that was never dispatched.
+     */
+    const initializeFirst = (a: Active, session: DeviceSession) =>
+      Effect.gen(function* () {
+        const env = a.spec.environment
+        if (Option.isNone(initialization) || env.type === "none" || env.binding === undefined) return undefined
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
+        const ready = yield* initialization.value.ensure({
+          sessionId: a.sessionId,
+          session,
+          environment: env.binding,
+          durable: (operation, write) => durable(a, operation, write),
+          notify: (notice) => writer.notify("initialization", notice)
+        })
+        switch (ready._tag) {
+          case "Ready":
+            return undefined
+          case "Retry":
+            return "retry" as const
+          case "Failed":
+            return { status: "failed", error_code: "initialization_failed", detail: ready.detail } satisfies Outcome.TurnOutcome
+          case "Unknown":
+            return { status: "failed", error_code: "initialization_unknown", detail: ready.detail } satisfies Outcome.TurnOutcome
+        }
+      })
 
     // -------------------------------------------------------------------------------------- facts
 
@@ -260,6 +290,13 @@ const make = (options: TurnsOptions) =>
         yield* finish(a, { status: "cancelled" }, writer)
       })
 
+    /** A Turn settled before any dispatch (its Session's initialization did not complete). */
+    const finishUndispatched = (a: Active, outcome: Outcome.TurnOutcome) =>
+      Effect.gen(function* () {
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
+        yield* finish(a, outcome, writer)
+      })
+
     /** Shutdown while queued: the Turn stays queued in the store; the next start runs it again. */
     const leaveQueued = (a: Active) =>
       Effect.sync(() => {
@@ -275,6 +312,16 @@ const make = (options: TurnsOptions) =>
           const found = yield* connection(a)
           if (found === "cancelled") return yield* abandonQueued(a)
           if (found === "stopping") return yield* leaveQueued(a)
+          const init = yield* initializeFirst(a, found)
+          if (init === "retry") {
+            const wait = yield* pause(a, delay)
+            if (wait === "cancelled") return yield* abandonQueued(a)
+            if (wait === "stopping") return yield* leaveQueued(a)
+            delay = Duration.min(Duration.times(delay, 2), maxRetryDelay)
+            continue
+          }
+          if (init !== undefined) return yield* finishUndispatched(a, init)
+          if (Option.isSome(yield* Deferred.poll(a.cancelQueued))) return yield* abandonQueued(a)
           const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId))
           const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))

@@ -21,6 +21,7 @@ import type { FollowerLagging } from "./LiveBuffer.js"
 import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { resumableTurns } from "./Recovery.js"
+import { SessionInitialization } from "./Initialization.js"
 import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
 import { makeKeyedLock, SessionLocks } from "./SessionLocks.js"
 import { SessionStore } from "./SessionStore.js"
@@ -130,6 +131,7 @@ const make = Effect.gen(function* () {
 
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
+  const initialization = yield* Effect.serviceOption(SessionInitialization)
   const start = (sessionId: string, input: MessageInput.MessageInput) =>
     starting(
       sessionId,
@@ -143,6 +145,15 @@ const make = Effect.gen(function* () {
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    if (Option.isSome(initialization)) {
+      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
+      if (Option.isSome(blocked)) {
+        return yield* new OperatorConflict({
+          reason: `initialization_${blocked.value}`,
+          detail: `the Session's initialization is ${blocked.value}; create a new Session`
+        })
+      }
+    }
     // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
