@@ -4,13 +4,14 @@
  * data directory without a running server.
  *
  *   agentwire core [--host 127.0.0.1] [--port 7400] [--data-dir DIR] [--database URL] [--public-url URL]
- *                  [--operator-token-file PATH] [--heartbeat-seconds N]
+ *                  [--operator-token-file PATH] [--heartbeat-seconds N] [--durability full|normal]
  *   agentwire core credential create|revoke …   (./credential.ts)
  *
  * `--database postgres://…` (else AGENTWIRE_CORE_DATABASE, which the credential commands also read) keeps the
  * store in PostgreSQL instead of the data directory's SQLite file (docs/multi-node.md). The flag refuses a URL
  * with a password (argv is visible to every local user); the variable may carry one. Only the URL without its
- * password is ever printed.
+ * password is ever printed. `--durability` (else AGENTWIRE_CORE_DURABILITY, default `full`) sets SQLite's
+ * `synchronous` mode (docs/store.md "Durability").
  *
  * One Core per data directory: a second one fails with exit code 2 before it touches the store (DataDirLock).
  * Port 0 picks a free port. The first stdout line is the chosen URL alone (`http://127.0.0.1:PORT`, for
@@ -41,6 +42,7 @@ import { makeCredentialCommand } from "./credential.js"
 export const CoreEnvVars = {
   dataDir: "AGENTWIRE_CORE_DATA_DIR",
   database: "AGENTWIRE_CORE_DATABASE",
+  durability: "AGENTWIRE_CORE_DURABILITY",
   operatorToken: "AGENTWIRE_OPERATOR_TOKEN",
   logFormat: "AGENTWIRE_LOG_FORMAT"
 } as const
@@ -131,6 +133,13 @@ const coreFlags = {
   port: Flag.Int("port").pipe(Flag.withDescription(`Listen port (default ${DefaultPort}; 0 picks a free one)`), Flag.withDefault(DefaultPort)),
   dataDir: dataDirFlag,
   database: databaseFlag,
+  durability: Flag.Literals("durability", ["full", "normal"]).pipe(
+    Flag.withDescription(
+      `SQLite commits: full (default) fsyncs every commit, normal survives a Core crash but not a power loss. Env: ${CoreEnvVars.durability}`
+    ),
+    Flag.withFallbackConfig(Config.Literals(["full", "normal"], CoreEnvVars.durability)),
+    Flag.withDefault("full" as const)
+  ),
   publicUrl: Flag.String("public-url").pipe(
     Flag.withDescription("Base URL daemons dial (default: the listen address)"),
     Flag.optional
@@ -213,6 +222,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
           port: input.port,
           dataDir,
           ...(Option.isSome(database) ? { database: database.value } : {}),
+          durability: input.durability,
           operatorToken: token,
           ...(Option.isSome(input.publicUrl) ? { publicUrl: input.publicUrl.value } : {}),
           ...(Option.isSome(input.heartbeatSeconds) ? { heartbeatSeconds: input.heartbeatSeconds.value } : {})

@@ -56,6 +56,11 @@ export interface DevCoreOptions {
    */
   readonly database?: Redacted.Redacted<string>
   /**
+   * SQLite durability (docs/store.md "Durability"): `full` (default) fsyncs every commit, `normal` does not.
+   * PostgreSQL commits follow the server's own `synchronous_commit`.
+   */
+  readonly durability?: Store.Durability
+  /**
    * This node's id among several Core nodes on one database (default: its public URL, which other nodes
    * and operators reach it at). Owner leases are kept only with a `database`.
    */
@@ -125,7 +130,7 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Store.ensureDataDir(options.dataDir).pipe(Effect.andThen(DataDirLock.acquire(options.dataDir)))
   )
   const location: Store.StoreLocation = options.database === undefined
-    ? { _tag: "sqlite", dataDir: options.dataDir }
+    ? { _tag: "sqlite", dataDir: options.dataDir, ...(options.durability === undefined ? {} : { durability: options.durability }) }
     : { _tag: "postgres", url: options.database }
   const store = Store.layer(location).pipe(Layer.provideMerge(ids), Layer.provide(lock))
 

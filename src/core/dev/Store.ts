@@ -35,12 +35,15 @@ export const ensureDataDir = (dataDir: string): Effect.Effect<void, StoreOpenFai
       new StoreOpenFailed({ path: dataDir, stage: "data_dir", detail: cause instanceof Error ? cause.message : "unknown" })
   })
 
+/** How SQLite commits reach the disk (`full`, the default: every commit fsynced; docs/store.md "Durability"). */
+export type Durability = NodeSqliteClient.Durability
+
 /** The SQL client on `filename`, with every pending migration applied. */
-export const sqlLayer = (filename: string): Layer.Layer<SqlClient.SqlClient, StoreOpenFailed> =>
+export const sqlLayer = (filename: string, durability?: Durability): Layer.Layer<SqlClient.SqlClient, StoreOpenFailed> =>
   Layer.effect(
     SqlClient.SqlClient,
     Effect.gen(function* () {
-      const client = yield* NodeSqliteClient.make({ filename }).pipe(
+      const client = yield* NodeSqliteClient.make({ filename, ...(durability === undefined ? {} : { durability }) }).pipe(
         Effect.mapError((e) => new StoreOpenFailed({ path: filename, stage: "open", detail: e.message }))
       )
       yield* migrate.pipe(
@@ -69,29 +72,29 @@ export const layerSql = <E>(
   ).pipe(Layer.provideMerge(sql))
 
 /** Every repository over a migrated database at `filename` (`:memory:` for tests). Needs `DevIds`. */
-export const layerFile = (filename: string): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
-  layerSql(sqlLayer(filename))
+export const layerFile = (filename: string, durability?: Durability): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
+  layerSql(sqlLayer(filename, durability))
 
 /** Every repository over a migrated PostgreSQL database (docs/multi-node.md). Needs `DevIds`. */
 export const layerPostgres = (options: PgStore.PgStoreOptions): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
   layerSql(PgStore.sqlLayer(options))
 
 /** The store in a data directory (created with mode 0700 when missing). */
-export const layerDataDir = (dataDir: string): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
-  Layer.unwrap(Effect.as(ensureDataDir(dataDir), layerFile(databaseFile(dataDir))))
+export const layerDataDir = (dataDir: string, durability?: Durability): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
+  Layer.unwrap(Effect.as(ensureDataDir(dataDir), layerFile(databaseFile(dataDir), durability)))
 
 /**
  * Where Core keeps its records: the data directory's SQLite file (the zero-setup default), or a
  * PostgreSQL database (`--database postgres://…`, `AGENTWIRE_CORE_DATABASE`).
  */
 export type StoreLocation =
-  | { readonly _tag: "sqlite"; readonly dataDir: string }
+  | { readonly _tag: "sqlite"; readonly dataDir: string; readonly durability?: Durability }
   | { readonly _tag: "postgres"; readonly url: Redacted.Redacted<string>; readonly schema?: string }
 
 /** The store at `location`. */
 export const layer = (location: StoreLocation): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
   location._tag === "sqlite"
-    ? layerDataDir(location.dataDir)
+    ? layerDataDir(location.dataDir, location.durability)
     : layerPostgres({ url: location.url, ...(location.schema === undefined ? {} : { schema: location.schema }) })
 
 /** The store's location as it may be printed: the file, or the database URL without its password. */

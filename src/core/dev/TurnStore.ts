@@ -10,8 +10,10 @@
  * - The journal is append-only and ordered by `seq` (1, 2, …), one writer per Turn. It holds the Run frames
  *   as received (`frame`) and the delivery layer's other facts (`fact`), tagged with the delivery attempt.
  */
-import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Metric, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import * as GroupCommit from "./GroupCommit.js"
+import * as TurnTelemetry from "./TurnTelemetry.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
 import { StoreFailed, storeFailed, toInt, toIntOrUndefined } from "./StoreErrors.js"
@@ -72,7 +74,10 @@ export class TurnStore extends Context.Service<TurnStore, {
   /** Writes the terminal outcome unless one is recorded already; succeeds with whether it wrote. */
   readonly complete: (turnId: string, outcome: TurnOutcome) => Effect.Effect<boolean, StoreFailed>
   readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed>
-  /** Appends several entries in one statement (group commit): all are stored, or none. */
+  /**
+   * Appends several entries of one Turn: all are stored, or none. Appends of all Turns are group-committed
+   * (`GroupCommit.ts`): success means the transaction holding them committed (the durability point).
+   */
   readonly appendEvents: (
     turnId: string,
     events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
@@ -129,7 +134,46 @@ export class TurnStore extends Context.Service<TurnStore, {
   ) => Effect.Effect<Option.Option<InteractionRecord>, StoreFailed>
 }>()("agentwire/core/dev/TurnStore") {}
 
-const make = Effect.gen(function* () {
+/** One caller's journal append: entries of one Turn, stored together or not at all. */
+export interface JournalWrite {
+  readonly turnId: string
+  readonly events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
+}
+
+/** Rows per INSERT statement inside one group-commit transaction (stays far below SQLite's parameter limit). */
+const rowsPerStatement = 256
+
+/**
+ * Commits journal appends of any Turns in one transaction (the group commit of `appendEvents`): every row of
+ * every write is stored, or none. Exported for tests that wrap it (a slow or failing commit).
+ */
+export const commitJournal = (sql: SqlClient.SqlClient) =>
+  (writes: ReadonlyArray<JournalWrite>): Effect.Effect<void, StoreFailed> =>
+    Effect.gen(function* () {
+      const at = yield* Clock.currentTimeMillis
+      const rows = writes.flatMap((write) =>
+        write.events.map((event) => ({
+          turn_id: write.turnId,
+          seq: event.seq,
+          attempt: event.attempt,
+          kind: event.kind,
+          type: event.type,
+          body_json: event.bodyJson,
+          received_at_ms: at
+        })))
+      const insert = Effect.forEach(Arr.chunksOf(rows, rowsPerStatement), (chunk) => sql`INSERT INTO turn_events ${sql.insert(chunk)}`, {
+        discard: true
+      })
+      yield* writes.length === 1 && rows.length <= rowsPerStatement ? insert : sql.withTransaction(insert)
+      yield* Metric.update(TurnTelemetry.journalTransactionWrites, writes.length)
+    }).pipe(storeFailed("append_event"))
+
+export interface TurnStoreOptions {
+  /** The journal's group commit (default: up to 64 appends of any Turns per transaction). */
+  readonly groupCommit?: GroupCommit.GroupCommitOptions
+}
+
+const make = (options: TurnStoreOptions) => Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const now = Clock.currentTimeMillis
 
@@ -139,21 +183,10 @@ const make = Effect.gen(function* () {
       storeFailed("get_turn")
     )
 
-  const appendEvents: TurnStore["Service"]["appendEvents"] = Effect.fn("TurnStore.appendEvents")(function* (turnId, events) {
-    if (!Arr.isReadonlyArrayNonEmpty(events)) return
-    const at = yield* now
-    yield* sql`INSERT INTO turn_events ${
-      sql.insert(Arr.map(events, (event) => ({
-        turn_id: turnId,
-        seq: event.seq,
-        attempt: event.attempt,
-        kind: event.kind,
-        type: event.type,
-        body_json: event.bodyJson,
-        received_at_ms: at
-      })))
-    }`.pipe(storeFailed("append_event"))
-  })
+  const journal = yield* GroupCommit.make(commitJournal(sql), options.groupCommit)
+
+  const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events) =>
+    Arr.isReadonlyArrayNonEmpty(events) ? journal.submit({ turnId, events }) : Effect.void
 
   return TurnStore.of({
     create: Effect.fn("TurnStore.create")(function* (turn) {
@@ -369,4 +402,7 @@ const make = Effect.gen(function* () {
   })
 })
 
-export const layer = Layer.effect(TurnStore, make)
+export const layerWith = (options: TurnStoreOptions): Layer.Layer<TurnStore, never, SqlClient.SqlClient> =>
+  Layer.effect(TurnStore, make(options))
+
+export const layer: Layer.Layer<TurnStore, never, SqlClient.SqlClient> = layerWith({})

@@ -62,6 +62,11 @@ export const journalBatchSize = Metric.histogram("agentwire_core_journal_batch_s
   boundaries: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 })
 
+export const journalTransactionWrites = Metric.histogram("agentwire_core_journal_transaction_writes", {
+  description: "Journal appends (of any Turns) committed in one group-commit transaction",
+  boundaries: [1, 2, 4, 8, 16, 32, 64, 128]
+})
+
 export const journalCommitSeconds = Metric.histogram("agentwire_core_journal_commit_seconds", {
   description: "Latency of one journal commit (one statement of one or more facts)",
   boundaries: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]

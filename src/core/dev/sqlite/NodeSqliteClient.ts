@@ -20,7 +20,17 @@ export interface NodeSqliteOptions {
   readonly filename: string
   /** How long a statement waits for another process's lock (default 5000 ms). */
   readonly busyTimeoutMs?: number
+  /**
+   * When a commit is on disk (docs/store.md "Durability"): `full` (the default) fsyncs the WAL at every
+   * commit (`synchronous=FULL`), so a committed write survives a power loss; `normal` (`synchronous=NORMAL`)
+   * survives a crash of the process but may lose the latest commits on a power loss.
+   */
+  readonly durability?: Durability
 }
+
+/** `full`: every commit fsynced; `normal`: WAL synced at checkpoints only. */
+export type Durability = "full" | "normal"
+
 
 /** Prepared statements kept per connection; past this the cache starts over (the statement set is small). */
 const StatementCacheSize = 256
@@ -113,7 +123,7 @@ const openDatabase = (options: NodeSqliteOptions) =>
         const db = new DatabaseSync(options.filename, { timeout: options.busyTimeoutMs ?? 5000 })
         try {
           if (options.filename !== ":memory:") db.exec("PRAGMA journal_mode = WAL")
-          db.exec("PRAGMA synchronous = NORMAL")
+          db.exec(options.durability === "normal" ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")
           db.exec("PRAGMA foreign_keys = ON")
         } catch (cause) {
           db.close()
