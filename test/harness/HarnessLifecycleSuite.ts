@@ -28,7 +28,7 @@ import type { EngineFailureCode } from "../../src/proto/ErrorCodes.js"
 import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import type { MessageInput } from "../../src/proto/MessageInput.js"
-import { processStat } from "../../src/runtime/harness/process/NativeProcess.js"
+import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
 import type {
   Executor,
   HarnessDeclaration,

@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Queue, Scope } from "effect"
-import { LineTooLong, processStat, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
+import { LineTooLong, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
+import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
 
 /** Running (a zombie waiting for a reaper runs nothing and counts as gone). */
 const alive = (pid: number) => {
@@ -43,6 +44,18 @@ describe("NativeProcess", () => {
       assert.isFalse(alive(child), "the grandchild in the same group is gone too")
       // Idempotent.
       assert.deepStrictEqual(yield* proc.terminate, exit)
+    }))
+
+  it.live("stops the descendants that started their own session, also when the leader leaves by itself", () =>
+    Effect.gen(function* () {
+      // Codex starts its shell snapshot this way: a new session, so a signal to the leader's group misses it.
+      const proc = yield* spawn(sh("setsid sh -c 'echo $$; exec sleep 30' & cat > /dev/null"))
+      const detached = Number(yield* Effect.orDie(Queue.take(proc.lines)))
+      assert.isTrue(alive(detached))
+      assert.notStrictEqual(processStat(detached)?.pgrp, proc.pid)
+      const exit = yield* proc.stop("5 seconds")
+      assert.deepStrictEqual(exit, { code: 0, signal: null }, "the leader left on EOF, no signal was needed for it")
+      assert.isFalse(alive(detached), "the process in its own session is gone too")
     }))
 
   it.live("the Scope's release stops the process when its owner is interrupted", () =>

@@ -49,12 +49,17 @@ type Core = Effect.Success<ReturnType<typeof connect>>["core"]
 const quiesced = (core: Core) => Effect.map(next(core, "environment_quiesced"), (f) => [f.id, f.payload] as const)
 const resumed = (core: Core) => Effect.map(next(core, "environment_resumed"), (f) => [f.id, f.payload] as const)
 
+/** Runs `body` on a daemon bound to a fresh temporary workspace, with the Environment id it is bound to. */
+const onBoundDaemon = <A, E>(body: (env: string) => Effect.Effect<A, E, Effect.Services<ReturnType<typeof connect>>>) =>
+  Effect.gen(function* () {
+    const ws = yield* tempWorkspace
+    return yield* body(ws.local.id).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+  })
+
 describe("Suspension (Runtime)", () => {
   it.effect("quiesce on an idle daemon: accepted, then closed; every later connection is fenced until the matching resume", () =>
-    Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const env = ws.local.id
-      yield* Effect.gen(function* () {
+    onBoundDaemon((env) =>
+      Effect.gen(function* () {
         const c1 = yield* connect()
         yield* c1.core.toRuntime(quiesce("q-1", env, "susp-1"))
         same(yield* quiesced(c1.core), ["q-1", reply(env, "susp-1")])
@@ -89,14 +94,11 @@ describe("Suspension (Runtime)", () => {
         same(yield* resumed(c4.core), ["r-2", reply(env, "susp-1")])
         yield* c4.core.toRuntime(resume("r-3", env, "susp-2"))
         same(yield* resumed(c4.core), ["r-3", reply(env, "susp-2", "not_suspended")])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
-    }))
+      })))
 
   it.effect("unsettled work refuses quiesce with resource_busy: an owned preparation, a running Run; admission stays open", () =>
-    Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const env = ws.local.id
-      yield* Effect.gen(function* () {
+    onBoundDaemon((env) =>
+      Effect.gen(function* () {
         const { core } = yield* connect()
         yield* prepareReady(core, "prep-1")
         yield* core.toRuntime(quiesce("q-1", env, "susp-1"))
@@ -109,21 +111,17 @@ describe("Suspension (Runtime)", () => {
         // Nothing was fenced: a release of an unknown handle is still answered.
         yield* core.toRuntime(releaseFrame("rel-1", "handle-9"))
         same((yield* next(core, "preparation_status")).payload.state, "rejected")
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
-    }))
+      })))
 
   it.effect("an active runtime_prepare transfer refuses quiesce with resource_busy", () =>
-    Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const env = ws.local.id
-      yield* Effect.gen(function* () {
+    onBoundDaemon((env) =>
+      Effect.gen(function* () {
         const { core } = yield* connect()
         yield* core.toRuntime(fileBegin("t-1", env, "/workspace/a.txt", "hello"))
         same((yield* next(core, "runtime_prepare_result")).payload.outcome, "ready")
         yield* core.toRuntime(quiesce("q-1", env, "susp-1"))
         same(yield* quiesced(core), ["q-1", reply(env, "susp-1", "resource_busy")])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
-    }))
+      })))
 
   it.effect("invalid_request: another Environment, rollback on quiesce, an unbound daemon, a malformed request", () =>
     Effect.gen(function* () {
@@ -150,10 +148,8 @@ describe("Suspension (Runtime)", () => {
     }))
 
   it.effect("resume on an unsuspended connection: not_suspended, unless rollback (a no-op resume of the running source)", () =>
-    Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const env = ws.local.id
-      yield* Effect.gen(function* () {
+    onBoundDaemon((env) =>
+      Effect.gen(function* () {
         const { core } = yield* connect()
         yield* core.toRuntime(resume("r-1", env, "susp-1"))
         same(yield* resumed(core), ["r-1", reply(env, "susp-1", "not_suspended")])
@@ -161,14 +157,11 @@ describe("Suspension (Runtime)", () => {
         same(yield* resumed(core), ["r-2", reply(env, "susp-1")])
         const { ready } = yield* prepareReady(core, "prep-1")
         same(ready.state, "ready")
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
-    }))
+      })))
 
   it.effect("the reply waits for the drain: a receipt send stuck for its 5 s budget delays it; frames meanwhile get nothing", () =>
-    Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const env = ws.local.id
-      yield* Effect.gen(function* () {
+    onBoundDaemon((env) =>
+      Effect.gen(function* () {
         const { core } = yield* connect()
         yield* core.holdWrites
         // A read of an unknown handle is refused at once: its receipt send waits in the background.
@@ -186,14 +179,11 @@ describe("Suspension (Runtime)", () => {
         yield* settle
         const sent = (yield* core.sent).map((f) => f.type)
         assert.notInclude(sent, "preparation_status", "nothing for the preparation sent during the drain")
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
-    }))
+      })))
 
   it.effect("a suspended connection waits 30 s for the resume (not 1 ms less), then closes; the next attempt is fenced again", () =>
-    Effect.gen(function* () {
-      const ws = yield* tempWorkspace
-      const env = ws.local.id
-      yield* Effect.gen(function* () {
+    onBoundDaemon((env) =>
+      Effect.gen(function* () {
         const c1 = yield* connect()
         yield* c1.core.toRuntime(quiesce("q-1", env, "susp-1"))
         yield* quiesced(c1.core)
@@ -211,8 +201,7 @@ describe("Suspension (Runtime)", () => {
         const c3 = yield* connect({ connectionNumber: 3 })
         yield* c3.core.toRuntime(resume("r-1", env, "susp-1", true))
         same(yield* resumed(c3.core), ["r-1", reply(env, "susp-1")])
-      }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
-    }))
+      })))
 
   it.effect("the suspend id survives a process restart through the profile file (0600); the resume clears it", () =>
     Effect.gen(function* () {

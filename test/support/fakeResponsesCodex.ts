@@ -10,7 +10,7 @@ import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import type { Harness, PrepareRequest, TurnEvent, TurnSink } from "../../src/runtime/harness/Harness.js"
 import { makeCodexHarness } from "../../src/runtime/harness/codex/CodexHarness.js"
-import { processStat } from "../../src/runtime/harness/process/NativeProcess.js"
+import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
 import { type FakeResponses, makeFakeResponses } from "./fakeResponses.js"
 
 /** The provider key the tests hand to Codex through the environment; it must never leak. */

@@ -281,7 +281,9 @@ export const prepareExecutor = (
 
     const close: Effect.Effect<void, CloseFailed> = Effect.gen(function* () {
       state.closed = true
-      yield* proc.terminate
+      yield* proc.terminate.pipe(
+        Effect.mapError((e) => new CloseFailed({ reason: `${e.count} native processes outlived SIGKILL` }))
+      )
       yield* lost("executor closed")
       yield* Effect.tryPromise({
         try: () => fs.rm(scratch, { recursive: true, force: true }),

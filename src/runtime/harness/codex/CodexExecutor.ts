@@ -243,7 +243,9 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never,
 
     const close: Effect.Effect<void, CloseFailed> = Effect.gen(function* () {
       closed = true
-      yield* proc.stop(ExitGrace)
+      yield* proc.stop(ExitGrace).pipe(
+        Effect.mapError((e) => new CloseFailed({ reason: `${e.count} native processes outlived SIGKILL` }))
+      )
       yield* Effect.try({
         try: () => Fs.rmSync(parts.scratch, { recursive: true, force: true }),
         catch: () => new CloseFailed({ reason: "the scratch directory could not be removed" })

@@ -14,7 +14,7 @@
  */
 import { Cause, Data, Deferred, Duration, Effect, Option, Queue, Scope } from "effect"
 import { spawn as nodeSpawn } from "node:child_process"
-import { readdirSync, readFileSync } from "node:fs"
+import { descendantGroups, groupMembers } from "./ProcessTable.js"
 
 export interface ProcessSpec {
   readonly command: string
@@ -40,6 +40,14 @@ export interface ProcessExit {
 export class SpawnFailed extends Data.TaggedError("SpawnFailed")<{ readonly reason: string }> {}
 /** A stdin write did not complete: the process may or may not have read part of it. */
 export class WriteFailed extends Data.TaggedError("WriteFailed")<{ readonly reason: string }> {}
+/**
+ * Processes of the stopped process's groups were still running 10 s after SIGKILL: cleanup is not proven
+ * (`pids` is bounded to the first few, for diagnostics).
+ */
+export class ProcessesLingering extends Data.TaggedError("ProcessesLingering")<{
+  readonly count: number
+  readonly pids: ReadonlyArray<number>
+}> {}
 /** stdout carried a line longer than the bound; reading stopped. */
 export class LineTooLong extends Data.TaggedError("LineTooLong")<{ readonly limit: number }> {}
 
@@ -53,54 +61,21 @@ export interface NativeProcess {
   readonly exited: Effect.Effect<ProcessExit>
   /** The exit, if it happened. */
   readonly exit: Effect.Effect<Option.Option<ProcessExit>>
-  /** SIGTERM to the group, SIGKILL after the grace period; returns once the leader exited. Idempotent. */
-  readonly terminate: Effect.Effect<ProcessExit>
+  /**
+   * SIGTERM to the group (and to the groups its descendants started), SIGKILL after the grace period; succeeds
+   * once the leader exited and no process of those groups runs, else `ProcessesLingering`. Idempotent.
+   */
+  readonly terminate: Effect.Effect<ProcessExit, ProcessesLingering>
   /**
    * Closes stdin and waits up to `voluntary` for the process to exit by itself (a harness that exits on stdin EOF),
    * then `terminate`. Idempotent; `stop(0)` is `terminate`.
    */
-  readonly stop: (voluntary: Duration.Input) => Effect.Effect<ProcessExit>
+  readonly stop: (voluntary: Duration.Input) => Effect.Effect<ProcessExit, ProcessesLingering>
   /** The last bytes of stderr (bounded), for diagnostics that are never logged raw. */
   readonly stderrTail: Effect.Effect<string>
 }
 
 const stderrTailBytes = 4096
-
-/**
- * Is any process of group `pgid` still running? A zombie (exited, not yet reaped by its new parent) counts as
- * gone: it runs nothing and holds no resource but its table entry. On Linux the group's members are read from
- * `/proc`; elsewhere any member, zombie or not, counts.
- */
-export const groupAlive = (pgid: number): boolean => {
-  try {
-    process.kill(-pgid, 0)
-  } catch {
-    return false
-  }
-  let entries: Array<string>
-  try {
-    entries = readdirSync("/proc")
-  } catch {
-    return true
-  }
-  return entries.some((entry) => {
-    if (!/^\d+$/.test(entry)) return false
-    const stat = processStat(Number(entry))
-    return stat !== undefined && stat.pgrp === pgid && stat.state !== "Z" && stat.state !== "X"
-  })
-}
-
-/** State and process group of a pid from `/proc/<pid>/stat` (Linux), if readable. */
-export const processStat = (pid: number): { readonly state: string; readonly pgrp: number } | undefined => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    // "pid (comm) state ppid pgrp …": comm may contain spaces and parentheses, so split after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0]!, pgrp: Number(fields[2]) }
-  } catch {
-    return undefined
-  }
-}
 
 const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
   try {
@@ -112,7 +87,11 @@ const signalGroup = (pgid: number, signal: NodeJS.Signals) => {
 
 /** Starts a supervised process in the current Scope. */
 export const spawn = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed, Scope.Scope> =>
-  Effect.acquireRelease(start(spec), (p) => Effect.asVoid(p.terminate))
+  Effect.acquireRelease(start(spec), (p) =>
+    p.terminate.pipe(
+      Effect.asVoid,
+      Effect.catch((e) => Effect.logWarning(`${e.count} native processes outlived SIGKILL`))
+    ))
 
 const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
   Effect.gen(function* () {
@@ -183,24 +162,44 @@ const start = (spec: ProcessSpec): Effect.Effect<NativeProcess, SpawnFailed> =>
           resume(error ? Effect.fail(new WriteFailed({ reason: error.message })) : Effect.void))
       })
 
-    const stop = (voluntary: Duration.Input): Effect.Effect<ProcessExit> => Effect.gen(function* () {
+    // The groups to stop: the leader's, plus those its descendants started in new sessions, collected while the
+    // leader runs (afterwards its orphans are reparented and no longer traceable).
+    const groups = new Set<number>([spawned])
+    const track = () => {
+      if (exitInfo === undefined) for (const g of descendantGroups(spawned)) groups.add(g)
+    }
+    const signalAll = (signal: NodeJS.Signals) => {
+      for (const g of groups) signalGroup(g, signal)
+    }
+
+    const stop = (voluntary: Duration.Input): Effect.Effect<ProcessExit, ProcessesLingering> => Effect.gen(function* () {
+      track()
       if (!(yield* Deferred.isDone(exited))) {
         child.stdin!.end()
         const patience = Duration.fromInputUnsafe(voluntary)
         if (Duration.isGreaterThan(patience, Duration.zero)) yield* Effect.ignore(Deferred.await(exited).pipe(Effect.timeoutOption(patience)))
       }
       if (!(yield* Deferred.isDone(exited))) {
-        signalGroup(spawned, "SIGTERM")
+        track()
+        signalAll("SIGTERM")
         const inTime = yield* Deferred.await(exited).pipe(Effect.timeoutOption(grace))
-        if (Option.isNone(inTime)) signalGroup(spawned, "SIGKILL")
+        if (Option.isNone(inTime)) {
+          track()
+          signalAll("SIGKILL")
+        }
       }
       const result = yield* Deferred.await(exited)
       // Members that outlived the leader (its descendants) are killed too, and waited for: a loaded machine can
       // take well over a second to tear down a many-threaded native process after SIGKILL.
-      if (groupAlive(spawned)) {
-        signalGroup(spawned, "SIGKILL")
-        for (let i = 0; i < 1000 && groupAlive(spawned); i++) yield* Effect.sleep("10 millis")
+      let left = groupMembers(groups)
+      if (left.length > 0) {
+        signalAll("SIGKILL")
+        for (let i = 0; i < 1000 && left.length > 0; i++) {
+          yield* Effect.sleep("10 millis")
+          left = groupMembers(groups)
+        }
       }
+      if (left.length > 0) return yield* new ProcessesLingering({ count: left.length, pids: left.slice(0, 8) })
       return result
     })
     const terminate = stop(Duration.zero)
