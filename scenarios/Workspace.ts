@@ -6,8 +6,8 @@ import type { AgentKindCapabilities } from "../src/proto/Capabilities.js"
 import type { RuntimePrepareResultPayload } from "../src/proto/RuntimePrepare.js"
 import { encodeChunkData } from "../src/proto/Transfer.js"
 import type { WorkspaceExportResultPayload, WorkspaceReadResultPayload, WorkspaceWriteResultPayload } from "../src/proto/Workspace.js"
-import { admissionNames, AgentKind, heartbeat, scriptedCapabilities } from "./Fixtures.js"
-import { bind, core, type CoreStep, runtime, type RuntimeStep } from "./WireScenario.js"
+import { admissionNames, AgentKind, heartbeat, scriptedCapabilities, status } from "./Fixtures.js"
+import { bind, connect, core, type CoreStep, runtime, type RuntimeStep, type Step } from "./WireScenario.js"
 
 /** The Environment the scripted daemon is bound to. */
 export const EnvironmentId = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
@@ -122,6 +122,15 @@ export const readOnlyPrepare = (request: string, session: string): CoreStep =>
       }
     }
   })
+
+/** The opening of the read and export scenarios: a bound daemon connects and declares, a read-only preparation is ready. */
+export const boundReadOnlyReady = (request: string, session: string): ReadonlyArray<Step> => [
+  connect(),
+  boundHeartbeat(),
+  readOnlyPrepare(request, session),
+  status(request, 1, "preparing"),
+  status(request, 2, "ready")
+]
 
 /** The handle a preparation's `ready` granted (bound like the preparation fixtures bind it). */
 export const handleOf = (request: string) => bind(admissionNames(request).handle, "handle-1")

@@ -1,6 +1,6 @@
 import { release, SessionA, status } from "./Fixtures.js"
-import { check, connect, scenario } from "./WireScenario.js"
-import { b64, boundHeartbeat, readBytes, readOnlyPrepare, readResult, writeBegin, writeChunk, writeCommit, writeResult } from "./Workspace.js"
+import { check, scenario } from "./WireScenario.js"
+import { b64, boundReadOnlyReady, readBytes, readResult, writeBegin, writeChunk, writeCommit, writeResult } from "./Workspace.js"
 
 const W1 = "c0ffee00-1234-4abc-9def-000000000021"
 const W2 = "c0ffee00-1234-4abc-9def-000000000022"
@@ -23,11 +23,7 @@ export default scenario({
     core: { asserts: "refusals before sending; an over-long read result is unknown; a wrong received offset fails before commit" }
   },
   steps: [
-    connect(),
-    boundHeartbeat(),
-    readOnlyPrepare("prep-ro", SessionA),
-    status("prep-ro", 1, "preparing"),
-    status("prep-ro", 2, "ready"),
+    ...boundReadOnlyReady("prep-ro", SessionA),
     readBytes("read-0", "prep-ro", "README.md", 0, { refusedByCore: "limits" }),
     { ...readResult("read-0", { outcome: "rejected", error_code: "invalid_request" }), sides: ["runtime"] },
     check("core", { _tag: "WorkspaceOutcome", operation: "read-0", outcome: { refused: "limits" } }),

@@ -1,6 +1,6 @@
 import { release, SessionA, status } from "./Fixtures.js"
-import { check, connect, scenario } from "./WireScenario.js"
-import { b64, b64Bytes, boundHeartbeat, exportBegin, exportCancel, exportNext, exportResult, fixtureTar, readOnlyPrepare } from "./Workspace.js"
+import { check, scenario } from "./WireScenario.js"
+import { b64, b64Bytes, boundReadOnlyReady, exportBegin, exportCancel, exportNext, exportResult, fixtureTar } from "./Workspace.js"
 
 /** The fixture's whole archive: one chunk (under 64 KiB). */
 const Tar = fixtureTar()
@@ -22,11 +22,7 @@ export default scenario({
     core: { asserts: "failed ends the export as failed (no cancel, no retry); rejected is a definite refusal" }
   },
   steps: [
-    connect(),
-    boundHeartbeat(),
-    readOnlyPrepare("prep-ro", SessionA),
-    status("prep-ro", 1, "preparing"),
-    status("prep-ro", 2, "ready"),
+    ...boundReadOnlyReady("prep-ro", SessionA),
     exportBegin("exp-1", "prep-ro"),
     { ...exportResult("exp-1", { outcome: "chunk", offset: 0, data: b64("tar-") }), sides: ["core"] },
     { ...exportResult("exp-1", { outcome: "chunk", offset: 0, data: b64Bytes(Tar) }), sides: ["runtime"] },

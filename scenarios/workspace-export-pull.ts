@@ -1,6 +1,6 @@
 import { release, SessionA, status } from "./Fixtures.js"
-import { check, connect, scenario, silence } from "./WireScenario.js"
-import { b64, b64Bytes, boundHeartbeat, exportBegin, exportCancel, exportNext, exportResult, fixtureTar, readOnlyPrepare } from "./Workspace.js"
+import { check, scenario, silence } from "./WireScenario.js"
+import { b64, b64Bytes, boundReadOnlyReady, exportBegin, exportCancel, exportNext, exportResult, fixtureTar } from "./Workspace.js"
 
 /** The fixture's whole archive: one chunk (under 64 KiB). */
 const Tar = fixtureTar()
@@ -21,11 +21,7 @@ export default scenario({
     core: { asserts: "begin / next at the exact offsets / completed; the wrong offset is answered with cancel" }
   },
   steps: [
-    connect(),
-    boundHeartbeat(),
-    readOnlyPrepare("prep-ro", SessionA),
-    status("prep-ro", 1, "preparing"),
-    status("prep-ro", 2, "ready"),
+    ...boundReadOnlyReady("prep-ro", SessionA),
     exportBegin("exp-1", "prep-ro"),
     { ...exportResult("exp-1", { outcome: "chunk", offset: 0, data: b64("tar-") }), sides: ["core"] },
     { ...exportNext("exp-1", 4), sides: ["core"] },

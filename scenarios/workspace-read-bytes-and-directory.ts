@@ -1,6 +1,6 @@
 import { release, SessionA, status } from "./Fixtures.js"
-import { check, connect, scenario } from "./WireScenario.js"
-import { b64, boundHeartbeat, readBytes, readDirectory, readOnlyPrepare, readResult } from "./Workspace.js"
+import { check, scenario } from "./WireScenario.js"
+import { b64, boundReadOnlyReady, readBytes, readDirectory, readResult } from "./Workspace.js"
 
 export default scenario({
   name: "workspace-read-bytes-and-directory",
@@ -15,11 +15,7 @@ export default scenario({
     core: { asserts: "the read-only prepare, the exact read frames, completed / rejected outcomes per operation id, the release" }
   },
   steps: [
-    connect(),
-    boundHeartbeat(),
-    readOnlyPrepare("prep-ro", SessionA),
-    status("prep-ro", 1, "preparing"),
-    status("prep-ro", 2, "ready"),
+    ...boundReadOnlyReady("prep-ro", SessionA),
     readBytes("read-1", "prep-ro", "README.md", 64),
     readResult("read-1", { outcome: "completed", data: b64("hello"), close_acknowledged: true }),
     check("core", { _tag: "WorkspaceOutcome", operation: "read-1", outcome: "completed" }),

@@ -1,6 +1,6 @@
-import { SessionA, status } from "./Fixtures.js"
-import { check, connect, disconnect, reconnect, scenario, silence } from "./WireScenario.js"
-import { boundHeartbeat, readBytes, readOnlyPrepare, readResult } from "./Workspace.js"
+import { SessionA } from "./Fixtures.js"
+import { check, disconnect, reconnect, scenario, silence } from "./WireScenario.js"
+import { boundHeartbeat, boundReadOnlyReady, readBytes, readResult } from "./Workspace.js"
 
 export default scenario({
   name: "workspace-read-unknown-no-replay",
@@ -17,11 +17,7 @@ export default scenario({
     core: { asserts: "ReadUnknown for read_unconfirmed and for the dropped connection; nothing sent on the new connection" }
   },
   steps: [
-    connect(),
-    boundHeartbeat(),
-    readOnlyPrepare("prep-ro", SessionA),
-    status("prep-ro", 1, "preparing"),
-    status("prep-ro", 2, "ready"),
+    ...boundReadOnlyReady("prep-ro", SessionA),
     readBytes("read-1", "prep-ro", "README.md", 1024),
     readResult("read-1", { outcome: "unknown", error_code: "read_unconfirmed" }),
     check("core", { _tag: "WorkspaceOutcome", operation: "read-1", outcome: "unknown" }),

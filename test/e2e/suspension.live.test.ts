@@ -6,37 +6,27 @@
  * sockets and files, so real time.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
-import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { Effect, Exit, Option, Redacted } from "effect"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as DevCore from "../../src/core/dev/DevCore.js"
 import { Files } from "../../src/core/dev/Files.js"
-import { Operator } from "../../src/core/dev/Operator.js"
-import { Ids } from "../../src/proto/index.js"
-import { eventually, operator as operatorClient, type Proc, run, stopAll, tempDir } from "../support/devcoreLive.js"
+import { eventually, operator as operatorClient, type Proc, run } from "../support/devcoreLive.js"
+import { type InProcessDevCore, startInProcessDevCore } from "../support/inProcessDevCore.js"
 
 const EnvironmentId = "7b2e1d3c-4a5f-4e6d-9c8b-1a2b3c4d5e6f"
 const DeviceId = "dev-susp"
 const token = Redacted.make("awop_suspension-e2e-token")
 
-let dir: string
-let workspace: string
-let scope: Scope.Closeable
-let context: Context.Context<DevCore.DevCoreServices>
+let core: InProcessDevCore
 let sessionId: string
-let credentialFile: string
 let api: ReturnType<typeof operatorClient>
 let daemon: Proc
 
-const runIn = <A, E>(effect: Effect.Effect<A, E, DevCore.DevCoreServices>) => Effect.runPromiseExit(Effect.provideContext(effect, context))
-const profile = () => join(dir, "profile")
+const runIn = <A, E>(effect: Effect.Effect<A, E, DevCore.DevCoreServices>) => core.runIn(effect)
+const profile = () => join(core.dir, "profile")
 const stateFile = () => join(profile(), "suspension.json")
-
-const startDaemon = () =>
-  run([
-    "daemon", "--core-url", Context.get(context, DevCore.DevCore).url, "--device-id", DeviceId, "--credential-file", credentialFile,
-    "--profile", profile(), "--environment-id", EnvironmentId, "--workspace", workspace
-  ])
+const startDaemon = () => run(core.daemonArgs)
 
 const device = async () => (await api.get(`/devices/${DeviceId}`)).body
 /** Waits until the device is online on a connection numbered above `after`. */
@@ -47,35 +37,20 @@ const onlineAfter = (after: number) =>
   }, 25_000, `${DeviceId} online after connection ${after}`)
 
 beforeAll(async () => {
-  dir = tempDir("agentwire-susp-")
-  workspace = realpathSync(tempDir("agentwire-susp-root-"))
-  writeFileSync(join(workspace, "README.md"), "hello, suspension\n")
-  scope = Effect.runSync(Scope.make())
-  context = await Effect.runPromise(Layer.buildWithScope(DevCore.layer({ dataDir: dir, operatorToken: token }), scope))
-  api = operatorClient(Context.get(context, DevCore.DevCore).url, Redacted.value(token))
-  const operator = Context.get(context, Operator)
-  const issued = await Effect.runPromise(operator.createCredential(DeviceId))
-  credentialFile = join(dir, `${DeviceId}.cred`)
-  writeFileSync(credentialFile, Redacted.value(issued.credential) + "\n", { mode: 0o600 })
+  core = await startInProcessDevCore({
+    name: "susp",
+    deviceId: DeviceId,
+    environmentId: EnvironmentId,
+    operatorToken: token,
+    seed: (root) => writeFileSync(join(root, "README.md"), "hello, suspension\n")
+  })
+  api = operatorClient(core.url, Redacted.value(token))
   daemon = startDaemon()
-  await eventually(async () => {
-    const d = await device()
-    return d.online === true && d.declaration !== null ? true : undefined
-  }, 25_000, "online with a declaration")
-  const session = await Effect.runPromise(operator.createSession({
-    agent_kind: "scripted",
-    device_id: Ids.unsafeMake.deviceId(DeviceId),
-    environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
-  }))
-  sessionId = session.session_id
+  await core.declared()
+  sessionId = await core.createSession()
 }, 60_000)
 
-afterAll(async () => {
-  await stopAll()
-  if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
-  rmSync(dir, { recursive: true, force: true })
-  rmSync(workspace, { recursive: true, force: true })
-}, 30_000)
+afterAll(() => core?.close(), 30_000)
 
 describe("suspension fencing against the real daemon", () => {
   it("quiesce, fenced reconnect, fenced restart, resume; refusals are definite and nothing is replayed", async () => {

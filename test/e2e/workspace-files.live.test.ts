@@ -6,29 +6,27 @@
  * Real processes, sockets and files, so real time.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Effect, Exit, Option, Redacted } from "effect"
 import { createHash, randomBytes } from "node:crypto"
-import { mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as DevCore from "../../src/core/dev/DevCore.js"
 import { Files } from "../../src/core/dev/Files.js"
-import { Operator } from "../../src/core/dev/Operator.js"
 import { Gateway } from "../../src/core/Gateway.js"
 import * as WorkspaceWrite from "../../src/core/workspace/WorkspaceWrite.js"
 import { Ids } from "../../src/proto/index.js"
-import { eventually, run, stopAll, tempDir } from "../support/devcoreLive.js"
+import { run } from "../support/devcoreLive.js"
+import { type InProcessDevCore, startInProcessDevCore } from "../support/inProcessDevCore.js"
 
 const EnvironmentId = "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
 const token = Redacted.make("awop_workspace-e2e-token")
 
-let dir: string
+let core: InProcessDevCore
 let workspace: string
-let scope: Scope.Closeable
-let context: Context.Context<DevCore.DevCoreServices>
 let sessionId: string
 
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
-const runIn = <A, E>(effect: Effect.Effect<A, E, DevCore.DevCoreServices>) => Effect.runPromiseExit(Effect.provideContext(effect, context))
+const runIn = <A, E>(effect: Effect.Effect<A, E, DevCore.DevCoreServices>) => core.runIn(effect)
 
 /** Every regular file below `root` (relative path → bytes). */
 const walk = (root: string, prefix = ""): Map<string, Buffer> => {
@@ -65,40 +63,24 @@ const untar = (tar: Buffer): Map<string, Buffer> => {
 }
 
 beforeAll(async () => {
-  dir = tempDir("agentwire-wsf-")
-  workspace = realpathSync(tempDir("agentwire-wsf-root-"))
-  mkdirSync(join(workspace, "src"))
-  writeFileSync(join(workspace, "README.md"), "hello, workspace\n")
-  writeFileSync(join(workspace, "src", "main.ts"), "export const answer = 42\n")
-  scope = Effect.runSync(Scope.make())
-  context = await Effect.runPromise(Layer.buildWithScope(DevCore.layer({ dataDir: dir, operatorToken: token }), scope))
-  const core = Context.get(context, DevCore.DevCore)
-  const operator = Context.get(context, Operator)
-  const issued = await Effect.runPromise(operator.createCredential("dev-wsf"))
-  const credentialFile = join(dir, "dev-wsf.cred")
-  writeFileSync(credentialFile, Redacted.value(issued.credential) + "\n", { mode: 0o600 })
-  run([
-    "daemon", "--core-url", core.url, "--device-id", "dev-wsf", "--credential-file", credentialFile,
-    "--profile", join(dir, "profile"), "--environment-id", EnvironmentId, "--workspace", workspace
-  ])
-  await eventually(async () => {
-    const view = await Effect.runPromise(operator.getDevice("dev-wsf").pipe(Effect.option))
-    return Option.isSome(view) && view.value.online && view.value.declaration !== null ? true : undefined
-  }, 25_000, "dev-wsf online with a declaration")
-  const session = await Effect.runPromise(operator.createSession({
-    agent_kind: "scripted",
-    device_id: Ids.unsafeMake.deviceId("dev-wsf"),
-    environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
-  }))
-  sessionId = session.session_id
+  core = await startInProcessDevCore({
+    name: "wsf",
+    deviceId: "dev-wsf",
+    environmentId: EnvironmentId,
+    operatorToken: token,
+    seed: (root) => {
+      mkdirSync(join(root, "src"))
+      writeFileSync(join(root, "README.md"), "hello, workspace\n")
+      writeFileSync(join(root, "src", "main.ts"), "export const answer = 42\n")
+    }
+  })
+  workspace = core.workspace
+  run(core.daemonArgs)
+  await core.declared()
+  sessionId = await core.createSession()
 }, 60_000)
 
-afterAll(async () => {
-  await stopAll()
-  if (scope !== undefined) await Effect.runPromise(Scope.close(scope, Exit.void))
-  rmSync(dir, { recursive: true, force: true })
-  rmSync(workspace, { recursive: true, force: true })
-}, 30_000)
+afterAll(() => core?.close(), 30_000)
 
 describe("the workspace families against the real daemon", () => {
   it("reads a file and a directory through an idle read-only preparation", async () => {
