@@ -13,7 +13,8 @@
  * against stored device digests, and the token is never stored there.
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer, type Redacted } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Duration, Effect, Layer, Option, type Redacted } from "effect"
 import { HttpRouter, HttpServer, type HttpServerError } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import { Gateway } from "../Gateway.js"
@@ -29,6 +30,8 @@ import * as MetricsRoute from "./MetricsRoute.js"
 import * as Operator from "./Operator.js"
 import * as OperatorApi from "./OperatorApi.js"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
+import { JournalFeed } from "./pg/JournalFeed.js"
+import { NodeRouter } from "./pg/NodeRouter.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
 import { SessionLocks } from "./SessionLocks.js"
@@ -183,6 +186,22 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
       Layer.provideMerge(Suspensions.layer)
     )
     : Suspensions.layer
+  // Routing between nodes (docs/multi-node.md "Routing"), with a PostgreSQL store only: request rows plus
+  // LISTEN/NOTIFY on the store's own pool (the PostgreSQL store's layer carries its PgClient).
+  const storePgClient = Layer.effect(
+    PgClient.PgClient,
+    Effect.flatMap(Effect.serviceOption(PgClient.PgClient), Option.match({
+      onNone: () => Effect.die(new Error("a PostgreSQL store without its PgClient")),
+      onSome: Effect.succeed
+    }))
+  )
+  const nodeRouter: Layer.Layer<never, StoreFailed, SqlClient.SqlClient | GatewayConfig | DevIds | TurnStore> =
+    options.database === undefined
+      ? Layer.empty
+      : Layer.mergeAll(
+        Layer.unwrap(Effect.map(GatewayConfig, (config) => NodeRouter.layer({ nodeId: options.nodeId ?? config.publicUrl }))),
+        JournalFeed.layer()
+      ).pipe(Layer.provide(storePgClient))
   const services = Layer.mergeAll(
     Operator.layer,
     Turns.layer(options.turns ?? {}),
@@ -193,7 +212,8 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(SessionLocks.layer),
     Layer.provideMerge(writeReservations),
     Layer.provideMerge(suspensions),
-    Layer.provideMerge(Initialization.layer(options.initialization ?? {}).pipe(Layer.provideMerge(InitializationStore.layer)))
+    Layer.provideMerge(Initialization.layer(options.initialization ?? {}).pipe(Layer.provideMerge(InitializationStore.layer))),
+    Layer.provideMerge(nodeRouter)
   )
 
   const routes = Layer.mergeAll(

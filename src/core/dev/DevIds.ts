@@ -6,7 +6,7 @@
 import { Context, Effect, Layer, Ref } from "effect"
 import { randomUUID } from "node:crypto"
 
-export type IdKind = "session" | "turn" | "run" | "input" | "delivery" | "credential" | "preparation" | "operation" | "suspension"
+export type IdKind = "session" | "turn" | "run" | "input" | "delivery" | "credential" | "preparation" | "operation" | "suspension" | "request"
 
 export class DevIds extends Context.Service<DevIds, {
   /** A fresh id of that kind, unique within this Core's store. */

@@ -220,6 +220,32 @@ const listingIndexes = Effect.gen(function* () {
   yield* sql`CREATE INDEX turns_by_session_dispatched ON turns (session_id, dispatched_at_ms)`
 })
 
+const nodeRequests = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // Operations routed between Core nodes (docs/multi-node.md "Routing"; pg/NodeRouter.ts): one row per request,
+  // `state` moves pending → claimed → done, or pending → withdrawn (the requester gave up before any claim). A
+  // claimed request is never replayed. Bodies are operation inputs only, never a credential or a token. Used
+  // with PostgreSQL only; the table exists unused on SQLite.
+  yield* sql`CREATE TABLE node_requests (
+    request_id TEXT PRIMARY KEY,
+    target_node TEXT NOT NULL,
+    requester_node TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    turn_id TEXT,
+    body_json TEXT NOT NULL,
+    state TEXT NOT NULL,
+    result_json TEXT,
+    created_at_ms BIGINT NOT NULL,
+    expires_at_ms BIGINT NOT NULL,
+    claimed_at_ms BIGINT,
+    done_at_ms BIGINT
+  )`
+  yield* sql`CREATE INDEX node_requests_by_target ON node_requests (target_node, state, created_at_ms)`
+  // The node whose runner dispatches the Turn (a database-level claim, taken `WHERE claimed_by IS NULL`):
+  // two nodes can never both run one Turn. Null on SQLite (one node).
+  yield* sql`ALTER TABLE turns ADD COLUMN claimed_by TEXT`
+})
+
 const sessionInitialization = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   // A Session's environment initialization (docs/dev-core.md "Session initialization"; InitializationStore.ts):
@@ -246,7 +272,8 @@ export const migrations = {
   "3_workspace": workspace,
   "4_suspensions": suspensions,
   "5_listing_indexes": listingIndexes,
-  "6_session_initialization": sessionInitialization
+  "6_node_requests": nodeRequests,
+  "7_session_initialization": sessionInitialization
 } as const
 
 /** The table recording applied migration ids. */

@@ -20,6 +20,7 @@ import type { StoreFailed } from "./StoreErrors.js"
 import * as LiveBuffer from "./LiveBuffer.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
 import * as TurnTelemetry from "./TurnTelemetry.js"
+import { JournalFeed } from "./pg/JournalFeed.js"
 import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export type JournalItem =
@@ -107,6 +108,10 @@ const itemOf = (e: StoredEvent): JournalItem => ({ _tag: "entry", seq: e.seq, ki
 const make = Effect.gen(function* () {
   const store = yield* TurnStore
   const hubs = yield* Ref.make(new Map<string, PubSub.PubSub<JournalItem>>())
+  // Several Core nodes (PostgreSQL): every stored append and the outcome are announced to followers on other
+  // nodes (pg/JournalFeed.ts); absent on a single node.
+  const feed = yield* Effect.serviceOption(JournalFeed)
+  const announce = (turnId: string) => (Option.isSome(feed) ? feed.value.appended(turnId) : Effect.void)
 
   const hubFor = (turnId: string) =>
     Effect.gen(function* () {
@@ -132,6 +137,7 @@ const make = Effect.gen(function* () {
           const entry = toEntry(fact)
           yield* TurnTelemetry.commit(1, store.appendEvent(turnId, { seq: next, attempt, ...entry }))
           yield* Ref.set(seq, next)
+          yield* announce(turnId)
           yield* PubSub.publish(hub, { _tag: "entry", seq: next, ...entry })
           return next
         })),
@@ -141,11 +147,13 @@ const make = Effect.gen(function* () {
           const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
           yield* TurnTelemetry.commit(entries.length, store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry }))))
           yield* Ref.set(seq, first + facts.length - 1)
+          yield* announce(turnId)
           for (const entry of entries) yield* PubSub.publish(hub, { _tag: "entry", ...entry })
         })),
       notify: (event, data) => Effect.asVoid(PubSub.publish(hub, { _tag: "notice", event, data })),
       finish: Effect.gen(function* () {
         const turn = yield* store.get(turnId)
+        yield* announce(turnId)
         if (Option.isSome(turn)) yield* PubSub.publish(hub, { _tag: "outcome", turn: turn.value })
         yield* Ref.update(hubs, (m) => {
           const next = new Map(m)

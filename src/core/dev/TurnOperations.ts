@@ -118,7 +118,8 @@ export const make = Effect.gen(function* () {
 
   // -------------------------------------------------------------------------------------- cancel
 
-  const cancel = Effect.fn("Turns.cancel")(function* (turnId: string) {
+  // `presetDeliveryId`: the id a requesting node chose before routing the operation here (pg/RoutedTurns.ts).
+  const cancel = Effect.fn("Turns.cancel")(function* (turnId: string, presetDeliveryId?: string) {
     const a = yield* running(turnId)
     const current = a.current
     if (current === undefined) {
@@ -127,7 +128,7 @@ export const make = Effect.gen(function* () {
       yield* Deferred.await(a.finished)
       return { status: "cancelled", delivery_id: null, abandoned: true } satisfies CancelResult
     }
-    const deliveryId = Ids.unsafeMake.deliveryId(yield* ids.next("delivery"))
+    const deliveryId = Ids.unsafeMake.deliveryId(presetDeliveryId ?? (yield* ids.next("delivery")))
     const result = yield* Effect.result(
       current.delivery.cancel(deliveryId).pipe(TurnTelemetry.inTurn(a.span, "Turn.cancel", { "agentwire.delivery_id": deliveryId }))
     )
@@ -167,10 +168,11 @@ export const make = Effect.gen(function* () {
     classify: (error: E) =>
       | { readonly _tag: "rejected"; readonly code: string; readonly retryable: boolean }
       | { readonly _tag: "unknown"; readonly reason: string }
-      | { readonly _tag: "not_sent"; readonly error: TurnOperationError | Outcome.CapabilityUnsupported }
+      | { readonly _tag: "not_sent"; readonly error: TurnOperationError | Outcome.CapabilityUnsupported },
+    presetDeliveryId: string | undefined
   ) =>
     Effect.gen(function* () {
-      const deliveryId = Ids.unsafeMake.deliveryId(yield* ids.next("delivery"))
+      const deliveryId = Ids.unsafeMake.deliveryId(presetDeliveryId ?? (yield* ids.next("delivery")))
       const claimed = yield* unavailable(store.beginAnswer(a.turnId, kind, interactionId, deliveryId, answerBody))
       if (!claimed) {
         return yield* new OperatorConflict({ reason: "interaction_not_pending", detail: `${kind} ${interactionId} is not pending` })
@@ -245,7 +247,8 @@ export const make = Effect.gen(function* () {
   const answerPermission = Effect.fn("Turns.answerPermission")(function* (
     turnId: string,
     requestId: string,
-    body: PermissionAnswerBody
+    body: PermissionAnswerBody,
+    presetDeliveryId?: string
   ) {
     const a = yield* running(turnId)
     const pending = yield* pendingOf(a, requestId)
@@ -261,13 +264,14 @@ export const make = Effect.gen(function* () {
         approved: body.approved,
         ...(body.message === undefined ? {} : { message: body.message }),
         ...(body.updated_input === undefined ? {} : { updated_input: body.updated_input })
-      }), decisionClassify)
+      }), decisionClassify, presetDeliveryId)
   })
 
   const answerUserChoice = Effect.fn("Turns.answerUserChoice")(function* (
     turnId: string,
     askId: string,
-    body: UserChoiceAnswerBody
+    body: UserChoiceAnswerBody,
+    presetDeliveryId?: string
   ) {
     const a = yield* running(turnId)
     const pending = yield* pendingOf(a, askId)
@@ -284,13 +288,14 @@ export const make = Effect.gen(function* () {
       Interactions.answerUserChoice(session, pending.ask, { ...body, delivery_id: deliveryId }), (e) =>
       e._tag === "DecisionInvalid"
         ? { _tag: "not_sent", error: new OperatorRequestInvalid({ detail: `decision: ${e.issue}` }) }
-        : decisionClassify(e))
+        : decisionClassify(e), presetDeliveryId)
   })
 
   const functionResult = Effect.fn("Turns.functionResult")(function* (
     turnId: string,
     callId: string,
-    output: Functions.FunctionOutput
+    output: Functions.FunctionOutput,
+    presetDeliveryId?: string
   ) {
     const a = yield* running(turnId)
     const functions = a.current?.functions
@@ -321,7 +326,7 @@ export const make = Effect.gen(function* () {
         case "SubscriptionRejected":
           return { _tag: "not_sent", error: notSent(e.reason) } as const
       }
-    })
+    }, presetDeliveryId)
   })
 
   return {

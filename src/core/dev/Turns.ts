@@ -9,6 +9,7 @@
  * - `Recovery.ts`: start-up reconciliation and the queued Turns a previous process left (resumed here).
  */
 import { Context, Deferred, Effect, Layer, Option, Result, type Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { Ids, MessageInput } from "../../proto/index.js"
 import { type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
 import type { DeviceSession } from "../DeviceSession.js"
@@ -20,6 +21,11 @@ import { DevIds } from "./DevIds.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
 import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
+import { JournalFeed } from "./pg/JournalFeed.js"
+import { NodeRouter } from "./pg/NodeRouter.js"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
+import * as RoutedTurns from "./pg/RoutedTurns.js"
+import { claimTurn } from "./pg/TurnClaims.js"
 import { resumableTurns } from "./Recovery.js"
 import { SessionInitialization } from "./Initialization.js"
 import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
@@ -132,13 +138,45 @@ const make = Effect.gen(function* () {
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
   const initialization = yield* Effect.serviceOption(SessionInitialization)
-  const start = (sessionId: string, input: MessageInput.MessageInput) =>
+  /** `routed`: a start another node routed here (it is never routed on); `presetTurnId`: the id that node chose. */
+  const startWith = (routed: boolean) => (
+    sessionId: string,
+    input: MessageInput.MessageInput,
+    presetTurnId?: string
+  ): Effect.Effect<TurnView, TurnOperationError | Outcome.AdmissionRejection> =>
     starting(
       sessionId,
-      Option.isSome(locks) ? locks.value.tryWithLock(sessionId, startOne(sessionId, input)) : startOne(sessionId, input)
+      Option.isSome(locks)
+        ? locks.value.tryWithLock(sessionId, startOne(sessionId, input, routed, presetTurnId))
+        : startOne(sessionId, input, routed, presetTurnId)
     )
+  const start = startWith(false)
 
-  const startOne = Effect.fn("Turns.start")(function* (sessionId: string, input: MessageInput.MessageInput) {
+  // Several Core nodes on PostgreSQL (docs/multi-node.md "Routing"): operations on a Turn another node runs,
+  // and starts no device connected here can take, are routed to the node holding the device's owner lease.
+  const router = yield* Effect.serviceOption(NodeRouter)
+  const feed = yield* Effect.serviceOption(JournalFeed)
+  const leases = yield* Effect.serviceOption(OwnerLeases)
+  const routing: Option.Option<RoutedTurns.Routing> = Option.isSome(router) && Option.isSome(leases)
+    ? Option.some(yield* RoutedTurns.make({ ...operations, start: startWith(true) }).pipe(
+      Effect.provideService(NodeRouter, router.value),
+      Effect.provideService(OwnerLeases, leases.value),
+      Effect.provideService(TurnRunner.TurnRunner, runner)
+    ))
+    : Option.none()
+  /** With routing, the dispatching node claims the Turn in the database first (pg/TurnClaims.ts). */
+  const sql = yield* SqlClient.SqlClient
+  const claim = (turnId: string) =>
+    Option.isSome(router)
+      ? unavailable(claimTurn(router.value.nodeId, turnId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+      : Effect.succeed(true)
+
+  const startOne = Effect.fn("Turns.start")(function* (
+    sessionId: string,
+    input: MessageInput.MessageInput,
+    routed: boolean,
+    presetTurnId: string | undefined
+  ) {
     const inputIssue = MessageInput.validateMessageInput(input)
     if (Option.isSome(inputIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${inputIssue.value}` })
     const imageIssue = MessageInput.validateInlineImages(input)
@@ -168,6 +206,10 @@ const make = Effect.gen(function* () {
         environment: session.value.environment
     })
     const candidates = yield* candidatesFor(session.value.deviceId)
+    if (candidates.length === 0 && !routed && Option.isSome(routing)) {
+      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
+      if (Option.isSome(remote)) return remote.value
+    }
     if (session.value.deviceId !== undefined && candidates.length === 0) {
       return yield* new OperatorConflict({ reason: "device_offline", detail: `device ${session.value.deviceId} is not connected` })
     }
@@ -178,9 +220,10 @@ const make = Effect.gen(function* () {
     if (bound !== deviceId) {
       return yield* new OperatorConflict({ reason: "device_mismatch", detail: "the Session is bound to another device" })
     }
-    const turnId = yield* ids.next("turn")
+    const turnId = presetTurnId ?? (yield* ids.next("turn"))
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
+    yield* claim(turnId)
     yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
@@ -205,16 +248,23 @@ const make = Effect.gen(function* () {
     return yield* getRecord(turnId)
   })
 
-  // Queued Turns a previous process left: their runners start again.
-  for (const plan of yield* resumableTurns) yield* runner.launch(plan)
+  // Queued Turns a previous process left: their runners start again (with routing, only those this node claims).
+  for (const plan of yield* resumableTurns) {
+    if (yield* claim(plan.turnId).pipe(Effect.orElseSucceed(() => false))) yield* runner.launch(plan)
+  }
 
   return Turns.of({
   start,
   get,
   listBySession: (sessionId) => Effect.map(unavailable(store.listBySession(sessionId)), (list) => list.map(turnView)),
-  follow: journal.follow,
+  // A Turn whose runner is on another node is followed from the database (pg/JournalFeed.ts).
+  follow: (turnId, afterSeq, onLagging) =>
+    Option.isSome(feed) && Option.isNone(runner.active(turnId))
+      ? feed.value.follow(turnId, afterSeq)
+      : journal.follow(turnId, afterSeq, onLagging),
   awaitOutcome,
   ...operations,
+  ...(Option.isSome(routing) ? routing.value : {}),
   shutdown: runner.shutdown
   })
 })

@@ -29,8 +29,8 @@ describe("Store", () => {
           Effect.flatMap((ctx) => Effect.provideContext(tables, ctx))
         ))
         assert.deepStrictEqual(first, second)
-        assert.deepStrictEqual(first.applied, [1, 2, 3, 4, 5, 6])
-        for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "session_initializations"]) {
+        assert.deepStrictEqual(first.applied, [1, 2, 3, 4, 5, 6, 7])
+        for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "node_requests", "session_initializations"]) {
           assert.include(first.tables, table)
         }
         assert.include(readdirSync(dir), "agentwire.db")

@@ -1,7 +1,9 @@
 /**
  * Two `agentwire core` processes on one PostgreSQL schema (docs/multi-node.md): a device's owner lease
  * follows its connection from one node to the other with a growing generation, both nodes report the same
- * owner, and a Turn runs on the owning node with its records visible from the other. Real processes.
+ * owner, and a Turn runs on the owning node with its records visible from the other; a Turn started, steered,
+ * cancelled and followed (SSE) through the node that does not hold the device is routed to the one that does
+ * (docs/multi-node.md "Routing"). Real processes.
  */
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { rmSync, writeFileSync } from "node:fs"
@@ -78,5 +80,79 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
     const ownerB = await ownerSeenBy(apiB, b.url, ownerA.generation + 1)
     assert.isAbove(ownerB.generation, ownerA.generation)
     assert.deepStrictEqual(same(await ownerSeenBy(apiA, b.url, ownerB.generation)), same(ownerB))
+  }, 120_000)
+
+  it("routes Turn start, steer and cancel from the node without the device to its owner, and streams every event once on both", async () => {
+    const token = "op-token-routing-e2e"
+    const nodeEnv = { ...env, AGENTWIRE_OPERATOR_TOKEN: token }
+    const a = await startNode(join(dir, "ra"), nodeEnv)
+    const b = await startNode(join(dir, "rb"), nodeEnv)
+    const apiA = operator(a.url, token)
+    const apiB = operator(b.url, token)
+    const issue = run(["core", "credential", "create", "--device-id", "route-1", "--data-dir", join(dir, "rc"), "--init"], env)
+    assert.strictEqual(await issue.exited, 0)
+    const credentialFile = join(dir, "route-1.cred")
+    writeFileSync(credentialFile, issue.stdout.trim() + "\n", { mode: 0o600 })
+    startDaemon(b.url, "route-1", credentialFile, join(dir, "profile-r"))
+    await eventually(async () => {
+      const seenByA = (await apiA.get("/devices/route-1")).body
+      const seenByB = (await apiB.get("/devices/route-1")).body
+      return seenByA?.owner?.node_url === b.url && seenByA.owner.live === true && seenByB?.declaration?.source === "live"
+        ? seenByA
+        : undefined
+    }, 25_000, "device route-1 owned by node B and declared there")
+
+    // 1. A Turn started through A (no device there) runs on B and completes; SSE on A has every event once.
+    const session = await apiA.post("/sessions", { agent_kind: "scripted" })
+    assert.strictEqual(session.status, 201)
+    const done = await apiA.post(`/sessions/${session.body.session_id}/turns`, { input: script([{ delta: "via a" }, { delta: " to b" }]) })
+    assert.strictEqual(done.status, 202)
+    assert.strictEqual(done.body.device_id, "route-1")
+    const doneEvents = await readSse(a.url, token, done.body.turn_id)
+    const last = doneEvents[doneEvents.length - 1]!
+    assert.strictEqual(last.event, "outcome")
+    assert.strictEqual(JSON.parse(last.data).outcome.status, "completed")
+    const seqsA = doneEvents.filter((e) => e.id !== undefined).map((e) => Number(e.id))
+    assert.deepStrictEqual(seqsA, seqsA.map((_, i) => i + 1))
+    const seqsB = (await readSse(b.url, token, done.body.turn_id)).filter((e) => e.id !== undefined).map((e) => Number(e.id))
+    assert.deepStrictEqual(seqsA, seqsB)
+
+    // 2. Steer and cancel through A reach the Run on B; SSE on A follows it live to its outcome.
+    const running = await apiA.post(`/sessions/${session.body.session_id}/turns`, {
+      input: script([{ delta: "one" }, { await_steer: 1 }, { delta: "two" }, { hang: true }])
+    })
+    assert.strictEqual(running.status, 202)
+    const turnId = running.body.turn_id as string
+    let steer: any
+    let cancel: any
+    const live = await readSse(a.url, token, turnId, async (event) => {
+      if (event.event !== "frame") return
+      const frame = JSON.parse(event.data)
+      if (frame.type === "delta" && steer === undefined) {
+        steer = await apiA.post(`/turns/${turnId}/steer`, { input: [{ content: [{ type: "input_text", text: "steered via a" }] }] })
+      } else if (frame.type === "delta" && cancel === undefined) {
+        cancel = await apiA.post(`/turns/${turnId}/cancel`, {})
+      }
+    })
+    assert.strictEqual(steer.status, 200)
+    assert.deepStrictEqual([steer.body.status, steer.body.position], ["accepted", 1])
+    assert.strictEqual(cancel.status, 200)
+    assert.strictEqual(cancel.body.status, "cancelled")
+    assert.strictEqual(JSON.parse(live[live.length - 1]!.data).outcome.status, "cancelled")
+    const seqs = live.filter((e) => e.id !== undefined).map((e) => Number(e.id))
+    assert.deepStrictEqual(seqs, seqs.map((_, i) => i + 1))
+    const deltas = live.filter((e) => e.event === "frame").map((e) => JSON.parse(e.data)).filter((f) => f.type === "delta")
+    // The scripted agent echoes the steered input as a delta: the steer sent through A reached the Run on B.
+    assert.deepStrictEqual(deltas.slice(0, 2).map((f) => f.payload.delta), ["one", "steered via a"])
+    // The same journal from B, and the same records from both nodes.
+    const fromB = (await readSse(b.url, token, turnId)).filter((e) => e.id !== undefined).map((e) => [e.id, e.data])
+    assert.deepStrictEqual(live.filter((e) => e.id !== undefined).map((e) => [e.id, e.data]), fromB)
+    assert.deepStrictEqual((await apiA.get(`/turns/${turnId}`)).body.inputs.map((i: any) => [i.status, i.position]), [["accepted", 1]])
+
+    // 3. A finished Turn answers the same on both nodes (no route needed).
+    const again = await apiA.post(`/turns/${turnId}/cancel`, {})
+    assert.deepStrictEqual([again.status, again.body.error], [409, "turn_not_running"])
+    const againB = await apiB.post(`/turns/${turnId}/cancel`, {})
+    assert.deepStrictEqual([againB.status, againB.body], [again.status, again.body])
   }, 120_000)
 })

@@ -31,8 +31,8 @@ describePostgres("Store on PostgreSQL", (url) => {
         return { tables: rows.map((r) => String(r.table_name)), applied: applied.map((r) => Number(r.migration_id)) }
       })
       const first = yield* Effect.scoped(Effect.flatMap(Layer.build(store), (ctx) => Effect.provideContext(tables, ctx)))
-      assert.deepStrictEqual(first.applied, [1, 2, 3, 4, 5, 6])
-      for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "session_initializations"]) {
+      assert.deepStrictEqual(first.applied, [1, 2, 3, 4, 5, 6, 7])
+      for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "node_requests", "session_initializations"]) {
         assert.include(first.tables, table)
       }
     }))
@@ -44,13 +44,13 @@ describePostgres("Store on PostgreSQL", (url) => {
         return Layer.unwrap(Effect.gen(function* () {
           const firstApplied = yield* Effect.scoped(Effect.flatMap(Layer.build(open()), (ctx) =>
             Effect.provideContext(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT migration_id FROM agentwire_migrations`), ctx)))
-          assert.strictEqual(firstApplied.length, 6)
+          assert.strictEqual(firstApplied.length, 7)
           return open()
         }))
       })
       const applied = yield* Effect.scoped(Effect.flatMap(Layer.build(reopened), (ctx) =>
         Effect.provideContext(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT migration_id FROM agentwire_migrations`), ctx)))
-      assert.deepStrictEqual(applied.map((r) => Number(r.migration_id)), [1, 2, 3, 4, 5, 6])
+      assert.deepStrictEqual(applied.map((r) => Number(r.migration_id)), [1, 2, 3, 4, 5, 6, 7])
     }))
 
   it.effect("never shows the URL's password: not in the open error, not in the store's description", () =>
