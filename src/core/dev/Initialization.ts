@@ -56,12 +56,15 @@ export interface InitNotice {
   readonly bytes_total: number
 }
 
-export interface EnsureInput {
+export interface EnsureInput<E = never> {
   readonly sessionId: string
   readonly session: DeviceSession
   readonly environment: LocalEnvironment
-  /** Makes one store write durable (the runner's retried writes: a write is never dropped). */
-  readonly durable: <A>(operation: string, write: Effect.Effect<A, StoreFailed>) => Effect.Effect<A>
+  /**
+   * Makes one store write durable (the runner's retried writes: a write is never dropped); `E` is what ends the
+   * runner's ownership of the Turn (a lost owner lease with several nodes).
+   */
+  readonly durable: <A>(operation: string, write: Effect.Effect<A, StoreFailed>) => Effect.Effect<A, E>
   readonly notify: (notice: InitNotice) => Effect.Effect<void>
 }
 
@@ -76,7 +79,7 @@ export class SessionInitialization extends Context.Service<SessionInitialization
   /** Stores a Session's initialization (checked by the caller with `initializationIssue`). */
   readonly create: (sessionId: string, request: InitializationRequest, networkAccess: string | undefined) => Effect.Effect<void, StoreFailed>
   /** Runs what is left of the Session's initialization on `session`, or says why its Turns cannot run. */
-  readonly ensure: (input: EnsureInput) => Effect.Effect<Readiness>
+  readonly ensure: <E>(input: EnsureInput<E>) => Effect.Effect<Readiness, E>
   /** `failed` / `unknown` when the Session's Turns can no longer run. */
   readonly blocked: (sessionId: string) => Effect.Effect<Option.Option<"failed" | "unknown">, StoreFailed>
   readonly view: (sessionId: string) => Effect.Effect<Option.Option<InitializationView>, StoreFailed>
@@ -147,7 +150,7 @@ const make = (options: InitializationOptions) =>
         ? { _tag: "Failed", detail: r.detail ?? "failed" }
         : { _tag: "Unknown", detail: r.detail ?? "unknown" }
 
-    const ensure = (input: EnsureInput): Effect.Effect<Readiness> =>
+    const ensure = <E>(input: EnsureInput<E>): Effect.Effect<Readiness, E> =>
       Effect.gen(function* () {
         const { durable, sessionId } = input
         const found = yield* durable("initialization_get", store.get(sessionId))
@@ -214,7 +217,8 @@ const make = (options: InitializationOptions) =>
                   steps[i] = { ...steps[i]!, bytes_sent: bytes }
                   return notify(i, "running")
                 }),
-              beforeCommit: save("running", i, true)
+              // A lost ownership here stops the step before its commit is sent (a defect of this runner).
+              beforeCommit: Effect.orDie(save("running", i, true))
             }))
             if (result._tag === "Success") {
               firstRefusal.delete(sessionId)

@@ -1,5 +1,5 @@
 /**
- * The persisted initialization of each Session (`session_initializations`, migration 7): the request with its
+ * The persisted initialization of each Session (`session_initializations`, migration 8): the request with its
  * bytes until the initialization ends (then cleared: nothing is ever sent twice, so nothing needs keeping),
  * the public summary (setup command, env names), the state, the step being attempted, each step's progress,
  * and `committing`: whether the current step's commit may have been sent (written before it is), which is what
