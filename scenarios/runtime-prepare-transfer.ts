@@ -14,9 +14,10 @@ export default scenario({
     "Environment initialization, one transfer at a time: a file (begin / ready, the chunk at offset 0 / received " +
     "with the new total, commit / completed with the full size), a setup command whose commit follows ready " +
     "directly and completes, and a failing setup command whose failed receipt keeps its exit code.",
+  setup: { workspace: {} },
   sections: ["Preparation and execution order", "What each acknowledgement proves"],
   replay: {
-    runtime: { skip: "the Runtime runner has no Environment binding; the daemon side is test/runtime/transfer/Transfer.test.ts" },
+    runtime: { asserts: "a daemon bound to the fixture: ready, the received total, completed at the size; setup `true` completes; `exit 2` fails with exit code 2" },
     core: { asserts: "the exact begin / chunk / commit frames, each sent only after the previous receipt; completed; failed with its exit code" }
   },
   steps: [
@@ -29,7 +30,7 @@ export default scenario({
     prepareCommit(T1),
     prepareResult(T1, { outcome: "completed", size_bytes: 17 }),
     check("core", { _tag: "WorkspaceOutcome", operation: T1, outcome: "completed" }),
-    prepareSetupBegin(T2, SessionA, "make setup"),
+    prepareSetupBegin(T2, SessionA, "true"),
     prepareResult(T2, { outcome: "ready" }),
     prepareCommit(T2),
     prepareResult(T2, { outcome: "completed" }),

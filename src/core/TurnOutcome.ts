@@ -44,7 +44,9 @@ export const CoreErrorCode = Schema.Literals([
   "cancel_unconfirmed", // cancellation sent and not proven
   "capability_unsupported", // the final admission check refused (definite)
   "binding_invalid",
-  "configuration_rejected"
+  "configuration_rejected",
+  "initialization_failed", // the Session's environment initialization failed or was refused (definite; nothing dispatched)
+  "initialization_unknown" // its outcome is unknown (never replayed); nothing dispatched
 ])
 export type CoreErrorCode = typeof CoreErrorCode.Type
 

@@ -81,6 +81,7 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
           "workspace-read-bytes-and-directory",
           "workspace-write-transfer",
           "workspace-write-unconfirmed",
+          "runtime-prepare-transfer",
           "workspace-export-pull",
           "workspace-export-failed-and-refused",
           "bounded-transfer-validation"

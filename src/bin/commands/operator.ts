@@ -4,6 +4,7 @@
  *   agentwire devices list [--limit N] [--cursor C] | show ID
  *   agentwire sessions list [--limit N] [--cursor C] | show ID | create --agent-kind KIND [--device-id ID]
  *     [--environment-id ID --workspace-directory DIR [--network-access enabled|disabled|restricted]]
+ *     [--init-file LOCAL:/workspace/PATH]… [--init-skill ZIP]… [--init-env-file FILE] [--init-setup CMD …] (sessionInit.ts)
  *   agentwire turns list [--status S] [--session ID] [--device-id ID] [--limit N] [--cursor C] | show ID
  *   agentwire turn start --session ID (--text TEXT | --script FILE) [--watch]
  *   agentwire turn steer ID --text TEXT | cancel ID | watch ID
@@ -30,6 +31,7 @@ import * as OperatorClient from "../OperatorClient.js"
 import { examples } from "../Help.js"
 import * as TurnWatch from "../TurnWatch.js"
 import { makeFilesCommand } from "./files.js"
+import { initFlags, initializationBody, initializationLines } from "./sessionInit.js"
 
 export const OperatorEnvVars = {
   url: "AGENTWIRE_OPERATOR_URL",
@@ -191,7 +193,8 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
           examples("agentwire sessions list", "agentwire sessions list --limit 20 --json")
         ),
       Command.make("show", { ...connection, id: id("session-id") }, (c) =>
-        Effect.flatMap(request(c, "GET", `/sessions/${seg(c.id)}`), (s) => print(c, s, () => [sessionLine(s), ...s.turns.map((t: any) => `  ${turnLine(t)}`)]))).pipe(
+        Effect.flatMap(request(c, "GET", `/sessions/${seg(c.id)}`), (s) =>
+          print(c, s, () => [sessionLine(s), ...initializationLines(s.initialization), ...s.turns.map((t: any) => `  ${turnLine(t)}`)]))).pipe(
           Command.withDescription("Show one Session with its Turns"),
           examples("agentwire sessions show SESSION_ID")
         ),
@@ -204,7 +207,8 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
           Flag.optional
         ),
         workspaceDirectory: Flag.String("workspace-directory").pipe(Flag.withDescription("The daemon's --workspace (self_hosted)"), Flag.optional),
-        networkAccess: Flag.String("network-access").pipe(Flag.withDescription("The daemon's --network-access (self_hosted; default disabled)"), Flag.optional)
+        networkAccess: Flag.String("network-access").pipe(Flag.withDescription("The daemon's --network-access (self_hosted; default disabled)"), Flag.optional),
+        ...initFlags
       }, (c) =>
         Effect.gen(function* () {
           if (Option.isSome(c.environmentId) !== Option.isSome(c.workspaceDirectory)) {
@@ -220,17 +224,20 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
               }
             }
             : {}
+          const initialization = yield* initializationBody(c)
           const s = yield* request(c, "POST", "/sessions", {
             agent_kind: c.agentKind,
             ...(Option.isSome(c.deviceId) ? { device_id: c.deviceId.value } : {}),
-            ...environment
+            ...environment,
+            ...(initialization === undefined ? {} : { initialization })
           }, true)
           return yield* print(c, s, () => [s.session_id])
         })).pipe(
           Command.withDescription("Create a Session; prints its id"),
           examples(
             "agentwire sessions create --agent-kind scripted",
-            "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id env-1 --workspace-directory /srv/work"
+            "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id env-1 --workspace-directory /srv/work",
+            "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id ENV --workspace-directory /srv/work --init-file ./notes.md:/workspace/notes.md --init-skill ./review.zip --init-setup 'npm ci'"
           )
         )
     ]),

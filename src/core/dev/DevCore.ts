@@ -44,6 +44,8 @@ import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnJournal from "./TurnJournal.js"
 import * as ConsoleRoutes from "./console/ConsoleRoutes.js"
 import type { TurnStore } from "./TurnStore.js"
+import * as Initialization from "./Initialization.js"
+import * as InitializationStore from "./InitializationStore.js"
 import * as Turns from "./Turns.js"
 
 export interface DevCoreOptions {
@@ -78,6 +80,8 @@ export interface DevCoreOptions {
   /** Observes every frame the gateway sends or receives (the demo's live view). */
   readonly tap?: (frame: FrameTap.TappedFrame) => Effect.Effect<void>
   readonly turns?: Turns.TurnsOptions
+  /** Session initialization tunables (tests shorten them). */
+  readonly initialization?: Initialization.InitializationOptions
   /** Ids (tests use `DevIds.layerTest`). */
   readonly ids?: Layer.Layer<DevIds>
 }
@@ -213,6 +217,7 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(SessionLocks.layer),
     Layer.provideMerge(writeReservations),
     Layer.provideMerge(suspensions),
+    Layer.provideMerge(Initialization.layer(options.initialization ?? {}).pipe(Layer.provideMerge(InitializationStore.layer))),
     Layer.provideMerge(nodeRouter)
   )
 

@@ -263,6 +263,25 @@ const turnOwners = Effect.gen(function* () {
   )`
 })
 
+const sessionInitialization = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // A Session's environment initialization (docs/dev-core.md "Session initialization"; InitializationStore.ts):
+  // `request_json` holds the files, skills, env and setup command until the initialization ends (then NULL);
+  // `state` moves pending → running → completed | failed | unknown; `committing` is set before a step's commit
+  // is sent, so a step interrupted by a restart is known unknown (committing) or failed (not).
+  yield* sql`CREATE TABLE session_initializations (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (session_id),
+    request_json TEXT,
+    summary_json TEXT NOT NULL,
+    state TEXT NOT NULL,
+    current_step INTEGER,
+    steps_json TEXT NOT NULL,
+    committing BOOLEAN NOT NULL,
+    detail TEXT,
+    updated_at_ms BIGINT NOT NULL
+  )`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
@@ -271,7 +290,8 @@ export const migrations = {
   "4_suspensions": suspensions,
   "5_listing_indexes": listingIndexes,
   "6_node_requests": nodeRequests,
-  "7_turn_owners": turnOwners
+  "7_turn_owners": turnOwners,
+  "8_session_initialization": sessionInitialization
 } as const
 
 /** The table recording applied migration ids. */

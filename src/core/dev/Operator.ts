@@ -10,6 +10,7 @@
  */
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { Ids, Limits } from "../../proto/index.js"
+import { SqlClient } from "effect/sql"
 import { Gateway } from "../Gateway.js"
 import { DevIds } from "./DevIds.js"
 import { DeviceDirectory, type DeviceView } from "./DeviceDirectory.js"
@@ -26,6 +27,8 @@ import {
 import { type SessionRecord, SessionStore } from "./SessionStore.js"
 import { StoreFailed } from "./StoreErrors.js"
 import { Suspensions, type SuspensionView } from "./Suspensions.js"
+import { SessionInitialization } from "./Initialization.js"
+import { initializationIssue, type InitializationView } from "./InitializationSpec.js"
 
 /** A device as the operator API lists it: the directory's view plus its latest suspension attempt. */
 export type OperatorDeviceView = DeviceView & { readonly suspension: SuspensionView | null }
@@ -38,6 +41,8 @@ export interface SessionView {
   readonly device_id: string | null
   readonly native_session_id: string | null
   readonly created_at_ms: number
+  /** The Session's environment initialization and its progress (null when it has none). */
+  readonly initialization?: InitializationView | null
 }
 
 export const sessionView = (session: SessionRecord): SessionView => ({
@@ -89,6 +94,13 @@ const make = Effect.gen(function* () {
   const gateway = yield* Gateway
   const ids = yield* DevIds
   const suspensions = yield* Suspensions
+  const initialization = yield* Effect.serviceOption(SessionInitialization)
+  const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+  /** The view with the Session's initialization (when the service is present). */
+  const fullView = (session: SessionRecord) =>
+    Option.isNone(initialization)
+      ? Effect.succeed(sessionView(session))
+      : Effect.map(initialization.value.view(session.sessionId), (init) => ({ ...sessionView(session), initialization: Option.getOrNull(init) }))
   const withSuspension = (device: DeviceView) =>
     Effect.map(suspensions.latest(device.device_id), (latest): OperatorDeviceView => ({ ...device, suspension: Option.getOrNull(latest) }))
 
@@ -131,21 +143,51 @@ const make = Effect.gen(function* () {
       if (Option.isNone(device)) return yield* new OperatorNotFound({ resource: "device", id: request.device_id })
     }
     const sessionId = yield* ids.next("session")
-    const session = yield* unavailable(sessions.create({
-      sessionId,
-      agentKind: request.agent_kind,
-      environmentType: environment.type,
-      environment,
-      configuration,
-      deviceId: request.device_id
-    }))
-    return sessionView(session)
+    if (request.initialization !== undefined) {
+      if (environment.type !== "self_hosted") {
+        return yield* new OperatorRequestInvalid({ detail: "initialization needs a self_hosted Environment (it runs in its workspace)" })
+      }
+      if (Option.isNone(initialization)) return yield* new OperatorRequestInvalid({ detail: "initialization is not supported by this Core" })
+      const initIssue = initializationIssue(request.initialization, {
+        environmentId: environment.id,
+        sessionId,
+        networkAccess: environment.network_access
+      })
+      if (Option.isSome(initIssue)) return yield* new OperatorRequestInvalid({ detail: `initialization: ${initIssue.value}` })
+    }
+    const createBoth = Effect.gen(function* () {
+      const created = yield* sessions.create({
+        sessionId,
+        agentKind: request.agent_kind,
+        environmentType: environment.type,
+        environment,
+        configuration,
+        deviceId: request.device_id
+      })
+      if (request.initialization !== undefined && Option.isSome(initialization)) {
+        yield* initialization.value.create(
+          sessionId,
+          request.initialization,
+          environment.type === "self_hosted" ? environment.network_access : undefined
+        )
+      }
+      return created
+    })
+    // One transaction: a Session never exists without the initialization it was created with.
+    const session = yield* unavailable(
+      Option.isNone(sql) || request.initialization === undefined
+        ? createBoth
+        : sql.value.withTransaction(createBoth).pipe(
+          Effect.catchTag("SqlError", () => Effect.fail(new StoreFailed({ operation: "create_session" })))
+        )
+    )
+    return yield* unavailable(fullView(session))
   })
 
   const getSession = Effect.fn("Operator.getSession")(function* (sessionId: string) {
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    return sessionView(session.value)
+    return yield* unavailable(fullView(session.value))
   })
 
   return Operator.of({

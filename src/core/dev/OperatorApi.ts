@@ -21,6 +21,7 @@ import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
 import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
 import { dropLaggingClient, readableFact, withKeepAlive } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
+import { MaxCreateSessionBodyBytes } from "./InitializationSpec.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
 import type { JournalItem } from "./TurnJournal.js"
 import * as Listings from "./Listings.js"
@@ -73,12 +74,19 @@ export const errorResponse = (error: OperatorError): HttpServerResponse.HttpServ
 
 const strict = { onExcessProperty: "error" } as const
 
-/** Reads and strictly decodes a JSON body (at most 4 MiB); a failure never echoes the body. */
-export const readBody = <S extends Schema.Top>(request: HttpServerRequest.HttpServerRequest, schema: S) => {
+/**
+ * Reads and strictly decodes a JSON body (at most 4 MiB, or `maxBytes`: a Session's initialization may carry
+ * 16 MiB of bytes); a failure never echoes the body.
+ */
+export const readBody = <S extends Schema.Top>(
+  request: HttpServerRequest.HttpServerRequest,
+  schema: S,
+  maxBytes: number = MaxOperatorBodyBytes
+) => {
   const decode = Schema.decodeUnknownEffect(schema as unknown as Schema.Codec<S["Type"], unknown>, strict)
   return request.text.pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxOperatorBodyBytes)),
-    Effect.mapError(() => new RequestInvalid({ detail: "the body could not be read (at most 4 MiB)" })),
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes)),
+    Effect.mapError(() => new RequestInvalid({ detail: `the body could not be read (at most ${maxBytes / (1024 * 1024)} MiB)` })),
     Effect.flatMap((text) =>
       Effect.try({ try: () => (text.trim() === "" ? {} : JSON.parse(text)) as unknown, catch: () => new RequestInvalid({ detail: "the body is not JSON" }) })
     ),
@@ -257,7 +265,7 @@ export const layer = (
         "POST",
         p("/sessions"),
         route((request) =>
-          Effect.flatMap(readBody(request, CreateSessionRequest), (body) =>
+          Effect.flatMap(readBody(request, CreateSessionRequest, MaxCreateSessionBodyBytes), (body) =>
             Effect.map(operator.createSession(body), (session) => json(201, session))))
       )
       yield* router.add("GET", p("/sessions"), route((request) =>

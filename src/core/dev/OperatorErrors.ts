@@ -28,6 +28,8 @@ export class OperatorNotFound extends Schema.TaggedError<OperatorNotFound>()("Op
 export class OperatorConflict extends Schema.TaggedError<OperatorConflict>()("OperatorConflict", {
   reason: Schema.Literals([
     "turn_not_running",
+    "initialization_failed", // the Session's environment initialization failed: its Turns never run
+    "initialization_unknown", // its outcome is unknown (never replayed): its Turns never run
     "turn_active", // the Session already has an unfinished Turn
     "interaction_not_pending",
     "device_offline",

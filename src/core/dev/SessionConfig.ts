@@ -15,6 +15,7 @@ import { Option, Schema } from "effect"
 import { Checks, Execution, Ids } from "../../proto/index.js"
 import { type AgentConfiguration, type EngineProfile, publicFeatures } from "../CapabilityPolicy.js"
 import type { ExecutionSpec } from "../ExecutionRequest.js"
+import { InitializationRequest } from "./InitializationSpec.js"
 
 export const MultiAgent = Schema.Struct({
   enabled: Schema.Boolean,
@@ -73,7 +74,12 @@ export const CreateSessionRequest = Schema.Struct({
    * Pin the Session to one device (otherwise the first admitting online device is chosen at its first Turn).
    * Required for a `self_hosted` Environment: the Environment lives on that device.
    */
-  device_id: Schema.optionalKey(Ids.DeviceId)
+  device_id: Schema.optionalKey(Ids.DeviceId),
+  /**
+   * Files, skills, env and a setup command installed on the device before the Session's first Turn is
+   * dispatched (InitializationSpec.ts; needs a `self_hosted` Environment).
+   */
+  initialization: Schema.optionalKey(InitializationRequest)
 })
 export type CreateSessionRequest = typeof CreateSessionRequest.Type
 

@@ -28,7 +28,7 @@ export type JournalItem =
   /** A journal entry with its position: a Run frame as received (`kind` frame) or another delivery fact. */
   | { readonly _tag: "entry"; readonly seq: number; readonly kind: JournalKind; readonly type: string; readonly bodyJson: string }
   /** A Core-side fact about an active input or an interaction that the frame journal does not carry. */
-  | { readonly _tag: "notice"; readonly event: "input" | "interaction"; readonly data: unknown }
+  | { readonly _tag: "notice"; readonly event: "input" | "interaction" | "initialization"; readonly data: unknown }
   /** The Turn's terminal record; the last item of every stream. */
   | { readonly _tag: "outcome"; readonly turn: TurnRecord }
 
@@ -47,7 +47,7 @@ export interface JournalWriter {
    */
   readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>) => Effect.Effect<void, StoreFailed | LeaseLost>
   /** Publishes a notice to live subscribers (not stored). */
-  readonly notify: (event: "input" | "interaction", data: unknown) => Effect.Effect<void>
+  readonly notify: (event: "input" | "interaction" | "initialization", data: unknown) => Effect.Effect<void>
   /** Publishes the stored outcome (read back from the store) and retires the live hub. */
   readonly finish: Effect.Effect<void, StoreFailed>
 }

@@ -36,6 +36,7 @@ import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnFence from "./TurnFence.js"
 import { journalVerdict } from "./JournalOutcome.js"
 import { SessionStore } from "./SessionStore.js"
+import { SessionInitialization } from "./Initialization.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { type InteractionKind, TurnStore } from "./TurnStore.js"
@@ -120,6 +121,35 @@ const make = (options: TurnsOptions) =>
     /** A store write of the Turn, retried until stored; fenced on the attempt's owner lease (several nodes). */
     const durable = <A>(a: Active, operation: string, write: Effect.Effect<A, StoreFailed | LeaseLost>): Effect.Effect<A, LeaseLost> =>
       fencedDurable(a, operation, a.fence, write)
+    const initialization = yield* Effect.serviceOption(SessionInitialization)
+
+    /**
+     * The Session's environment initialization, before its first dispatch (Initialization.ts): `undefined` to
+     * go on, "retry" to wait and look again, or the definite outcome of a Turn that was never dispatched.
+     */
+    const initializeFirst = (a: Active, session: DeviceSession) =>
+      Effect.gen(function* () {
+        const env = a.spec.environment
+        if (Option.isNone(initialization) || env.type === "none" || env.binding === undefined) return undefined
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
+        const ready = yield* initialization.value.ensure({
+          sessionId: a.sessionId,
+          session,
+          environment: env.binding,
+          durable: (operation, write) => durable(a, operation, write),
+          notify: (notice) => writer.notify("initialization", notice)
+        })
+        switch (ready._tag) {
+          case "Ready":
+            return undefined
+          case "Retry":
+            return "retry" as const
+          case "Failed":
+            return { status: "failed", error_code: "initialization_failed", detail: ready.detail } satisfies Outcome.TurnOutcome
+          case "Unknown":
+            return { status: "failed", error_code: "initialization_unknown", detail: ready.detail } satisfies Outcome.TurnOutcome
+        }
+      })
 
     // -------------------------------------------------------------------------------------- facts
 
@@ -270,6 +300,13 @@ const make = (options: TurnsOptions) =>
         yield* finish(a, { status: "cancelled" }, writer)
       })
 
+    /** A Turn settled before any dispatch (its Session's initialization did not complete). */
+    const finishUndispatched = (a: Active, outcome: Outcome.TurnOutcome) =>
+      Effect.gen(function* () {
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
+        yield* finish(a, outcome, writer)
+      })
+
     /** Shutdown while queued: the Turn stays queued in the store; the next start runs it again. */
     const leaveQueued = (a: Active) =>
       Effect.sync(() => {
@@ -292,6 +329,16 @@ const make = (options: TurnsOptions) =>
             continue
           }
           a.fence = Option.getOrUndefined(lease)
+          const init = yield* initializeFirst(a, found)
+          if (init === "retry") {
+            const wait = yield* pause(a, delay)
+            if (wait === "cancelled") return yield* abandonQueued(a)
+            if (wait === "stopping") return yield* leaveQueued(a)
+            delay = Duration.min(Duration.times(delay, 2), maxRetryDelay)
+            continue
+          }
+          if (init !== undefined) return yield* finishUndispatched(a, init)
+          if (Option.isSome(yield* Deferred.poll(a.cancelQueued))) return yield* abandonQueued(a)
           const owner = a.fence === undefined || fence.nodeId === undefined
             ? undefined
             : { nodeId: fence.nodeId, generation: a.fence.generation }

@@ -27,6 +27,7 @@ import { OwnerLeases } from "./pg/OwnerLeases.js"
 import * as RoutedTurns from "./pg/RoutedTurns.js"
 import { claimTurn } from "./pg/TurnClaims.js"
 import { resumableTurns } from "./Recovery.js"
+import { SessionInitialization } from "./Initialization.js"
 import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
 import { makeKeyedLock, SessionLocks } from "./SessionLocks.js"
 import { SessionStore } from "./SessionStore.js"
@@ -136,6 +137,7 @@ const make = Effect.gen(function* () {
 
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
+  const initialization = yield* Effect.serviceOption(SessionInitialization)
   /** `routed`: a start another node routed here (it is never routed on); `presetTurnId`: the id that node chose. */
   const startWith = (routed: boolean) => (
     sessionId: string,
@@ -181,6 +183,15 @@ const make = Effect.gen(function* () {
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    if (Option.isSome(initialization)) {
+      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
+      if (Option.isSome(blocked)) {
+        return yield* new OperatorConflict({
+          reason: `initialization_${blocked.value}`,
+          detail: `the Session's initialization is ${blocked.value}; create a new Session`
+        })
+      }
+    }
     // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })

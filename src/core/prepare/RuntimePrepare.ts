@@ -50,6 +50,11 @@ export interface PrepareOptions {
   readonly budget?: Duration.Input
   /** Called after each `received` receipt with the bytes the Runtime confirmed so far. */
   readonly onProgress?: (bytes: number) => Effect.Effect<void>
+  /**
+   * Runs right before the commit is queued, after every chunk was received (a caller persists "the commit may
+   * be sent" here, so a restart knows the step's outcome may be unknown).
+   */
+  readonly beforeCommit?: Effect.Effect<void>
 }
 
 export interface PrepareCompleted {
@@ -175,6 +180,7 @@ export const prepare = (
       offset = total
       if (options.onProgress !== undefined) yield* options.onProgress(total)
     }
+    if (options.beforeCommit !== undefined) yield* options.beforeCommit
     const sent = yield* Effect.exit(session.send({ type: "runtime_prepare", id, payload: { step: "commit" } }))
     // The commit did not enter the send queue: nothing will be installed.
     if (sent._tag === "Failure") return yield* new PrepareFailed({ stage: "commit", reason: "commit_not_sent" })

@@ -85,7 +85,8 @@ describe("OperatorApi", () => {
           configuration: { text_verbosity: "high", agent_options_set: true },
           device_id: null,
           native_session_id: null,
-          created_at_ms: 0
+          created_at_ms: 0,
+          initialization: null
         })
         const read = yield* call("GET", "/sessions/session-1")
         assert.notInclude(JSON.stringify(read.body), "sk-secret")
