@@ -22,15 +22,10 @@ import * as LiveBuffer from "./LiveBuffer.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
 import * as TurnTelemetry from "./TurnTelemetry.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
+import type { JournalItem } from "./JournalItem.js"
 import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
-export type JournalItem =
-  /** A journal entry with its position: a Run frame as received (`kind` frame) or another delivery fact. */
-  | { readonly _tag: "entry"; readonly seq: number; readonly kind: JournalKind; readonly type: string; readonly bodyJson: string }
-  /** A Core-side fact about an active input or an interaction that the frame journal does not carry. */
-  | { readonly _tag: "notice"; readonly event: "input" | "interaction" | "initialization"; readonly data: unknown }
-  /** The Turn's terminal record; the last item of every stream. */
-  | { readonly _tag: "outcome"; readonly turn: TurnRecord }
+export type { JournalItem } from "./JournalItem.js"
 
 export interface JournalWriter {
   readonly turnId: string

@@ -15,7 +15,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { type StoreFailed, storeFailed } from "../StoreErrors.js"
-import type { JournalItem } from "../TurnJournal.js"
+import type { JournalItem } from "../JournalItem.js"
 import { isTerminalStatus, TurnStore } from "../TurnStore.js"
 import { channelName } from "./NodeRouter.js"
 
