@@ -30,6 +30,7 @@ import * as MetricsRoute from "./MetricsRoute.js"
 import * as Operator from "./Operator.js"
 import * as OperatorApi from "./OperatorApi.js"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
+import * as LeaseSweeper from "./pg/LeaseSweeper.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import { NodeRouter } from "./pg/NodeRouter.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
@@ -162,9 +163,13 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
   const recovery: Layer.Layer<never, StoreFailed, TurnStore | SqlClient.SqlClient | GatewayConfig> = options.database === undefined
     ? Layer.effectDiscard(recoverUnfinishedTurns)
     : Layer.effectDiscard(recoverUnfinishedTurns).pipe(Layer.provideMerge(ownerLeases))
-  const leaseKeeper: Layer.Layer<never, never, Gateway | SqlClient.SqlClient | GatewayConfig> = options.database === undefined
-    ? Layer.empty
-    : LeaseKeeper.layer.pipe(Layer.provideMerge(ownerLeases))
+  // The keeper also claims at the upgrade (OwnerClaim) and answers device-status's owner; the sweeper
+  // reconciles the Turns of owners whose lease was lost (pg/LeaseSweeper.ts). Turn writes are fenced on the
+  // keeper's leases (TurnFence.ts).
+  const leaseKeeper: Layer.Layer<never, never, Gateway | SqlClient.SqlClient | GatewayConfig | TurnStore> =
+    options.database === undefined
+      ? Layer.empty
+      : Layer.mergeAll(LeaseKeeper.layer, LeaseSweeper.layer()).pipe(Layer.provideMerge(ownerLeases))
 
   const gateway = Gateway.layer.pipe(
     Layer.provide(options.tap === undefined ? Layer.empty : FrameTap.layer(options.tap))

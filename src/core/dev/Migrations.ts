@@ -246,6 +246,23 @@ const nodeRequests = Effect.gen(function* () {
   yield* sql`ALTER TABLE turns ADD COLUMN claimed_by TEXT`
 })
 
+const turnOwners = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // The owner of a Turn's current delivery attempt (docs/multi-node.md "Fenced Turn writes"): the node that
+  // began it and the generation of the device's owner lease it held. Every later write of that attempt is
+  // fenced on this generation; a Turn whose owner generation is no longer the device's live lease has no
+  // writer left and is reconciled by the lease sweeper (pg/LeaseSweeper.ts). Null on SQLite (one node).
+  yield* sql`ALTER TABLE turns ADD COLUMN owner_node TEXT`
+  yield* sql`ALTER TABLE turns ADD COLUMN owner_generation BIGINT`
+  // Core nodes on one database and how long each is known alive (renewed by its sweeper): a queued Turn
+  // accepted by a node whose row expired has no runner left.
+  yield* sql`CREATE TABLE core_nodes (
+    node_id TEXT PRIMARY KEY,
+    node_url TEXT NOT NULL,
+    expires_at_ms BIGINT NOT NULL
+  )`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
@@ -253,7 +270,8 @@ export const migrations = {
   "3_workspace": workspace,
   "4_suspensions": suspensions,
   "5_listing_indexes": listingIndexes,
-  "6_node_requests": nodeRequests
+  "6_node_requests": nodeRequests,
+  "7_turn_owners": turnOwners
 } as const
 
 /** The table recording applied migration ids. */

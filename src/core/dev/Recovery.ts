@@ -55,7 +55,6 @@ export const recoverUnfinishedTurns: Effect.Effect<
   TurnStore | SqlClient.SqlClient
 > = Effect.gen(function* () {
   const turns = yield* TurnStore
-  const sql = yield* SqlClient.SqlClient
   const leases = yield* Effect.serviceOption(OwnerLeases)
   const now = yield* Clock.currentTimeMillis
   /**
@@ -73,18 +72,8 @@ export const recoverUnfinishedTurns: Effect.Effect<
   const recovered: Array<RecoveredTurn> = []
   for (const turn of unfinished) {
     if (yield* ownedElsewhere(turn.deviceId)) continue
-    const verdict = yield* journalVerdict(turns, turn, "core_restarted")
-    yield* sql`UPDATE turn_inputs SET status = 'unknown' WHERE turn_id = ${turn.turnId} AND status IN ('sending', 'written')`.pipe(
-      storeFailed("recover_inputs")
-    )
-    yield* sql`UPDATE interactions SET status = 'answered', outcome = 'unknown'
-      WHERE turn_id = ${turn.turnId} AND status = 'answering'`.pipe(storeFailed("recover_interactions"))
-    if (verdict === "requeued") {
-      yield* sql`UPDATE turns SET status = 'queued' WHERE turn_id = ${turn.turnId}`.pipe(storeFailed("requeue_turn"))
-      recovered.push({ turnId: turn.turnId, outcome: "requeued" })
-      continue
-    }
-    if (yield* turns.complete(turn.turnId, verdict)) recovered.push({ turnId: turn.turnId, outcome: verdict })
+    const outcome = yield* reconcileTurn(turn, "core_restarted")
+    if (outcome !== undefined) recovered.push({ turnId: turn.turnId, outcome })
   }
   if (recovered.length > 0) {
     yield* Effect.logWarning("reconciled Turns left unfinished by a previous process").pipe(
@@ -93,6 +82,32 @@ export const recoverUnfinishedTurns: Effect.Effect<
   }
   return recovered
 })
+
+/**
+ * Reconciles one unfinished Turn whose observer is gone, by the rules above with `reason` as the observation
+ * end: open inputs and answers become `unknown`, then the outcome the journal proves is written (or the Turn
+ * is queued again when it was left unclaimed). Succeeds with what it recorded; undefined when the Turn was
+ * already terminal (another writer settled it first).
+ */
+export const reconcileTurn = (
+  turn: { readonly turnId: string; readonly runId: string; readonly attempt: number },
+  reason: Outcome.ObservationEnd
+): Effect.Effect<Outcome.TurnOutcome | "requeued" | undefined, StoreFailed, TurnStore | SqlClient.SqlClient> =>
+  Effect.gen(function* () {
+    const turns = yield* TurnStore
+    const sql = yield* SqlClient.SqlClient
+    const verdict = yield* journalVerdict(turns, turn, reason)
+    yield* sql`UPDATE turn_inputs SET status = 'unknown' WHERE turn_id = ${turn.turnId} AND status IN ('sending', 'written')`.pipe(
+      storeFailed("recover_inputs")
+    )
+    yield* sql`UPDATE interactions SET status = 'answered', outcome = 'unknown'
+      WHERE turn_id = ${turn.turnId} AND status = 'answering'`.pipe(storeFailed("recover_interactions"))
+    if (verdict === "requeued") {
+      yield* sql`UPDATE turns SET status = 'queued' WHERE turn_id = ${turn.turnId}`.pipe(storeFailed("requeue_turn"))
+      return "requeued" as const
+    }
+    return (yield* turns.complete(turn.turnId, verdict)) ? verdict : undefined
+  })
 
 /**
  * The queued Turns a previous process left (never dispatched, or unclaimed) whose Session still exists, as

@@ -16,6 +16,7 @@ import { Context, Effect, Layer, Option, PubSub, Ref, Result, Schema, Semaphore,
 import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
 import * as Outcome from "../Outcome.js"
+import type { LeaseLost } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as LiveBuffer from "./LiveBuffer.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
@@ -39,12 +40,12 @@ export interface JournalWriter {
    * Persists one fact at the next seq (a `RunEvent` fact as the encoded frame), then publishes it. Success
    * proves it is stored.
    */
-  readonly record: (fact: Outcome.TurnFact) => Effect.Effect<number, StoreFailed>
+  readonly record: (fact: Outcome.TurnFact) => Effect.Effect<number, StoreFailed | LeaseLost>
   /**
    * Persists several facts at the next seqs in one store statement (group commit), then publishes them in
    * order. Success proves all are stored; a failure stores none.
    */
-  readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>) => Effect.Effect<void, StoreFailed>
+  readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>) => Effect.Effect<void, StoreFailed | LeaseLost>
   /** Publishes a notice to live subscribers (not stored). */
   readonly notify: (event: "input" | "interaction", data: unknown) => Effect.Effect<void>
   /** Publishes the stored outcome (read back from the store) and retires the live hub. */

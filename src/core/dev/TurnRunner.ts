@@ -26,10 +26,14 @@ import type { DeviceSession } from "../DeviceSession.js"
 import { type ExecutionSpec, promptCancel } from "../ExecutionRequest.js"
 import * as Functions from "../Functions.js"
 import { Gateway } from "../Gateway.js"
+import { closeCodeFor } from "../transport/DeviceTransport.js"
 import * as Interactions from "../Interactions.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
 import { failureKind, makeDurable } from "./DurableWrites.js"
+import type { Lease, LeaseLost } from "./pg/OwnerLeases.js"
+import type { StoreFailed } from "./StoreErrors.js"
+import * as TurnFence from "./TurnFence.js"
 import { journalVerdict } from "./JournalOutcome.js"
 import { SessionStore } from "./SessionStore.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
@@ -84,6 +88,8 @@ export interface Active extends TurnPlan {
   readonly finished: Deferred.Deferred<void>
   /** The runner's `Turn` span: steer and cancel requests run below it (TurnTelemetry.inTurn). */
   span?: Tracer.AnySpan | undefined
+  /** Several nodes: the owner lease the current attempt's writes are fenced on (TurnFence.ts). */
+  fence?: Lease | undefined
 }
 
 export class TurnRunner extends Context.Service<TurnRunner, {
@@ -108,8 +114,12 @@ const make = (options: TurnsOptions) =>
     const stopping = yield* Deferred.make<void>()
     const retryDelay = Duration.fromInputUnsafe(options.retryDelay ?? Duration.seconds(1))
     const maxRetryDelay = Duration.fromInputUnsafe(options.maxRetryDelay ?? Duration.seconds(10))
-    const durable = makeDurable(options, (a: Active) =>
-      a.current === undefined ? Effect.void : a.current.delivery.endObservation("journal_unavailable"))
+    const fence = yield* TurnFence.make
+    const fencedDurable = fence.guard(makeDurable(options, (a: Active) =>
+      a.current === undefined ? Effect.void : a.current.delivery.endObservation("journal_unavailable")))
+    /** A store write of the Turn, retried until stored; fenced on the attempt's owner lease (several nodes). */
+    const durable = <A>(a: Active, operation: string, write: Effect.Effect<A, StoreFailed | LeaseLost>): Effect.Effect<A, LeaseLost> =>
+      fencedDurable(a, operation, a.fence, write)
 
     // -------------------------------------------------------------------------------------- facts
 
@@ -275,7 +285,17 @@ const make = (options: TurnsOptions) =>
           const found = yield* connection(a)
           if (found === "cancelled") return yield* abandonQueued(a)
           if (found === "stopping") return yield* leaveQueued(a)
-          const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId))
+          const lease = yield* fence.leaseFor(a.deviceId)
+          if (fence.enabled && Option.isNone(lease)) {
+            // No lease here for the device's connection (it is being replaced): wait for the next one.
+            yield* Effect.sleep(leaselessPause)
+            continue
+          }
+          a.fence = Option.getOrUndefined(lease)
+          const owner = a.fence === undefined || fence.nodeId === undefined
+            ? undefined
+            : { nodeId: fence.nodeId, generation: a.fence.generation }
+          const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId, owner))
           const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
           const resolution = yield* Effect.scoped(Effect.gen(function* () {
@@ -357,6 +377,26 @@ const make = (options: TurnsOptions) =>
         )
       )
 
+    /**
+     * A write of the Turn was refused: a newer owner of the device exists (another node took its lease). The
+     * Turn stops being observed here with nothing more recorded (no outcome is invented: the lease sweeper
+     * reconciles it from its journal), and the connection here is closed `replaced`.
+     */
+    const fencedOut = (a: Active, lost: LeaseLost) =>
+      Effect.gen(function* () {
+        const session = a.current?.session
+        a.current = undefined
+        yield* Effect.logWarning("turn write refused: a newer owner holds the device; observation of the turn ends here").pipe(
+          Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, device_id: a.deviceId, generation: lost.generation })
+        )
+        const live = yield* gateway.session(Ids.unsafeMake.deviceId(a.deviceId))
+        if (session !== undefined && Option.isSome(live) && live.value.connectionNumber === session.connectionNumber) {
+          yield* session.close(closeCodeFor("replaced"), "replaced")
+        }
+        active.delete(a.turnId)
+        yield* Deferred.succeed(a.finished, undefined)
+      })
+
     const launch = (plan: TurnPlan) =>
       Effect.gen(function* () {
         const a: Active = {
@@ -369,7 +409,7 @@ const make = (options: TurnsOptions) =>
         }
         active.set(a.turnId, a)
         // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
-        yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchCause((cause) =>
+        yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchTag("LeaseLost", (lost) => fencedOut(a, lost)), Effect.catchCause((cause) =>
           Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : runnerFailed(a, cause)
         ), Effect.withLogSpan("turn"), turnSpan(a)))
       })
@@ -390,6 +430,9 @@ const make = (options: TurnsOptions) =>
   })
 
 export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))
+
+/** How long an attempt waits when this node holds no lease for the device's connection (it is being replaced). */
+const leaselessPause = Duration.millis(100)
 
 /** A Run event that updates no record but the journal (interaction requests and withdrawals do). */
 const isPlainRunEvent = (fact: Outcome.TurnFact): boolean =>

@@ -17,6 +17,7 @@ import * as TurnTelemetry from "./TurnTelemetry.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
 import { StoreFailed, storeFailed, toInt, toIntOrUndefined } from "./StoreErrors.js"
+import { JournalFence, LeaseLost } from "./pg/OwnerLeases.js"
 import {
   type AnswerOutcome,
   type InputRecord,
@@ -65,15 +66,24 @@ export class TurnStore extends Context.Service<TurnStore, {
   readonly hasDispatched: (sessionId: string, exceptTurnId?: string) => Effect.Effect<boolean, StoreFailed>
   /** Turns not in a terminal state (queued or running). */
   readonly listUnfinished: Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
-  /** Starts the next delivery attempt on `deviceId` (status `running`); succeeds with the attempt's number. */
-  readonly beginAttempt: (turnId: string, deviceId: string) => Effect.Effect<number, StoreFailed>
+  /**
+   * Starts the next delivery attempt on `deviceId` (status `running`); succeeds with the attempt's number.
+   * `owner` (several nodes, docs/multi-node.md): the node beginning it and the generation of the device's owner
+   * lease it holds, recorded on the Turn (the lease sweeper reconciles it once that generation is stale).
+   */
+  readonly beginAttempt: (
+    turnId: string,
+    deviceId: string,
+    owner?: { readonly nodeId: string; readonly generation: number }
+  ) => Effect.Effect<number, StoreFailed>
   /** Records when the Run itself (execution_start / prompt_request) entered the send queue (first time only). */
   readonly markDispatched: (turnId: string) => Effect.Effect<void, StoreFailed>
   /** An attempt ended unclaimed (nothing executed): the Turn is queued again. */
   readonly requeue: (turnId: string) => Effect.Effect<void, StoreFailed>
   /** Writes the terminal outcome unless one is recorded already; succeeds with whether it wrote. */
   readonly complete: (turnId: string, outcome: TurnOutcome) => Effect.Effect<boolean, StoreFailed>
-  readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed>
+  /** `LeaseLost` only under a `JournalFence` (several nodes): a newer owner exists, nothing was stored. */
+  readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed | LeaseLost>
   /**
    * Appends several entries of one Turn: all are stored, or none. Appends of all Turns are group-committed
    * (`GroupCommit.ts`): success means the transaction holding them committed (the durability point).
@@ -81,7 +91,7 @@ export class TurnStore extends Context.Service<TurnStore, {
   readonly appendEvents: (
     turnId: string,
     events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
-  ) => Effect.Effect<void, StoreFailed>
+  ) => Effect.Effect<void, StoreFailed | LeaseLost>
   /** Journal entries after `afterSeq`, in order; only frames when `kind` is "frame". */
   readonly events: (turnId: string, afterSeq: number, kind?: JournalKind) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreFailed>
   readonly lastSeq: (turnId: string) => Effect.Effect<number, StoreFailed>
@@ -138,6 +148,8 @@ export class TurnStore extends Context.Service<TurnStore, {
 export interface JournalWrite {
   readonly turnId: string
   readonly events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
+  /** Several nodes: the owner lease this append is fenced on (`JournalFence`). */
+  readonly fence?: { readonly deviceId: string; readonly generation: number } | undefined
 }
 
 /** Rows per INSERT statement inside one group-commit transaction (stays far below SQLite's parameter limit). */
@@ -148,7 +160,7 @@ const rowsPerStatement = 256
  * every write is stored, or none. Exported for tests that wrap it (a slow or failing commit).
  */
 export const commitJournal = (sql: SqlClient.SqlClient) =>
-  (writes: ReadonlyArray<JournalWrite>): Effect.Effect<void, StoreFailed> =>
+  (writes: ReadonlyArray<JournalWrite>): Effect.Effect<void, StoreFailed | LeaseLost> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
       const rows = writes.flatMap((write) =>
@@ -164,9 +176,39 @@ export const commitJournal = (sql: SqlClient.SqlClient) =>
       const insert = Effect.forEach(Arr.chunksOf(rows, rowsPerStatement), (chunk) => sql`INSERT INTO turn_events ${sql.insert(chunk)}`, {
         discard: true
       })
-      yield* writes.length === 1 && rows.length <= rowsPerStatement ? insert : sql.withTransaction(insert)
+      const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
+      if (fences.length === 0) {
+        yield* writes.length === 1 && rows.length <= rowsPerStatement ? insert : sql.withTransaction(insert)
+      } else {
+        yield* sql.withTransaction(Effect.andThen(probeFences(sql, fences), insert))
+      }
       yield* Metric.update(TurnTelemetry.journalTransactionWrites, writes.length)
-    }).pipe(storeFailed("append_event"))
+    }).pipe(
+      Effect.catchTag("SqlError", (error) =>
+        Effect.logWarning("store operation failed").pipe(
+          Effect.annotateLogs({ operation: "append_event", reason: error.reason._tag }),
+          Effect.andThen(Effect.fail(new StoreFailed({ operation: "append_event" })))
+        ))
+    )
+
+/**
+ * Inside the batch's transaction: every carried lease must still be its device's generation (PostgreSQL locks
+ * them `FOR SHARE`, so a newer claim waits for the commit); else `LeaseLost` for the first stale one.
+ */
+const probeFences = (sql: SqlClient.SqlClient, fences: ReadonlyArray<{ readonly deviceId: string; readonly generation: number }>) =>
+  Effect.gen(function* () {
+    const devices = [...new Set(fences.map((f) => f.deviceId))]
+    const rows = yield* sql.onDialectOrElse({
+      pg: () => sql`SELECT device_id, generation FROM device_leases WHERE ${sql.in("device_id", devices)} FOR SHARE`,
+      orElse: () => sql`SELECT device_id, generation FROM device_leases WHERE ${sql.in("device_id", devices)}`
+    })
+    const current = new Map(rows.map((row) => [String(row.device_id), toInt(row.generation)]))
+    for (const fence of fences) {
+      if (current.get(fence.deviceId) !== fence.generation) {
+        return yield* new LeaseLost({ deviceId: fence.deviceId, generation: fence.generation })
+      }
+    }
+  })
 
 export interface TurnStoreOptions {
   /** The journal's group commit (default: up to 64 appends of any Turns per transaction). */
@@ -186,7 +228,16 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
   const journal = yield* GroupCommit.make(commitJournal(sql), options.groupCommit)
 
   const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events) =>
-    Arr.isReadonlyArrayNonEmpty(events) ? journal.submit({ turnId, events }) : Effect.void
+    Arr.isReadonlyArrayNonEmpty(events)
+      ? Effect.gen(function* () {
+        const lease = yield* JournalFence
+        return yield* journal.submit({
+          turnId,
+          events,
+          fence: lease === undefined ? undefined : { deviceId: lease.deviceId, generation: lease.generation }
+        })
+      })
+      : Effect.void
 
   return TurnStore.of({
     create: Effect.fn("TurnStore.create")(function* (turn) {
@@ -249,9 +300,10 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       Effect.map((rows) => rows.map(readTurn)),
       storeFailed("list_unfinished_turns")
     ),
-    beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId) {
+    beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId, owner) {
       return yield* sql.withTransaction(Effect.gen(function* () {
-        yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId}
+        yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId},
+            owner_node = ${owner?.nodeId ?? null}, owner_generation = ${owner?.generation ?? null}
           WHERE turn_id = ${turnId} AND status IN ('queued', 'running')`
         const rows = yield* sql`SELECT attempt FROM turns WHERE turn_id = ${turnId}`
         return toInt(rows[0]?.attempt ?? 0)

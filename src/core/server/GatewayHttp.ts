@@ -7,7 +7,8 @@
  *   `incompatible_version` (exact match, checked before any credential check or dispatch), then 401/403/500
  *   from `DeviceCredentials`, then the upgrade; the connection then runs in `Gateway.accept` until it ends.
  * - `GET /api/v1/agent-daemon/device-status?device_id=…` with the Bearer header → `{device_id, online, owner}`
- *   (`owner` is always null: this gateway has no multi-pod owner lease).
+ *   (`owner`: the device's owner lease when several nodes share a database — `DeviceOwner`, provided by the
+ *   dev Core's lease keeper — else null).
  *
  * Unauthenticated callers learn nothing about which devices exist: an unknown device and a wrong credential are
  * both answered 401 `bad_credential` (Core's log keeps the difference). Bootstrap checks the whole credential
@@ -32,6 +33,7 @@ import {
   type DeviceRecord
 } from "../DeviceCredentials.js"
 import { Gateway } from "../Gateway.js"
+import { OwnerClaim, type OwnerView } from "../OwnerClaim.js"
 import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape, WebSocketPath } from "../GatewayConfig.js"
 import { markAuthenticated } from "../transport/internal/connectionGuard.js"
 import { fromSocket } from "../transport/internal/socket.js"
@@ -68,7 +70,8 @@ export interface BootstrapResponse {
 export interface DeviceStatusResponse {
   readonly device_id: string
   readonly online: boolean
-  readonly owner: null
+  /** The device's owner lease (several nodes on one database); null on a single node. */
+  readonly owner: OwnerView | null
 }
 
 // ---------------------------------------------------------------------------------------------- helpers
@@ -182,6 +185,8 @@ interface Deps {
   readonly gateway: Gateway["Service"]
   readonly credentials: DeviceCredentials["Service"]
   readonly config: GatewayConfigShape
+  /** Several nodes on one database: the owner lease is claimed before the 101 (OwnerClaim.ts). */
+  readonly ownerClaim: Option.Option<OwnerClaim["Service"]>
 }
 
 const bootstrap = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest) =>
@@ -243,7 +248,7 @@ const deviceStatus = (deps: Deps) => (request: HttpServerRequest.HttpServerReque
     return HttpServerResponse.jsonUnsafe({
       device_id: device.deviceId,
       online: Option.isSome(session),
-      owner: null
+      owner: Option.isSome(deps.ownerClaim) ? yield* deps.ownerClaim.value.ownerOf(device.deviceId) : null
     } satisfies DeviceStatusResponse)
   }))
 
@@ -288,6 +293,14 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
     if ((request.headers["upgrade"] ?? "").toLowerCase() !== "websocket") {
       return yield* Effect.fail(errorResponse(400, "missing_params", "a WebSocket upgrade is required"))
     }
+    if (Option.isSome(deps.ownerClaim)) {
+      yield* deps.ownerClaim.value.beforeUpgrade(device.deviceId).pipe(
+        Effect.tapError(() => Effect.logError("owner lease not claimed; upgrade refused").pipe(
+          Effect.annotateLogs({ device_id: Ids.printable(device.deviceId) })
+        )),
+        Effect.mapError(() => errorResponse(500, "internal", "the owner lease could not be claimed"))
+      )
+    }
     const socket = yield* request.upgrade.pipe(
       Effect.mapError(() => errorResponse(500, "internal", "the upgrade failed"))
     )
@@ -321,7 +334,8 @@ export const layer: Layer.Layer<never, never, HttpRouter.HttpRouter | Gateway | 
       const deps: Deps = {
         gateway: yield* Gateway,
         credentials: yield* DeviceCredentials,
-        config: yield* GatewayConfig
+        config: yield* GatewayConfig,
+        ownerClaim: yield* Effect.serviceOption(OwnerClaim)
       }
       yield* router.add("*", BootstrapPath, bootstrap(deps))
       yield* router.add("*", DeviceStatusPath, deviceStatus(deps))

@@ -8,6 +8,10 @@ import { DeviceCredentials, digestCredential } from "../../../src/core/DeviceCre
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import { storeCases } from "./cases/StoreCases.js"
+import { migrations } from "../../../src/core/dev/Migrations.js"
+
+/** Every migration id, in order (`<id>_<name>`). */
+const migrationIds = Object.keys(migrations).map((key) => Number(key.split("_")[0]))
 
 const memory = Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest))
 
@@ -29,8 +33,8 @@ describe("Store", () => {
           Effect.flatMap((ctx) => Effect.provideContext(tables, ctx))
         ))
         assert.deepStrictEqual(first, second)
-        assert.deepStrictEqual(first.applied, [1, 2, 3, 4, 5, 6])
-        for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "node_requests"]) {
+        assert.deepStrictEqual(first.applied, migrationIds)
+        for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "core_nodes", "node_requests"]) {
           assert.include(first.tables, table)
         }
         assert.include(readdirSync(dir), "agentwire.db")

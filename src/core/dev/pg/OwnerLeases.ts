@@ -9,7 +9,7 @@
  * - `renew` extends the expiry only while the generation is still ours; otherwise `LeaseLost` (a newer owner
  *   exists), and the caller must evict its routes for the device.
  * - `fenced` runs a write in one transaction whose first statement locks the lease row on our generation
- *   (`UPDATE … WHERE generation = ours`): a newer claim either committed before (the write is refused with
+ *   (PostgreSQL: `SELECT … WHERE generation = ours FOR SHARE`; SQLite: `UPDATE … WHERE generation = ours`): a newer claim either committed before (the write is refused with
  *   `LeaseLost`, nothing written) or waits until the write commits. On SQLite `BEGIN IMMEDIATE` serializes
  *   the same way.
  * - `release` expires the lease at once if it is still ours (a clean disconnect); the row and its
@@ -49,6 +49,17 @@ export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
   }
 }
 
+/**
+ * The owner lease a Turn's journal appends are fenced on. Journal appends are group-committed by a writer
+ * fiber (`GroupCommit.ts`), so they cannot run inside `fenced`: the runner sets this reference around them
+ * (`TurnFence.ts`), `TurnStore.appendEvents` carries it into the batch, and the batch's transaction probes
+ * every carried lease (`FOR SHARE`) before inserting; a stale one fails the batch with `LeaseLost`, and the
+ * group commit then commits each write alone, so only the fenced-out Turn's append is refused.
+ */
+export const JournalFence = Context.Reference<Lease | undefined>("agentwire/core/dev/pg/JournalFence", {
+  defaultValue: () => undefined
+})
+
 export class OwnerLeases extends Context.Service<OwnerLeases, {
   readonly node: { readonly nodeId: string; readonly nodeUrl: string; readonly ttlMs: number }
   /** Takes the device's lease for this node (always succeeds over any holder); succeeds with the new lease. */
@@ -64,6 +75,12 @@ export class OwnerLeases extends Context.Service<OwnerLeases, {
    * claimed the device when it committed; `LeaseLost` proves nothing of `write` was committed.
    */
   readonly fenced: <A, E, R>(lease: Lease, write: Effect.Effect<A, E, R>) => Effect.Effect<A, E | LeaseLost | StoreFailed, R>
+  /**
+   * The lease sweeper's fence over a dead owner: moves the generation of the device's lease forward when it
+   * is still `generation` and expired, so the old owner's writes and renewals are refused from now on
+   * (a write in flight commits first). Succeeds with whether this call moved it (one caller wins).
+   */
+  readonly takeExpired: (deviceId: string, generation: number) => Effect.Effect<boolean, StoreFailed>
 }>()("agentwire/core/dev/pg/OwnerLeases") {
   static readonly layer = (node: NodeIdentity): Layer.Layer<OwnerLeases, never, SqlClient.SqlClient> =>
     Layer.effect(OwnerLeases, make(node))
@@ -120,16 +137,46 @@ const make = (node: NodeIdentity) =>
         storeFailed("get_lease")
       )
 
+    /**
+     * The fence: on PostgreSQL a `SELECT … FOR SHARE` of the lease row on our generation (no new row version per
+     * write; a concurrent claim waits for our commit, and a claim that committed first makes the re-checked row
+     * miss our generation); on SQLite an `UPDATE`, which takes the database's write lock at once.
+     */
+    const holds = (lease: Lease) =>
+      sql.onDialectOrElse({
+        pg: () =>
+          sql`SELECT generation FROM device_leases
+            WHERE device_id = ${lease.deviceId} AND generation = ${lease.generation} FOR SHARE`,
+        orElse: () =>
+          sql`UPDATE device_leases SET generation = generation
+            WHERE device_id = ${lease.deviceId} AND generation = ${lease.generation}
+            RETURNING generation`
+      }).pipe(storeFailed("fence_lease"))
+
     const fenced = <A, E, R>(lease: Lease, write: Effect.Effect<A, E, R>) =>
       sql.withTransaction(Effect.gen(function* () {
-        const held = yield* sql`UPDATE device_leases SET generation = generation
-          WHERE device_id = ${lease.deviceId} AND generation = ${lease.generation}
-          RETURNING generation`.pipe(storeFailed("fence_lease"))
+        const held = yield* holds(lease)
         if (held.length === 0) return yield* new LeaseLost({ deviceId: lease.deviceId, generation: lease.generation })
         return yield* write
       })).pipe(
         Effect.catchTag("SqlError", () => Effect.fail(new StoreFailed({ operation: "fenced_write" })))
       )
 
-    return OwnerLeases.of({ node: { nodeId: node.nodeId, nodeUrl: node.nodeUrl, ttlMs }, claim, renew, release, get, fenced })
+    const takeExpired = Effect.fn("OwnerLeases.takeExpired")(function* (deviceId: string, generation: number) {
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql`UPDATE device_leases SET generation = generation + 1
+        WHERE device_id = ${deviceId} AND generation = ${generation} AND expires_at_ms <= ${now}
+        RETURNING generation`.pipe(storeFailed("take_expired_lease"))
+      return rows.length > 0
+    })
+
+    return OwnerLeases.of({
+      node: { nodeId: node.nodeId, nodeUrl: node.nodeUrl, ttlMs },
+      claim,
+      renew,
+      release,
+      get,
+      fenced,
+      takeExpired
+    })
   })

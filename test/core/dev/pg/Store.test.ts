@@ -12,6 +12,10 @@ import { describePostgres, withSchema } from "../../../support/postgres.js"
 import { recoveryCases } from "../cases/RecoveryCases.js"
 import { storeCases } from "../cases/StoreCases.js"
 import { turnJournalCases } from "../cases/TurnJournalCases.js"
+import { migrations } from "../../../../src/core/dev/Migrations.js"
+
+/** Every migration id, in order (`<id>_<name>`). */
+const migrationIds = Object.keys(migrations).map((key) => Number(key.split("_")[0]))
 
 describePostgres("Store on PostgreSQL", (url) => {
   const store = withSchema(url, (schema) =>
@@ -31,8 +35,8 @@ describePostgres("Store on PostgreSQL", (url) => {
         return { tables: rows.map((r) => String(r.table_name)), applied: applied.map((r) => Number(r.migration_id)) }
       })
       const first = yield* Effect.scoped(Effect.flatMap(Layer.build(store), (ctx) => Effect.provideContext(tables, ctx)))
-      assert.deepStrictEqual(first.applied, [1, 2, 3, 4, 5, 6])
-      for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts"]) {
+      assert.deepStrictEqual(first.applied, migrationIds)
+      for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "core_nodes", "node_requests"]) {
         assert.include(first.tables, table)
       }
     }))
@@ -44,13 +48,13 @@ describePostgres("Store on PostgreSQL", (url) => {
         return Layer.unwrap(Effect.gen(function* () {
           const firstApplied = yield* Effect.scoped(Effect.flatMap(Layer.build(open()), (ctx) =>
             Effect.provideContext(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT migration_id FROM agentwire_migrations`), ctx)))
-          assert.strictEqual(firstApplied.length, 6)
+          assert.strictEqual(firstApplied.length, migrationIds.length)
           return open()
         }))
       })
       const applied = yield* Effect.scoped(Effect.flatMap(Layer.build(reopened), (ctx) =>
         Effect.provideContext(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT migration_id FROM agentwire_migrations`), ctx)))
-      assert.deepStrictEqual(applied.map((r) => Number(r.migration_id)), [1, 2, 3, 4, 5, 6])
+      assert.deepStrictEqual(applied.map((r) => Number(r.migration_id)), migrationIds)
     }))
 
   it.effect("never shows the URL's password: not in the open error, not in the store's description", () =>
