@@ -33,6 +33,9 @@ import { DevIds } from "./DevIds.js"
 import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { executionSpec, type SelfHostedEnvironment, type SessionConfiguration } from "./SessionConfig.js"
+import { NodeRouter } from "./pg/NodeRouter.js"
+import { OwnerLeases } from "./pg/OwnerLeases.js"
+import * as RoutedFiles from "./pg/RoutedFiles.js"
 import { SessionLocks } from "./SessionLocks.js"
 import { type SessionRecord, SessionStore } from "./SessionStore.js"
 import { TurnStore } from "./TurnStore.js"
@@ -264,7 +267,18 @@ const make = Effect.gen(function* () {
       )
     }).pipe(Effect.withSpan("Files.exportTar"))
 
-  return Files.of({ list, read, write, settle, exportTar })
+  // Several Core nodes (PostgreSQL): list, read and write on a Session whose device another node holds are
+  // routed there (pg/RoutedFiles.ts); absent on a single node.
+  const router = yield* Effect.serviceOption(NodeRouter)
+  const leases = yield* Effect.serviceOption(OwnerLeases)
+  const routed = Option.isSome(router) && Option.isSome(leases)
+    ? Option.some(yield* RoutedFiles.make({ list, read, write }).pipe(
+      Effect.provideService(NodeRouter, router.value),
+      Effect.provideService(OwnerLeases, leases.value)
+    ))
+    : Option.none()
+
+  return Files.of({ list, read, write, ...(Option.isSome(routed) ? routed.value : {}), settle, exportTar })
 })
 
 export const layer: Layer.Layer<Files, never, SessionStore | TurnStore | Gateway | DevIds | SessionLocks | WriteReservations> =

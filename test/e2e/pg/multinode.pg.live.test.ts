@@ -2,14 +2,18 @@
  * Two `agentwire core` processes on one PostgreSQL schema (docs/multi-node.md): a device's owner lease
  * follows its connection from one node to the other with a growing generation, both nodes report the same
  * owner, and a Turn runs on the owning node with its records visible from the other; a Turn started, steered,
- * cancelled and followed (SSE) through the node that does not hold the device is routed to the one that does
- * (docs/multi-node.md "Routing"). Real processes.
+ * cancelled and followed (SSE) through the node that does not hold the device, and the Files API through it, are
+ * routed to the one that does (docs/multi-node.md "Routing"). Real processes.
  */
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
-import { rmSync, writeFileSync } from "node:fs"
+import { realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { eventually, operator, type Proc, readSse, run, script, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { createSchema, describePostgres, dropSchema, testDatabaseUrl } from "../../support/postgres.js"
+
+const EnvironmentId = "7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+/** Directories outside `dir` (workspaces), removed after the suite. */
+const extraDirs: Array<string> = []
 
 const startNode = async (dir: string, env: Record<string, string>) => {
   const proc = run(["core", "--port", "0", "--data-dir", dir, "--heartbeat-seconds", "1"], env)
@@ -37,6 +41,7 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
     await stopAll()
     if (testDatabaseUrl !== undefined && schema !== undefined) await dropSchema(testDatabaseUrl, schema)
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+    for (const extra of extraDirs) rmSync(extra, { recursive: true, force: true })
   }, 30_000)
 
   it("moves the owner lease with the device's connection, and both nodes see the same owner and Turns", async () => {
@@ -82,7 +87,7 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
     assert.deepStrictEqual(same(await ownerSeenBy(apiA, b.url, ownerB.generation)), same(ownerB))
   }, 120_000)
 
-  it("routes Turn start, steer and cancel from the node without the device to its owner, and streams every event once on both", async () => {
+  it("routes Turn start, steer, cancel and Files from the node without the device to its owner, and streams every event once on both", async () => {
     const token = "op-token-routing-e2e"
     const nodeEnv = { ...env, AGENTWIRE_OPERATOR_TOKEN: token }
     const a = await startNode(join(dir, "ra"), nodeEnv)
@@ -93,7 +98,12 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
     assert.strictEqual(await issue.exited, 0)
     const credentialFile = join(dir, "route-1.cred")
     writeFileSync(credentialFile, issue.stdout.trim() + "\n", { mode: 0o600 })
-    startDaemon(b.url, "route-1", credentialFile, join(dir, "profile-r"))
+    const workspace = realpathSync(tempDir("agentwire-pg-nodes-ws-"))
+    extraDirs.push(workspace)
+    writeFileSync(join(workspace, "README.md"), "hello from b\n")
+    startDaemon(b.url, "route-1", credentialFile, join(dir, "profile-r"), {
+      args: ["--environment-id", EnvironmentId, "--workspace", workspace]
+    })
     await eventually(async () => {
       const seenByA = (await apiA.get("/devices/route-1")).body
       const seenByB = (await apiB.get("/devices/route-1")).body
@@ -154,5 +164,34 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
     assert.deepStrictEqual([again.status, again.body.error], [409, "turn_not_running"])
     const againB = await apiB.post(`/turns/${turnId}/cancel`, {})
     assert.deepStrictEqual([againB.status, againB.body], [again.status, again.body])
+
+    // 4. The Files API through A reaches the workspace of the daemon on B (write, list, read), with B's answers.
+    const bound = await apiA.post("/sessions", {
+      agent_kind: "scripted",
+      device_id: "route-1",
+      environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
+    })
+    assert.strictEqual(bound.status, 201, JSON.stringify(bound.body))
+    const s = bound.body.session_id as string
+    // A write reaches the Runtime on B through A: the daemon still holds the idle executor of the Turns above, so
+    // it refuses the write at begin (resource_unavailable, nothing installed), the same answer B gives itself.
+    const put = (url: string) =>
+      fetch(`${url}/api/v1/operator/sessions/${s}/files/content`, {
+        method: "PUT",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ path: "written.txt", data: Buffer.from("from a").toString("base64") })
+      }).then(async (res) => [res.status, await res.json()] as const)
+    const putA = await put(a.url)
+    assert.deepStrictEqual(putA, await put(b.url))
+    assert.deepStrictEqual([putA[0], (putA[1] as any).error, (putA[1] as any).source], [409, "resource_unavailable", "runtime"])
+    const listed = await apiA.get(`/sessions/${s}/files?path=`)
+    assert.strictEqual(listed.status, 200, JSON.stringify(listed.body))
+    assert.deepStrictEqual(listed.body.entries.map((e: any) => e.name), ["README.md"])
+    const readA = await apiA.get(`/sessions/${s}/files/content?path=README.md`)
+    assert.deepStrictEqual(readA.body, { data: Buffer.from("hello from b\n").toString("base64"), size_bytes: 13, truncated: false })
+    const missingA = await apiA.get(`/sessions/${s}/files/content?path=nope.txt`)
+    const missingB = await apiB.get(`/sessions/${s}/files/content?path=nope.txt`)
+    assert.deepStrictEqual([missingA.status, missingA.body], [missingB.status, missingB.body])
+    assert.deepStrictEqual([missingA.status, missingA.body.error], [404, "file_not_found"])
   }, 120_000)
 })
