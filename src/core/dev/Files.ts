@@ -22,16 +22,14 @@ import { admit } from "../CapabilityPolicy.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { admissionInput } from "../ExecutionRequest.js"
 import { Gateway } from "../Gateway.js"
-import { type AdmissionRejection, CapabilityUnsupported } from "../Outcome.js"
+import { CapabilityUnsupported } from "../Outcome.js"
 import * as ReadOnlyPreparation from "../workspace/ReadOnlyPreparation.js"
-import type { DirectoryEntry } from "../../proto/Workspace.js"
-import type { ExportError, ReadError, WriteError } from "../workspace/WorkspaceErrors.js"
 import * as WorkspaceExport from "../workspace/WorkspaceExport.js"
 import * as WorkspaceRead from "../workspace/WorkspaceRead.js"
 import * as WorkspaceWrite from "../workspace/WorkspaceWrite.js"
 import { DevIds } from "./DevIds.js"
 import { unavailable } from "./Operator.js"
-import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
+import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "./OperatorErrors.js"
 import { executionSpec, type SelfHostedEnvironment, type SessionConfiguration } from "./SessionConfig.js"
 import { NodeRouter } from "./pg/NodeRouter.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
@@ -41,32 +39,17 @@ import { type SessionRecord, SessionStore } from "./SessionStore.js"
 import { TurnStore } from "./TurnStore.js"
 import { WriteReservations } from "./WriteReservations.js"
 
-/** Errors every Files operation can return before anything is sent. */
-export type FilesRefusal = OperatorNotFound | OperatorConflict | OperatorRequestInvalid | OperatorUnavailable | AdmissionRejection
-
-export type FilesReadError = FilesRefusal | ReadError | ReadOnlyPreparation.ReadOnlyPreparationError
-export type FilesWriteError = FilesRefusal | WriteError
-export type FilesExportError = FilesRefusal | ExportError | ReadOnlyPreparation.ReadOnlyPreparationError
-
-export interface FileListing {
-  readonly entries: ReadonlyArray<DirectoryEntry>
-  readonly truncated: boolean
-}
-export interface FileBytes {
-  readonly data: Uint8Array
-  readonly truncated: boolean
-}
-export interface WriteSettled {
-  readonly write_id: string
-  readonly status: "completed" | "failed"
-}
-
-export interface FileWritten {
-  readonly size_bytes: number
-  readonly sha256: string
-  /** The durable mutation id (also the wire operation id). */
-  readonly write_id: string
-}
+export type {
+  FileBytes,
+  FileListing,
+  FilesExportError,
+  FilesReadError,
+  FilesRefusal,
+  FilesWriteError,
+  FileWritten,
+  WriteSettled
+} from "./FileViews.js"
+import type { FileBytes, FileListing, FilesExportError, FilesReadError, FilesRefusal, FilesWriteError, FileWritten, WriteSettled } from "./FileViews.js"
 
 export class Files extends Context.Service<Files, {
   /** One directory level (`""` = the root). A path that is not a directory lists as empty. */

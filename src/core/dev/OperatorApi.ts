@@ -19,15 +19,14 @@ import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
 import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
-import { dropLaggingClient, readableFact, withKeepAlive } from "./OperatorSse.js"
+import { dropLaggingClient, sseEvent, withKeepAlive } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { MaxCreateSessionBodyBytes } from "./InitializationSpec.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
-import type { JournalItem } from "./TurnJournal.js"
 import * as Listings from "./Listings.js"
 import * as TurnList from "./TurnList.js"
 import { TurnStore } from "./TurnStore.js"
-import { Turns, turnView } from "./Turns.js"
+import { Turns } from "./Turns.js"
 
 /** Every operator route lives under this prefix. */
 export const OperatorPrefix = "/api/v1/operator"
@@ -119,23 +118,6 @@ export const deviceIdParam: Effect.Effect<Ids.DeviceId, OperatorRequestInvalid, 
       ? Effect.succeed(id)
       : Effect.fail(new RequestInvalid({ detail: `device_id must be non-blank and at most ${Limits.MaxCorrelationIdBytes} bytes` }))
 )
-
-/** One SSE event for a journal item. Entries carry their seq as the SSE id (for `Last-Event-ID`). */
-export const sseEvent = (item: JournalItem): string => {
-  switch (item._tag) {
-    case "entry":
-      return Sse.encoder.write({
-        _tag: "Event",
-        id: String(item.seq),
-        event: item.kind === "frame" ? "frame" : "fact",
-        data: item.kind === "frame" ? item.bodyJson : readableFact(item.bodyJson)
-      })
-    case "notice":
-      return Sse.encoder.write({ _tag: "Event", id: undefined, event: item.event, data: JSON.stringify(item.data) })
-    case "outcome":
-      return Sse.encoder.write({ _tag: "Event", id: undefined, event: "outcome", data: JSON.stringify(turnView(item.turn)) })
-  }
-}
 
 const encoder = new TextEncoder()
 

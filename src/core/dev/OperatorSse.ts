@@ -6,6 +6,9 @@
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Duration, Effect, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import { Sse } from "effect/encoding"
+import type { JournalItem } from "./JournalItem.js"
+import { turnView } from "./TurnViews.js"
 
 /** The SSE comment sent between events; clients ignore it (it has no `data`). */
 export const KeepAliveComment = ": keep-alive\n\n"
@@ -62,3 +65,20 @@ export const dropLaggingClient = (request: HttpServerRequest.HttpServerRequest, 
     Effect.annotateLogs({ turn_id: turnId }),
     Effect.andThen(Effect.sync(() => closeConnection(request)))
   )
+
+/** One SSE event for a journal item. Entries carry their seq as the SSE id (for `Last-Event-ID`). */
+export const sseEvent = (item: JournalItem): string => {
+  switch (item._tag) {
+    case "entry":
+      return Sse.encoder.write({
+        _tag: "Event",
+        id: String(item.seq),
+        event: item.kind === "frame" ? "frame" : "fact",
+        data: item.kind === "frame" ? item.bodyJson : readableFact(item.bodyJson)
+      })
+    case "notice":
+      return Sse.encoder.write({ _tag: "Event", id: undefined, event: item.event, data: JSON.stringify(item.data) })
+    case "outcome":
+      return Sse.encoder.write({ _tag: "Event", id: undefined, event: "outcome", data: JSON.stringify(turnView(item.turn)) })
+  }
+}

@@ -29,7 +29,7 @@ import {
   WriteRejected,
   WriteUnknown
 } from "../../workspace/WorkspaceErrors.js"
-import type { FileBytes, FileListing, FilesReadError, FilesWriteError, FileWritten } from "../Files.js"
+import type { FileBytes, FileListing, FilesReadError, FilesWriteError, FileWritten } from "../FileViews.js"
 import { unavailable } from "../Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "../OperatorErrors.js"
 import { SessionStore } from "../SessionStore.js"

@@ -1,0 +1,117 @@
+/**
+ * How a Turn's runner records the facts of its delivery: each fact journaled (plain Run events in groups, one
+ * write per group), then the records it changes (dispatch mark, active-input status, interactions), each write
+ * retried until stored and fenced on the attempt's owner lease (the runner's `durable`).
+ */
+import { Effect } from "effect"
+import type { Functions as FunctionsProto } from "../../proto/index.js"
+import * as Interactions from "../Interactions.js"
+import type * as Outcome from "../Outcome.js"
+import type { LeaseLost } from "./pg/OwnerLeases.js"
+import type { StoreFailed } from "./StoreErrors.js"
+import type { JournalWriter } from "./TurnJournal.js"
+import type { InteractionKind, TurnStore } from "./TurnStore.js"
+
+/** The part of a running Turn the facts update. */
+export interface FactTarget {
+  readonly turnId: string
+  pending: ReadonlyMap<string, Interactions.PendingInteraction>
+  readonly calls: Map<string, FunctionsProto.FunctionCallPayload>
+}
+
+export const make = <T extends FactTarget>(
+  store: TurnStore["Service"],
+  durable: <A>(a: T, operation: string, write: Effect.Effect<A, StoreFailed | LeaseLost>) => Effect.Effect<A, LeaseLost>
+) => {
+  const onFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact) =>
+    Effect.gen(function* () {
+      yield* durable(a, "journal", writer.record(fact))
+      switch (fact._tag) {
+        case "Dispatched":
+          if (fact.type === "execution_start" || fact.type === "prompt_request") yield* durable(a, "dispatch", store.markDispatched(a.turnId))
+          return
+        case "NotDispatched":
+          if (fact.type === "prompt_steer" && fact.input_id !== undefined) {
+            yield* inputStatus(a, writer, fact.input_id, "not_sent", fact.reason)
+          }
+          return
+        case "InputWritten":
+          return yield* inputStatus(a, writer, fact.input_id, "written")
+        case "InputAccepted": {
+          const position = yield* durable(a, "input", store.acceptInput(a.turnId, fact.input_id))
+          return yield* writer.notify("input", { input_id: fact.input_id, status: "accepted", position })
+        }
+        case "InputRejected":
+          return yield* inputStatus(a, writer, fact.input_id, "rejected", fact.code)
+        case "InputUnknown":
+          return yield* inputStatus(a, writer, fact.input_id, "unknown", fact.reason)
+        case "RunEvent":
+          return yield* onRunEvent(a, writer, fact.event)
+        default:
+          return
+      }
+    })
+
+  /** The facts available at once, in order: runs of plain Run events grouped, every other fact alone. */
+  const onFacts = (a: T, writer: JournalWriter, facts: ReadonlyArray<Outcome.TurnFact>, journaled: Effect.Effect<void>) =>
+    Effect.gen(function* () {
+      let i = 0
+      while (i < facts.length) {
+        let j = i
+        while (j < facts.length && isPlainRunEvent(facts[j]!)) j++
+        if (j > i) {
+          const group = facts.slice(i, j)
+          yield* durable(a, "journal", writer.recordAll(group))
+          for (let k = 0; k < group.length; k++) yield* journaled
+          i = j
+        } else {
+          yield* onFact(a, writer, facts[i]!)
+          yield* journaled
+          i++
+        }
+      }
+    })
+
+  const inputStatus = (
+    a: T,
+    writer: JournalWriter,
+    inputId: string,
+    status: "written" | "not_sent" | "rejected" | "unknown",
+    code?: string
+  ) =>
+    Effect.gen(function* () {
+      yield* durable(a, "input", store.setInputStatus(a.turnId, inputId, status, code))
+      yield* writer.notify("input", { input_id: inputId, status, ...(code === undefined ? {} : { detail: code }) })
+    })
+
+  const onRunEvent = (a: T, writer: JournalWriter, event: Extract<Outcome.TurnFact, { _tag: "RunEvent" }>["event"]) =>
+    Effect.gen(function* () {
+      a.pending = Interactions.trackInteractions(a.pending, event)
+      const record = (kind: InteractionKind, id: string, request: unknown) =>
+        Effect.gen(function* () {
+          yield* durable(a, "interaction", store.recordInteraction(a.turnId, kind, id, request))
+          yield* writer.notify("interaction", { kind, interaction_id: id, status: "pending" })
+        })
+      switch (event.type) {
+        case "permission_request":
+          return yield* record("permission", event.payload.request_id, event.payload)
+        case "prompt_for_user_choice":
+          return yield* record("user_choice", event.payload.ask_id, event.payload)
+        case "function_call":
+          a.calls.set(event.payload.call_id, event.payload)
+          return yield* record("function_call", event.payload.call_id, event.payload)
+        case "permission_cancel":
+          yield* durable(a, "interaction", store.withdrawInteraction(a.turnId, "permission", event.id))
+          return yield* writer.notify("interaction", { kind: "permission", interaction_id: event.id, status: "withdrawn" })
+        default:
+          return
+      }
+    })
+
+  return { onFacts }
+}
+
+/** A Run event that updates no record but the journal (interaction requests and withdrawals do). */
+const isPlainRunEvent = (fact: Outcome.TurnFact): boolean =>
+  fact._tag === "RunEvent" && !interactionTypes.has(fact.event.type)
+const interactionTypes: ReadonlySet<string> = new Set(["permission_request", "prompt_for_user_choice", "function_call", "permission_cancel"])
