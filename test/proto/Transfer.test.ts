@@ -3,6 +3,7 @@
  * and the two path grammars (workspace-relative and logical `/workspace/…`).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Base64 } from "effect/encoding"
 import { Option, Result } from "effect"
 import { Limits, Transfer } from "../../src/proto/index.js"
 
@@ -68,6 +69,37 @@ describe("Transfer.decodeChunkData", () => {
     for (const data of ["QQ", "QQ=", "-_8=", "QQ==\n", " QQ==", "QQ=A", "Q===", "QR==", "QUF=", "@@@@", "QQ==QQ=="]) {
       assert.deepStrictEqual(Transfer.decodeChunkData(data), Result.fail("bad_base64"), data)
     }
+  })
+})
+
+describe("Transfer.decodeChunkData agrees with re-encoding", () => {
+  it("accepts exactly the texts that re-encode to themselves (every tail of 1..3 bytes, seeded random texts)", () => {
+    const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    // The oracle: a text is canonical when decoding then encoding gives it back.
+    const oracle = (data: string) => {
+      const decoded = Base64.decode(data)
+      return decoded._tag === "Success" && Base64.encode(decoded.success) === data
+    }
+    const texts: Array<string> = []
+    for (const a of alphabet) for (const b of alphabet) texts.push(`QUFB${a}${b}==`)
+    for (const a of alphabet) for (const b of alphabet) texts.push(`${a}Q${b}=`)
+    let seed = 7
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648)
+    for (let i = 0; i < 2000; i++) {
+      const len = 4 * (1 + (next() % 6))
+      let t = ""
+      for (let k = 0; k < len; k++) t += alphabet[next() % 64]
+      const pad = next() % 3
+      texts.push(t.slice(0, len - pad) + "=".repeat(pad))
+    }
+    let accepted = 0
+    for (const t of texts) {
+      const ok = Result.isSuccess(Transfer.decodeChunkData(t))
+      assert.strictEqual(ok, oracle(t), t)
+      if (ok) accepted++
+    }
+    assert.isAbove(accepted, 100)
+    assert.isBelow(accepted, texts.length)
   })
 })
 
