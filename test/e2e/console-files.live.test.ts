@@ -59,8 +59,17 @@ describe.skipIf(skip)("console Files view in headless Chromium (end to end)", ()
 
   it("lists the workspace, opens a directory and shows a file's text; names stay text", async () => {
     await page.goto(core.url + "/#/devices/dev-files/files")
+    // Routes in quick succession (as a login, a hash change and a reload can cause): the late answer of the
+    // first render must not add a second Files view.
+    await page.evaluate(() => {
+      const location = (globalThis as unknown as { location: { hash: string } }).location
+      location.hash = "#/sessions"
+      setTimeout(() => (location.hash = "#/devices/dev-files/files"), 0)
+    })
     const listing = page.locator("#files-listing")
     await listing.locator("a", { hasText: "docs/" }).waitFor()
+    await page.waitForTimeout(500)
+    assert.strictEqual(await page.locator("#files-listing").count(), 1, "one Files view")
     assert.strictEqual(await page.locator("#files-listing img").count(), 0)
     await listing.locator("a", { hasText: "<img src=x onerror=alert(1)>.txt" }).waitFor()
     await listing.locator("a", { hasText: "docs/" }).click()

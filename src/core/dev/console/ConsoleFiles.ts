@@ -28,7 +28,9 @@ AW.files.decode = function (data) {
 
 AW.views.files = function (view, deviceId) {
   view.append(el("h2", {}, ["Files on ", el("span", { class: "mono", text: deviceId })]));
+  var live = AW.live();
   Promise.all([AW.api("GET", "/devices/" + encodeURIComponent(deviceId)), AW.apiAll("/sessions", "sessions")]).then(function (answers) {
+    if (!live()) return;
     var device = answers[0];
     var caps = [];
     (device.declaration ? device.declaration.kinds : []).forEach(function (k) {

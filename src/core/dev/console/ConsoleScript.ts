@@ -151,6 +151,17 @@ AW.runLeave = function () {
 /** Registers a function run when the current view is left (stops polling and streams). */
 AW.onLeave = function (f) { AW.leave.push(f); };
 
+/**
+ * For a view that renders after an answer arrives: a check that it is still the view shown. A route since (a
+ * hash change, a login, a reload's first route) makes it false, so a late answer never adds a second copy of a
+ * view into the page.
+ */
+AW.live = function () {
+  var shown = true;
+  AW.onLeave(function () { shown = false; });
+  return function () { return shown; };
+};
+
 /** Polls while the view is shown. */
 AW.poll = function (f, ms) {
   var timer = window.setInterval(f, ms);
