@@ -30,13 +30,13 @@ const staged = (f: (s: NativeStaging) => NativeStaging) => (fs: WorkspaceFsShape
 
 /**
  * Waits until the board's unconfirmed cleanups satisfy `done`: each round moves the TestClock by `step` (the
- * cleanup retries' backoff) and gives real filesystem calls (a retried removal) a turn of the event loop.
+ * cleanup retries' backoff) and gives real filesystem calls (a retried removal) a turn of the event loop (`setImmediate`: no timer).
  */
 const boardUntil = (board: StatusBoard["Service"], done: (u: ReadonlyArray<unknown>) => boolean, step: Duration.Input) =>
   Effect.gen(function* () {
-    for (let i = 0; i < 500 && !done((yield* board.snapshot).unconfirmed); i++) {
+    for (let i = 0; i < 5000 && !done((yield* board.snapshot).unconfirmed); i++) {
       yield* adjust(step)
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 2)))
+      yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
     }
   })
 
