@@ -11,15 +11,7 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { Ids } from "../../../proto/index.js"
 import { Gateway } from "../../Gateway.js"
-import {
-  BindingInvalid,
-  CapabilitiesUndeclared,
-  CapabilityUnsupported,
-  ConfigurationRejected,
-  HarnessUnavailable,
-  PreparationFailed,
-  PreparationRejected
-} from "../../TurnErrors.js"
+import { ConfigurationRejected, PreparationFailed, PreparationRejected } from "../../TurnErrors.js"
 import {
   ReadOnlyPreparationUnknown,
   ReadRejected,
@@ -31,20 +23,14 @@ import {
 } from "../../workspace/WorkspaceErrors.js"
 import type { FileBytes, FileListing, FilesReadError, FilesWriteError, FileWritten } from "../FileViews.js"
 import { unavailable } from "../Operator.js"
-import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "../OperatorErrors.js"
+import { OperatorConflict, OperatorUnavailable } from "../OperatorErrors.js"
 import { SessionStore } from "../SessionStore.js"
 import { NodeRouter } from "./NodeRouter.js"
 import { OwnerLeases } from "./OwnerLeases.js"
+import { RoutedErrorMembers } from "./RoutedTurns.js"
 
 const FilesError = Schema.Union([
-  OperatorRequestInvalid,
-  OperatorNotFound,
-  OperatorConflict,
-  OperatorUnavailable,
-  CapabilitiesUndeclared,
-  HarnessUnavailable,
-  BindingInvalid,
-  CapabilityUnsupported,
+  ...RoutedErrorMembers,
   ConfigurationRejected,
   PreparationRejected,
   PreparationFailed,

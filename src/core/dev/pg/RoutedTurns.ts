@@ -46,8 +46,8 @@ import {
 import { NodeRouter } from "./NodeRouter.js"
 import { OwnerLeases } from "./OwnerLeases.js"
 
-/** Every error a routed operation may answer with (all definite, all encodable). */
-const RoutedError = Schema.Union([
+/** The errors every routed operation may answer with (all definite, all encodable); Files adds its own. */
+export const RoutedErrorMembers = [
   OperatorRequestInvalid,
   OperatorNotFound,
   OperatorConflict,
@@ -56,7 +56,8 @@ const RoutedError = Schema.Union([
   HarnessUnavailable,
   BindingInvalid,
   CapabilityUnsupported
-])
+] as const
+const RoutedError = Schema.Union(RoutedErrorMembers)
 const encodeError = Schema.encodeUnknownSync(RoutedError)
 const decodeError = Schema.decodeUnknownOption(RoutedError)
 
