@@ -48,6 +48,8 @@ export interface HostMeasurement {
   readonly external: number
   /** Process CPU time so far (user + system, every thread), microseconds. */
   readonly cpuMicros: number
+  /** The system (kernel) part of `cpuMicros`. */
+  readonly systemMicros: number
   readonly frames: number
   /** Event-loop delay since the previous measurement: p99 and max, milliseconds. */
   readonly loopP99Ms: number
@@ -113,6 +115,7 @@ export const gatewayHost = async (): Promise<void> => {
             heapUsed: memory.heapUsed,
             external: memory.external,
             cpuMicros: cpu.user + cpu.system,
+            systemMicros: cpu.system,
             frames,
             loopP99Ms: loop.percentile(99) / 1e6,
             loopMaxMs: loop.max / 1e6

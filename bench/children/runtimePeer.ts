@@ -79,7 +79,7 @@ export type PeerReply =
   | { readonly op: "raw-ready" }
   | { readonly op: "daemon-started" }
   | { readonly op: "paired"; readonly on: boolean }
-  | { readonly op: "cpu"; readonly micros: number }
+  | { readonly op: "cpu"; readonly micros: number; readonly systemMicros: number }
   | { readonly op: "error"; readonly message: string }
 
 const reply = (message: PeerReply) => process.send?.(message)
@@ -197,7 +197,7 @@ export const runtimePeer = async (): Promise<void> => {
         return
       case "cpu": {
         const cpu = process.cpuUsage()
-        reply({ op: "cpu", micros: cpu.user + cpu.system })
+        reply({ op: "cpu", micros: cpu.user + cpu.system, systemMicros: cpu.system })
         return
       }
       case "exit":

@@ -36,7 +36,9 @@ interface Round {
   readonly turns: number
   readonly wallMs: number
   readonly coreCpuUs: number
+  readonly coreSysUs: number
   readonly daemonCpuUs: number
+  readonly daemonSysUs: number
   /** Core's store over the round: journal rows and group commits. */
   readonly events: number
   readonly journalCommits: number
@@ -51,11 +53,17 @@ interface Stats {
 
 const median = (xs: ReadonlyArray<number>): number => percentile(xs, 50)
 
-const cpuOf = async (child: Child, kind: "host" | "peer"): Promise<number> => {
+/** A child's CPU time so far (user + system) and its system part, µs. */
+const cpuSplitOf = async (child: Child, kind: "host" | "peer"): Promise<{ readonly total: number; readonly system: number }> => {
   child.send(kind === "host" ? { op: "measure", collect: false } : { op: "cpu" })
-  const reply = kind === "host" ? await child.next(op("measured")) : await child.next(op("cpu"))
-  return (reply as unknown as { cpuMicros?: number; micros?: number }).cpuMicros ?? (reply as unknown as { micros: number }).micros
+  const reply = (kind === "host" ? await child.next(op("measured")) : await child.next(op("cpu"))) as unknown as {
+    readonly cpuMicros?: number
+    readonly micros?: number
+    readonly systemMicros: number
+  }
+  return { total: reply.cpuMicros ?? reply.micros ?? Number.NaN, system: reply.systemMicros }
 }
+const cpuOf = async (child: Child, kind: "host" | "peer"): Promise<number> => (await cpuSplitOf(child, kind)).total
 
 const statsOf = async (host: Child): Promise<Stats> => {
   host.send({ op: "stats" })
@@ -80,22 +88,24 @@ const createSession = async (client: OperatorClient): Promise<string> => {
 /** `sessions.length` Sessions each run `perSession` Turns in sequence, all Sessions concurrently. */
 const turnsRound = async (host: Child, peer: Child, client: OperatorClient, sessions: ReadonlyArray<string>, perSession: number): Promise<Round> => {
   const s0 = await statsOf(host)
-  const core0 = await cpuOf(host, "host")
-  const daemon0 = await cpuOf(peer, "peer")
+  const core0 = await cpuSplitOf(host, "host")
+  const daemon0 = await cpuSplitOf(peer, "peer")
   const postMs: Array<number> = []
   const t0 = performance.now()
   await Promise.all(sessions.map(async (sessionId) => {
     for (let i = 0; i < perSession; i++) postMs.push(await oneTurn(client, sessionId))
   }))
   const wallMs = performance.now() - t0
-  const core1 = await cpuOf(host, "host")
-  const daemon1 = await cpuOf(peer, "peer")
+  const core1 = await cpuSplitOf(host, "host")
+  const daemon1 = await cpuSplitOf(peer, "peer")
   const s1 = await statsOf(host)
   return {
     turns: sessions.length * perSession,
     wallMs,
-    coreCpuUs: core1 - core0,
-    daemonCpuUs: daemon1 - daemon0,
+    coreCpuUs: core1.total - core0.total,
+    coreSysUs: core1.system - core0.system,
+    daemonCpuUs: daemon1.total - daemon0.total,
+    daemonSysUs: daemon1.system - daemon0.system,
     events: s1.events - s0.events,
     journalCommits: s1.journalCommits - s0.journalCommits,
     postMs
@@ -207,7 +217,7 @@ export const turnsSuite: Suite = {
       ctx.log(`turns: warm-up`)
       await turnsRound(host, peer, client, sessions, 2)
       await turnsRound(host, peer, client, serial, 2)
-      await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, daemonCpuUs: 0, events: 200, journalCommits: 20, postMs: [] })
+      await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, coreSysUs: 0, daemonCpuUs: 0, daemonSysUs: 0, events: 200, journalCommits: 20, postMs: [] })
 
       const figureRounds: Array<Round> = []
       const rawRounds: Array<RawRound> = []
@@ -221,7 +231,8 @@ export const turnsSuite: Suite = {
         controlRounds.push(c)
         ctx.log(
           `turns round ${r + 1}/${p.rounds}: ${formatNumber(rate(f))} Turns/s, Core ${formatNumber(f.coreCpuUs / f.turns)} µs ` +
-            `daemon ${formatNumber(f.daemonCpuUs / f.turns)} µs CPU per Turn, ${formatNumber(f.events / f.turns)} journal rows ` +
+            `(${formatNumber(f.coreSysUs / f.turns)} system), daemon ${formatNumber(f.daemonCpuUs / f.turns)} µs ` +
+            `(${formatNumber(f.daemonSysUs / f.turns)} system) CPU per Turn, ${formatNumber(f.events / f.turns)} journal rows ` +
             `and ${formatNumber(f.journalCommits / f.turns)} journal commits per Turn; raw ${formatNumber(rate(b))}/s; ` +
             `one Session ${formatNumber(rate(c))}/s`
         )
@@ -278,7 +289,7 @@ export const turnsSuite: Suite = {
           unit: "µs",
           samples: figureRounds.map((f) => f.coreCpuUs / f.turns),
           baseline: { name: "raw sqlite writes + ws receiver", samples: rawRounds.map((b) => b.selfCpuUs / b.turns) },
-          note: `journal rows per Turn ${formatNumber(median(figureRounds.map((f) => f.events / f.turns)))}, journal commits per Turn ` +
+          note: `system (kernel) part ${formatNumber(median(figureRounds.map((f) => f.coreSysUs / f.turns)))} µs; journal rows per Turn ${formatNumber(median(figureRounds.map((f) => f.events / f.turns)))}, journal commits per Turn ` +
             `${formatNumber(median(figureRounds.map((f) => f.journalCommits / f.turns)))}`
         }),
         figure({
@@ -286,7 +297,8 @@ export const turnsSuite: Suite = {
           name: "CPU per Turn, daemon process",
           unit: "µs",
           samples: figureRounds.map((f) => f.daemonCpuUs / f.turns),
-          baseline: { name: "raw ws echo peer", samples: rawRounds.map((b) => b.peerCpuUs / b.turns) }
+          baseline: { name: "raw ws echo peer", samples: rawRounds.map((b) => b.peerCpuUs / b.turns) },
+          note: `system (kernel) part ${formatNumber(median(figureRounds.map((f) => f.daemonSysUs / f.turns)))} µs`
         }),
         figure({
           suite: "turns",
