@@ -137,7 +137,7 @@ const make = Effect.gen(function* () {
         for (const s of Option.toArray(yield* gateway.session(Ids.unsafeMake.deviceId(deviceId)))) {
           out.push({ device: s, declaration: yield* s.declaration })
         }
-        return { candidates: out, connected: out.length, others: { declared: 0, undeclared: 0 } }
+        return { candidates: out, others: { declared: 0, undeclared: 0 } }
       }
       const counts = yield* gateway.counts
       for (const s of yield* gateway.advertising(input.agent_kind)) {
@@ -146,24 +146,31 @@ const make = Effect.gen(function* () {
         if (Result.isSuccess(admit(input, candidate.declaration))) break
       }
       const others = { declared: Math.max(0, counts.declared - out.length), undeclared: counts.connected - counts.declared }
-      return { candidates: out, connected: counts.connected, others }
+      return { candidates: out, others }
     })
+  /** How many devices connected here could take a Turn of the Session: its bound device, or any device. */
+  const connectedFor = (deviceId: string | undefined) =>
+    deviceId !== undefined
+      ? Effect.map(gateway.session(Ids.unsafeMake.deviceId(deviceId)), (s) => (Option.isSome(s) ? 1 : 0))
+      : Effect.map(gateway.counts, (c) => c.connected)
 
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
   const initialization = yield* Effect.serviceOption(SessionInitialization)
+  /**
+   * The start's critical section (the one-unfinished-Turn check, the binding, the Turn row, the dispatch) under
+   * the per-Session start lock and the Session lock — on several nodes a database lock
+   * (pg/DatabaseSessionLocks.ts), taken only here, on the node that dispatches, never across a routed hop.
+   */
+  const locked = <A, E>(sessionId: string, effect: Effect.Effect<A, E>) =>
+    Option.isSome(locks) ? locks.value.forStart(sessionId, effect) : starting(sessionId, effect)
   /** `routed`: a start another node routed here (it is never routed on); `presetTurnId`: the id that node chose. */
   const startWith = (routed: boolean) => (
     sessionId: string,
     input: MessageInput.MessageInput,
     presetTurnId?: string
   ): Effect.Effect<TurnView, TurnOperationError | Outcome.AdmissionRejection> =>
-    starting(
-      sessionId,
-      Option.isSome(locks)
-        ? locks.value.tryWithLock(sessionId, startOne(sessionId, input, routed, presetTurnId))
-        : startOne(sessionId, input, routed, presetTurnId)
-    )
+    startOne(sessionId, input, routed, presetTurnId)
   const start = startWith(false)
 
   // Several Core nodes on PostgreSQL (docs/multi-node.md "Routing"): operations on a Turn another node runs,
@@ -206,6 +213,24 @@ const make = Effect.gen(function* () {
         })
       }
     }
+    // No device connected here can take it: routed to the owning node before any lock is taken.
+    if (!routed && Option.isSome(routing) && (yield* connectedFor(session.value.deviceId)) === 0) {
+      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
+      if (Option.isSome(remote)) return remote.value
+    }
+    return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId))
+  })
+
+  /** Under the locks: admits, records and dispatches the Turn on a device connected here. */
+  const dispatchOne = Effect.fnUntraced(function* (
+    sessionId: string,
+    input: MessageInput.MessageInput,
+    presetTurnId: string | undefined
+  ) {
+    // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile).
+    const current = yield* unavailable(sessions.get(sessionId))
+    if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    const session = current
     // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
@@ -217,14 +242,10 @@ const make = Effect.gen(function* () {
       configuration: session.value.configuration as SessionConfiguration,
       hasStartedTurn,
       nativeSessionId: session.value.nativeSessionId,
-        environment: session.value.environment
+      environment: session.value.environment
     })
     const admission = admissionInput(spec, requestFactsFor(input))
-    const { candidates, connected, others } = yield* candidatesFor(session.value.deviceId, admission)
-    if (connected === 0 && !routed && Option.isSome(routing)) {
-      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
-      if (Option.isSome(remote)) return remote.value
-    }
+    const { candidates, others } = yield* candidatesFor(session.value.deviceId, admission)
     if (session.value.deviceId !== undefined && candidates.length === 0) {
       return yield* new OperatorConflict({ reason: "device_offline", detail: `device ${session.value.deviceId} is not connected` })
     }
