@@ -34,6 +34,7 @@ import * as WorkspaceExport from "../../src/core/workspace/WorkspaceExport.js"
 import * as WorkspaceRead from "../../src/core/workspace/WorkspaceRead.js"
 import * as WorkspaceWrite from "../../src/core/workspace/WorkspaceWrite.js"
 import * as RuntimePrepare from "../../src/core/prepare/RuntimePrepare.js"
+import * as SuspensionDriver from "../../src/core/SuspensionDriver.js"
 
 export const DeviceIdValue = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
 export const Credential = Redacted.make("awdc_wire-core-runner-credential")
@@ -172,6 +173,7 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
       const functionResults = new Map<string, Tracked<unknown, unknown>>()
       const functionChannels = new Map<string, Functions.Functions>()
       const workspace = new Map<string, Tracked<unknown, unknown> | { readonly refused: string }>()
+      const suspensions = new Map<string, Tracked<void, SuspensionDriver.SuspensionError> | { readonly refused: string }>()
 
       /** Runs one workspace operation: a refusal Core's validator must make now, or a tracked fiber. */
       const runWorkspace = (step: CoreStep, id: string, effect: Effect.Effect<unknown, unknown>) =>
@@ -464,12 +466,35 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                 environmentId: p.environment_id ?? ""
               }, () => Effect.void))
             }
+            case "environment_quiesce":
+            case "environment_resume": {
+              const session = yield* declaredSession
+              const p = message.payload
+              const requesting = SuspensionDriver.request(session, {
+                operation: message.type === "environment_quiesce" ? "quiesce" : "resume",
+                requestId: message.id,
+                environmentId: p.environment_id,
+                suspendId: p.suspend_id,
+                ...(p.rollback === undefined ? {} : { rollback: p.rollback })
+              })
+              if (step.refusedByCore === undefined) {
+                suspensions.set(message.id, yield* fork(requesting))
+                return
+              }
+              const exit = yield* Effect.exit(requesting)
+              const refusal = Option.getOrUndefined(Exit.findErrorOption(exit))
+              if (refusal?._tag === "SuspensionRefused" && refusal.reason === step.refusedByCore) {
+                suspensions.set(message.id, { refused: refusal.reason })
+                return
+              }
+              return yield* fail(`Core did not refuse ${message.id} with ${step.refusedByCore}: ${refusal?._tag ?? "success"}`)
+            }
             case "device_shutdown": {
               const session = yield* declaredSession
               return yield* session.send(message).pipe(Effect.mapError((e) => ({ reason: e.message })))
             }
             default:
-              return yield* fail(`the Core runner has no driver for ${message.type}`)
+              return yield* fail(`the Core runner has no driver for ${(message as { type: string }).type}`)
           }
         })
 
@@ -672,6 +697,26 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                             return String(error._tag)
                         }
                       }
+                    })
+                })
+              const o = fact.outcome
+              const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
+              return actual === expected ? Option.none() : Option.some(actual)
+            }))
+          case "SuspensionOutcome":
+            return eventually_(`suspension request ${fact.request}`, Effect.sync(() => {
+              const tracked = suspensions.get(fact.request)
+              const actual = tracked === undefined
+                ? "none"
+                : "refused" in tracked
+                ? `refused:${tracked.refused}`
+                : Option.match(Option.fromNullishOr(exitOf(tracked)), {
+                  onNone: () => "pending",
+                  onSome: (exit) =>
+                    Exit.isSuccess(exit) ? "accepted" : Option.match(Exit.findErrorOption(exit), {
+                      onNone: () => "defect",
+                      onSome: (e) =>
+                        e._tag === "SuspensionRejected" ? `rejected:${e.code}` : e._tag === "SuspensionUnknown" ? "unknown" : `refused:${e.reason}`
                     })
                 })
               const o = fact.outcome
