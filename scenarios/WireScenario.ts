@@ -295,6 +295,16 @@ export type Fact =
     readonly operation: string
     readonly outcome: "completed" | "pending" | "failed" | "unknown" | { readonly rejected: string } | { readonly refused: string }
   }
+  /**
+   * The outcome of an `environment_quiesce` / `environment_resume` Core sent through its suspension driver, by
+   * request id: `accepted`; `rejected` with the Runtime's code; `unknown` (no reply within the budget, the
+   * connection lost first, or a reply whose identities differ); `refused` by Core before sending (nothing sent).
+   */
+  | {
+    readonly _tag: "SuspensionOutcome"
+    readonly request: string
+    readonly outcome: "accepted" | "pending" | "unknown" | { readonly rejected: string } | { readonly refused: string }
+  }
   // ----------------------------------------------------------------------------- Runtime
   /** The daemon stopped connecting for good (426, 401/403, close 4001) or after device_shutdown. */
   | { readonly _tag: "DaemonStopped"; readonly reason: "incompatible_version" | "rejected_credential" | "shutdown" }

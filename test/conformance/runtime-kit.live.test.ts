@@ -84,7 +84,8 @@ describe("agentwire conformance runtime (live, against agentwire daemon)", () =>
           "runtime-prepare-transfer",
           "workspace-export-pull",
           "workspace-export-failed-and-refused",
-          "bounded-transfer-validation"
+          "bounded-transfer-validation",
+          "suspension-quiesce-busy"
         ]
       ) assert.strictEqual(verdicts.get(name), "Pass", name)
       // A native fault is in-process only; the scenarios of an unbound Runtime are skipped with their reason.

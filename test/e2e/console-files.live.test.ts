@@ -5,17 +5,17 @@
  * text (an HTML file name never becomes an element).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { launchChromium, skipChromium } from "../support/chromium.js"
-import { type CoreProc, createCredential, eventually, operator, run, startCore, stopAll, tempDir } from "../support/devcoreLive.js"
+import { type BoundDevCore, startBoundDevCore } from "../support/boundDevCore.js"
+import type { CoreProc } from "../support/devcoreLive.js"
 
 const skip = skipChromium()
 const EnvironmentId = "7b2e1d0c-4a5f-4b6e-9c8d-1e2f3a4b5c6d"
 
-let dir: string
-let workspace: string
+let stack: BoundDevCore
 let core: CoreProc
 let token: string
 let browser: Browser
@@ -23,24 +23,22 @@ let page: Page
 
 describe.skipIf(skip)("console Files view in headless Chromium (end to end)", () => {
   beforeAll(async () => {
-    dir = tempDir("agentwire-console-files-")
-    workspace = realpathSync(tempDir("agentwire-console-ws-"))
-    mkdirSync(join(workspace, "docs"))
-    writeFileSync(join(workspace, "docs", "guide.md"), "# Guide\nread me\n")
-    writeFileSync(join(workspace, "<img src=x onerror=alert(1)>.txt"), "x")
-    core = await startCore(dir)
-    token = readFileSync(join(dir, "operator-token"), "utf8").trim()
-    const { file } = await createCredential(dir, "dev-files")
-    run([
-      "daemon", "--core-url", core.url, "--device-id", "dev-files", "--credential-file", file,
-      "--profile", join(dir, "profile"), "--environment-id", EnvironmentId, "--workspace", workspace
-    ])
-    const api = operator(core.url, token)
-    await eventually(async () => ((await api.get("/devices/dev-files")).body?.declaration ? true : undefined), 25_000, "dev-files declared")
+    stack = await startBoundDevCore({
+      name: "console-files",
+      deviceId: "dev-files",
+      environmentId: EnvironmentId,
+      seed: (root) => {
+        mkdirSync(join(root, "docs"))
+        writeFileSync(join(root, "docs", "guide.md"), "# Guide\nread me\n")
+        writeFileSync(join(root, "<img src=x onerror=alert(1)>.txt"), "x")
+      }
+    })
+    ;({ core, token } = stack)
+    const api = stack.api
     const created = await api.post("/sessions", {
       agent_kind: "scripted",
       device_id: "dev-files",
-      environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
+      environment: stack.binding()
     })
     assert.strictEqual(created.status, 201)
     browser = await launchChromium()
@@ -52,9 +50,7 @@ describe.skipIf(skip)("console Files view in headless Chromium (end to end)", ()
 
   afterAll(async () => {
     await browser?.close()
-    await stopAll()
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
-    if (workspace !== undefined) rmSync(workspace, { recursive: true, force: true })
+    await stack?.close()
   }, 30_000)
 
   it("lists the workspace, opens a directory and shows a file's text; names stay text", async () => {

@@ -7,68 +7,32 @@
  * and files, so small real waits (each bounded).
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { existsSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { skillZip } from "../support/zipWriter.js"
-import {
-  type CoreProc,
-  createCredential,
-  eventually,
-  operator,
-  readSse,
-  run,
-  runToEnd,
-  script,
-  startCore,
-  stopAll,
-  tempDir
-} from "../support/devcoreLive.js"
+import { type BoundDevCore, startBoundDevCore, turnFinished } from "../support/boundDevCore.js"
+import { type CoreProc, eventually, readSse, runToEnd, script, tempDir } from "../support/devcoreLive.js"
 
 const EnvironmentId = "7d1e4c2a-9b3f-4a6e-8c5d-2f0a1b3c4d5e"
 const Secret = "marker-value-not-to-be-returned"
 const FileText = "installed before the first Turn\n"
 
+let stack: BoundDevCore
 let dir: string
 let workspace: string
 let core: CoreProc
 let token: string
-let api: ReturnType<typeof operator>
+let api: BoundDevCore["api"]
 
-const binding = () => ({ type: "self_hosted", id: EnvironmentId, workspace_directory: workspace })
-
-const finished = (turnId: string) =>
-  eventually(async () => {
-    const turn = await api.get(`/turns/${turnId}`)
-    return turn.body.status === "running" || turn.body.status === "queued" ? undefined : turn.body
-  }, 30_000, "the Turn to finish")
+const binding = () => stack.binding()
+const finished = (turnId: string) => turnFinished(api, turnId, 30_000)
 
 beforeAll(async () => {
-  dir = tempDir("agentwire-init-e2e-")
-  workspace = realpathSync(tempDir("agentwire-init-root-"))
-  core = await startCore(dir)
-  token = readFileSync(join(dir, "operator-token"), "utf8").trim()
-  api = operator(core.url, token)
-  const credential = await createCredential(dir, "dev-init")
-  run([
-    "daemon",
-    "--core-url", core.url,
-    "--device-id", "dev-init",
-    "--credential-file", credential.file,
-    "--profile", join(dir, "profile-init"),
-    "--environment-id", EnvironmentId,
-    "--workspace", workspace
-  ])
-  await eventually(async () => {
-    const device = await api.get("/devices/dev-init")
-    return device.body?.online === true && device.body.declaration !== null ? true : undefined
-  }, 25_000, "dev-init online with a declaration")
+  stack = await startBoundDevCore({ name: "init-e2e", deviceId: "dev-init", environmentId: EnvironmentId })
+  ;({ dir, workspace, core, token, api } = stack)
 }, 60_000)
 
-afterAll(async () => {
-  await stopAll()
-  rmSync(dir, { recursive: true, force: true })
-  rmSync(workspace, { recursive: true, force: true })
-}, 30_000)
+afterAll(() => stack?.close(), 30_000)
 
 describe("Session initialization (end to end)", () => {
   it("refuses an initialization that cannot run, before anything is stored", async () => {

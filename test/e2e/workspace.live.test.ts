@@ -6,70 +6,42 @@
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
-import { mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { readTar } from "../support/tarReader.js"
-import {
-  type CoreProc,
-  createCredential,
-  eventually,
-  operator,
-  run,
-  runToEnd,
-  script,
-  startCore,
-  stopAll,
-  tempDir
-} from "../support/devcoreLive.js"
+import { type BoundDevCore, startBoundDevCore, turnFinished } from "../support/boundDevCore.js"
+import { type CoreProc, runToEnd, script } from "../support/devcoreLive.js"
 
 const EnvironmentId = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
 
+let stack: BoundDevCore
 let dir: string
 let workspace: string
 let core: CoreProc
 let token: string
-let api: ReturnType<typeof operator>
+let api: BoundDevCore["api"]
 
 const session = async () => {
-  const created = await api.post("/sessions", {
-    agent_kind: "scripted",
-    device_id: "dev-ws",
-    environment: { type: "self_hosted", id: EnvironmentId, workspace_directory: workspace }
-  })
+  const created = await api.post("/sessions", { agent_kind: "scripted", device_id: "dev-ws", environment: stack.binding() })
   assert.strictEqual(created.status, 201, JSON.stringify(created.body))
   return created.body.session_id as string
 }
 
 beforeAll(async () => {
-  dir = tempDir("agentwire-ws-e2e-")
-  workspace = realpathSync(tempDir("agentwire-ws-root-"))
-  mkdirSync(join(workspace, "src"))
-  writeFileSync(join(workspace, "README.md"), "hello, workspace\n")
-  writeFileSync(join(workspace, "src", "main.ts"), "export {}\n")
-  core = await startCore(dir)
-  token = readFileSync(join(dir, "operator-token"), "utf8").trim()
-  api = operator(core.url, token)
-  const credential = await createCredential(dir, "dev-ws")
-  run([
-    "daemon",
-    "--core-url", core.url,
-    "--device-id", "dev-ws",
-    "--credential-file", credential.file,
-    "--profile", join(dir, "profile-ws"),
-    "--environment-id", EnvironmentId,
-    "--workspace", workspace
-  ])
-  await eventually(async () => {
-    const device = await api.get("/devices/dev-ws")
-    return device.body?.online === true && device.body.declaration !== null ? true : undefined
-  }, 25_000, "dev-ws online with a declaration")
+  stack = await startBoundDevCore({
+    name: "ws-e2e",
+    deviceId: "dev-ws",
+    environmentId: EnvironmentId,
+    seed: (root) => {
+      mkdirSync(join(root, "src"))
+      writeFileSync(join(root, "README.md"), "hello, workspace\n")
+      writeFileSync(join(root, "src", "main.ts"), "export {}\n")
+    }
+  })
+  ;({ dir, workspace, core, token, api } = stack)
 }, 60_000)
 
-afterAll(async () => {
-  await stopAll()
-  rmSync(dir, { recursive: true, force: true })
-  rmSync(workspace, { recursive: true, force: true })
-}, 30_000)
+afterAll(() => stack?.close(), 30_000)
 
 describe("a self_hosted workspace (end to end)", () => {
   it("runs a Turn with the exact binding: it writes and reads a file in the workspace root", async () => {
@@ -83,10 +55,7 @@ describe("a self_hosted workspace (end to end)", () => {
       input: script([{ write_file: { path: "notes/from-turn.txt", text: "written by a Turn" } }, { read_file: "notes/from-turn.txt" }])
     })
     assert.strictEqual(started.status, 202, JSON.stringify(started.body))
-    const outcome = await eventually(async () => {
-      const turn = await api.get(`/turns/${started.body.turn_id}`)
-      return turn.body.status === "running" || turn.body.status === "queued" ? undefined : turn.body
-    }, 20_000, "the Turn to finish")
+    const outcome = await turnFinished(api, started.body.turn_id)
     assert.strictEqual(outcome.status, "completed", JSON.stringify(outcome.outcome))
     assert.strictEqual(readFileSync(join(workspace, "notes", "from-turn.txt"), "utf8"), "written by a Turn")
     assert.include(outcome.outcome.content, "written by a Turn")
@@ -102,10 +71,7 @@ describe("a self_hosted workspace (end to end)", () => {
     const started = await api.post(`/sessions/${other.body.session_id}/turns`, {
       input: script([{ write_file: { path: "must-not-exist.txt", text: "x" } }])
     })
-    const outcome = await eventually(async () => {
-      const turn = await api.get(`/turns/${started.body.turn_id}`)
-      return turn.body.status === "running" || turn.body.status === "queued" ? undefined : turn.body
-    }, 20_000, "the Turn to finish")
+    const outcome = await turnFinished(api, started.body.turn_id)
     assert.notStrictEqual(outcome.status, "completed")
     assert.throws(() => readFileSync(join(workspace, "must-not-exist.txt")))
   })

@@ -34,6 +34,7 @@ import * as WorkspaceExport from "../../src/core/workspace/WorkspaceExport.js"
 import * as WorkspaceRead from "../../src/core/workspace/WorkspaceRead.js"
 import * as WorkspaceWrite from "../../src/core/workspace/WorkspaceWrite.js"
 import * as RuntimePrepare from "../../src/core/prepare/RuntimePrepare.js"
+import * as SuspensionDriver from "../../src/core/SuspensionDriver.js"
 
 export const DeviceIdValue = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
 export const Credential = Redacted.make("awdc_wire-core-runner-credential")
@@ -57,7 +58,14 @@ const specFrom = (sessionId: string, config: PromptRequestPayload): ExecutionSpe
       tool_search: config.tool_search === true,
       function_tools: config.function_tools ?? [],
       disable_programmatic_tool_calling: controls?.disable_programmatic_tool_calling === true,
-      mcp_http_servers: [],
+      mcp_http_servers: (config.mcp_http_servers ?? []).map((s) => ({
+        server_label: s.server_label,
+        server_url: s.server_url,
+        allowed_tools: s.allowed_tools,
+        required: s.required === true,
+        connection_origin: s.connection_origin,
+        ...(s.bearer_token === undefined ? {} : { vault_credential: Redacted.make(s.bearer_token) })
+      })),
       ...(controls === undefined || controls.text_verbosity === "medium" ? {} : { text_verbosity: controls.text_verbosity })
     },
     environment: config.local_environment === undefined ? { type: "none" } : { type: "self_hosted", binding: config.local_environment },
@@ -172,6 +180,7 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
       const functionResults = new Map<string, Tracked<unknown, unknown>>()
       const functionChannels = new Map<string, Functions.Functions>()
       const workspace = new Map<string, Tracked<unknown, unknown> | { readonly refused: string }>()
+      const suspensions = new Map<string, Tracked<void, SuspensionDriver.SuspensionError> | { readonly refused: string }>()
 
       /** Runs one workspace operation: a refusal Core's validator must make now, or a tracked fiber. */
       const runWorkspace = (step: CoreStep, id: string, effect: Effect.Effect<unknown, unknown>) =>
@@ -189,6 +198,14 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
           }
           return yield* fail(`Core did not refuse ${id} with ${step.refusedByCore}: ${refusal?._tag ?? "success"}`)
         })
+
+      /** A Turn Core's final admission check refused with `issue` (nothing sent). */
+      const refusedLocally = (tracked: TrackedTurn, id: string, issue: string) =>
+        eventually_(`Core did not refuse ${id} with ${issue}`, Effect.sync(() => {
+          const refusal = tracked.facts.find((f) => f._tag === "AdmissionRejected")
+          if (refusal === undefined) return Option.some(tracked.facts.map((f) => f._tag).join(",") || "no fact")
+          return refusal._tag === "AdmissionRejected" && refusal.detail === issue ? Option.none() : Option.some(JSON.stringify({ detail: refusal.detail }))
+        }))
 
       /** The body of a write: the decoded data of its chunk steps, in scenario order. */
       const writeBody = (s: WireScenario, id: string): Uint8Array => {
@@ -308,6 +325,7 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
               const tracked = yield* track(turn)
               turns.set(plan.run_id, tracked)
               turnsByRequest.set(request, tracked)
+              if (step.refusedByCore !== undefined) return yield* refusedLocally(tracked, request, step.refusedByCore)
               return
             }
             case "execution_start":
@@ -464,12 +482,35 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                 environmentId: p.environment_id ?? ""
               }, () => Effect.void))
             }
+            case "environment_quiesce":
+            case "environment_resume": {
+              const session = yield* declaredSession
+              const p = message.payload
+              const requesting = SuspensionDriver.request(session, {
+                operation: message.type === "environment_quiesce" ? "quiesce" : "resume",
+                requestId: message.id,
+                environmentId: p.environment_id,
+                suspendId: p.suspend_id,
+                ...(p.rollback === undefined ? {} : { rollback: p.rollback })
+              })
+              if (step.refusedByCore === undefined) {
+                suspensions.set(message.id, yield* fork(requesting))
+                return
+              }
+              const exit = yield* Effect.exit(requesting)
+              const refusal = Option.getOrUndefined(Exit.findErrorOption(exit))
+              if (refusal?._tag === "SuspensionRefused" && refusal.reason === step.refusedByCore) {
+                suspensions.set(message.id, { refused: refusal.reason })
+                return
+              }
+              return yield* fail(`Core did not refuse ${message.id} with ${step.refusedByCore}: ${refusal?._tag ?? "success"}`)
+            }
             case "device_shutdown": {
               const session = yield* declaredSession
               return yield* session.send(message).pipe(Effect.mapError((e) => ({ reason: e.message })))
             }
             default:
-              return yield* fail(`the Core runner has no driver for ${message.type}`)
+              return yield* fail(`the Core runner has no driver for ${(message as { type: string }).type}`)
           }
         })
 
@@ -672,6 +713,26 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                             return String(error._tag)
                         }
                       }
+                    })
+                })
+              const o = fact.outcome
+              const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
+              return actual === expected ? Option.none() : Option.some(actual)
+            }))
+          case "SuspensionOutcome":
+            return eventually_(`suspension request ${fact.request}`, Effect.sync(() => {
+              const tracked = suspensions.get(fact.request)
+              const actual = tracked === undefined
+                ? "none"
+                : "refused" in tracked
+                ? `refused:${tracked.refused}`
+                : Option.match(Option.fromNullishOr(exitOf(tracked)), {
+                  onNone: () => "pending",
+                  onSome: (exit) =>
+                    Exit.isSuccess(exit) ? "accepted" : Option.match(Exit.findErrorOption(exit), {
+                      onNone: () => "defect",
+                      onSome: (e) =>
+                        e._tag === "SuspensionRejected" ? `rejected:${e.code}` : e._tag === "SuspensionUnknown" ? "unknown" : `refused:${e.reason}`
                     })
                 })
               const o = fact.outcome

@@ -36,6 +36,7 @@ import { NodeRouter } from "./pg/NodeRouter.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
 import { SessionLocks } from "./SessionLocks.js"
+import * as DatabaseSessionLocks from "./pg/DatabaseSessionLocks.js"
 import * as WriteReservations from "./WriteReservations.js"
 import * as SuspensionApi from "./SuspensionApi.js"
 import * as Suspensions from "./Suspensions.js"
@@ -214,7 +215,8 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
   ).pipe(
     Layer.provideMerge(DeviceDirectory.layer),
     Layer.provideMerge(TurnJournal.layer),
-    Layer.provideMerge(SessionLocks.layer),
+    // Several nodes (PostgreSQL): the Session lock is also a database lock (pg/DatabaseSessionLocks.ts).
+    Layer.provideMerge(options.database === undefined ? SessionLocks.layer : DatabaseSessionLocks.layer()),
     Layer.provideMerge(writeReservations),
     Layer.provideMerge(suspensions),
     Layer.provideMerge(Initialization.layer(options.initialization ?? {}).pipe(Layer.provideMerge(InitializationStore.layer))),

@@ -138,18 +138,20 @@ const make = Effect.gen(function* () {
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
   const initialization = yield* Effect.serviceOption(SessionInitialization)
+  /**
+   * The start's critical section (the one-unfinished-Turn check, the binding, the Turn row, the dispatch) under
+   * the per-Session start lock and the Session lock — on several nodes a database lock
+   * (pg/DatabaseSessionLocks.ts), taken only here, on the node that dispatches, never across a routed hop.
+   */
+  const locked = <A, E>(sessionId: string, effect: Effect.Effect<A, E>) =>
+    Option.isSome(locks) ? locks.value.forStart(sessionId, effect) : starting(sessionId, effect)
   /** `routed`: a start another node routed here (it is never routed on); `presetTurnId`: the id that node chose. */
   const startWith = (routed: boolean) => (
     sessionId: string,
     input: MessageInput.MessageInput,
     presetTurnId?: string
   ): Effect.Effect<TurnView, TurnOperationError | Outcome.AdmissionRejection> =>
-    starting(
-      sessionId,
-      Option.isSome(locks)
-        ? locks.value.tryWithLock(sessionId, startOne(sessionId, input, routed, presetTurnId))
-        : startOne(sessionId, input, routed, presetTurnId)
-    )
+    startOne(sessionId, input, routed, presetTurnId)
   const start = startWith(false)
 
   // Several Core nodes on PostgreSQL (docs/multi-node.md "Routing"): operations on a Turn another node runs,
@@ -192,6 +194,24 @@ const make = Effect.gen(function* () {
         })
       }
     }
+    // No device connected here can take it: routed to the owning node before any lock is taken.
+    if (!routed && Option.isSome(routing) && (yield* candidatesFor(session.value.deviceId)).length === 0) {
+      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
+      if (Option.isSome(remote)) return remote.value
+    }
+    return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId))
+  })
+
+  /** Under the locks: admits, records and dispatches the Turn on a device connected here. */
+  const dispatchOne = Effect.fnUntraced(function* (
+    sessionId: string,
+    input: MessageInput.MessageInput,
+    presetTurnId: string | undefined
+  ) {
+    // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile).
+    const current = yield* unavailable(sessions.get(sessionId))
+    if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    const session = current
     // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
@@ -203,13 +223,9 @@ const make = Effect.gen(function* () {
       configuration: session.value.configuration as SessionConfiguration,
       hasStartedTurn,
       nativeSessionId: session.value.nativeSessionId,
-        environment: session.value.environment
+      environment: session.value.environment
     })
     const candidates = yield* candidatesFor(session.value.deviceId)
-    if (candidates.length === 0 && !routed && Option.isSome(routing)) {
-      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
-      if (Option.isSome(remote)) return remote.value
-    }
     if (session.value.deviceId !== undefined && candidates.length === 0) {
       return yield* new OperatorConflict({ reason: "device_offline", detail: `device ${session.value.deviceId} is not connected` })
     }

@@ -86,7 +86,6 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     closed = reason
     Queue.failCauseUnsafe(inbound, Cause.fail(reason))
   }
-  const endWithEffect = (reason: TransportClosed) => Effect.sync(() => endWith(reason))
 
   socket.listen({
     onFrame: (data, isBinary) => {
@@ -221,9 +220,12 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     close: (code, reason) =>
       Effect.suspend(() => {
         if (closed !== undefined) return Effect.void
-        return endWithEffect(new TransportClosed({ reason: "closed_locally" })).pipe(
-          Effect.andThen(Effect.sync(() => socket.close(code, reason)))
-        )
+        // One step: ending the inbound queue wakes the connection loop, which may interrupt the caller before a
+        // second step ran; the close frame must not depend on that race (the peer would see 1006 after the grace).
+        return Effect.sync(() => {
+          endWith(new TransportClosed({ reason: "closed_locally" }))
+          socket.close(code, reason)
+        })
       })
   })
 })
