@@ -16,7 +16,9 @@ import { join } from "node:path"
 import * as DevCore from "../../../src/core/dev/DevCore.js"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { KeyFileName, McpSecrets, open, seal } from "../../../src/core/dev/McpSecrets.js"
-import { agentConfiguration, sealedBearerIndexes, type SessionConfiguration } from "../../../src/core/dev/SessionConfig.js"
+import { agentConfiguration, executionSpec, sealedBearerIndexes, type SessionConfiguration } from "../../../src/core/dev/SessionConfig.js"
+import { configuration as requestConfiguration } from "../../../src/core/ExecutionRequest.js"
+import { scriptedCapabilities } from "../../../scenarios/Fixtures.js"
 
 const token = Redacted.make("awop_test-operator-token")
 const Bearer = "mcp-bearer-at-rest-5d1c9e"
@@ -117,6 +119,13 @@ describe("MCP servers in Session configuration, bearer secrets at rest", () => {
           assert.strictEqual(Redacted.value(agent.mcp_http_servers[0]!.vault_credential!), Bearer)
           assert.strictEqual(agent.mcp_http_servers[1]!.vault_credential, undefined)
           assert.notInclude(JSON.stringify(agent), Bearer)
+          // …and the execution configuration Core sends carries it as bearer_token (the only place in clear).
+          const spec = executionSpec({ sessionId: id, agentKind: "scripted", configuration: stored, hasStartedTurn: false, nativeSessionId: undefined, mcpBearers: bearers })
+          const sent = requestConfiguration(spec, { kind: "scripted", capabilities: scriptedCapabilities, required: [] })
+          assert.deepStrictEqual(sent.mcp_http_servers, [
+            { connection_origin: "service", server_label: "tickets", server_url: "https://mcp.example.org/mcp", allowed_tools: ["lookup"], required: true, bearer_token: Bearer },
+            { connection_origin: "service", server_label: "docs", server_url: "http://127.0.0.1:9/mcp", allowed_tools: null }
+          ])
 
           // The common validator at creation: a bearer over plain http, an environment origin without an Environment.
           const insecure = yield* call("POST", "/sessions", {
