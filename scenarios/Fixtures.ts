@@ -108,6 +108,8 @@ export interface ConfigurationOptions {
    * `prepare_wait: signal`, `close_fails: n`, …
    */
   readonly scripted?: { readonly [key: string]: string | number }
+  /** Public MCP servers (`mcp_http_servers`), exactly as Core's builder writes them. */
+  readonly mcpHttpServers?: PromptRequestPayload["mcp_http_servers"]
 }
 
 /** The fields Core sets on every execution for an Environment of type none with multi-agent disabled. */
@@ -123,6 +125,7 @@ const commonConfiguration = (options: ConfigurationOptions) => ({
   ...(options.observeMessages === false ? {} : { observe_messages: true }),
   observe_tool_observations: true,
   ...(options.functionTools === undefined ? {} : { function_tools: options.functionTools }),
+  ...(options.mcpHttpServers === undefined ? {} : { mcp_http_servers: options.mcpHttpServers }),
   disable_execution_environment: true,
   disable_subagents: true
 }) as const

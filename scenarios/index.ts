@@ -47,6 +47,7 @@ import runtimePrepareUnknownNoReplay from "./runtime-prepare-unknown-no-replay.j
 import workspaceExportPull from "./workspace-export-pull.js"
 import workspaceExportFailedAndRefused from "./workspace-export-failed-and-refused.js"
 import boundedTransferValidation from "./bounded-transfer-validation.js"
+import mcpConnectionAuthority from "./mcp-connection-authority.js"
 import suspensionQuiesceBusy from "./suspension-quiesce-busy.js"
 import suspensionFencingAcrossReconnect from "./suspension-fencing-across-reconnect.js"
 import type { WireScenario } from "./WireScenario.js"
@@ -81,6 +82,7 @@ export const allScenarios: ReadonlyArray<WireScenario> = [
   interactionDecisionsInvalid,
   decisionWaiterTimeout,
   functionResults,
+  mcpConnectionAuthority,
   cleanupFailureKeptAndRetried,
   connectionLossNoInventedTerminal,
   reconnectionWithoutReplay,

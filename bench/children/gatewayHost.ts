@@ -21,7 +21,18 @@ import { type BenchDevCore, startDevCore } from "../support/devCore.js"
 export type HostMode = "gateway" | "devcore" | "raw"
 
 export type HostCommand =
-  | { readonly op: "start"; readonly mode: HostMode; readonly devices: ReadonlyArray<BenchDevice>; readonly heartbeatSeconds: number }
+  | {
+    readonly op: "start"
+    readonly mode: HostMode
+    readonly devices: ReadonlyArray<BenchDevice>
+    readonly heartbeatSeconds: number
+    /** devcore mode: the operator token to accept (the turns suite drives the operator API from the bench). */
+    readonly operatorToken?: string
+  }
+  /** devcore mode: store counters (`{op: "stats", turns, events, journalCommits}`). */
+  | { readonly op: "stats" }
+  /** devcore mode: `count` finished Turns of `sessionId` written straight into the store (`{op: "seeded"}`). */
+  | { readonly op: "seed-turns"; readonly sessionId: string; readonly count: number }
   /** One operator GET (devcore mode) timed in this process: `{op: "got", ms, status, bytes, loopMaxMs}`. */
   | { readonly op: "get"; readonly path: string }
   /** Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. */
@@ -37,6 +48,8 @@ export interface HostMeasurement {
   readonly external: number
   /** Process CPU time so far (user + system, every thread), microseconds. */
   readonly cpuMicros: number
+  /** The system (kernel) part of `cpuMicros`. */
+  readonly systemMicros: number
   readonly frames: number
   /** Event-loop delay since the previous measurement: p99 and max, milliseconds. */
   readonly loopP99Ms: number
@@ -77,7 +90,7 @@ export const gatewayHost = async (): Promise<void> => {
             process.send?.({ op: "started", baseUrl: core.baseUrl })
           } else if (message.mode === "devcore") {
             dataDir = mkdtempSync(join(tmpdir(), "agentwire-bench-devcore-"))
-            devCore = await startDevCore(dataDir, message.devices, message.heartbeatSeconds)
+            devCore = await startDevCore(dataDir, message.devices, message.heartbeatSeconds, message.operatorToken)
             process.send?.({ op: "started", baseUrl: devCore.baseUrl })
           } else {
             const server = createServer((_, res) => res.writeHead(404).end())
@@ -102,6 +115,7 @@ export const gatewayHost = async (): Promise<void> => {
             heapUsed: memory.heapUsed,
             external: memory.external,
             cpuMicros: cpu.user + cpu.system,
+            systemMicros: cpu.system,
             frames,
             loopP99Ms: loop.percentile(99) / 1e6,
             loopMaxMs: loop.max / 1e6
@@ -126,6 +140,17 @@ export const gatewayHost = async (): Promise<void> => {
           const ms = performance.now() - t0
           process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loop.max / 1e6 } satisfies HostGot)
           loop.reset()
+          return
+        }
+        case "stats": {
+          if (devCore === undefined) throw new Error("stats needs mode devcore")
+          process.send?.({ op: "stats", ...(await devCore.stats()) })
+          return
+        }
+        case "seed-turns": {
+          if (devCore === undefined) throw new Error("seed-turns needs mode devcore")
+          await devCore.seedTurns(message.sessionId, message.count)
+          process.send?.({ op: "seeded" })
           return
         }
         case "snapshot": {

@@ -60,7 +60,15 @@ const stampedHarness = (inner: Harness): Harness => ({
 
 export type PeerCommand =
   | { readonly op: "raw"; readonly url: string }
-  | { readonly op: "daemon"; readonly coreUrl: string; readonly deviceId: string; readonly credential: string }
+  | {
+    readonly op: "daemon"
+    readonly coreUrl: string
+    readonly deviceId: string
+    readonly credential: string
+    /** The daemon's capacity (`--max-active`; default 4) and idle Executor bound (default 16). */
+    readonly maxActive?: number
+    readonly maxIdleExecutors?: number
+  }
   /** Turns paired sending of stamped deltas over raw `ws` on or off (see `pairWith`). */
   | { readonly op: "pair"; readonly on: boolean }
   /** This process's CPU time so far: `{op: "cpu", micros}`. */
@@ -71,7 +79,7 @@ export type PeerReply =
   | { readonly op: "raw-ready" }
   | { readonly op: "daemon-started" }
   | { readonly op: "paired"; readonly on: boolean }
-  | { readonly op: "cpu"; readonly micros: number }
+  | { readonly op: "cpu"; readonly micros: number; readonly systemMicros: number }
   | { readonly op: "error"; readonly message: string }
 
 const reply = (message: PeerReply) => process.send?.(message)
@@ -151,7 +159,11 @@ const startDaemon = (command: Extract<PeerCommand, { op: "daemon" }>) => {
         credential: Redacted.make(command.credential),
         userAgent: "agentwire-bench"
       }),
-      RuntimeProcess.layer({ harnesses: [stampedHarness(scripted)] }),
+      RuntimeProcess.layer({
+        harnesses: [stampedHarness(scripted)],
+        ...(command.maxActive === undefined ? {} : { maxActive: command.maxActive }),
+        ...(command.maxIdleExecutors === undefined ? {} : { maxIdleExecutors: command.maxIdleExecutors })
+      }),
       StatusBoard.layer({
         daemonVersion: "bench",
         wireVersion: ProtocolVersion,
@@ -185,7 +197,7 @@ export const runtimePeer = async (): Promise<void> => {
         return
       case "cpu": {
         const cpu = process.cpuUsage()
-        reply({ op: "cpu", micros: cpu.user + cpu.system })
+        reply({ op: "cpu", micros: cpu.user + cpu.system, systemMicros: cpu.system })
         return
       }
       case "exit":

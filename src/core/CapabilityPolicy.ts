@@ -347,25 +347,42 @@ export interface DeviceCandidate<D> {
 }
 
 /**
+ * Connected devices that are not among the candidates, as counts (the gateway's kind index walks only the
+ * devices advertising the Agent's kind): `declared` have a declaration without the kind (each would refuse
+ * with HarnessUnavailable(not_advertised)), `undeclared` have none yet (CapabilitiesUndeclared).
+ */
+export interface OtherDevices {
+  readonly declared: number
+  readonly undeclared: number
+}
+
+/**
  * Picks the first candidate whose declaration admits the request (candidates all run the Agent's Harness
  * kind; this never substitutes another kind). When none admits, returns one refusal chosen by what helps the
  * caller most: an invalid binding (no device can help), else a definite CapabilityUnsupported, else
- * HarnessUnavailable, else CapabilitiesUndeclared. With no candidates at all: HarnessUnavailable(not_advertised).
+ * HarnessUnavailable, else CapabilitiesUndeclared, counting `others` (devices left out of `candidates`) after
+ * the candidates. With no candidates and no others: HarnessUnavailable(not_advertised).
  */
 export const selectDevice = <D>(
   input: AdmissionInput,
-  candidates: ReadonlyArray<DeviceCandidate<D>>
+  candidates: ReadonlyArray<DeviceCandidate<D>>,
+  others: OtherDevices = { declared: 0, undeclared: 0 }
 ): Result.Result<{ readonly device: D; readonly admitted: Admitted }, AdmissionRejection> => {
   const binding = checkBinding(input)
   if (Option.isSome(binding)) return Result.fail(binding.value)
   const rank = (e: AdmissionRejection) =>
     e._tag === "CapabilityUnsupported" ? 0 : e._tag === "HarnessUnavailable" ? 1 : e._tag === "CapabilitiesUndeclared" ? 2 : 3
   let best: AdmissionRejection | undefined
+  const consider = (e: AdmissionRejection) => {
+    if (best === undefined || rank(e) < rank(best)) best = e
+  }
   for (const candidate of candidates) {
     const result = admit(input, candidate.declaration)
     if (Result.isSuccess(result)) return Result.succeed({ device: candidate.device, admitted: result.success })
-    if (best === undefined || rank(result.failure) < rank(best)) best = result.failure
+    consider(result.failure)
   }
+  if (others.declared > 0) consider(new HarnessUnavailable({ kind: input.agent_kind, reason: "not_advertised" }))
+  if (others.undeclared > 0) consider(new CapabilitiesUndeclared({ kind: input.agent_kind }))
   return Result.fail(best ?? new HarnessUnavailable({ kind: input.agent_kind, reason: "not_advertised" }))
 }
 

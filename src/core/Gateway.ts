@@ -25,6 +25,7 @@ import * as DeviceSession from "./DeviceSession.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import { FrameTap } from "./FrameTap.js"
 import { GatewayConfig } from "./GatewayConfig.js"
+import * as KindIndex from "./KindIndex.js"
 import * as LivenessWheel from "./LivenessWheel.js"
 import { closeCodeFor, type DeviceTransport } from "./transport/DeviceTransport.js"
 
@@ -59,6 +60,14 @@ export interface GatewayShape {
   /** Every current session (one per connected device). */
   readonly sessions: Effect.Effect<ReadonlyArray<DeviceSession.DeviceSession>>
   /**
+   * The current sessions whose latest declaration advertises Harness `kind` (an index kept by the gateway, so
+   * device selection never walks other devices; issue 18), in the order they began advertising it. A live
+   * view: walk it without holding it.
+   */
+  readonly advertising: (kind: string) => Effect.Effect<Iterable<DeviceSession.DeviceSession>>
+  /** How many devices are connected, and how many of them have a declaration (a valid heartbeat). */
+  readonly counts: Effect.Effect<{ readonly connected: number; readonly declared: number }>
+  /**
    * Subscribes to gateway events now (nothing published after this call is missed) for the lifetime of the
    * caller's scope, and returns them as a stream.
    */
@@ -90,6 +99,8 @@ const make = Effect.gen(function*() {
   const events = yield* PubSub.unbounded<GatewayEvent>()
   const registry = new Map<string, Entry>()
   const live = new Set<Entry>()
+  /** Registered entries by the kinds their latest declaration advertises. */
+  const kinds = KindIndex.make<Entry>()
   /** One liveness timer for every connection (a fiber per connection before; issue 18). */
   const liveness = yield* LivenessWheel.make
   let connections = 0
@@ -115,6 +126,7 @@ const make = Effect.gen(function*() {
       return new ObservationLost({ reason: "gateway_shutdown" })
     }
     const connectionNumber = ++connections
+    let registered: Entry | undefined
     const { run, session } = yield* DeviceSession.make({
       deviceId,
       connectionNumber,
@@ -122,6 +134,7 @@ const make = Effect.gen(function*() {
       config,
       tap,
       onDeclared: (declaration) => {
+        if (registered !== undefined && registry.get(deviceId) === registered) kinds.declare(registered, declaration.kinds.keys())
         PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration })
       },
       interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected",
@@ -133,6 +146,8 @@ const make = Effect.gen(function*() {
       // obtain the old session once the new one is registered.
       const previous = registry.get(deviceId)
       registry.set(deviceId, entry)
+      registered = entry
+      if (previous !== undefined) kinds.remove(previous)
       live.add(entry)
       yield* CoreMetrics.connection("accepted")
       if (previous !== undefined) {
@@ -152,6 +167,7 @@ const make = Effect.gen(function*() {
       Effect.onExit((exit) =>
         Effect.gen(function*() {
           if (registry.get(deviceId) === entry) registry.delete(deviceId)
+          kinds.remove(entry)
           if (live.delete(entry)) yield* CoreMetrics.connection("closed")
           const reason = exit._tag === "Success" ? exit.value.reason : shuttingDown ? "gateway_shutdown" : "disconnected"
           yield* publishDisconnected(entry, reason)
@@ -175,6 +191,16 @@ const make = Effect.gen(function*() {
   return Gateway.of({
     session: (deviceId) => Effect.sync(() => Option.map(Option.fromNullishOr(registry.get(deviceId)), (e) => e.session)),
     sessions: Effect.sync(() => [...registry.values()].map((e) => e.session)),
+    advertising: (kind) =>
+      Effect.sync(() => {
+        const entries = kinds.advertising(kind)
+        return {
+          *[Symbol.iterator]() {
+            for (const entry of entries) yield entry.session
+          }
+        }
+      }),
+    counts: Effect.sync(() => ({ connected: registry.size, declared: kinds.declared() })),
     events: Effect.map(PubSub.subscribe(events), Stream.fromSubscription),
     accept,
     shutdown

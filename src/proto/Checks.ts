@@ -5,8 +5,8 @@
  */
 import { Schema } from "effect"
 
-/** UTF-8 length of `s` in bytes, without allocating; a lone surrogate counts as U+FFFD (3 bytes). */
-export const utf8ByteLength = (s: string): number => {
+/** UTF-8 length of `s` in bytes, counted character by character; a lone surrogate counts as U+FFFD (3 bytes). */
+export const utf8ByteLengthLoop = (s: string): number => {
   let bytes = 0
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i)
@@ -19,6 +19,29 @@ export const utf8ByteLength = (s: string): number => {
         i++
       } else bytes += 3
     } else bytes += 3
+  }
+  return bytes
+}
+
+// Long strings are measured by the host's native UTF-8 encoder into a fixed scratch buffer (about 3 µs for an
+// 87 KiB base64 member, against 110 µs for the loop). `encodeInto` never splits a character, replaces a lone
+// surrogate with U+FFFD (3 bytes, as the loop counts it) and reports the UTF-16 units it consumed, so a string
+// longer than the scratch is measured piece by piece. `test/proto/Utf8Length.property.test.ts` checks it
+// against the loop.
+const NativeFrom = 1024
+const scratch = new Uint8Array(64 * 1024)
+const encoder = new TextEncoder()
+
+/** UTF-8 length of `s` in bytes, without keeping any copy; a lone surrogate counts as U+FFFD (3 bytes). */
+export const utf8ByteLength = (s: string): number => {
+  const n = s.length
+  if (n < NativeFrom) return utf8ByteLengthLoop(s)
+  let bytes = 0
+  let read = 0
+  while (read < n) {
+    const step = encoder.encodeInto(read === 0 ? s : s.slice(read), scratch)
+    bytes += step.written
+    read += step.read
   }
   return bytes
 }

@@ -4,8 +4,8 @@
  * logical paths the transfers name. Pure functions returning finite codes; both sides call them.
  */
 import { Option, Result } from "effect"
-import { Base64 } from "effect/encoding"
 import { fitsUtf8Bytes } from "./Checks.js"
+import { decodeStrict, encode } from "./internal/base64.js"
 import { MaxChunkBytes, MaxPathBytes } from "./Limits.js"
 
 /** Why a chunk, size or path is invalid. */
@@ -19,28 +19,17 @@ export type TransferIssue =
   | "digest_mismatch"
   | "size_out_of_range"
 
-const Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-
 /**
- * Canonical padding: the bits of the last character before `=` / `==` that encode no byte must be zero (the
- * only way a well-formed padded text can differ from the encoding of its bytes). Exact, and far cheaper than
- * re-encoding a 64 KiB chunk to compare.
+ * Decodes standard padded base64 chunk data; non-canonical encodings are rejected (`internal/base64.ts`: one
+ * pass, native where the host has Node's `Buffer`).
  */
-const canonicalTail = (data: string): boolean => {
-  if (data.endsWith("==")) return Alphabet.indexOf(data[data.length - 3]!) % 16 === 0
-  if (data.endsWith("=")) return Alphabet.indexOf(data[data.length - 2]!) % 4 === 0
-  return true
-}
-
-/** Decodes standard padded base64 chunk data; non-canonical encodings are rejected. */
 export const decodeChunkData = (data: string): Result.Result<Uint8Array, "bad_base64"> => {
-  if (data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data) || !canonicalTail(data)) return Result.fail("bad_base64")
-  const decoded = Base64.decode(data)
-  return decoded._tag === "Failure" ? Result.fail("bad_base64") : Result.succeed(decoded.success)
+  const decoded = decodeStrict(data)
+  return decoded === undefined ? Result.fail("bad_base64") : Result.succeed(decoded)
 }
 
 /** Encodes chunk bytes as standard padded base64. */
-export const encodeChunkData = (bytes: Uint8Array): string => Base64.encode(bytes)
+export const encodeChunkData = (bytes: Uint8Array): string => encode(bytes)
 
 /**
  * Checks one chunk against the transfer so far: it must start at `received`, carry 1..64 KiB and end at or

@@ -58,7 +58,14 @@ const specFrom = (sessionId: string, config: PromptRequestPayload): ExecutionSpe
       tool_search: config.tool_search === true,
       function_tools: config.function_tools ?? [],
       disable_programmatic_tool_calling: controls?.disable_programmatic_tool_calling === true,
-      mcp_http_servers: [],
+      mcp_http_servers: (config.mcp_http_servers ?? []).map((s) => ({
+        server_label: s.server_label,
+        server_url: s.server_url,
+        allowed_tools: s.allowed_tools,
+        required: s.required === true,
+        connection_origin: s.connection_origin,
+        ...(s.bearer_token === undefined ? {} : { vault_credential: Redacted.make(s.bearer_token) })
+      })),
       ...(controls === undefined || controls.text_verbosity === "medium" ? {} : { text_verbosity: controls.text_verbosity })
     },
     environment: config.local_environment === undefined ? { type: "none" } : { type: "self_hosted", binding: config.local_environment },
@@ -192,6 +199,14 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
           return yield* fail(`Core did not refuse ${id} with ${step.refusedByCore}: ${refusal?._tag ?? "success"}`)
         })
 
+      /** A Turn Core's final admission check refused with `issue` (nothing sent). */
+      const refusedLocally = (tracked: TrackedTurn, id: string, issue: string) =>
+        eventually_(`Core did not refuse ${id} with ${issue}`, Effect.sync(() => {
+          const refusal = tracked.facts.find((f) => f._tag === "AdmissionRejected")
+          if (refusal === undefined) return Option.some(tracked.facts.map((f) => f._tag).join(",") || "no fact")
+          return refusal._tag === "AdmissionRejected" && refusal.detail === issue ? Option.none() : Option.some(JSON.stringify({ detail: refusal.detail }))
+        }))
+
       /** The body of a write: the decoded data of its chunk steps, in scenario order. */
       const writeBody = (s: WireScenario, id: string): Uint8Array => {
         const parts: Array<Uint8Array> = []
@@ -310,6 +325,7 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
               const tracked = yield* track(turn)
               turns.set(plan.run_id, tracked)
               turnsByRequest.set(request, tracked)
+              if (step.refusedByCore !== undefined) return yield* refusedLocally(tracked, request, step.refusedByCore)
               return
             }
             case "execution_start":

@@ -11,7 +11,7 @@
 import { Context, Deferred, type Duration, Effect, Layer, Option, Result, type Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids, MessageInput } from "../../proto/index.js"
-import { type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
+import { admit, type AdmissionInput, type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { admissionInput, requestFactsFor } from "../ExecutionRequest.js"
 import type * as Functions from "../Functions.js"
@@ -130,15 +130,34 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
    */
   const starting = makeKeyedLock()
 
-  const candidatesFor = (deviceId: string | undefined) =>
+  /**
+   * The devices a Turn may go to: the bound device, or for a Session without one only the connected devices
+   * whose declaration advertises the Session's kind (the gateway's index), walked until one admits the Turn
+   * (issue 18: never every device). `others` counts the connected devices left out, for the refusal.
+   */
+  const candidatesFor = (deviceId: string | undefined, input: AdmissionInput) =>
     Effect.gen(function* () {
-      const all = deviceId === undefined
-        ? yield* gateway.sessions
-        : Option.toArray(yield* gateway.session(Ids.unsafeMake.deviceId(deviceId)))
       const out: Array<DeviceCandidate<DeviceSession>> = []
-      for (const s of all) out.push({ device: s, declaration: yield* s.declaration })
-      return out
+      if (deviceId !== undefined) {
+        for (const s of Option.toArray(yield* gateway.session(Ids.unsafeMake.deviceId(deviceId)))) {
+          out.push({ device: s, declaration: yield* s.declaration })
+        }
+        return { candidates: out, others: { declared: 0, undeclared: 0 } }
+      }
+      const counts = yield* gateway.counts
+      for (const s of yield* gateway.advertising(input.agent_kind)) {
+        const candidate = { device: s, declaration: yield* s.declaration }
+        out.push(candidate)
+        if (Result.isSuccess(admit(input, candidate.declaration))) break
+      }
+      const others = { declared: Math.max(0, counts.declared - out.length), undeclared: counts.connected - counts.declared }
+      return { candidates: out, others }
     })
+  /** How many devices connected here could take a Turn of the Session: its bound device, or any device. */
+  const connectedFor = (deviceId: string | undefined) =>
+    deviceId !== undefined
+      ? Effect.map(gateway.session(Ids.unsafeMake.deviceId(deviceId)), (s) => (Option.isSome(s) ? 1 : 0))
+      : Effect.map(gateway.counts, (c) => c.connected)
 
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
@@ -200,7 +219,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       }
     }
     // No device connected here can take it: routed to the owning node before any lock is taken.
-    if (!routed && Option.isSome(routing) && (yield* candidatesFor(session.value.deviceId)).length === 0) {
+    if (!routed && Option.isSome(routing) && (yield* connectedFor(session.value.deviceId)) === 0) {
       const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
       if (Option.isSome(remote)) return remote.value
     }
@@ -230,11 +249,12 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       nativeSessionId: session.value.nativeSessionId,
       environment: session.value.environment
     })
-    const candidates = yield* candidatesFor(session.value.deviceId)
+    const admission = admissionInput(spec, requestFactsFor(input))
+    const { candidates, others } = yield* candidatesFor(session.value.deviceId, admission)
     if (session.value.deviceId !== undefined && candidates.length === 0) {
       return yield* new OperatorConflict({ reason: "device_offline", detail: `device ${session.value.deviceId} is not connected` })
     }
-    const selected = selectDevice(admissionInput(spec, requestFactsFor(input)), candidates)
+    const selected = selectDevice(admission, candidates, others)
     if (Result.isFailure(selected)) return yield* selected.failure
     const deviceId = selected.success.device.deviceId
     const bound = yield* unavailable(sessions.bindDevice(sessionId, deviceId))

@@ -61,7 +61,8 @@ export const exportTo = <E, R>(
       const next = yield* waiter.next(deadline)
       if (Result.isFailure(next)) return yield* new ExportUnknown({ reason: next.failure, offset: received })
       const r = next.success
-      const invalid = new ExportUnknown({ reason: "invalid_receipt", offset: received })
+      // Built only when a reply is invalid: an error captures a stack trace, too dear for every chunk.
+      const invalid = Effect.suspend(() => Effect.fail(new ExportUnknown({ reason: "invalid_receipt", offset: received })))
       // `rejected` and `failed` end the stream whatever offset they name; data must start where Core counted.
       if ((r.outcome === "chunk" || r.outcome === "completed") && r.offset !== received) return yield* invalid
       switch (r.outcome) {

@@ -433,6 +433,32 @@ describe("CapabilityPolicy", () => {
       )
     })
 
+    it("counts devices left out of the candidates (the kind index) exactly as if they had been walked", () => {
+      const steeringless = { device: "c", declaration: snapshot(baselineDeclaration({ steering: false })) }
+      const otherKind = { device: "b", declaration: snapshot(baselineDeclaration(), { kind: "claude" }) }
+      const undeclared = { device: "a", declaration: Option.none() }
+      // Every mix of walked and counted devices gives the refusal of the full walk.
+      for (const [walked, others] of [
+        [[undeclared, otherKind, steeringless], { declared: 0, undeclared: 0 }],
+        [[steeringless], { declared: 1, undeclared: 1 }]
+      ] as const) {
+        assert.deepStrictEqual(
+          selectDevice(admissionInput(), walked, others),
+          Result.fail(new CapabilityUnsupported({ kind: KIND, capability: "steering", source: "declaration" }))
+        )
+      }
+      for (const [walked, others] of [[[undeclared, otherKind], { declared: 0, undeclared: 0 }], [[], { declared: 1, undeclared: 1 }]] as const) {
+        assert.deepStrictEqual(
+          selectDevice(admissionInput(), walked, others),
+          Result.fail(new HarnessUnavailable({ kind: KIND, reason: "not_advertised" }))
+        )
+      }
+      assert.deepStrictEqual(
+        selectDevice(admissionInput(), [], { declared: 0, undeclared: 2 }),
+        Result.fail(new CapabilitiesUndeclared({ kind: KIND }))
+      )
+    })
+
     it("refuses an invalid binding whatever the devices", () => {
       assert.deepStrictEqual(
         selectDevice(admissionInput({ environment: { type: "self_hosted", binding: undefined } }), [
