@@ -33,7 +33,8 @@ import { Clock, Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids } from "../../proto/index.js"
 import * as Outcome from "../Outcome.js"
-import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
+import { McpSecrets, sessionBearers } from "./McpSecrets.js"
+import { executionSpec, sealedBearerIndexes, type SessionConfiguration } from "./SessionConfig.js"
 import { SessionStore } from "./SessionStore.js"
 import type { TurnPlan } from "./TurnRunner.js"
 import type { StoreFailed } from "./StoreErrors.js"
@@ -117,11 +118,19 @@ export const planFor = (turn: TurnRecord): Effect.Effect<Option.Option<TurnPlan>
   Effect.gen(function* () {
     const turns = yield* TurnStore
     const sessions = yield* SessionStore
+    const secrets = yield* Effect.serviceOption(McpSecrets)
     const session = yield* Effect.option(sessions.get(turn.sessionId)).pipe(Effect.map(Option.flatten))
     if (Option.isNone(session)) return Option.none()
     const deviceId = turn.deviceId ?? session.value.deviceId
     if (deviceId === undefined) return Option.none()
     const started = yield* Effect.orElseSucceed(turns.hasDispatched(turn.sessionId, turn.turnId), () => false)
+    const configuration = session.value.configuration as SessionConfiguration
+    // A Session whose bearer secrets cannot be decrypted resumes nothing now (its Turn stays queued).
+    const bearers = yield* Effect.result(sessionBearers(secrets, turn.sessionId, sealedBearerIndexes(configuration)))
+    if (bearers._tag === "Failure") {
+      yield* Effect.logError(bearers.failure.message).pipe(Effect.annotateLogs({ turn_id: turn.turnId, reason: bearers.failure.reason }))
+      return Option.none()
+    }
     return Option.some({
       turnId: turn.turnId,
       sessionId: turn.sessionId,
@@ -130,10 +139,11 @@ export const planFor = (turn: TurnRecord): Effect.Effect<Option.Option<TurnPlan>
       spec: executionSpec({
         sessionId: turn.sessionId,
         agentKind: session.value.agentKind,
-        configuration: session.value.configuration as SessionConfiguration,
+        configuration,
         hasStartedTurn: started,
         nativeSessionId: session.value.nativeSessionId,
-        environment: session.value.environment
+        environment: session.value.environment,
+        mcpBearers: bearers.success
       }),
       input: turn.input
     })

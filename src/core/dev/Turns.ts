@@ -19,7 +19,8 @@ import { Gateway } from "../Gateway.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
-import { unavailable } from "./Operator.js"
+import { McpSecrets, sessionBearers } from "./McpSecrets.js"
+import { secretUnavailable, unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import { NodeRouter } from "./pg/NodeRouter.js"
@@ -29,7 +30,7 @@ import { claimTurn } from "./pg/TurnClaims.js"
 import { resumableTurns } from "./Recovery.js"
 import { pickupReleased } from "./pg/ReleasedTurns.js"
 import { SessionInitialization } from "./Initialization.js"
-import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
+import { executionSpec, sealedBearerIndexes, type SessionConfiguration } from "./SessionConfig.js"
 import { makeKeyedLock, SessionLocks } from "./SessionLocks.js"
 import { SessionStore } from "./SessionStore.js"
 import type { StoreFailed } from "./StoreErrors.js"
@@ -162,6 +163,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
   const initialization = yield* Effect.serviceOption(SessionInitialization)
+  const secrets = yield* Effect.serviceOption(McpSecrets)
   /**
    * The start's critical section (the one-unfinished-Turn check, the binding, the Turn row, the dispatch) under
    * the per-Session start lock and the Session lock — on several nodes a database lock
@@ -241,13 +243,19 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }
     const hasStartedTurn = yield* unavailable(store.hasDispatched(sessionId))
+    const configuration = session.value.configuration as SessionConfiguration
+    // Decrypted only here, into Redacted values the request builder sends as bearer_token (McpSecrets.ts).
+    const mcpBearers = yield* sessionBearers(secrets, sessionId, sealedBearerIndexes(configuration)).pipe(
+      Effect.catchTag("McpSecretUnavailable", secretUnavailable)
+    )
     const spec = executionSpec({
       sessionId,
       agentKind: session.value.agentKind,
-      configuration: session.value.configuration as SessionConfiguration,
+      configuration,
       hasStartedTurn,
       nativeSessionId: session.value.nativeSessionId,
-      environment: session.value.environment
+      environment: session.value.environment,
+      mcpBearers
     })
     const admission = admissionInput(spec, requestFactsFor(input))
     const { candidates, others } = yield* candidatesFor(session.value.deviceId, admission)
