@@ -13,12 +13,20 @@
  * - negative control: the same durable path with group commit off (one transaction per fact, the old path);
  *   judged by the same targets, it must miss.
  *
- * Rounds are interleaved (figure, baseline, control), each in a fresh database file in the bench's temporary
- * directory. The commit count comes from the store's own metric (`agentwire_core_journal_transaction_writes`).
+ * - store off the event loop (issue 18): the same durable path with the in-thread store (`node:sqlite` calls on
+ *   the event loop, the store before the worker) gives the "before" events/s; and 16 Turns journal concurrently
+ *   while `monitorEventLoopDelay` (1 ms resolution) records the main thread's event-loop delay, once with the
+ *   default worker store and once with the in-thread store (the negative control, which must miss the targets).
+ *
+ * Rounds are interleaved (figure, baseline, control, in-thread, event-loop runs), each in a fresh database file
+ * in the bench's temporary directory. The commit count comes from the store's own metric
+ * (`agentwire_core_journal_transaction_writes`). CPU is the whole process's (`process.cpuUsage`), so the
+ * worker thread's statements count.
  */
 import { Effect, Layer, Logger, ManagedRuntime, Metric, References } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { join } from "node:path"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { DatabaseSync } from "node:sqlite"
 import { DevIds } from "../../src/core/dev/DevIds.js"
 import * as SessionStore from "../../src/core/dev/SessionStore.js"
@@ -48,6 +56,8 @@ interface RunResult {
   /** The system (kernel) part of `cpuUs`: the writes and fsyncs. */
   readonly sysUs: number
   readonly commits: number
+  /** The main thread's event-loop delay over the run (ms): p99 and max (`monitorEventLoopDelay`, 1 ms resolution). */
+  readonly loop: { readonly p99Ms: number; readonly maxMs: number }
 }
 
 const cpuNow = (): number => {
@@ -57,8 +67,8 @@ const cpuNow = (): number => {
 const sysNow = (): number => process.cpuUsage().system
 
 /** The store with the journal, on a fresh file, with group commit as given (maxBatch 1: one commit per fact). */
-const storeRuntime = (file: string, maxBatch: number | undefined) => {
-  const sql = Store.sqlLayer(file, "full")
+const storeRuntime = (file: string, maxBatch: number | undefined, driver: Store.SqliteDriver) => {
+  const sql = Store.sqlLayer(file, "full", driver)
   const repositories = Layer.mergeAll(
     SessionStore.layer,
     TurnStore.layerWith(maxBatch === undefined ? {} : { groupCommit: { maxBatch } })
@@ -73,8 +83,14 @@ const storeRuntime = (file: string, maxBatch: number | undefined) => {
 }
 
 /** `turns` Turns journal `perTurn` deltas each, concurrently, one fact in flight per Turn. */
-const durableRun = async (dir: string, name: string, turns: number, perTurn: number, maxBatch?: number): Promise<RunResult> => {
-  const runtime = storeRuntime(join(dir, `${name}.db`), maxBatch)
+const durableRun = async (
+  dir: string,
+  name: string,
+  turns: number,
+  perTurn: number,
+  options: { readonly maxBatch?: number; readonly driver?: Store.SqliteDriver } = {}
+): Promise<RunResult> => {
+  const runtime = storeRuntime(join(dir, `${name}.db`), options.maxBatch, options.driver ?? "worker")
   try {
     return await runtime.runPromise(Effect.gen(function* () {
       const sessions = yield* SessionStore.SessionStore
@@ -89,6 +105,8 @@ const durableRun = async (dir: string, name: string, turns: number, perTurn: num
         writers.push({ runId, writer: yield* journal.open(`t-${t}`, 1) })
       }
       const commitsBefore = (yield* Metric.value(journalTransactionWrites)).count
+      const loop = monitorEventLoopDelay({ resolution: 1 })
+      loop.enable()
       const cpu0 = cpuNow()
       const sys0 = sysNow()
       const t0 = performance.now()
@@ -99,8 +117,10 @@ const durableRun = async (dir: string, name: string, turns: number, perTurn: num
       const wallMs = performance.now() - t0
       const cpuUs = cpuNow() - cpu0
       const sysUs = sysNow() - sys0
+      loop.disable()
       const commits = (yield* Metric.value(journalTransactionWrites)).count - commitsBefore
-      return { events: turns * perTurn, wallMs, cpuUs, sysUs, commits }
+      const ms = (ns: number) => ns / 1e6
+      return { events: turns * perTurn, wallMs, cpuUs, sysUs, commits, loop: { p99Ms: ms(loop.percentile(99)), maxMs: ms(loop.max) } }
     }))
   } finally {
     await runtime.dispose()
@@ -135,7 +155,8 @@ const rawRun = (dir: string, name: string, turns: number, perTurn: number, commi
       for (let r = from; r < to; r++) insert.run(rows[r]![0], rows[r]![1], rows[r]![2], at)
       db.exec("COMMIT")
     }
-    return { events: rows.length, wallMs: performance.now() - t0, cpuUs: cpuNow() - cpu0, sysUs: sysNow() - sys0, commits: n }
+    const wallMs = performance.now() - t0
+    return { events: rows.length, wallMs, cpuUs: cpuNow() - cpu0, sysUs: sysNow() - sys0, commits: n, loop: { p99Ms: NaN, maxMs: NaN } }
   } finally {
     db.close()
   }
@@ -150,27 +171,40 @@ export const durableSuite: Suite = {
   describe: "journal facts of concurrent Turns on a file-backed SQLite store, every commit fsynced, vs raw node:sqlite",
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
-      ? { rounds: 2, turns: 64, perTurn: 30, controlPerTurn: 3 }
-      : { rounds: 7, turns: 64, perTurn: 300, controlPerTurn: 10 }
+      ? { rounds: 2, turns: 64, perTurn: 30, controlPerTurn: 3, loopTurns: 16, loopPerTurn: 30 }
+      : { rounds: 7, turns: 64, perTurn: 300, controlPerTurn: 10, loopTurns: 16, loopPerTurn: 300 }
     const dir = mkdtempSync(join(benchTempDir(), "durable-"))
     const group: Array<RunResult> = []
     const raw: Array<RunResult> = []
     const control: Array<RunResult> = []
+    const inThread: Array<RunResult> = []
+    const loopWorker: Array<RunResult> = []
+    const loopInThread: Array<RunResult> = []
     try {
       // Warm-up (module init, statement cache, JIT) on a small run, not recorded.
       await durableRun(dir, "warmup", 8, 20)
+      await durableRun(dir, "warmup-inthread", 8, 20, { driver: "in-thread" })
       for (let round = 0; round < p.rounds; round++) {
         const g = await durableRun(dir, `group-${round}`, p.turns, p.perTurn)
         const r = rawRun(dir, `raw-${round}`, p.turns, p.perTurn, g.commits)
-        const c = await durableRun(dir, `control-${round}`, p.turns, p.controlPerTurn, 1)
+        const c = await durableRun(dir, `control-${round}`, p.turns, p.controlPerTurn, { maxBatch: 1 })
+        const t = await durableRun(dir, `inthread-${round}`, p.turns, p.perTurn, { driver: "in-thread" })
+        const lw = await durableRun(dir, `loop-worker-${round}`, p.loopTurns, p.loopPerTurn)
+        const lt = await durableRun(dir, `loop-inthread-${round}`, p.loopTurns, p.loopPerTurn, { driver: "in-thread" })
         group.push(g)
         raw.push(r)
         control.push(c)
+        inThread.push(t)
+        loopWorker.push(lw)
+        loopInThread.push(lt)
         ctx.log(
           `durable round ${round + 1}/${p.rounds}: ${formatNumber(perSecond(g))} events/s (${g.commits} commits, ` +
             `${formatNumber(cpuPerEvent(g))} µs CPU/event, ${formatNumber(g.sysUs / g.events)} of it system); ` +
             `raw ${formatNumber(perSecond(r))}/s (${formatNumber(cpuPerEvent(r))} µs, ${formatNumber(r.sysUs / r.events)} system); ` +
-            `one commit per fact ${formatNumber(perSecond(c))}/s`
+            `one commit per fact ${formatNumber(perSecond(c))}/s; in-thread store ${formatNumber(perSecond(t))}/s ` +
+            `(${formatNumber(cpuPerEvent(t))} µs); event loop under ${p.loopTurns} Turns p99/max: worker ` +
+            `${formatNumber(lw.loop.p99Ms)}/${formatNumber(lw.loop.maxMs)} ms, in-thread ` +
+            `${formatNumber(lt.loop.p99Ms)}/${formatNumber(lt.loop.maxMs)} ms`
         )
       }
     } finally {
@@ -201,6 +235,36 @@ export const durableSuite: Suite = {
           `raw ${formatNumber(median(raw.map((r) => r.sysUs / r.events)))} µs`
       })
     ]
+    figures.push(
+      figure({
+        suite: "durable",
+        name: `durable events/s, worker store vs in-thread store (${p.turns} Turns)`,
+        unit: "events/s",
+        samples: group.map(perSecond),
+        baseline: { name: "the same path with the in-thread store (before)", samples: inThread.map(perSecond) },
+        note: `CPU per event (whole process): worker store ${formatNumber(median(group.map(cpuPerEvent)))} µs, ` +
+          `in-thread ${formatNumber(median(inThread.map(cpuPerEvent)))} µs`
+      }),
+      figure({
+        suite: "durable",
+        name: `event-loop delay p99, ${p.loopTurns} Turns journaling`,
+        unit: "ms",
+        samples: loopWorker.map((r) => r.loop.p99Ms),
+        target: { on: "value", op: "<=", value: 2 },
+        control: { name: "in-thread store (statements on the event loop)", samples: loopInThread.map((r) => r.loop.p99Ms) },
+        note: "monitorEventLoopDelay, 1 ms resolution, over each run; the store's statements run in its worker thread"
+      }),
+      figure({
+        suite: "durable",
+        name: `event-loop delay max, ${p.loopTurns} Turns journaling`,
+        unit: "ms",
+        samples: loopWorker.map((r) => r.loop.maxMs),
+        target: { on: "value", op: "<=", value: 20 },
+        control: { name: "in-thread store (statements on the event loop)", samples: loopInThread.map((r) => r.loop.maxMs) },
+        note: `durable events/s in these runs: worker ${formatNumber(median(loopWorker.map(perSecond)))}, ` +
+          `in-thread ${formatNumber(median(loopInThread.map(perSecond)))}`
+      })
+    )
     const notes = [
       `durable: ${p.turns} Turns × ${p.perTurn} deltas per round through JournalWriter.record (encode, group commit, publish); ` +
         `${p.rounds} interleaved rounds; the control journals ${p.controlPerTurn} deltas per Turn with one commit each`

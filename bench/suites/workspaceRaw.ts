@@ -8,8 +8,13 @@
  *   and sends `received`; the next chunk only after the receipt; `commit` → digest compared, staging fsynced,
  *   renamed over the destination, directory fsynced → `completed`.
  * - Export: `begin` → the server walks the tree (sorted, depth first) and answers each request with the next
- *   ≤ 64 KiB of file data read from disk, base64 in a JSON frame at its offset; the client decodes each chunk
+ *   ≤ 64 KiB of file data read from disk, base64 in a JSON frame at its offset; Core's end decodes each chunk
  *   and asks for the next at the new total; `completed` at the end.
+ *
+ * Roles as in the protocol: the Runtime end (`serve`: it writes and exports) dials and the Core end accepts, so the
+ * frames of the Runtime end are masked (RFC 6455 §5.3: a client masks what it sends) exactly as the daemon's are,
+ * and Core's are not: export chunks are masked by the sender and unmasked by the receiver on both paths, write
+ * chunks on neither.
  *
  * `repeat: 3` is the negative control: every chunk is moved and processed three times (sent, decoded, hashed or read,
  * written, acknowledged), i.e. a path known to do three times the work per byte.
@@ -135,7 +140,7 @@ const serve = (socket: WebSocket, writeDir: string, exportRoot: string) => {
       }
     }
   }
-  // One frame at a time, in order (the client sends the next request only after the receipt anyway).
+  // One frame at a time, in order (Core's end sends the next request only after the receipt anyway).
   let queue = Promise.resolve()
   socket.on("message", (data) => {
     const text = String(data)
@@ -145,26 +150,31 @@ const serve = (socket: WebSocket, writeDir: string, exportRoot: string) => {
   })
 }
 
-/** Starts the raw server and connects one client; writes go below `writeDir`, exports read `exportRoot`. */
+/**
+ * Starts the raw pair: the Core end listens, the Runtime end dials and serves (writes go below `writeDir`,
+ * exports read `exportRoot`).
+ */
 export const startRawWorkspace = async (writeDir: string, exportRoot: string): Promise<RawWorkspace> => {
   const server = new WebSocketServer({ host: "127.0.0.1", port: 0, maxPayload: 4 * 1024 * 1024, perMessageDeflate: false })
   await new Promise<void>((resolve) => server.once("listening", () => resolve()))
-  server.on("connection", (socket) => serve(socket, writeDir, exportRoot))
-  const client = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`, { perMessageDeflate: false })
+  const accepted = new Promise<WebSocket>((resolve) => server.once("connection", (socket) => resolve(socket)))
+  const runtimeEnd = new WebSocket(`ws://127.0.0.1:${(server.address() as AddressInfo).port}`, { perMessageDeflate: false })
   await new Promise<void>((resolve, reject) => {
-    client.once("open", () => resolve())
-    client.once("error", reject)
+    runtimeEnd.once("open", () => resolve())
+    runtimeEnd.once("error", reject)
   })
+  serve(runtimeEnd, writeDir, exportRoot)
+  const coreEnd = await accepted
   let onReply: (payload: Record<string, unknown>) => void = () => {}
   let onClose: (reason: string) => void = () => {}
-  client.on("message", (data) => onReply((JSON.parse(String(data)) as { payload: Record<string, unknown> }).payload))
-  client.on("close", (_code, reason) => onClose(String(reason)))
+  coreEnd.on("message", (data) => onReply((JSON.parse(String(data)) as { payload: Record<string, unknown> }).payload))
+  coreEnd.on("close", (_code, reason) => onClose(String(reason)))
   const failed = () => new Promise<never>((_, reject) => (onClose = (reason) => reject(new Error(`raw ws closed: ${reason}`))))
   /** Sends one request and resolves with its receipt. */
   const roundTrip = (payload: Record<string, unknown>) =>
     new Promise<Record<string, unknown>>((resolve) => {
       onReply = resolve
-      client.send(JSON.stringify({ type: "request", id: "raw", payload }))
+      coreEnd.send(JSON.stringify({ type: "request", id: "raw", payload }))
     })
 
   const write = async (path: string, body: Uint8Array, repeat: number) => {
@@ -189,9 +199,9 @@ export const startRawWorkspace = async (writeDir: string, exportRoot: string): P
         const data = Buffer.from(payload["data"] as string, "base64")
         if (payload["again"] === true) return // the control's extra copy: decoded, not counted
         total += data.length
-        client.send(JSON.stringify({ type: "request", id: "raw", payload: { step: "next", offset: total } }))
+        coreEnd.send(JSON.stringify({ type: "request", id: "raw", payload: { step: "next", offset: total } }))
       }
-      client.send(JSON.stringify({ type: "request", id: "raw", payload: { step: "export", size: repeat } }))
+      coreEnd.send(JSON.stringify({ type: "request", id: "raw", payload: { step: "export", size: repeat } }))
     })])
 
   return {
@@ -199,7 +209,7 @@ export const startRawWorkspace = async (writeDir: string, exportRoot: string): P
     export: exportAll,
     close: () =>
       new Promise((resolve) => {
-        client.terminate()
+        runtimeEnd.terminate()
         for (const c of server.clients) c.terminate()
         server.close(() => resolve())
       })

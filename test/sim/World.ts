@@ -81,7 +81,8 @@ export const make = (options: {
     const { hooks, ledger, rng } = options
     const worldScope = yield* Effect.scope
     const counters = new Map<IdKind, number>()
-    const storeContext: StoreContext = yield* Layer.build(Store.layerFile(":memory:").pipe(Layer.provideMerge(simIds(counters)))).pipe(Effect.orDie)
+    // The in-thread store: replies from a worker thread would make the schedule depend on another thread.
+    const storeContext: StoreContext = yield* Layer.build(Store.layerFile(":memory:", undefined, "in-thread").pipe(Layer.provideMerge(simIds(counters)))).pipe(Effect.orDie)
     const credential = yield* Effect.provideContext(
       Effect.flatMap(Effect.service(DeviceStore), (devices) => devices.issueCredential(DeviceId)),
       storeContext

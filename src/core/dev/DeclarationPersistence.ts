@@ -138,19 +138,23 @@ export const start = (
     const tracker = makeTracker()
     const wake = yield* Queue.sliding<void>(1)
 
-    const writeBatch = Effect.suspend(() => {
-      const batch = tracker.take()
-      return store.persistDeclarations(batch).pipe(
-        Effect.catch((error) =>
-          Effect.sync(() => tracker.putBack(batch)).pipe(
-            Effect.andThen(Effect.logWarning("declarations not persisted; retrying").pipe(
-              Effect.annotateLogs({ operation: error.operation, changes: batch.length })
-            )),
-            Effect.andThen(Effect.sleep(retryDelay)),
-            Effect.andThen(Queue.offer(wake, undefined))
-          ))
-      )
-    })
+    // A taken batch is written uninterruptibly: stopping Core while it is in flight (the store answers
+    // asynchronously, from its worker thread or a server) lets it commit instead of rolling it back and losing it.
+    const writeBatch = Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        const batch = tracker.take()
+        return store.persistDeclarations(batch).pipe(
+          Effect.catch((error) =>
+            Effect.sync(() => tracker.putBack(batch)).pipe(
+              Effect.andThen(Effect.logWarning("declarations not persisted; retrying").pipe(
+                Effect.annotateLogs({ operation: error.operation, changes: batch.length })
+              )),
+              Effect.andThen(restore(Effect.sleep(retryDelay))),
+              Effect.andThen(Queue.offer(wake, undefined))
+            ))
+        )
+      })
+    )
 
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => store.persistDeclarations(tracker.drain())).pipe(

@@ -1,11 +1,13 @@
 /**
  * The journal's group commit (`TurnStore.appendEvents`): the appends of any Turns gathered by `GroupCommit`
  * are stored in one transaction, every row or none; appends fenced on an owner lease are checked against the
- * lease table inside that transaction.
+ * lease table inside that transaction. An unfenced batch goes through `SqlBatch`: with the SQLite worker that is
+ * one message for the whole transaction (`BEGIN IMMEDIATE`, the inserts, `COMMIT`), one round trip per batch.
  */
 import { Array as Arr, Clock, Effect, Metric } from "effect"
 import { SqlClient } from "effect/sql"
 import { LeaseLost } from "./pg/OwnerLeases.js"
+import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, toInt } from "./StoreErrors.js"
 import type { StoredEvent } from "./TurnRecords.js"
 import * as TurnTelemetry from "./TurnTelemetry.js"
@@ -25,7 +27,7 @@ const rowsPerStatement = 256
  * Commits journal appends of any Turns in one transaction (the group commit of `appendEvents`): every row of
  * every write is stored, or none. Exported for tests that wrap it (a slow or failing commit).
  */
-export const commitJournal = (sql: SqlClient.SqlClient) =>
+export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"] = SqlBatch.fromClient(sql)) =>
   (writes: ReadonlyArray<JournalWrite>): Effect.Effect<void, StoreFailed | LeaseLost> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
@@ -39,12 +41,11 @@ export const commitJournal = (sql: SqlClient.SqlClient) =>
           body_json: event.bodyJson,
           received_at_ms: at
         })))
-      const insert = Effect.forEach(Arr.chunksOf(rows, rowsPerStatement), (chunk) => sql`INSERT INTO turn_events ${sql.insert(chunk)}`, {
-        discard: true
-      })
+      const inserts = Arr.chunksOf(rows, rowsPerStatement).map((chunk) => sql`INSERT INTO turn_events ${sql.insert(chunk)}`)
+      const insert = Effect.forEach(inserts, (statement) => statement, { discard: true })
       const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
       if (fences.length === 0) {
-        yield* writes.length === 1 && rows.length <= rowsPerStatement ? insert : sql.withTransaction(insert)
+        yield* inserts.length === 1 ? inserts[0]! : batch.transaction(inserts)
       } else {
         yield* sql.withTransaction(Effect.andThen(probeFences(sql, fences), insert))
       }

@@ -1,10 +1,11 @@
 /**
- * The dev Core's store (docs/store.md): by default SQLite through `node:sqlite` in `<data dir>/agentwire.db`;
+ * The dev Core's store (docs/store.md): by default SQLite through `node:sqlite` in `<data dir>/agentwire.db`, its
+ * connection on a worker thread (`sqlite/WorkerSqliteClient.ts`, so no statement runs on the event loop);
  * with a `postgres://` database URL, PostgreSQL (`pg/PgStore.ts`, docs/multi-node.md). Either is migrated
  * on open with the same migrations, and the same repositories (devices and credentials, Sessions, Turns)
  * run over it. The layer's scope owns the database handle or pool.
  */
-import { Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient } from "effect/sql"
 import { chmodSync, mkdirSync } from "node:fs"
@@ -15,7 +16,9 @@ import * as DeviceStore from "./DeviceStore.js"
 import { migrate } from "./Migrations.js"
 import * as SessionStore from "./SessionStore.js"
 import * as PgStore from "./pg/PgStore.js"
+import { SqlBatch } from "./SqlBatch.js"
 import * as NodeSqliteClient from "./sqlite/NodeSqliteClient.js"
+import * as WorkerSqliteClient from "./sqlite/WorkerSqliteClient.js"
 import { StoreOpenFailed } from "./StoreErrors.js"
 
 export { StoreOpenFailed } from "./StoreErrors.js"
@@ -38,19 +41,37 @@ export const ensureDataDir = (dataDir: string): Effect.Effect<void, StoreOpenFai
 /** How SQLite commits reach the disk (`full`, the default: every commit fsynced; docs/store.md "Durability"). */
 export type Durability = NodeSqliteClient.Durability
 
-/** The SQL client on `filename`, with every pending migration applied. */
-export const sqlLayer = (filename: string, durability?: Durability): Layer.Layer<SqlClient.SqlClient, StoreOpenFailed> =>
-  Layer.effect(
-    SqlClient.SqlClient,
+/**
+ * Where the SQLite connection runs (docs/store.md "Off the event loop"): `worker` (the default) on its own worker
+ * thread, every statement a message; `in-thread` on the caller's thread with synchronous calls (the
+ * deterministic simulator, whose schedule must not depend on another thread).
+ */
+export type SqliteDriver = "worker" | "in-thread"
+
+/** The SQL client on `filename`, with every pending migration applied (and `SqlBatch` with the worker driver). */
+export const sqlLayer = (
+  filename: string,
+  durability?: Durability,
+  driver: SqliteDriver = "worker"
+): Layer.Layer<SqlClient.SqlClient | SqlBatch, StoreOpenFailed> =>
+  Layer.effectContext(
     Effect.gen(function* () {
-      const client = yield* NodeSqliteClient.make({ filename, ...(durability === undefined ? {} : { durability }) }).pipe(
+      const options = { filename, ...(durability === undefined ? {} : { durability }) }
+      const opened = driver === "worker"
+        ? WorkerSqliteClient.make(options).pipe(Effect.map(({ batch, client }) => ({ client, batch: Option.some(batch) })))
+        : NodeSqliteClient.make(options).pipe(Effect.map((client) => ({ client, batch: Option.none<SqlBatch["Service"]>() })))
+      const { batch, client } = yield* opened.pipe(
         Effect.mapError((e) => new StoreOpenFailed({ path: filename, stage: "open", detail: e.message }))
       )
       yield* migrate.pipe(
         Effect.provideService(SqlClient.SqlClient, client),
         Effect.mapError((e) => new StoreOpenFailed({ path: filename, stage: "migrate", detail: e.message }))
       )
-      return client
+      const context = Context.make(SqlClient.SqlClient, client)
+      return Option.match(batch, {
+        onNone: () => context as Context.Context<SqlClient.SqlClient | SqlBatch>,
+        onSome: (b) => Context.add(context, SqlBatch, b)
+      })
     })
   ).pipe(Layer.provide(Reactivity.layer))
 
@@ -72,8 +93,11 @@ export const layerSql = <E>(
   ).pipe(Layer.provideMerge(sql))
 
 /** Every repository over a migrated database at `filename` (`:memory:` for tests). Needs `DevIds`. */
-export const layerFile = (filename: string, durability?: Durability): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>
-  layerSql(sqlLayer(filename, durability))
+export const layerFile = (
+  filename: string,
+  durability?: Durability,
+  driver?: SqliteDriver
+): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> => layerSql(sqlLayer(filename, durability, driver))
 
 /** Every repository over a migrated PostgreSQL database (docs/multi-node.md). Needs `DevIds`. */
 export const layerPostgres = (options: PgStore.PgStoreOptions): Layer.Layer<StoreServices, StoreOpenFailed, DevIds> =>

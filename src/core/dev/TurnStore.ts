@@ -13,6 +13,7 @@
 import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as GroupCommit from "./GroupCommit.js"
+import * as SqlBatch from "./SqlBatch.js"
 import { commitJournal } from "./JournalCommit.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
@@ -160,7 +161,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       storeFailed("get_turn")
     )
 
-  const journal = yield* GroupCommit.make(commitJournal(sql), options.groupCommit)
+  const journal = yield* GroupCommit.make(commitJournal(sql, yield* SqlBatch.current), options.groupCommit)
 
   const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events) =>
     Arr.isReadonlyArrayNonEmpty(events)

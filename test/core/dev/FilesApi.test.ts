@@ -289,8 +289,13 @@ describe("Files API", () => {
         const turn = yield* call("POST", `/sessions/${session}/turns`, { input: [{ content: [{ type: "input_text", text: "hi" }] }] })
         assert.strictEqual(turn.status, 202, JSON.stringify(turn.body))
         yield* Deferred.await(peer.runStarted)
-        // The runner records the start before it is sent: the Turn is running and dispatched by now.
-        const running = yield* call("GET", `/turns/${turn.body.turn_id}`)
+        // The dispatch mark is stored after the start is sent, by the store's worker thread: give it turns of the
+        // event loop (`setImmediate`, no timer) until the Turn reads as running and dispatched.
+        let running = yield* call("GET", `/turns/${turn.body.turn_id}`)
+        for (let i = 0; i < 1000 && running.body.dispatched_at_ms === null; i++) {
+          yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+          running = yield* call("GET", `/turns/${turn.body.turn_id}`)
+        }
         assert.deepStrictEqual([running.body.status, running.body.dispatched_at_ms === null], ["running", false])
         const during = yield* call("GET", `/sessions/${session}/files/content?path=README.md`)
         assert.strictEqual(during.status, 200, JSON.stringify(during.body))

@@ -23,7 +23,9 @@ import { connectMemory, device, frames, heartbeat, kind } from "../../support/co
 import { captureLogs } from "../gateway/helpers.js"
 
 const gateway = Gateway.layer.pipe(Layer.provideMerge(GatewayConfig.layer({ publicUrl: "http://core.test" })))
-const store = Store.layerFile(":memory:").pipe(Layer.provideMerge(DevIds.layerTest))
+// The in-thread store: these delivery tests move the TestClock and settle with `flush` (fiber yields), which
+// cannot wait for replies from the worker thread of the default store (that store runs every other store test).
+const store = Store.layerFile(":memory:", undefined, "in-thread").pipe(Layer.provideMerge(DevIds.layerTest))
 const services = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
   Layer.provideMerge(TurnJournal.layer),
   Layer.provideMerge(gateway),

@@ -53,7 +53,9 @@ const countingGateway = Layer.effect(
   })
 ).pipe(Layer.provide(Gateway.layer))
 
-const store = Store.layerFile(":memory:").pipe(Layer.provideMerge(DevIds.layerTest))
+// The in-thread store: like Turns.test.ts, these tests settle with `flush` (fiber yields), which cannot wait for
+// replies from the worker thread of the default store.
+const store = Store.layerFile(":memory:", undefined, "in-thread").pipe(Layer.provideMerge(DevIds.layerTest))
 const services = Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
   Layer.provideMerge(TurnJournal.layer),
   Layer.provideMerge(countingGateway),

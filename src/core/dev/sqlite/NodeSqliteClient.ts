@@ -36,7 +36,7 @@ export type Durability = "full" | "normal"
 const StatementCacheSize = 256
 
 /** node:sqlite errors carry the SQLite result code in `errcode`; Effect's classifier reads `errno`. */
-const toSqlError = (cause: unknown, message: string, operation: string): SqlError.SqlError => {
+export const toSqlError = (cause: unknown, message: string, operation: string): SqlError.SqlError => {
   const native = cause as { readonly errcode?: unknown; readonly message?: unknown }
   const classified = typeof native?.errcode === "number"
     ? { errno: native.errcode, message: typeof native.message === "string" ? native.message : message }
@@ -50,7 +50,7 @@ const toParam = (value: unknown): SQLInputValue => {
   return value as SQLInputValue
 }
 
-const toParams = (params: ReadonlyArray<unknown>): Array<SQLInputValue> => params.map(toParam)
+export const toParams = (params: ReadonlyArray<unknown>): Array<SQLInputValue> => params.map(toParam)
 
 const plainRows = (rows: ReadonlyArray<Record<string, unknown>>): ReadonlyArray<Record<string, unknown>> =>
   rows.map((row) => ({ ...row }))

@@ -161,7 +161,9 @@ export class ExportStream {
 
   /** The next ≤ `max` archive bytes; `null` once the end-of-archive marker was returned. */
   async read(max: number): Promise<Uint8Array | null> {
-    const out = new Uint8Array(max)
+    // Not zero-filled (every chunk would pay for clearing 64 KiB it overwrites); the tail past `filled` is cleared
+    // below, so no byte of old process memory is ever reachable through the returned view's buffer.
+    const out = Buffer.allocUnsafeSlow(max)
     let filled = 0
     while (filled < max) {
       if (this.closed) throw new SafeFsError("io")
@@ -191,7 +193,8 @@ export class ExportStream {
       if (this.ended) break
       await this.advance()
     }
-    return filled === 0 ? null : out.subarray(0, filled)
+    if (filled < max) out.fill(0, filled)
+    return filled === 0 ? null : new Uint8Array(out.buffer, out.byteOffset, filled)
   }
 
   /** Closes every open handle; later opens close themselves. Retryable: a failed close keeps its handle listed. */

@@ -1,0 +1,156 @@
+/**
+ * The program of the SQLite worker thread (`WorkerSqliteClient.ts`, docs/store.md "Off the event loop"): it owns
+ * the `node:sqlite` `DatabaseSync` handle and runs every statement the main thread sends, one message at a time,
+ * so a slow statement, a lock wait or an fsync blocks this thread and never the main event loop.
+ *
+ * The worker is started from source text (`new Worker(source, { eval: true })`), so the single-file bundle needs
+ * no side file: `sqliteWorkerSource` is this function's own text. The function is therefore self-contained: it
+ * uses no import and no module-level binding, only globals (`process.getBuiltinModule`).
+ *
+ * Framing is the one of `effect/workers` (`@effect/platform-node` `NodeWorker`): the worker posts `[0]` once it
+ * listens, then `[1, reply]` per request; the main thread posts `[0, request]` per request and `[1]` to close
+ * (the worker then closes the database and its port, and exits). Each reply says whether the connection is inside
+ * a transaction (`tx`), which the main thread's one-permit acquirers read. Errors are sent as their SQLite result
+ * code and message only (never the statement or its parameters).
+ */
+
+/** The durability of commits (`synchronous`), as in `NodeSqliteClient.Durability`. */
+export type WorkerDurability = "full" | "normal"
+
+export type WorkerParams = ReadonlyArray<null | number | bigint | string | Uint8Array>
+
+/** What the main thread asks. `id` pairs the reply. */
+export type WorkerRequest =
+  | {
+    readonly id: number
+    readonly op: "open"
+    readonly filename: string
+    readonly busyTimeoutMs: number
+    readonly durability: WorkerDurability
+  }
+  /** Rows as objects (`arrays: false`) or as arrays of values; a statement without columns runs and gives []. */
+  | {
+    readonly id: number
+    readonly op: "all"
+    readonly sql: string
+    readonly params: WorkerParams
+    readonly cached: boolean
+    readonly arrays: boolean
+  }
+  /** Runs one statement: `{ changes, lastInsertRowid }`. */
+  | { readonly id: number; readonly op: "run"; readonly sql: string; readonly params: WorkerParams }
+  /** `BEGIN IMMEDIATE`, every statement, `COMMIT`, all in this thread: all rows or none (ROLLBACK on error). */
+  | {
+    readonly id: number
+    readonly op: "batch"
+    readonly statements: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
+  }
+
+export interface WorkerFailure {
+  /** SQLite's result code when the error came from SQLite. */
+  readonly errcode: number | undefined
+  readonly message: string
+}
+
+export type WorkerReply =
+  | { readonly id: number; readonly tx: boolean; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly tx: boolean; readonly ok: false; readonly error: WorkerFailure }
+
+/** The worker thread's main (runs only inside a worker; see the module header). */
+export function sqliteWorkerMain(): void {
+  const threads = process.getBuiltinModule("node:worker_threads")
+  const sqlite = process.getBuiltinModule("node:sqlite")
+  const port = threads.parentPort
+  if (port === null) throw new Error("the SQLite worker program runs only in a worker thread")
+  // Prepared statements kept per connection; past this the cache starts over (the statement set is small).
+  const cacheSize = 256
+  const cache = new Map<string, import("node:sqlite").StatementSync>()
+  let db: import("node:sqlite").DatabaseSync | undefined
+
+  const open = (): import("node:sqlite").DatabaseSync => {
+    if (db === undefined || !db.isOpen) throw new Error("the database is not open")
+    return db
+  }
+  const prepare = (sql: string, cached: boolean) => {
+    const handle = open()
+    if (!cached) return handle.prepare(sql)
+    const hit = cache.get(sql)
+    if (hit !== undefined) return hit
+    if (cache.size >= cacheSize) cache.clear()
+    const statement = handle.prepare(sql)
+    cache.set(sql, statement)
+    return statement
+  }
+  const handle = (request: WorkerRequest): unknown => {
+    switch (request.op) {
+      case "open": {
+        const opened = new sqlite.DatabaseSync(request.filename, { timeout: request.busyTimeoutMs })
+        try {
+          if (request.filename !== ":memory:") opened.exec("PRAGMA journal_mode = WAL")
+          opened.exec(request.durability === "normal" ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")
+          opened.exec("PRAGMA foreign_keys = ON")
+        } catch (cause) {
+          opened.close()
+          throw cause
+        }
+        db = opened
+        return null
+      }
+      case "all": {
+        const statement = prepare(request.sql, request.cached)
+        if (statement.columns().length === 0) {
+          statement.run(...request.params)
+          return []
+        }
+        statement.setReturnArrays(request.arrays)
+        try {
+          return statement.all(...request.params)
+        } finally {
+          statement.setReturnArrays(false)
+        }
+      }
+      case "run": {
+        const result = prepare(request.sql, true).run(...request.params)
+        return { changes: Number(result.changes), lastInsertRowid: result.lastInsertRowid }
+      }
+      case "batch": {
+        const handle = open()
+        handle.exec("BEGIN IMMEDIATE")
+        try {
+          for (const [sql, params] of request.statements) prepare(sql, true).run(...params)
+          handle.exec("COMMIT")
+        } catch (cause) {
+          if (handle.isTransaction) handle.exec("ROLLBACK")
+          throw cause
+        }
+        return null
+      }
+    }
+  }
+  const failure = (cause: unknown) => {
+    const native = cause as { readonly errcode?: unknown; readonly message?: unknown } | undefined
+    return {
+      errcode: typeof native?.errcode === "number" ? native.errcode : undefined,
+      message: typeof native?.message === "string" ? native.message : "unknown error"
+    }
+  }
+  port.on("message", (message: readonly [0, WorkerRequest] | readonly [1]) => {
+    if (message[0] === 1) {
+      cache.clear()
+      if (db !== undefined && db.isOpen) db.close()
+      port.close()
+      return
+    }
+    const request = message[1]
+    try {
+      const value = handle(request)
+      port.postMessage([1, { id: request.id, tx: db?.isOpen === true && db.isTransaction, ok: true, value }])
+    } catch (cause) {
+      port.postMessage([1, { id: request.id, tx: db?.isOpen === true && db.isTransaction, ok: false, error: failure(cause) }])
+    }
+  })
+  port.postMessage([0])
+}
+
+/** The worker's source text, for `new Worker(sqliteWorkerSource(), { eval: true })`. */
+export const sqliteWorkerSource = (): string => `(${sqliteWorkerMain.toString()})()`

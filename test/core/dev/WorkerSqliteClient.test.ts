@@ -1,0 +1,185 @@
+/**
+ * The SQLite client on a worker thread (src/core/dev/sqlite/WorkerSqliteClient.ts, docs/store.md "Off the event
+ * loop"): statements, transactions and errors behave as with the in-thread client; a batch is one transaction,
+ * all rows or none; closing the scope closes the database in the worker; a worker that dies fails the waiting and
+ * later statements with a typed error instead of leaving them waiting. Whether the event loop stays free is shown
+ * in WorkerSqliteClient.live.test.ts (real time).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Exit, Layer, Option } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, SqlError } from "effect/sql"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Worker as NodeThread } from "node:worker_threads"
+import { DevIds } from "../../../src/core/dev/DevIds.js"
+import { SqlBatch } from "../../../src/core/dev/SqlBatch.js"
+import * as NodeSqliteClient from "../../../src/core/dev/sqlite/NodeSqliteClient.js"
+import * as WorkerSqliteClient from "../../../src/core/dev/sqlite/WorkerSqliteClient.js"
+import * as Store from "../../../src/core/dev/Store.js"
+import { StoreOpenFailed } from "../../../src/core/dev/StoreErrors.js"
+
+const worker = (filename = ":memory:") =>
+  WorkerSqliteClient.make({ filename }).pipe(Effect.provide(Reactivity.layer))
+const inThread = NodeSqliteClient.make({ filename: ":memory:" }).pipe(Effect.provide(Reactivity.layer))
+
+const schema = (sql: SqlClient.SqlClient) =>
+  sql`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, flag BOOLEAN, n BIGINT)`
+
+const names = (sql: SqlClient.SqlClient) =>
+  Effect.map(sql`SELECT name FROM t ORDER BY id`, (rows) => rows.map((r) => String(r.name)))
+
+/** What a failed statement tells: the reason's tag and its operation (the same on both clients). */
+const reasonOf = <A>(effect: Effect.Effect<A, SqlError.SqlError>) =>
+  Effect.flip(effect).pipe(Effect.map((e) => ({ tag: e.reason._tag, operation: (e.reason as { operation?: string }).operation })))
+
+/** A worker that answers the open, then exits with code 3 on the next request (a crash mid-statement). */
+const crashingWorker = () =>
+  new NodeThread(
+    `const { parentPort } = process.getBuiltinModule("node:worker_threads")
+    parentPort.on("message", (m) => {
+      if (m[0] !== 0) return parentPort.close()
+      if (m[1].op === "open") return parentPort.postMessage([1, { id: m[1].id, tx: false, ok: true, value: null }])
+      process.exit(3)
+    })
+    parentPort.postMessage([0])`,
+    { eval: true }
+  )
+
+describe("WorkerSqliteClient", () => {
+  it.effect("runs statements on the worker: rows, values, booleans as 0/1, changes", () =>
+    Effect.gen(function* () {
+      const { client: sql } = yield* worker()
+      assert.strictEqual(sql.driver, "node-sqlite-worker")
+      yield* schema(sql)
+      yield* sql`INSERT INTO t ${sql.insert([{ name: "a", flag: true, n: 7 }, { name: "b", flag: false, n: null }])}`
+      assert.deepStrictEqual(yield* sql`SELECT name, flag, n FROM t ORDER BY id`, [
+        { name: "a", flag: 1, n: 7 },
+        { name: "b", flag: 0, n: null }
+      ])
+      assert.deepStrictEqual(yield* sql`SELECT name FROM t ORDER BY id`.values, [["a"], ["b"]])
+      assert.deepStrictEqual(yield* sql`SELECT name FROM t WHERE id = ${1}`.unprepared, [{ name: "a" }])
+      const raw = yield* sql`UPDATE t SET n = 1`.raw
+      assert.deepStrictEqual(raw, { changes: 2, lastInsertRowid: 2 })
+    }))
+
+  it.effect("fails a statement with the same SqlError reason as the in-thread client", () =>
+    Effect.gen(function* () {
+      const { client: remote } = yield* worker()
+      const local = yield* inThread
+      for (const sql of [remote, local]) yield* schema(sql)
+      for (const sql of [remote, local]) yield* sql`INSERT INTO t (name) VALUES ('a')`
+      const failures = (sql: SqlClient.SqlClient) =>
+        Effect.all([
+          reasonOf(sql`INSERT INTO t (name) VALUES ('a')`),
+          reasonOf(sql`INSERT INTO t (name) VALUES (NULL)`),
+          reasonOf(sql`SELEKT 1`),
+          reasonOf(sql`SELECT * FROM missing`)
+        ])
+      const expected = yield* failures(local)
+      assert.deepStrictEqual(yield* failures(remote), expected)
+      assert.deepStrictEqual(expected.map((f) => f.tag), ["UniqueViolation", "ConstraintError", "UnknownError", "UnknownError"])
+    }))
+
+  it.effect("rolls a failed transaction back and keeps the connection usable", () =>
+    Effect.gen(function* () {
+      const { client: sql } = yield* worker()
+      yield* schema(sql)
+      const exit = yield* Effect.exit(sql.withTransaction(Effect.gen(function* () {
+        yield* sql`INSERT INTO t (name) VALUES ('x')`
+        yield* sql`INSERT INTO t (name) VALUES ('x')`
+      })))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.deepStrictEqual(yield* names(sql), [])
+      yield* sql.withTransaction(sql`INSERT INTO t (name) VALUES ('y')`)
+      assert.deepStrictEqual(yield* names(sql), ["y"])
+    }))
+
+  it.effect("commits a batch as one transaction: every row, or none when one statement fails", () =>
+    Effect.gen(function* () {
+      const { batch, client: sql } = yield* worker()
+      yield* schema(sql)
+      yield* batch.transaction([sql`INSERT INTO t (name) VALUES ('a')`, sql`INSERT INTO t (name) VALUES ('b')`])
+      assert.deepStrictEqual(yield* names(sql), ["a", "b"])
+      const failed = yield* reasonOf(batch.transaction([sql`INSERT INTO t (name) VALUES ('c')`, sql`INSERT INTO t (name) VALUES ('a')`]))
+      assert.deepStrictEqual(failed, { tag: "UniqueViolation", operation: "commit" })
+      assert.deepStrictEqual(yield* names(sql), ["a", "b"])
+      // The connection is out of the failed batch's transaction: a plain transaction works.
+      yield* sql.withTransaction(sql`INSERT INTO t (name) VALUES ('d')`)
+      assert.deepStrictEqual(yield* names(sql), ["a", "b", "d"])
+    }))
+
+  it.effect("runs a batch inside the caller's open transaction on that transaction", () =>
+    Effect.gen(function* () {
+      const { batch, client: sql } = yield* worker()
+      yield* schema(sql)
+      const exit = yield* Effect.exit(sql.withTransaction(Effect.gen(function* () {
+        yield* batch.transaction([sql`INSERT INTO t (name) VALUES ('a')`])
+        return yield* Effect.fail("abort")
+      })))
+      assert.deepStrictEqual(exit, Exit.fail("abort"))
+      assert.deepStrictEqual(yield* names(sql), [])
+    }))
+
+  it.effect("provides its batch writer with the store's default driver", () =>
+    Effect.gen(function* () {
+      const context = yield* Layer.build(Store.sqlLayer(":memory:"))
+      assert.strictEqual(Context.get(context, SqlClient.SqlClient).driver, "node-sqlite-worker")
+      assert.isTrue(Option.isSome(Context.getOption(context, SqlBatch)))
+      const local = yield* Layer.build(Store.sqlLayer(":memory:", undefined, "in-thread"))
+      assert.strictEqual(Context.get(local, SqlClient.SqlClient).driver, "node-sqlite")
+    }))
+
+  it.effect("fails to open a file in a missing directory with a typed error", () =>
+    Effect.gen(function* () {
+      const opened = yield* Effect.flip(worker("/nonexistent-agentwire-dir/agentwire.db"))
+      assert.strictEqual(opened.reason._tag, "ConnectionError")
+      assert.strictEqual((opened.reason as SqlError.ConnectionError).operation, "open")
+      const store = yield* Effect.flip(Layer.build(Store.layerFile("/nonexistent-agentwire-dir/agentwire.db").pipe(Layer.provide(DevIds.layerTest))))
+      assert.instanceOf(store, StoreOpenFailed)
+      assert.strictEqual(store.stage, "open")
+    }))
+
+  it.effect("closes the database in the worker and stops the worker when the scope closes", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "agentwire-worker-"))
+      const file = join(dir, "agentwire.db")
+      const exits: Array<number> = []
+      const spawn = () => {
+        const thread = WorkerSqliteClient.spawnWorker()
+        thread.on("exit", (code) => exits.push(code))
+        return thread
+      }
+      try {
+        yield* Effect.scoped(Effect.gen(function* () {
+          const { client: sql } = yield* WorkerSqliteClient.make({ filename: file }, spawn).pipe(Effect.provide(Reactivity.layer))
+          yield* schema(sql)
+          yield* sql`INSERT INTO t (name) VALUES ('a')`
+          assert.isTrue(existsSync(`${file}-wal`))
+        }))
+        // A clean close checkpoints and removes the WAL; a killed worker would leave it.
+        assert.deepStrictEqual(exits, [0])
+        assert.isFalse(existsSync(`${file}-wal`))
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    }))
+
+  it.effect("fails the waiting and every later statement with a typed error when the worker dies", () =>
+    Effect.gen(function* () {
+      const { batch, client: sql } = yield* WorkerSqliteClient.make({ filename: ":memory:" }, crashingWorker).pipe(
+        Effect.provide(Reactivity.layer)
+      )
+      const stopped = new SqlError.SqlError({
+        reason: new SqlError.ConnectionError({
+          cause: "The worker has exited with code: 3",
+          message: "the SQLite worker stopped: The worker has exited with code: 3",
+          operation: "execute"
+        })
+      })
+      assert.deepStrictEqual(yield* Effect.exit(sql`SELECT 1`), Exit.fail(stopped))
+      assert.deepStrictEqual(yield* Effect.exit(sql`SELECT 2`), Exit.fail(stopped))
+      assert.deepStrictEqual(yield* Effect.exit(batch.transaction([sql`SELECT 3`])), Exit.fail(stopped))
+    }))
+})
