@@ -14,7 +14,7 @@
  * Publishes the connection section of the StatusBoard, and the declared kinds from each heartbeat the
  * connection actually wrote. Logs carry `device_id`; never the credential or a payload.
  */
-import { Clock, Duration, Effect, Random, Schedule, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, LogLevel, Random, Schedule, Schema, Stream } from "effect"
 import { supportedNames } from "../proto/Capabilities.js"
 import { type DeviceId, printable } from "../proto/Ids.js"
 import { CloseRuntimeRetired } from "../proto/Limits.js"
@@ -178,18 +178,23 @@ export const run = (
       return Transport.of({
         ...transport,
         // Frames at debug: type, id and (inbound) size; never a payload.
+        // The level is checked first: a debug line per relayed frame cost about 3 µs even when nothing was logged.
         inbound: Stream.tap(transport.inbound, (item) =>
           item._tag === "Message"
-            ? Effect.logDebug("frame received").pipe(
-              Effect.annotateLogs({ type: item.message.type, id: frameId(item.message), bytes: item.bytes })
-            )
+            ? whenDebug(() =>
+              Effect.logDebug("frame received").pipe(
+                Effect.annotateLogs({ type: item.message.type, id: frameId(item.message), bytes: item.bytes })
+              ))
             : Effect.void),
         sendAll: (messages: ReadonlyArray<RuntimeToCore>) =>
-          Effect.tap(transport.sendAll(messages), () => Effect.forEach(messages, frameSent, { discard: true })),
+          Effect.tap(transport.sendAll(messages), () => whenDebug(() => Effect.forEach(messages, frameSent, { discard: true }))),
         send: (message: RuntimeToCore) =>
-          Effect.tap(sendObserved(message), () => frameSent(message))
+          Effect.tap(sendObserved(message), () => whenDebug(() => frameSent(message)))
       })
     }
+
+    const whenDebug = (log: () => Effect.Effect<void>): Effect.Effect<void> =>
+      Effect.flatMap(LogLevel.isEnabled("Debug"), (enabled) => (enabled ? log() : Effect.void))
 
     const frameSent = (message: RuntimeToCore) =>
       Effect.logDebug("frame sent").pipe(Effect.annotateLogs({ type: message.type, id: frameId(message) }))
