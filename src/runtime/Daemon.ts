@@ -14,7 +14,7 @@
  * Publishes the connection section of the StatusBoard, and the declared kinds from each heartbeat the
  * connection actually wrote. Logs carry `device_id`; never the credential or a payload.
  */
-import { Clock, Duration, Effect, Random, Schedule, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, LogLevel, Random, Schedule, Schema, Stream } from "effect"
 import { supportedNames } from "../proto/Capabilities.js"
 import { type DeviceId, printable } from "../proto/Ids.js"
 import { CloseRuntimeRetired } from "../proto/Limits.js"
@@ -24,6 +24,7 @@ import * as Connection from "./Connection.js"
 import { HarnessRegistry, kindStatus } from "./harness/HarnessRegistry.js"
 import type { RuntimeProcessServices } from "./RuntimeProcess.js"
 import { type ConnectionState, type ConnectionStatus, StatusBoard } from "./StatusBoard.js"
+import { SuspensionStore } from "./SuspensionStore.js"
 import type { ConnectFailed, ConnectRejected } from "./transport/ConnectError.js"
 import { Connector } from "./transport/Connector.js"
 import { ConnectionInfo, Transport, type TransportClosed } from "./transport/Transport.js"
@@ -136,6 +137,9 @@ export const run = (
   Effect.gen(function* () {
     const connector = yield* Connector
     const board = yield* StatusBoard
+    // A suspension persisted by an earlier process is visible before the first connection (agentwire status).
+    const persisted = (yield* (yield* SuspensionStore).current).suspended
+    if (persisted !== null) yield* board.setSuspension({ state: "suspended", ...persisted })
     const policy: ReconnectPolicy = { ...defaultReconnectPolicy, ...options.reconnect }
     const schedule = backoffSchedule(policy)
     let nextDelay = yield* Schedule.toStep(schedule)
@@ -178,18 +182,23 @@ export const run = (
       return Transport.of({
         ...transport,
         // Frames at debug: type, id and (inbound) size; never a payload.
+        // The level is checked first: a debug line per relayed frame cost about 3 µs even when nothing was logged.
         inbound: Stream.tap(transport.inbound, (item) =>
           item._tag === "Message"
-            ? Effect.logDebug("frame received").pipe(
-              Effect.annotateLogs({ type: item.message.type, id: frameId(item.message), bytes: item.bytes })
-            )
+            ? whenDebug(() =>
+              Effect.logDebug("frame received").pipe(
+                Effect.annotateLogs({ type: item.message.type, id: frameId(item.message), bytes: item.bytes })
+              ))
             : Effect.void),
         sendAll: (messages: ReadonlyArray<RuntimeToCore>) =>
-          Effect.tap(transport.sendAll(messages), () => Effect.forEach(messages, frameSent, { discard: true })),
+          Effect.tap(transport.sendAll(messages), () => whenDebug(() => Effect.forEach(messages, frameSent, { discard: true }))),
         send: (message: RuntimeToCore) =>
-          Effect.tap(sendObserved(message), () => frameSent(message))
+          Effect.tap(sendObserved(message), () => whenDebug(() => frameSent(message)))
       })
     }
+
+    const whenDebug = (log: () => Effect.Effect<void>): Effect.Effect<void> =>
+      Effect.flatMap(LogLevel.isEnabled("Debug"), (enabled) => (enabled ? log() : Effect.void))
 
     const frameSent = (message: RuntimeToCore) =>
       Effect.logDebug("frame sent").pipe(Effect.annotateLogs({ type: message.type, id: frameId(message) }))

@@ -46,6 +46,7 @@ import * as TurnJournal from "./TurnJournal.js"
 import * as ConsoleRoutes from "./console/ConsoleRoutes.js"
 import type { TurnStore } from "./TurnStore.js"
 import * as Initialization from "./Initialization.js"
+import * as McpSecrets from "./McpSecrets.js"
 import * as InitializationStore from "./InitializationStore.js"
 import * as Turns from "./Turns.js"
 
@@ -122,6 +123,7 @@ export type DevCoreServices =
   | Turns.Turns
   | Files.Files
   | DeviceDirectory.DeviceDirectory
+  | McpSecrets.McpSecrets
   | Gateway
   | Store.StoreServices
 
@@ -220,6 +222,7 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(writeReservations),
     Layer.provideMerge(suspensions),
     Layer.provideMerge(Initialization.layer(options.initialization ?? {}).pipe(Layer.provideMerge(InitializationStore.layer))),
+    Layer.provideMerge(McpSecrets.layer(options.dataDir)),
     Layer.provideMerge(nodeRouter)
   )
 

@@ -282,6 +282,21 @@ const sessionInitialization = Effect.gen(function* () {
   )`
 })
 
+const sessionMcpSecrets = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // Bearer secrets of a Session's MCP servers, encrypted at rest (McpSecrets.ts): AES-256-GCM under the key file
+  // in the data directory, base64 nonce / ciphertext / tag; the Session and the server's position are the
+  // additional data. Never the secret in clear.
+  yield* sql`CREATE TABLE session_mcp_secrets (
+    session_id TEXT NOT NULL REFERENCES sessions (session_id),
+    server_index INTEGER NOT NULL,
+    nonce TEXT NOT NULL,
+    ciphertext TEXT NOT NULL,
+    tag TEXT NOT NULL,
+    PRIMARY KEY (session_id, server_index)
+  )`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
@@ -291,7 +306,8 @@ export const migrations = {
   "5_listing_indexes": listingIndexes,
   "6_node_requests": nodeRequests,
   "7_turn_owners": turnOwners,
-  "8_session_initialization": sessionInitialization
+  "8_session_initialization": sessionInitialization,
+  "9_session_mcp_secrets": sessionMcpSecrets
 } as const
 
 /** The table recording applied migration ids. */

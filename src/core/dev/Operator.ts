@@ -22,8 +22,10 @@ import {
   type CreateSessionRequest,
   type EnvironmentSpec,
   publicConfiguration,
-  type SessionConfiguration
+  type SessionConfiguration,
+  withoutSecrets
 } from "./SessionConfig.js"
+import { McpSecrets, type McpSecretUnavailable } from "./McpSecrets.js"
 import { type SessionRecord, SessionStore } from "./SessionStore.js"
 import { StoreFailed } from "./StoreErrors.js"
 import { Suspensions, type SuspensionView } from "./Suspensions.js"
@@ -54,6 +56,13 @@ export const sessionView = (session: SessionRecord): SessionView => ({
   native_session_id: session.nativeSessionId ?? null,
   created_at_ms: session.createdAtMs
 })
+
+/** A bearer secret that cannot be kept or read: logged with its reason (never the secret), answered 503. */
+export const secretUnavailable = (e: McpSecretUnavailable) =>
+  Effect.andThen(
+    Effect.logError(e.message).pipe(Effect.annotateLogs({ reason: e.reason })),
+    Effect.fail(new OperatorUnavailable({ operation: `mcp_secret_${e.reason}` }))
+  )
 
 /** Maps a store failure to the operator error (nothing was decided). */
 export const unavailable = <A, E, R>(
@@ -96,6 +105,7 @@ const make = Effect.gen(function* () {
   const suspensions = yield* Suspensions
   const initialization = yield* Effect.serviceOption(SessionInitialization)
   const sql = yield* Effect.serviceOption(SqlClient.SqlClient)
+  const secrets = yield* Effect.serviceOption(McpSecrets)
   /** The view with the Session's initialization (when the service is present). */
   const fullView = (session: SessionRecord) =>
     Option.isNone(initialization)
@@ -131,10 +141,14 @@ const make = Effect.gen(function* () {
   })
 
   const createSession = Effect.fn("Operator.createSession")(function* (request: CreateSessionRequest) {
-    const configuration = request.configuration ?? {}
-    const issue = configurationIssue(configuration)
-    if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `configuration: ${issue.value}` })
     const environment = request.environment ?? { type: "none" as const }
+    const issue = configurationIssue(request.configuration ?? {}, environment)
+    if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `configuration: ${issue.value}` })
+    // Bearer secrets are encrypted at rest (McpSecrets.ts); the stored configuration keeps `bearer_set` only.
+    const { stored: configuration, secrets: bearers } = withoutSecrets(request.configuration ?? {})
+    if (bearers.length > 0 && Option.isNone(secrets)) {
+      return yield* new OperatorRequestInvalid({ detail: "MCP bearer secrets are not supported by this Core" })
+    }
     if (environment.type === "self_hosted" && request.device_id === undefined) {
       return yield* new OperatorRequestInvalid({ detail: "a self_hosted Environment needs device_id (the device it is bound on)" })
     }
@@ -164,6 +178,7 @@ const make = Effect.gen(function* () {
         configuration,
         deviceId: request.device_id
       })
+      if (bearers.length > 0 && Option.isSome(secrets)) yield* secrets.value.store(sessionId, bearers)
       if (request.initialization !== undefined && Option.isSome(initialization)) {
         yield* initialization.value.create(
           sessionId,
@@ -173,14 +188,19 @@ const make = Effect.gen(function* () {
       }
       return created
     })
-    // One transaction: a Session never exists without the initialization it was created with.
+    // One transaction: a Session never exists without its initialization or its bearer secrets.
     const session = yield* unavailable(
-      Option.isNone(sql) || request.initialization === undefined
+      Option.isNone(sql) || (request.initialization === undefined && bearers.length === 0)
         ? createBoth
         : sql.value.withTransaction(createBoth).pipe(
           Effect.catchTag("SqlError", () => Effect.fail(new StoreFailed({ operation: "create_session" })))
         )
-    )
+    ).pipe(Effect.catchTag("McpSecretUnavailable", secretUnavailable))
+    yield* Effect.logInfo("session created").pipe(Effect.annotateLogs({
+      session_id: sessionId,
+      mcp_servers: configuration.mcp_http_servers?.length ?? 0,
+      mcp_bearers: bearers.length
+    }))
     return yield* unavailable(fullView(session))
   })
 

@@ -33,14 +33,15 @@ import { Clock, Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids } from "../../proto/index.js"
 import * as Outcome from "../Outcome.js"
-import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
+import { McpSecrets, sessionBearers } from "./McpSecrets.js"
+import { executionSpec, sealedBearerIndexes, type SessionConfiguration } from "./SessionConfig.js"
 import { SessionStore } from "./SessionStore.js"
 import type { TurnPlan } from "./TurnRunner.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { storeFailed } from "./StoreErrors.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { journalVerdict } from "./JournalOutcome.js"
-import { TurnStore } from "./TurnStore.js"
+import { type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export interface RecoveredTurn {
   readonly turnId: string
@@ -110,33 +111,55 @@ export const reconcileTurn = (
   })
 
 /**
+ * The plan of a queued Turn whose Session still exists, for its runner (on the Turn's device, else the
+ * Session's bound device); none when it has neither.
+ */
+export const planFor = (turn: TurnRecord): Effect.Effect<Option.Option<TurnPlan>, never, TurnStore | SessionStore> =>
+  Effect.gen(function* () {
+    const turns = yield* TurnStore
+    const sessions = yield* SessionStore
+    const secrets = yield* Effect.serviceOption(McpSecrets)
+    const session = yield* Effect.option(sessions.get(turn.sessionId)).pipe(Effect.map(Option.flatten))
+    if (Option.isNone(session)) return Option.none()
+    const deviceId = turn.deviceId ?? session.value.deviceId
+    if (deviceId === undefined) return Option.none()
+    const started = yield* Effect.orElseSucceed(turns.hasDispatched(turn.sessionId, turn.turnId), () => false)
+    const configuration = session.value.configuration as SessionConfiguration
+    // A Session whose bearer secrets cannot be decrypted resumes nothing now (its Turn stays queued).
+    const bearers = yield* Effect.result(sessionBearers(secrets, turn.sessionId, sealedBearerIndexes(configuration)))
+    if (bearers._tag === "Failure") {
+      yield* Effect.logError(bearers.failure.message).pipe(Effect.annotateLogs({ turn_id: turn.turnId, reason: bearers.failure.reason }))
+      return Option.none()
+    }
+    return Option.some({
+      turnId: turn.turnId,
+      sessionId: turn.sessionId,
+      runId: Ids.unsafeMake.runId(turn.runId),
+      deviceId,
+      spec: executionSpec({
+        sessionId: turn.sessionId,
+        agentKind: session.value.agentKind,
+        configuration,
+        hasStartedTurn: started,
+        nativeSessionId: session.value.nativeSessionId,
+        environment: session.value.environment,
+        mcpBearers: bearers.success
+      }),
+      input: turn.input
+    })
+  })
+
+/**
  * The queued Turns a previous process left (never dispatched, or unclaimed) whose Session still exists, as
  * plans for their runners. A store that cannot be read resumes nothing now (the Turns stay queued).
  */
 export const resumableTurns: Effect.Effect<ReadonlyArray<TurnPlan>, never, TurnStore | SessionStore> = Effect.gen(function* () {
   const turns = yield* TurnStore
-  const sessions = yield* SessionStore
   const plans: Array<TurnPlan> = []
   for (const turn of yield* Effect.orElseSucceed(turns.listUnfinished, () => [])) {
     if (turn.status !== "queued" || turn.deviceId === undefined) continue
-    const session = yield* Effect.option(sessions.get(turn.sessionId)).pipe(Effect.map(Option.flatten))
-    if (Option.isNone(session)) continue
-    const started = yield* Effect.orElseSucceed(turns.hasDispatched(turn.sessionId, turn.turnId), () => false)
-    plans.push({
-      turnId: turn.turnId,
-      sessionId: turn.sessionId,
-      runId: Ids.unsafeMake.runId(turn.runId),
-      deviceId: turn.deviceId,
-      spec: executionSpec({
-        sessionId: turn.sessionId,
-        agentKind: session.value.agentKind,
-        configuration: session.value.configuration as SessionConfiguration,
-        hasStartedTurn: started,
-        nativeSessionId: session.value.nativeSessionId,
-        environment: session.value.environment
-      }),
-      input: turn.input
-    })
+    const plan = yield* planFor(turn)
+    if (Option.isSome(plan)) plans.push(plan.value)
   }
   return plans
 })

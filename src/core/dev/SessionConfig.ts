@@ -11,7 +11,7 @@
  * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
  * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
  */
-import { Option, Schema } from "effect"
+import { Option, Redacted, Schema } from "effect"
 import { Checks, Execution, Ids } from "../../proto/index.js"
 import { type AgentConfiguration, type EngineProfile, publicFeatures } from "../CapabilityPolicy.js"
 import type { ExecutionSpec } from "../ExecutionRequest.js"
@@ -22,6 +22,24 @@ export const MultiAgent = Schema.Struct({
   max_concurrent_subagents: Schema.optionalKey(Checks.NonNegativeInt)
 })
 
+/**
+ * A public MCP server of a Session. `bearer_token` is write-only: the operator API encrypts it at rest
+ * (McpSecrets.ts) and keeps `bearer_set: true` in the stored configuration; it is never returned.
+ */
+export const SessionMcpServer = Schema.Struct({
+  server_label: Schema.String.check(Checks.isNonBlank, Checks.isMaxBytes(256)),
+  server_url: Schema.String.check(Checks.isNonBlank, Checks.isMaxBytes(4096)),
+  /** null: every tool; []: none. */
+  allowed_tools: Schema.NullOr(Schema.Array(Schema.String.check(Checks.isMaxBytes(512))).check(Schema.isMaxLength(256))),
+  required: Schema.optionalKey(Schema.Boolean),
+  /** Absent: service for an Environment of type none, environment otherwise. */
+  connection_origin: Schema.optionalKey(Execution.ConnectionOrigin),
+  bearer_token: Schema.optionalKey(Schema.String.check(Checks.isMaxBytes(8192))),
+  /** Set by the store (never by a request): an encrypted bearer secret exists for this position. */
+  bearer_set: Schema.optionalKey(Schema.Boolean)
+})
+export type SessionMcpServer = typeof SessionMcpServer.Type
+
 /** The Agent configuration of a Session (every member optional; absent means the default). */
 export const SessionConfiguration = Schema.Struct({
   /** Opaque engine options (model, system prompt, provider). Secret-bearing: stored, sent, never returned. */
@@ -31,7 +49,8 @@ export const SessionConfiguration = Schema.Struct({
   multi_agent: Schema.optionalKey(MultiAgent),
   tool_search: Schema.optionalKey(Schema.Boolean),
   function_tools: Schema.optionalKey(Schema.Array(Execution.FunctionTool)),
-  disable_programmatic_tool_calling: Schema.optionalKey(Schema.Boolean)
+  disable_programmatic_tool_calling: Schema.optionalKey(Schema.Boolean),
+  mcp_http_servers: Schema.optionalKey(Schema.Array(SessionMcpServer).check(Schema.isMaxLength(32)))
 })
 export type SessionConfiguration = typeof SessionConfiguration.Type
 
@@ -106,27 +125,79 @@ export const engineProfileFor = (agentKind: string): EngineProfile =>
     ? claudeCodeProfile
     : { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }
 
-/** The admission table's view of a stored configuration. */
-export const agentConfiguration = (config: SessionConfiguration): AgentConfiguration => ({
+/** The positions of the stored servers whose bearer secret is kept encrypted (McpSecrets.ts). */
+export const sealedBearerIndexes = (config: SessionConfiguration): ReadonlyArray<number> =>
+  (config.mcp_http_servers ?? []).flatMap((s, i) => (s.bearer_set === true ? [i] : []))
+
+/**
+ * The admission table's view of a stored configuration; `bearers` holds the decrypted secrets by server
+ * position (only where a Turn's request is built).
+ */
+export const agentConfiguration = (
+  config: SessionConfiguration,
+  bearers: ReadonlyMap<number, Redacted.Redacted<string>> = new Map()
+): AgentConfiguration => ({
   multi_agent: config.multi_agent ?? { enabled: false },
   ...(config.output_format === undefined ? {} : { output_format: config.output_format }),
   tool_search: config.tool_search ?? false,
   function_tools: config.function_tools ?? [],
   disable_programmatic_tool_calling: config.disable_programmatic_tool_calling ?? false,
-  mcp_http_servers: [],
+  mcp_http_servers: (config.mcp_http_servers ?? []).map((s, i) => {
+    const bearer = bearers.get(i)
+    return {
+      server_label: s.server_label,
+      server_url: s.server_url,
+      allowed_tools: s.allowed_tools,
+      required: s.required === true,
+      ...(s.connection_origin === undefined ? {} : { connection_origin: s.connection_origin }),
+      ...(bearer === undefined ? {} : { vault_credential: bearer })
+    }
+  }),
   ...(config.text_verbosity === undefined ? {} : { text_verbosity: config.text_verbosity })
 })
 
-/** The shared configuration rules checked at creation, so a Session that can never run is refused at once. */
-export const configurationIssue = (config: SessionConfiguration): Option.Option<string> =>
+/**
+ * The shared configuration rules checked at creation, so a Session that can never run is refused at once: the
+ * function-tool and tool-search rules, and for MCP servers the common validator's origin, URL and
+ * HTTPS-with-host rules against the Session's Environment (a bearer over plain http is refused here).
+ */
+export const configurationIssue = (config: SessionConfiguration, environment: EnvironmentSpec = { type: "none" }): Option.Option<string> =>
   Execution.validateConfiguration({
     agent_kind: "check",
     conversation_id: "",
     run_id: "",
-    disable_execution_environment: true,
+    ...(environment.type === "none" ? { disable_execution_environment: true } : { local_environment: localEnvironment(environment) }),
     ...(config.function_tools === undefined ? {} : { function_tools: config.function_tools }),
-    ...(config.tool_search === undefined ? {} : { tool_search: config.tool_search })
+    ...(config.tool_search === undefined ? {} : { tool_search: config.tool_search }),
+    ...(config.mcp_http_servers === undefined ? {} : {
+      mcp_http_servers: config.mcp_http_servers.map((s) => ({
+        connection_origin: s.connection_origin ?? (environment.type === "none" ? "service" : "environment"),
+        server_label: s.server_label,
+        server_url: s.server_url,
+        allowed_tools: s.allowed_tools,
+        ...(s.bearer_token === undefined ? {} : { bearer_token: s.bearer_token })
+      }))
+    })
   })
+
+/**
+ * What the store keeps of a requested configuration: every server's `bearer_token` replaced by `bearer_set`
+ * (true when a non-empty secret was given), and the secrets to encrypt by position.
+ */
+export const withoutSecrets = (config: SessionConfiguration): {
+  readonly stored: SessionConfiguration
+  readonly secrets: ReadonlyArray<{ readonly index: number; readonly secret: Redacted.Redacted<string> }>
+} => {
+  if (config.mcp_http_servers === undefined) return { stored: config, secrets: [] }
+  const secrets: Array<{ index: number; secret: Redacted.Redacted<string> }> = []
+  const servers = config.mcp_http_servers.map((s, index) => {
+    const { bearer_set: _ignored, bearer_token, ...rest } = s
+    if (bearer_token === undefined || bearer_token === "") return rest
+    secrets.push({ index, secret: Redacted.make(bearer_token) })
+    return { ...rest, bearer_set: true }
+  })
+  return { stored: { ...config, mcp_http_servers: servers }, secrets }
+}
 
 /** The frozen execution spec of one Turn of a Session. */
 export const executionSpec = (session: {
@@ -136,20 +207,34 @@ export const executionSpec = (session: {
   readonly hasStartedTurn: boolean
   readonly nativeSessionId: string | undefined
   readonly environment?: EnvironmentSpec
+  /** The decrypted bearer secrets by server position (McpSecrets.open); absent: none. */
+  readonly mcpBearers?: ReadonlyMap<number, Redacted.Redacted<string>>
 }): ExecutionSpec => ({
   session_id: Ids.unsafeMake.sessionId(session.sessionId),
   agent_kind: session.agentKind,
   ...(session.configuration.agent_options === undefined ? {} : { agent_options: session.configuration.agent_options }),
   engine: engineProfileFor(session.agentKind),
-  agent: agentConfiguration(session.configuration),
+  agent: agentConfiguration(session.configuration, session.mcpBearers),
   environment: session.environment === undefined || session.environment.type === "none"
     ? { type: "none" }
     : { type: "self_hosted", binding: localEnvironment(session.environment) },
   session: { has_started_turn: session.hasStartedTurn, native_session_id: session.nativeSessionId }
 })
 
-/** The configuration as the API returns it: `agent_options` is replaced by whether it is set. */
+/**
+ * The configuration as the API returns it: `agent_options` is replaced by whether it is set, and each MCP
+ * server's bearer secret by `bearer: {"set": true|false}` (never the secret, never its ciphertext).
+ */
 export const publicConfiguration = (config: SessionConfiguration): Record<string, unknown> => {
-  const { agent_options, ...rest } = config
-  return { ...rest, agent_options_set: agent_options !== undefined }
+  const { agent_options, mcp_http_servers, ...rest } = config
+  return {
+    ...rest,
+    ...(mcp_http_servers === undefined ? {} : {
+      mcp_http_servers: mcp_http_servers.map(({ bearer_set, bearer_token, ...s }) => ({
+        ...s,
+        bearer: { set: bearer_set === true || (bearer_token !== undefined && bearer_token !== "") }
+      }))
+    }),
+    agent_options_set: agent_options !== undefined
+  }
 }

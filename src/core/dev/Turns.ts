@@ -8,7 +8,7 @@
  * - `TurnViews.ts`: the views and result shapes the operator API answers with;
  * - `Recovery.ts`: start-up reconciliation and the queued Turns a previous process left (resumed here).
  */
-import { Context, Deferred, Effect, Layer, Option, Result, type Stream } from "effect"
+import { Context, Deferred, type Duration, Effect, Layer, Option, Result, type Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { Ids, MessageInput } from "../../proto/index.js"
 import { admit, type AdmissionInput, type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
@@ -19,7 +19,8 @@ import { Gateway } from "../Gateway.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
-import { unavailable } from "./Operator.js"
+import { McpSecrets, sessionBearers } from "./McpSecrets.js"
+import { secretUnavailable, unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import { NodeRouter } from "./pg/NodeRouter.js"
@@ -27,8 +28,9 @@ import { OwnerLeases } from "./pg/OwnerLeases.js"
 import * as RoutedTurns from "./pg/RoutedTurns.js"
 import { claimTurn } from "./pg/TurnClaims.js"
 import { resumableTurns } from "./Recovery.js"
+import { pickupReleased } from "./pg/ReleasedTurns.js"
 import { SessionInitialization } from "./Initialization.js"
-import { executionSpec, type SessionConfiguration } from "./SessionConfig.js"
+import { executionSpec, sealedBearerIndexes, type SessionConfiguration } from "./SessionConfig.js"
 import { makeKeyedLock, SessionLocks } from "./SessionLocks.js"
 import { SessionStore } from "./SessionStore.js"
 import type { StoreFailed } from "./StoreErrors.js"
@@ -51,7 +53,11 @@ import {
 } from "./TurnViews.js"
 
 export * from "./TurnViews.js"
-export type { TurnsOptions } from "./TurnRunner.js"
+/** Tunables of the Turns service (tests shorten them): the runners' and, on several nodes, the pickup's. */
+export interface TurnsOptions extends TurnRunner.TurnsOptions {
+  /** Several nodes: how often queued Turns released from a dead node are picked up. Default 5 s. */
+  readonly pickupInterval?: Duration.Input
+}
 
 // ---------------------------------------------------------------------------------------------- service
 
@@ -111,7 +117,7 @@ export class Turns extends Context.Service<Turns, {
 }>()("agentwire/core/dev/Turns") {}
 
 
-const make = Effect.gen(function* () {
+const make = (options: TurnsOptions) => Effect.gen(function* () {
   const gateway = yield* Gateway
   const store = yield* TurnStore
   const sessions = yield* SessionStore
@@ -157,6 +163,7 @@ const make = Effect.gen(function* () {
   // A Files operation holding the Session's scheduling reservation (SessionLocks.ts) refuses a start at once.
   const locks = yield* Effect.serviceOption(SessionLocks)
   const initialization = yield* Effect.serviceOption(SessionInitialization)
+  const secrets = yield* Effect.serviceOption(McpSecrets)
   /**
    * The start's critical section (the one-unfinished-Turn check, the binding, the Turn row, the dispatch) under
    * the per-Session start lock and the Session lock — on several nodes a database lock
@@ -236,13 +243,19 @@ const make = Effect.gen(function* () {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }
     const hasStartedTurn = yield* unavailable(store.hasDispatched(sessionId))
+    const configuration = session.value.configuration as SessionConfiguration
+    // Decrypted only here, into Redacted values the request builder sends as bearer_token (McpSecrets.ts).
+    const mcpBearers = yield* sessionBearers(secrets, sessionId, sealedBearerIndexes(configuration)).pipe(
+      Effect.catchTag("McpSecretUnavailable", secretUnavailable)
+    )
     const spec = executionSpec({
       sessionId,
       agentKind: session.value.agentKind,
-      configuration: session.value.configuration as SessionConfiguration,
+      configuration,
       hasStartedTurn,
       nativeSessionId: session.value.nativeSessionId,
-      environment: session.value.environment
+      environment: session.value.environment,
+      mcpBearers
     })
     const admission = admissionInput(spec, requestFactsFor(input))
     const { candidates, others } = yield* candidatesFor(session.value.deviceId, admission)
@@ -259,8 +272,8 @@ const make = Effect.gen(function* () {
     const turnId = presetTurnId ?? (yield* ids.next("turn"))
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
-    yield* claim(turnId)
-    yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
+    // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
+    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
   })
@@ -288,6 +301,20 @@ const make = Effect.gen(function* () {
   for (const plan of yield* resumableTurns) {
     if (yield* claim(plan.turnId).pipe(Effect.orElseSucceed(() => false))) yield* runner.launch(plan)
   }
+  // Several nodes: queued Turns released from a dead node (pg/LeaseSweeper.ts) are claimed and dispatched by
+  // the node their device is connected to, checked every `pickupInterval`.
+  if (Option.isSome(router)) {
+    const pickup = pickupReleased(claim).pipe(
+      Effect.catchTag("StoreFailed", (e) =>
+        Effect.logWarning("picking up released Turns failed; retrying").pipe(Effect.annotateLogs({ store_operation: e.operation }))),
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.provideService(TurnStore, store),
+      Effect.provideService(SessionStore, sessions),
+      Effect.provideService(Gateway, gateway),
+      Effect.provideService(TurnRunner.TurnRunner, runner)
+    )
+    yield* Effect.sleep(options.pickupInterval ?? "5 seconds").pipe(Effect.andThen(pickup), Effect.forever, Effect.forkScoped)
+  }
 
   return Turns.of({
   start,
@@ -306,5 +333,5 @@ const make = Effect.gen(function* () {
 })
 
 /** The Turns service with its runners (their scope is the layer's). */
-export const layer = (options: TurnRunner.TurnsOptions = {}) =>
-  Layer.effect(Turns, make).pipe(Layer.provide(TurnRunner.layer(options)))
+export const layer = (options: TurnsOptions = {}) =>
+  Layer.effect(Turns, make(options)).pipe(Layer.provide(TurnRunner.layer(options)))

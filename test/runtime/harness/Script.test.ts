@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { echoFragments, inputText, parseInput } from "../../../src/runtime/harness/scripted/Script.js"
+import { Result, Schema } from "effect"
+import { echoFragments, inputText, parseInput, Script } from "../../../src/runtime/harness/scripted/Script.js"
 
 describe("Script", () => {
   it("plain text echoes; a JSON object with script is a script; anything else echoes", () => {
@@ -48,5 +49,43 @@ describe("Script", () => {
       ]),
       "ab\n\n[image]"
     )
+  })
+})
+
+describe("parseInput's in-place validation agrees with Schema's decode", () => {
+  const decode = Schema.decodeUnknownResult(Script, { onExcessProperty: "error" })
+  const verdict = (value: unknown) => {
+    const parsed = parseInput(JSON.stringify(value))
+    return parsed._tag
+  }
+  const valid: ReadonlyArray<unknown> = [
+    { script: [] },
+    { script: [{ delta: "a" }, { delta: "b", phase: "final" }, { thinking: "t" }, { usage: { input_tokens: 1, output_tokens: 2 } }] },
+    { script: [{ sleep: "2 seconds" }, { sleep: 150 }, { hang: true }] },
+    { script: Array.from({ length: 500 }, (_, i) => ({ delta: `fragment ${i} ` })) }
+  ]
+  const invalid: ReadonlyArray<unknown> = [
+    { script: [{ delta: 1 }] },
+    { script: [{ delta: "a", extra: true }] },
+    { script: [{ sleep: "not a duration" }] },
+    { script: [{ sleep: -1 }] },
+    { script: [{ hang: false }] },
+    { script: [{ error: { message: "m", http_status: 500 } }] },
+    { script: [{}] },
+    { script: "nope" },
+    { script: [...Array.from({ length: 499 }, () => ({ delta: "x" })), { delta: null }] }
+  ]
+
+  it("accepts exactly what the strict decode accepts, with the same steps", () => {
+    for (const value of valid) {
+      assert.isTrue(Result.isSuccess(decode(value)), JSON.stringify(value).slice(0, 80))
+      const parsed = parseInput(JSON.stringify(value))
+      assert.strictEqual(parsed._tag, "Script")
+      if (parsed._tag === "Script") assert.deepStrictEqual(parsed.steps, Result.getOrThrow(decode(value)).script)
+    }
+    for (const value of invalid) {
+      assert.isTrue(Result.isFailure(decode(value)), JSON.stringify(value).slice(0, 80))
+      assert.strictEqual(verdict(value), "InvalidScript", JSON.stringify(value).slice(0, 80))
+    }
   })
 })

@@ -12,7 +12,9 @@
  * - the lease moved to a **newer generation** (the device connected to another node; the old owner's writes
  *   are refused): reconciled with `replaced`, the reason the single-node gateway gives a replaced connection.
  *
- * A Turn whose owner still holds the live lease of its generation is never touched. Each sweep ends by renewing this node's row in `core_nodes`. Two nodes sweeping at once
+ * A Turn whose owner still holds the live lease of its generation is never touched. Then the **queued** Turns
+ * claimed by a dead node (its `core_nodes` row expired) are released (`TurnClaims.releaseDeadClaims`) for the
+ * node holding their device to dispatch (Turns.ts). Each sweep ends by renewing this node's row in `core_nodes`. Two nodes sweeping at once
  * reconcile a Turn once: each Turn is reconciled in one transaction that first locks its row on the stale
  * owner generation (`FOR UPDATE` on PostgreSQL) and finds it still running; the loser finds it terminal.
  * A store failure is logged and the sweep runs again at the next tick. Times come from `Clock`.
@@ -24,6 +26,7 @@ import { reconcileTurn, type RecoveredTurn } from "../Recovery.js"
 import { StoreFailed, storeFailed, toInt, toIntOrUndefined } from "../StoreErrors.js"
 import type { TurnStore } from "../TurnStore.js"
 import { OwnerLeases } from "./OwnerLeases.js"
+import { releaseDeadClaims } from "./TurnClaims.js"
 
 export interface LeaseSweeperOptions {
   /** How often the sweep runs (default: a third of the lease TTL). */
@@ -94,6 +97,13 @@ export const sweepOnce: Effect.Effect<
     const outcome = yield* claimAndReconcile(turn, ownerGeneration, expired ? "core_restarted" : "replaced")
     if (outcome !== undefined) reconciled.push({ turnId: turn.turnId, outcome })
   }
+  // Queued Turns claimed by a node that stopped sweeping (dead): released for a live node to dispatch.
+  const released = yield* releaseDeadClaims(leases.node.nodeId, now)
+  if (released.length > 0) {
+    yield* Effect.logWarning("released the queued Turns of a dead node").pipe(
+      Effect.annotateLogs({ turns: released.length, turn_ids: released.slice(0, 20).join(",") })
+    )
+  }
   // Last: a node's row says it completed a sweep recently.
   yield* heartbeat
   if (reconciled.length > 0) {
@@ -113,5 +123,7 @@ export const layer = (options: LeaseSweeperOptions = {}): Layer.Layer<never, nev
       Effect.catchTag("StoreFailed", (e) =>
         Effect.logWarning("lease sweep failed; retrying at the next tick").pipe(Effect.annotateLogs({ store_operation: e.operation })))
     )
+    // Alive from the start (a node restarted under its id is not taken for its dead predecessor).
+    yield* heartbeat.pipe(Effect.catchTag("StoreFailed", () => Effect.void))
     yield* Effect.sleep(interval).pipe(Effect.andThen(sweep), Effect.forever, Effect.forkScoped)
   }))

@@ -17,3 +17,28 @@ export const claimTurn = (nodeId: string, turnId: string) =>
       Effect.map((rows) => rows.length === 1),
       storeFailed("claim_turn")
     ))
+
+/**
+ * Releases the claims of dead nodes on their **queued** Turns (never dispatched, or requeued unclaimed: no
+ * delivery attempt in flight, so nothing was sent for the current attempt): a node is dead when its
+ * `core_nodes` row expired at `now` (it stopped sweeping for a lease TTL). Never a Turn of `nodeId` or of a
+ * live node, never a running Turn (the lease sweeper reconciles those). The released Turns' ids.
+ */
+export const releaseDeadClaims = (nodeId: string, now: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`UPDATE turns SET claimed_by = NULL
+      WHERE status = 'queued' AND claimed_by IS NOT NULL AND claimed_by <> ${nodeId}
+        AND claimed_by IN (SELECT node_id FROM core_nodes WHERE expires_at_ms <= ${now})
+      RETURNING turn_id`.pipe(
+      Effect.map((rows) => rows.map((r) => String(r.turn_id))),
+      storeFailed("release_dead_claims")
+    ))
+
+/** Queued Turns no node claims (released from a dead node), oldest first, at most `limit`. */
+export const unclaimedQueued = (limit: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`SELECT turn_id FROM turns WHERE status = 'queued' AND claimed_by IS NULL
+      ORDER BY created_at_ms, turn_id LIMIT ${limit}`.pipe(
+      Effect.map((rows) => rows.map((r) => String(r.turn_id))),
+      storeFailed("unclaimed_turns")
+    ))

@@ -8,6 +8,7 @@
 import { Duration, Option, Result, Schema } from "effect"
 import { JsonObject, NonNegativeInt, PositiveInt } from "../../../proto/Checks.js"
 import { EngineFailureCode } from "../../../proto/ErrorCodes.js"
+import { compileValidator } from "../../../proto/internal/fastValidator.js"
 import { Question } from "../../../proto/Interaction.js"
 import type { MessageInput } from "../../../proto/MessageInput.js"
 import { ToolObservation, Usage } from "../../../proto/RunEvents.js"
@@ -134,6 +135,9 @@ export type Step = typeof Step.Type
 export const Script = Schema.Struct({ script: Schema.Array(Step) })
 
 const decodeScript = Schema.decodeUnknownResult(Script, { onExcessProperty: "error" })
+// The codec's compiled validator (no transformations in a script): a valid script is checked in place in one walk.
+// Schema's interpreted decode of a 10,000-step relay script cost about 9 µs per step, more than relaying the step.
+const isScript = compileValidator(Script.ast)
 
 /** The script does not decode; `index` names the first offending step when known. */
 export interface InvalidScript {
@@ -169,6 +173,7 @@ export const parseInput = (text: string): ParsedInput => {
   if (typeof value !== "object" || value === null || Array.isArray(value) || !("script" in value)) {
     return { _tag: "Echo", text }
   }
+  if (isScript !== undefined && isScript(value)) return { _tag: "Script", steps: (value as typeof Script.Type).script }
   const decoded = decodeScript(value)
   if (Result.isSuccess(decoded)) return { _tag: "Script", steps: decoded.success.script }
   const steps = (value as { script: unknown }).script

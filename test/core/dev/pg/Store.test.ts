@@ -36,7 +36,7 @@ describePostgres("Store on PostgreSQL", (url) => {
       })
       const first = yield* Effect.scoped(Effect.flatMap(Layer.build(store), (ctx) => Effect.provideContext(tables, ctx)))
       assert.deepStrictEqual(first.applied, migrationIds)
-      for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "core_nodes", "node_requests", "session_initializations"]) {
+      for (const table of ["devices", "device_credentials", "device_declarations", "device_kinds", "sessions", "turns", "turn_events", "turn_inputs", "interactions", "write_reservations", "device_leases", "suspension_attempts", "core_nodes", "node_requests", "session_initializations", "session_mcp_secrets"]) {
         assert.include(first.tables, table)
       }
     }))
