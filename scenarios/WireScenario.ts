@@ -318,6 +318,8 @@ export type Fact =
   | { readonly _tag: "RunOwned"; readonly run: string }
   /** The daemon owns no Run. */
   | { readonly _tag: "NoRuns" }
+  /** The status board's suspension section: its state and, unless open, the fencing suspend id. */
+  | { readonly _tag: "SuspensionState"; readonly state: "open" | "quiescing" | "suspended"; readonly suspendId?: string }
 
 // ---------------------------------------------------------------------------------------------- scenario
 

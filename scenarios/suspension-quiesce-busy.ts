@@ -41,6 +41,7 @@ export default scenario({
     prepareCommit(T1),
     prepareResult(T1, { outcome: "completed", size_bytes: 5 }),
     check("core", { _tag: "SuspensionOutcome", request: Q1, outcome: { rejected: "resource_busy" } }),
+    check("runtime", { _tag: "SuspensionState", state: "open" }, "a refused quiesce changes nothing"),
     check("core", { _tag: "WorkspaceOutcome", operation: T1, outcome: "completed" }),
     quiesce(Q2, S2),
     quiesced(Q2, S2),

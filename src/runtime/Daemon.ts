@@ -24,6 +24,7 @@ import * as Connection from "./Connection.js"
 import { HarnessRegistry, kindStatus } from "./harness/HarnessRegistry.js"
 import type { RuntimeProcessServices } from "./RuntimeProcess.js"
 import { type ConnectionState, type ConnectionStatus, StatusBoard } from "./StatusBoard.js"
+import { SuspensionStore } from "./SuspensionStore.js"
 import type { ConnectFailed, ConnectRejected } from "./transport/ConnectError.js"
 import { Connector } from "./transport/Connector.js"
 import { ConnectionInfo, Transport, type TransportClosed } from "./transport/Transport.js"
@@ -136,6 +137,9 @@ export const run = (
   Effect.gen(function* () {
     const connector = yield* Connector
     const board = yield* StatusBoard
+    // A suspension persisted by an earlier process is visible before the first connection (agentwire status).
+    const persisted = (yield* (yield* SuspensionStore).current).suspended
+    if (persisted !== null) yield* board.setSuspension({ state: "suspended", ...persisted })
     const policy: ReconnectPolicy = { ...defaultReconnectPolicy, ...options.reconnect }
     const schedule = backoffSchedule(policy)
     let nextDelay = yield* Schedule.toStep(schedule)

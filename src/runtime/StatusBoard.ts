@@ -93,11 +93,24 @@ export const RuntimeView = Schema.Struct({
 })
 export type RuntimeView = typeof RuntimeView.Type
 
+/**
+ * The suspension fence (Suspension.ts; reference §8.1), process-level: `open` admits work; `quiescing` an
+ * accepted quiesce drains before its reply; `suspended` the persisted suspension fences every connection until
+ * the matching `environment_resume` arrives as its first frame. The identities are not secret.
+ */
+export const SuspensionStatus = Schema.Struct({
+  state: Schema.Literals(["open", "quiescing", "suspended"]),
+  environment_id: Schema.optionalKey(Schema.String),
+  suspend_id: Schema.optionalKey(Schema.String)
+})
+export type SuspensionStatus = typeof SuspensionStatus.Type
+
 export const StatusSnapshot = Schema.Struct({
   daemon_version: Schema.String,
   wire_version: Schema.String,
   pid: Schema.Int,
   connection: ConnectionStatus,
+  suspension: SuspensionStatus,
   kinds: Schema.Array(KindStatus),
   ...RuntimeView.fields
 })
@@ -139,6 +152,8 @@ const makeSignal = Effect.gen(function* () {
 export class StatusBoard extends Context.Service<StatusBoard, {
   /** Replaces the connection section (the daemon loop calls it on every state change). */
   readonly setConnection: (status: ConnectionStatus) => Effect.Effect<void>
+  /** Replaces the suspension section (Suspension.ts on every fence change; the daemon loop at start). */
+  readonly setSuspension: (status: SuspensionStatus) => Effect.Effect<void>
   /** Replaces the declared kinds (from the harness registry). */
   readonly setKinds: (kinds: ReadonlyArray<typeof KindStatus.Type>) => Effect.Effect<void>
   /** Attaches a live view for the lifetime of the current scope; the latest attach wins. */
@@ -166,6 +181,7 @@ export class StatusBoard extends Context.Service<StatusBoard, {
         since_ms: 0
       })
       const kinds = yield* Ref.make<ReadonlyArray<typeof KindStatus.Type>>([])
+      const suspension = yield* Ref.make<SuspensionStatus>({ state: "open" })
       const views = yield* Ref.make<ReadonlyArray<{ readonly token: object; readonly view: Effect.Effect<RuntimeView> }>>([])
       const compute = Effect.gen(function* () {
         const attached = yield* Ref.get(views)
@@ -176,6 +192,7 @@ export class StatusBoard extends Context.Service<StatusBoard, {
           wire_version: info.wireVersion,
           pid: info.pid,
           connection: yield* Ref.get(connection),
+          suspension: yield* Ref.get(suspension),
           kinds: yield* Ref.get(kinds),
           ...view
         } satisfies StatusSnapshot
@@ -189,6 +206,7 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       )
       return StatusBoard.of({
         setConnection: (status) => Effect.andThen(Ref.set(connection, status), refresh),
+        setSuspension: (next) => Effect.andThen(Ref.set(suspension, next), refresh),
         setKinds: (next) => Effect.andThen(Ref.set(kinds, next), refresh),
         attachView: (view) => {
           const token = {}

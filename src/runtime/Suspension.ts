@@ -38,6 +38,7 @@ import { Executors } from "./Executors.js"
 import { Interactions } from "./Interactions.js"
 import { Outbound, withTrace } from "./Outbound.js"
 import { Runs } from "./Runs.js"
+import { StatusBoard } from "./StatusBoard.js"
 import { Transfer } from "./transfer/Transfer.js"
 import { type SuspensionIdentity, SuspensionStore } from "./SuspensionStore.js"
 import { Transport } from "./transport/Transport.js"
@@ -99,8 +100,12 @@ const make = Effect.gen(function* () {
   const own = yield* FiberSet.make<unknown, unknown>()
   const forkOwn = <A>(effect: Effect.Effect<A>) => FiberSet.run(own, effect).pipe(Effect.asVoid)
 
+  const board = yield* StatusBoard
   const persisted = yield* store.current
   let fence: Fence = persisted.suspended === null ? { _tag: "Open" } : { _tag: "AwaitingResume", identity: persisted.suspended }
+  /** Publishes the fence on the status board (`agentwire status`): open, quiescing, or suspended with its identity. */
+  const publish = (state: "open" | "quiescing" | "suspended", identity?: SuspensionIdentity) =>
+    board.setSuspension(identity === undefined ? { state } : { state, ...identity })
   const resumeSettled = yield* Deferred.make<void>()
 
   type ReplyType = "environment_quiesced" | "environment_resumed"
@@ -165,12 +170,14 @@ const make = Effect.gen(function* () {
         yield* Effect.logError(saved.failure.message)
         return yield* refuse("resource_busy")
       }
+      yield* publish("quiescing", identity)
       yield* forkOwn(Effect.gen(function* () {
         const drained = yield* FiberSet.awaitEmpty(background).pipe(
           Effect.timeoutOrElse({ duration: QuiesceDrain, orElse: () => Effect.succeed("timeout" as const) })
         )
         if (drained === "timeout") yield* Effect.logWarning("quiesce drain reached its 5 s bound; answering")
         yield* send(replyOf("environment_quiesced", m.id, identity, undefined, m.trace))
+        yield* publish("suspended", identity)
         yield* close("suspended")
       }))
     }).pipe(Effect.annotateLogs({ suspend_id_bytes: m.payload.suspend_id.length }))
@@ -218,11 +225,13 @@ const make = Effect.gen(function* () {
         ))
       }
       fence = { _tag: "Open" }
+      yield* publish("open")
       yield* Effect.logInfo("environment resumed; admission reopened")
       yield* forkOwn(send(replyOf("environment_resumed", m.id, identity, undefined, m.trace)))
     })
 
   if (fence._tag === "AwaitingResume") {
+    yield* publish("suspended", fence.identity)
     yield* Effect.logInfo("suspended: waiting for environment_resume as the first frame")
     yield* forkOwn(Effect.gen(function* () {
       const arrived = yield* Deferred.await(resumeSettled).pipe(

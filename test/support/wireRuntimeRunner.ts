@@ -109,6 +109,12 @@ const checkFact = (
     case "NoRuns":
       return when("the daemon still owns Runs", (s) =>
         s.runs.length === 0 ? undefined : `runs ${JSON.stringify(s.runs.map((r) => `${r.run_id}:${r.state}`))}`)
+    case "SuspensionState":
+      return when(`the board does not show suspension ${fact.state} ${fact.suspendId ?? ""}`, (s) =>
+        s.suspension.state === fact.state && s.suspension.suspend_id === fact.suspendId &&
+          (fact.suspendId === undefined || s.suspension.environment_id === EnvironmentId)
+          ? undefined
+          : JSON.stringify(s.suspension))
     default:
       return Effect.fail({ reason: `the Runtime runner cannot check ${fact._tag} (a Core fact)` })
   }

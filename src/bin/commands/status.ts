@@ -29,6 +29,12 @@ export const formatStatus = (s: StatusSnapshot): string => {
   ]
   if (c.next_attempt_ms !== undefined) lines.push(`  next attempt: ${time(c.next_attempt_ms)}`)
   if (c.last_error !== undefined) lines.push(`  last error: ${c.last_error}`)
+  const sus = s.suspension
+  lines.push(
+    sus.state === "open"
+      ? "suspension: open"
+      : `suspension: ${sus.state === "suspended" ? "suspended (fenced until the matching environment_resume)" : "quiescing"}, environment ${sus.environment_id ?? "-"}, suspend id ${sus.suspend_id ?? "-"}`
+  )
   lines.push(`kinds: ${s.kinds.length === 0 ? "(none declared yet)" : ""}`)
   for (const k of s.kinds) {
     lines.push(

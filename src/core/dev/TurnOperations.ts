@@ -14,7 +14,9 @@ import * as Interactions from "../Interactions.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
 import { unavailable } from "./Operator.js"
-import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "./OperatorErrors.js"
+import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, type OperatorUnavailable } from "./OperatorErrors.js"
+import { type LeaseLost, OwnerLeases } from "./pg/OwnerLeases.js"
+import type { StoreFailed } from "./StoreErrors.js"
 import { type Active, TurnRunner } from "./TurnRunner.js"
 import { type InteractionKind, TurnStore } from "./TurnStore.js"
 import * as TurnTelemetry from "./TurnTelemetry.js"
@@ -30,12 +32,39 @@ import type {
 export const notRunning = (turnId: string) =>
   new OperatorConflict({ reason: "turn_not_running", detail: `turn ${turnId} is not running` })
 const notSent = (detail: string) => new OperatorConflict({ reason: "device_offline", detail: `nothing was sent: ${detail}` })
+const replacedDetail = "a newer owner of the device exists (another node)"
+/** The reason of an operation whose receipt this node could not record: a newer owner of the device exists. */
+export const OwnerReplaced = "owner_replaced"
 
 /** Builds the operations over the runner's live Turns and the store. */
 export const make = Effect.gen(function* () {
   const runner = yield* TurnRunner
   const store = yield* TurnStore
   const ids = yield* DevIds
+  const leases = yield* Effect.serviceOption(OwnerLeases)
+
+  /**
+   * A record of an operation (input, answer), fenced like the runner's writes on the attempt's owner lease
+   * (several nodes, TurnFence.ts): refused with `LeaseLost`, nothing stored, when a newer owner of the device
+   * exists. Unfenced on a single node.
+   */
+  const record = <A>(a: Active, write: Effect.Effect<A, StoreFailed>): Effect.Effect<A, OperatorUnavailable | LeaseLost> =>
+    unavailable(Option.isSome(leases) && a.fence !== undefined ? leases.value.fenced(a.fence, write) : write)
+  /** Before the send: fenced out means nothing is sent (409 device_offline). */
+  const beforeSend = <A>(a: Active, write: Effect.Effect<A, StoreFailed>): Effect.Effect<A, OperatorUnavailable | OperatorConflict> =>
+    record(a, write).pipe(Effect.catchTag("LeaseLost", () => Effect.fail(notSent(replacedDetail))))
+  /** After the send: fenced out means the receipt cannot be recorded here; answered `lost` (unknown). */
+  const afterSend = <A, B>(a: Active, write: Effect.Effect<A, StoreFailed>, lost: B): Effect.Effect<A | B, OperatorUnavailable> =>
+    record(a, write).pipe(
+      Effect.map((value): A | B => value),
+      Effect.catchTag("LeaseLost", () =>
+        Effect.as(
+          Effect.logWarning("an operation's receipt was not recorded: a newer owner of the device exists").pipe(
+            Effect.annotateLogs({ turn_id: a.turnId })
+          ),
+          lost
+        ))
+    )
 
   /** The live state of a running Turn; 404 for an unknown Turn, 409 for one that is not running. */
   const running = (turnId: string) =>
@@ -84,12 +113,14 @@ export const make = Effect.gen(function* () {
     if (existing.some((i) => i.inputId === inputId)) {
       return yield* new OperatorRequestInvalid({ detail: "input_id already used in this Turn" })
     }
-    yield* unavailable(store.insertInput(turnId, inputId, input))
+    yield* beforeSend(a, store.insertInput(turnId, inputId, input))
     const result = yield* Effect.result(
       current.delivery.steer(inputId, input).pipe(TurnTelemetry.inTurn(a.span, "Turn.steer", { "agentwire.input_id": inputId }))
     )
+    const unrecorded = (): SteerResult => ({ input_id: inputId, status: "unknown", reason: OwnerReplaced })
     if (Result.isSuccess(result)) {
-      const position = yield* unavailable(store.acceptInput(turnId, inputId))
+      const position = yield* afterSend(a, store.acceptInput(turnId, inputId), undefined)
+      if (position === undefined) return unrecorded()
       return { input_id: inputId, status: "accepted", position } satisfies SteerResult
     }
     const error = result.failure
@@ -99,19 +130,19 @@ export const make = Effect.gen(function* () {
       case "InputOutcomeUnknown":
         return { input_id: inputId, status: "unknown", reason: error.reason } satisfies SteerResult
       case "CapabilityUnsupported":
-        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", "capability_unsupported"))
+        yield* afterSend(a, store.setInputStatus(turnId, inputId, "not_sent", "capability_unsupported"), undefined)
         return yield* error
       case "InputInvalid":
-        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", error.issue))
+        yield* afterSend(a, store.setInputStatus(turnId, inputId, "not_sent", error.issue), undefined)
         return yield* new OperatorRequestInvalid({ detail: `input: ${error.issue}` })
       case "TurnNotActive":
-        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", "turn_not_active"))
+        yield* afterSend(a, store.setInputStatus(turnId, inputId, "not_sent", "turn_not_active"), undefined)
         return yield* notRunning(turnId)
       case "NotSent":
-        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", error.reason))
+        yield* afterSend(a, store.setInputStatus(turnId, inputId, "not_sent", error.reason), undefined)
         return yield* notSent(error.reason)
       case "SubscriptionRejected":
-        yield* unavailable(store.setInputStatus(turnId, inputId, "not_sent", error.reason))
+        yield* afterSend(a, store.setInputStatus(turnId, inputId, "not_sent", error.reason), undefined)
         return yield* notSent(error.reason)
     }
   })
@@ -173,7 +204,7 @@ export const make = Effect.gen(function* () {
   ) =>
     Effect.gen(function* () {
       const deliveryId = Ids.unsafeMake.deliveryId(presetDeliveryId ?? (yield* ids.next("delivery")))
-      const claimed = yield* unavailable(store.beginAnswer(a.turnId, kind, interactionId, deliveryId, answerBody))
+      const claimed = yield* beforeSend(a, store.beginAnswer(a.turnId, kind, interactionId, deliveryId, answerBody))
       if (!claimed) {
         return yield* new OperatorConflict({ reason: "interaction_not_pending", detail: `${kind} ${interactionId} is not pending` })
       }
@@ -182,8 +213,12 @@ export const make = Effect.gen(function* () {
           ? Effect.void
           : a.current.writer.notify("interaction", { kind, interaction_id: interactionId, delivery_id: deliveryId, outcome, ...extra })
       const result = yield* Effect.result(send(deliveryId))
+      /** The receipt cannot be recorded (a newer owner exists): unknown, as the sweeper will record it. */
+      const finish = (...args: [outcome: "applied" | "rejected" | "unknown" | "not_sent", detail?: string]) =>
+        afterSend(a, store.finishAnswer(a.turnId, kind, interactionId, ...args), false as const)
+      const unrecorded = (): AnswerResult => ({ interaction_id: interactionId, delivery_id: deliveryId, outcome: "unknown", reason: OwnerReplaced })
       if (Result.isSuccess(result)) {
-        yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "applied"))
+        if ((yield* finish("applied")) === false) return unrecorded()
         if (kind !== "function_call") {
           const next = new Map(a.pending)
           next.delete(interactionId)
@@ -195,7 +230,7 @@ export const make = Effect.gen(function* () {
       const c = classify(result.failure)
       switch (c._tag) {
         case "rejected":
-          yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "rejected", c.code))
+          if ((yield* finish("rejected", c.code)) === false) return unrecorded()
           yield* notify("rejected", { error_code: c.code })
           return {
             interaction_id: interactionId,
@@ -205,11 +240,11 @@ export const make = Effect.gen(function* () {
             retryable: c.retryable
           } satisfies AnswerResult
         case "unknown":
-          yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "unknown", c.reason))
+          yield* finish("unknown", c.reason)
           yield* notify("unknown", { reason: c.reason })
           return { interaction_id: interactionId, delivery_id: deliveryId, outcome: "unknown", reason: c.reason } satisfies AnswerResult
         case "not_sent":
-          yield* unavailable(store.finishAnswer(a.turnId, kind, interactionId, "not_sent"))
+          yield* finish("not_sent")
           return yield* c.error
       }
     })

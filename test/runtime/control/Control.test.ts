@@ -144,6 +144,7 @@ describe("agentwire status output", () => {
         last_error: "bootstrap failed (network: ECONNREFUSED)",
         next_attempt_ms: 1_700_000_000_000
       },
+      suspension: { state: "suspended", environment_id: "env-1", suspend_id: "suspend-7" },
       kinds: [
         { kind: "scripted", available: true, version: "0.1.0", supported: ["streaming", "usage"] },
         { kind: "codex", available: false, unavailable_reason: "codex binary not found on PATH", supported: [] }
@@ -169,6 +170,7 @@ describe("agentwire status output", () => {
         "  device: dev-1",
         "  next attempt: 2023-11-14T22:13:20.000Z",
         "  last error: bootstrap failed (network: ECONNREFUSED)",
+        "suspension: suspended (fenced until the matching environment_resume), environment env-1, suspend id suspend-7",
         "kinds: ",
         "  scripted 0.1.0: available, 2 capabilities supported",
         "  codex: unavailable (codex binary not found on PATH), 0 capabilities supported",
@@ -185,5 +187,6 @@ describe("agentwire status output", () => {
         "  executor ex-2: 3 attempts, last error: close failed"
       ].join("\n")
     )
+    assert.include(formatStatus({ ...snapshot, suspension: { state: "open" } }), "\nsuspension: open\n")
   })
 })
