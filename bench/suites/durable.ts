@@ -162,6 +162,15 @@ const rawRun = (dir: string, name: string, turns: number, perTurn: number, commi
   }
 }
 
+/** The event loop of this process with nothing running, for `ms` (the machine's own scheduling noise). */
+const idleLoop = async (ms: number): Promise<RunResult["loop"]> => {
+  const loop = monitorEventLoopDelay({ resolution: 1 })
+  loop.enable()
+  await new Promise((resolve) => setTimeout(resolve, ms))
+  loop.disable()
+  return { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6 }
+}
+
 const median = (xs: ReadonlyArray<number>): number => percentile(xs, 50)
 const perSecond = (r: RunResult) => r.events / (r.wallMs / 1000)
 const cpuPerEvent = (r: RunResult) => r.cpuUs / r.events
@@ -180,6 +189,7 @@ export const durableSuite: Suite = {
     const inThread: Array<RunResult> = []
     const loopWorker: Array<RunResult> = []
     const loopInThread: Array<RunResult> = []
+    const loopIdle: Array<RunResult["loop"]> = []
     try {
       // Warm-up (module init, statement cache, JIT) on a small run, not recorded.
       await durableRun(dir, "warmup", 8, 20)
@@ -191,12 +201,14 @@ export const durableSuite: Suite = {
         const t = await durableRun(dir, `inthread-${round}`, p.turns, p.perTurn, { driver: "in-thread" })
         const lw = await durableRun(dir, `loop-worker-${round}`, p.loopTurns, p.loopPerTurn)
         const lt = await durableRun(dir, `loop-inthread-${round}`, p.loopTurns, p.loopPerTurn, { driver: "in-thread" })
+        const li = await idleLoop(lw.wallMs)
         group.push(g)
         raw.push(r)
         control.push(c)
         inThread.push(t)
         loopWorker.push(lw)
         loopInThread.push(lt)
+        loopIdle.push(li)
         ctx.log(
           `durable round ${round + 1}/${p.rounds}: ${formatNumber(perSecond(g))} events/s (${g.commits} commits, ` +
             `${formatNumber(cpuPerEvent(g))} µs CPU/event, ${formatNumber(g.sysUs / g.events)} of it system); ` +
@@ -204,7 +216,8 @@ export const durableSuite: Suite = {
             `one commit per fact ${formatNumber(perSecond(c))}/s; in-thread store ${formatNumber(perSecond(t))}/s ` +
             `(${formatNumber(cpuPerEvent(t))} µs); event loop under ${p.loopTurns} Turns p99/max: worker ` +
             `${formatNumber(lw.loop.p99Ms)}/${formatNumber(lw.loop.maxMs)} ms, in-thread ` +
-            `${formatNumber(lt.loop.p99Ms)}/${formatNumber(lt.loop.maxMs)} ms`
+            `${formatNumber(lt.loop.p99Ms)}/${formatNumber(lt.loop.maxMs)} ms, idle ` +
+            `${formatNumber(li.p99Ms)}/${formatNumber(li.maxMs)} ms`
         )
       }
     } finally {
@@ -250,6 +263,7 @@ export const durableSuite: Suite = {
         name: `event-loop delay p99, ${p.loopTurns} Turns journaling`,
         unit: "ms",
         samples: loopWorker.map((r) => r.loop.p99Ms),
+        baseline: { name: "idle event loop, same process, as long as the run", samples: loopIdle.map((l) => l.p99Ms) },
         target: { on: "value", op: "<=", value: 2 },
         control: { name: "in-thread store (statements on the event loop)", samples: loopInThread.map((r) => r.loop.p99Ms) },
         note: "monitorEventLoopDelay, 1 ms resolution, over each run; the store's statements run in its worker thread"
@@ -259,6 +273,7 @@ export const durableSuite: Suite = {
         name: `event-loop delay max, ${p.loopTurns} Turns journaling`,
         unit: "ms",
         samples: loopWorker.map((r) => r.loop.maxMs),
+        baseline: { name: "idle event loop, same process, as long as the run", samples: loopIdle.map((l) => l.maxMs) },
         target: { on: "value", op: "<=", value: 20 },
         control: { name: "in-thread store (statements on the event loop)", samples: loopInThread.map((r) => r.loop.maxMs) },
         note: `durable events/s in these runs: worker ${formatNumber(median(loopWorker.map(perSecond)))}, ` +

@@ -107,6 +107,14 @@ describe("strict base64 codec", () => {
     assert.isAbove(refused, 10000)
   })
 
+  it("returns bytes that own their whole buffer (never a view into a shared pool)", () => {
+    for (const length of [1, 10, 5000, 30000, 65536]) {
+      const decoded = Codec.decodeStrict(Base64.encode(bytesOf(seeded(length), length)))!
+      assert.strictEqual(decoded.byteOffset, 0, `${length}`)
+      assert.strictEqual(decoded.buffer.byteLength, length, `${length}`)
+    }
+  })
+
   it("refuses the known non-canonical and non-standard forms and decodes a full 64 KiB chunk", () => {
     for (const text of ["QQ", "QQ=", "-_8=", "QQ==\n", " QQ==", "QQ=A", "Q===", "QR==", "QUF=", "@@@@", "QQ==QQ==", "\u0141Q==", "QQ\u012b="]) {
       assert.isFalse(check(text), text)

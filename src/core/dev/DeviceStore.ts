@@ -27,6 +27,7 @@ import {
 } from "../DeviceCredentials.js"
 import type { Declaration } from "../DeviceSession.js"
 import { DevIds } from "./DevIds.js"
+import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, storeFailed, toBool, toInt, toIntOrUndefined, toStringOrUndefined } from "./StoreErrors.js"
 
 /** The workspace every dev Core device belongs to. */
@@ -137,6 +138,7 @@ const readKind = (row: Record<string, unknown>): StoredKind => {
 
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  const batch = yield* SqlBatch.current
   const ids = yield* DevIds
 
   const issueCredential = Effect.fn("DeviceStore.issueCredential")(function* (deviceId: string) {
@@ -201,9 +203,17 @@ const make = Effect.gen(function* () {
   })
 
   /** The statements of one declaration record (the caller owns the transaction). */
-  const writeRecord = (deviceId: string, connectionNumber: number, declaration: Declaration) =>
-    Effect.gen(function* () {
-      yield* sql`INSERT INTO device_declarations
+  /** The statements that store a declaration whole (its row and its kind rows); written in one transaction. */
+  const writeRecord = (deviceId: string, connectionNumber: number, declaration: Declaration) => {
+    const rows = [...declaration.kinds.values()].map((descriptor) => ({
+      device_id: deviceId,
+      kind: descriptor.kind,
+      available: descriptor.available,
+      version: descriptor.version ?? null,
+      ...Capabilities.toPersistedProjection(descriptor.capabilities)
+    }))
+    return [
+      sql`INSERT INTO device_declarations
           (device_id, connection_number, daemon_version, active_requests, heartbeat_ts, received_at_ms)
         VALUES (${deviceId}, ${connectionNumber}, ${declaration.daemonVersion ?? null}, ${declaration.activeRequests},
           ${declaration.ts}, ${declaration.receivedAtMs})
@@ -212,52 +222,46 @@ const make = Effect.gen(function* () {
           daemon_version = excluded.daemon_version,
           active_requests = excluded.active_requests,
           heartbeat_ts = excluded.heartbeat_ts,
-          received_at_ms = excluded.received_at_ms`
-      yield* sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`
-      const rows = [...declaration.kinds.values()].map((descriptor) => ({
-        device_id: deviceId,
-        kind: descriptor.kind,
-        available: descriptor.available,
-        version: descriptor.version ?? null,
-        ...Capabilities.toPersistedProjection(descriptor.capabilities)
-      }))
-      if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO device_kinds ${sql.insert(rows)}`
-    })
+          received_at_ms = excluded.received_at_ms`,
+      sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`,
+      ...(Arr.isArrayNonEmpty(rows) ? [sql`INSERT INTO device_kinds ${sql.insert(rows)}`] : [])
+    ]
+  }
 
-  const writeClear = (deviceId: string) =>
-    Effect.gen(function* () {
-      yield* sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`
-      yield* sql`DELETE FROM device_declarations WHERE device_id = ${deviceId}`
-    })
+  const writeClear = (deviceId: string) => [
+    sql`DELETE FROM device_kinds WHERE device_id = ${deviceId}`,
+    sql`DELETE FROM device_declarations WHERE device_id = ${deviceId}`
+  ]
 
   const recordDeclaration = Effect.fn("DeviceStore.recordDeclaration")(function* (
     deviceId: string,
     connectionNumber: number,
     declaration: Declaration
   ) {
-    yield* sql.withTransaction(writeRecord(deviceId, connectionNumber, declaration)).pipe(storeFailed("record_declaration"))
+    yield* batch.transaction(writeRecord(deviceId, connectionNumber, declaration)).pipe(storeFailed("record_declaration"))
   })
 
   const clearDeclaration = Effect.fn("DeviceStore.clearDeclaration")(function* (deviceId: string) {
-    yield* sql.withTransaction(writeClear(deviceId)).pipe(storeFailed("clear_declaration"))
+    yield* batch.transaction(writeClear(deviceId)).pipe(storeFailed("clear_declaration"))
   })
 
+  /** Every change in one transaction: with the worker store, one message for the whole batch (`SqlBatch`). */
   const persistDeclarations = Effect.fn("DeviceStore.persistDeclarations")(function* (
     changes: ReadonlyArray<DeclarationChange>
   ) {
     if (changes.length === 0) return
-    yield* sql.withTransaction(Effect.forEach(changes, (change) => {
+    yield* batch.transaction(changes.flatMap((change) => {
       switch (change._tag) {
         case "Record":
           return writeRecord(change.deviceId, change.connectionNumber, change.declaration)
         case "Liveness":
-          return sql`UPDATE device_declarations SET active_requests = ${change.activeRequests},
+          return [sql`UPDATE device_declarations SET active_requests = ${change.activeRequests},
               heartbeat_ts = ${change.heartbeatTs}, received_at_ms = ${change.receivedAtMs}
-            WHERE device_id = ${change.deviceId}`.pipe(Effect.asVoid)
+            WHERE device_id = ${change.deviceId}`]
         case "Clear":
           return writeClear(change.deviceId)
       }
-    }, { discard: true })).pipe(storeFailed("record_declaration"))
+    })).pipe(storeFailed("record_declaration"))
   })
 
   /** Stored devices from their `devices` rows: declarations, kinds and active credentials of those devices only. */

@@ -131,17 +131,17 @@ const nativeBuffer: NativeBuffer | undefined = (() => {
   }
 })()
 
-// Node hands out small buffers from a shared pool; copy those, so no caller holds a view into the pool.
-const PoolCopyBelow = 4096
 
 /** Native strict decode: lenient `Buffer.from`, accepted only when the text is the encoding of the result. */
 const decodeStrictNative = (native: NativeBuffer) => (data: string): Uint8Array | undefined => {
   if (data.length % 4 !== 0) return undefined
   const decoded = native.from(data, "base64")
   if (decoded.toString("base64") !== data) return undefined
-  return decoded.byteLength < PoolCopyBelow
-    ? new Uint8Array(decoded)
-    : new Uint8Array(decoded.buffer, decoded.byteOffset, decoded.byteLength)
+  // Node hands out smaller results (under 32 KiB on Node 24) as views into a shared pool: those are copied, so no
+  // caller ever holds a view whose `buffer` reaches other data. A 64 KiB chunk owns its whole buffer.
+  return decoded.byteOffset === 0 && decoded.buffer.byteLength === decoded.byteLength
+    ? new Uint8Array(decoded.buffer, 0, decoded.byteLength)
+    : new Uint8Array(decoded)
 }
 
 const encodeNative = (native: NativeBuffer) => (bytes: Uint8Array): string =>

@@ -130,15 +130,32 @@ export const make = (local: LocalTurnOperations) =>
         return Option.filter(Option.map(lease, (l) => (l.expiresAtMs > now ? l.nodeId : "")), (n) => n !== "")
       })
 
+    /** The node that claimed the Turn (`turns.claimed_by`) while that node is alive (its `core_nodes` row). */
+    const liveClaimer = (turnId: string) =>
+      Effect.gen(function* () {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* unavailable(
+          sql`SELECT t.claimed_by FROM turns t JOIN core_nodes n ON n.node_id = t.claimed_by
+            WHERE t.turn_id = ${turnId} AND n.expires_at_ms > ${now}`.pipe(storeFailed("route_claimer"))
+        )
+        return Option.fromNullishOr(toStringOrUndefined(rows[0]?.claimed_by))
+      })
+
     /**
      * Where an operation on `turnId` runs: None → here (its runner is here, or the Turn is finished or unknown:
-     * the local answer applies); Some(node) → that node; fails `device_offline` when no node holds the device.
+     * the local answer applies); Some(node) → that node: a queued Turn's live claimer (its runner waits there,
+     * e.g. for its offline device), else the device's live owner; fails `device_offline` when neither exists.
      */
     const ownerOfTurn = (turnId: string) =>
       Effect.gen(function* () {
         if (Option.isSome(runner.active(turnId))) return Option.none<string>()
         const turn = yield* unavailable(store.get(turnId))
         if (Option.isNone(turn) || isTerminalStatus(turn.value.status)) return Option.none<string>()
+        // A queued Turn's runner is on the node that claimed it (waiting for its device, or for a retry).
+        if (turn.value.status === "queued") {
+          const claimer = yield* liveClaimer(turnId)
+          if (Option.isSome(claimer)) return claimer.value === router.nodeId ? Option.none<string>() : claimer
+        }
         const deviceId = turn.value.deviceId ??
           Option.getOrUndefined(Option.flatMap(yield* unavailable(sessions.get(turn.value.sessionId)), (s) => Option.fromNullishOr(s.deviceId)))
         if (deviceId === undefined) return yield* noRoute(`turn ${turnId} has no device`)
