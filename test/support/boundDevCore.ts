@@ -5,13 +5,15 @@
  */
 import { readFileSync, realpathSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { type CoreProc, createCredential, eventually, operator, run, startCore, stopAll, tempDir } from "./devcoreLive.js"
+import { type CoreProc, createCredential, eventually, operator, type Proc, run, startCore, stopAll, tempDir } from "./devcoreLive.js"
 
 export interface BoundDevCore {
   readonly dir: string
   /** The workspace's real path (the daemon's root). */
   readonly workspace: string
   readonly core: CoreProc
+  /** The daemon process (a test may kill it). */
+  readonly daemon: Proc
   readonly token: string
   readonly api: ReturnType<typeof operator>
   /** The `environment` member of a Session bound to this device's Environment. */
@@ -33,7 +35,7 @@ export const startBoundDevCore = async (options: {
   const token = readFileSync(join(dir, "operator-token"), "utf8").trim()
   const api = operator(core.url, token)
   const credential = await createCredential(dir, options.deviceId)
-  run([
+  const daemon = run([
     "daemon",
     "--core-url", core.url,
     "--device-id", options.deviceId,
@@ -50,6 +52,7 @@ export const startBoundDevCore = async (options: {
     dir,
     workspace,
     core,
+    daemon,
     token,
     api,
     binding: () => ({ type: "self_hosted", id: options.environmentId, workspace_directory: workspace }),
