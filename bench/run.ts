@@ -2,7 +2,7 @@
  * `npm run bench`: runs the suites one after another, prints a table and writes bench/results/latest.json.
  * Every figure is compared with a baseline measured in the same run. Loopback only; bounded in time and count.
  *
- *   node dist/bench.mjs [--quick] [--only=codec,relay,durable,turns,connections,scale,coldstart,transfer,workspace] [--out=path] [--markdown] [--keep-logs]
+ *   node dist/bench.mjs [--quick] [--only=codec,relay,durable,turns,connections,scale,coldstart,transfer,workspace,multinode] [--out=path] [--markdown] [--keep-logs]
  *
  * Child logs and cold-start profiles go to one `<tmpdir>/agentwire-bench-*` directory, removed when the run ends
  * (success, failure, SIGINT/SIGTERM) unless `--keep-logs` is given.
@@ -24,13 +24,14 @@ import { codecSuite } from "./suites/codec.js"
 import { coldStartSuite } from "./suites/coldstart.js"
 import { connectionsSuite } from "./suites/connections.js"
 import { durableSuite } from "./suites/durable.js"
+import { multinodeSuite } from "./suites/multinode.js"
 import { relaySuite } from "./suites/relay.js"
 import { scaleSuite } from "./suites/scale.js"
 import { transferSuite } from "./suites/transfer.js"
 import { turnsSuite } from "./suites/turns.js"
 import { workspaceSuite } from "./suites/workspace.js"
 
-const suites: ReadonlyArray<Suite> = [codecSuite, relaySuite, durableSuite, turnsSuite, connectionsSuite, scaleSuite, coldStartSuite, transferSuite, workspaceSuite]
+const suites: ReadonlyArray<Suite> = [codecSuite, relaySuite, durableSuite, turnsSuite, connectionsSuite, scaleSuite, coldStartSuite, transferSuite, workspaceSuite, multinodeSuite]
 
 const argValue = (name: string): string | undefined => {
   const prefix = `--${name}=`
