@@ -108,4 +108,36 @@ describe("agentwire operator client (end to end)", () => {
     assert.strictEqual(nowhere.code, 1)
     assert.match(nowhere.stderr, /no answer from the operator API at http:\/\/127\.0\.0\.1:9/)
   }, 60_000)
+
+  it("creates a Session with an MCP server whose bearer comes from a file: never on argv, never printed or returned", async () => {
+    const secret = "mcp-bearer-marker-7f3a"
+    const tokenFile = join(dir, "tickets.token")
+    writeFileSync(tokenFile, `${secret}\n`, { mode: 0o600 })
+    const created = await cli(
+      "sessions", "create", "--agent-kind", "scripted",
+      "--mcp-server", "tickets=https://mcp.example.org/mcp",
+      "--mcp-bearer-file", `tickets=${tokenFile}`,
+      "--mcp-required", "tickets",
+      "--mcp-allowed-tools", "tickets=lookup,search"
+    )
+    assert.strictEqual(created.code, 0, created.stderr)
+    const shown = await cli("sessions", "show", created.stdout.trim(), "--json")
+    assert.strictEqual(shown.code, 0, shown.stderr)
+    const server = JSON.parse(shown.stdout).configuration.mcp_http_servers[0]
+    assert.deepStrictEqual(
+      [server.server_label, server.server_url, server.required, server.allowed_tools, server.bearer],
+      ["tickets", "https://mcp.example.org/mcp", true, ["lookup", "search"], { set: true }]
+    )
+    for (const out of [created.stdout, created.stderr, shown.stdout, shown.stderr]) assert.notInclude(out, secret)
+    const stray = await cli("sessions", "create", "--agent-kind", "scripted", "--mcp-required", "tickets")
+    assert.deepStrictEqual([stray.code, stray.stdout], [2, ""])
+    assert.match(stray.stderr, /need --mcp-server/)
+    const unknown = await cli("sessions", "create", "--agent-kind", "scripted", "--mcp-server", "a=https://x.example/mcp", "--mcp-required", "b")
+    assert.strictEqual(unknown.code, 2)
+    assert.match(unknown.stderr, /no --mcp-server with the label b/)
+    const insecure = await cli("sessions", "create", "--agent-kind", "scripted", "--mcp-server", "a=http://x.example/mcp", "--mcp-bearer-file", `a=${tokenFile}`)
+    assert.notStrictEqual(insecure.code, 0)
+    assert.match(insecure.stderr, /mcp_bearer_insecure/)
+    assert.notInclude(insecure.stdout + insecure.stderr, secret)
+  }, 60_000)
 })

@@ -145,6 +145,30 @@ const eventually = (changes: Changes) => (what: string, condition: Effect.Effect
 
 const exitOf = <A, E>(fiber: Fiber.Fiber<A, E> | undefined): Exit.Exit<A, E> | undefined => fiber?.pollUnsafe()
 
+/**
+ * What a request tracked by the runner has come to, as a scenario's outcome names it: `none` (never sent),
+ * `refused:<reason>` (Core refused it before sending), `pending`, the success label, `defect`, or its error's label.
+ */
+const trackedLabel = <A, E>(
+  tracked: Fiber.Fiber<A, E> | { readonly refused: string } | undefined,
+  success: string,
+  failure: (e: E) => string
+): string =>
+  tracked === undefined
+    ? "none"
+    : "refused" in tracked
+    ? `refused:${tracked.refused}`
+    : Option.match(Option.fromNullishOr(exitOf(tracked)), {
+      onNone: () => "pending",
+      onSome: (exit) => Exit.isSuccess(exit) ? success : Option.match(Exit.findErrorOption(exit), { onNone: () => "defect", onSome: failure })
+    })
+
+/** `None` when the label is the outcome a scenario expects (`"x"`, `{rejected}` or `{refused}`), else the label. */
+const compareOutcome = (actual: string, o: string | { readonly rejected: string } | { readonly refused: string }) => {
+  const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
+  return actual === expected ? Option.none() : Option.some(actual)
+}
+
 /** Replays one scenario against the real gateway. */
 export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, unknown> =>
   Effect.scoped(
@@ -623,27 +647,14 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
               return actual === expected ? Option.none() : Option.some(actual)
             }))
           case "DecisionOutcome":
-            return eventually_(`decision for ${fact.interaction}`, Effect.sync(() => {
-              const tracked = decisions.get(fact.interaction)
-              const actual = tracked === undefined
-                ? "none"
-                : "refused" in tracked
-                ? `refused:${tracked.refused}`
-                : Option.match(Option.fromNullishOr(exitOf(tracked)), {
-                  onNone: () => "pending",
-                  onSome: (exit) =>
-                    Exit.isSuccess(exit) ? "applied" : Option.match(Exit.findErrorOption(exit), {
-                      onNone: () => "defect",
-                      onSome: (e) => {
-                        const tag = (e as { _tag?: string })._tag
-                        return tag === "InteractionAckUnknown" ? "unknown" : tag === "InteractionRejected" ? `rejected:${(e as { code: string }).code}` : String(tag)
-                      }
-                    })
-                })
-              const o = fact.outcome
-              const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
-              return actual === expected ? Option.none() : Option.some(actual)
-            }))
+            return eventually_(`decision for ${fact.interaction}`, Effect.sync(() =>
+              compareOutcome(
+                trackedLabel(decisions.get(fact.interaction), "applied", (e) => {
+                  const tag = (e as { _tag?: string })._tag
+                  return tag === "InteractionAckUnknown" ? "unknown" : tag === "InteractionRejected" ? `rejected:${(e as { code: string }).code}` : String(tag)
+                }),
+                fact.outcome
+              )))
           case "FunctionResultOutcome":
             return eventually_(`function result for ${fact.call}`, Effect.sync(() => {
               const exit = exitOf(functionResults.get(fact.call))
@@ -681,64 +692,38 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                 ? Option.none()
                 : Option.some(events.filter((e) => e._tag === "Disconnected").map((e) => (e as { reason: string }).reason).join(",") || "none")))
           case "WorkspaceOutcome":
-            return eventually_(`workspace operation ${fact.operation}`, Effect.sync(() => {
-              const tracked = workspace.get(fact.operation)
-              const actual = tracked === undefined
-                ? "none"
-                : "refused" in tracked
-                ? `refused:${tracked.refused}`
-                : Option.match(Option.fromNullishOr(exitOf(tracked)), {
-                  onNone: () => "pending",
-                  onSome: (exit) =>
-                    Exit.isSuccess(exit) ? "completed" : Option.match(Exit.findErrorOption(exit), {
-                      onNone: () => "defect",
-                      onSome: (e) => {
-                        const error = e as { _tag?: string; code?: string }
-                        switch (error._tag) {
-                          case "ReadRejected":
-                          case "WriteRejected":
-                          case "ExportRejected":
-                          case "PrepareRejected":
-                            return `rejected:${error.code}`
-                          case "WriteFailed":
-                          case "ExportFailed":
-                          case "PrepareFailed":
-                            return "failed"
-                          case "ReadUnknown":
-                          case "WriteUnknown":
-                          case "ExportUnknown":
-                          case "PrepareUnknown":
-                            return "unknown"
-                          default:
-                            return String(error._tag)
-                        }
-                      }
-                    })
-                })
-              const o = fact.outcome
-              const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
-              return actual === expected ? Option.none() : Option.some(actual)
-            }))
+            return eventually_(`workspace operation ${fact.operation}`, Effect.sync(() =>
+              compareOutcome(
+                trackedLabel(workspace.get(fact.operation), "completed", (e) => {
+                  const error = e as { _tag?: string; code?: string }
+                  switch (error._tag) {
+                    case "ReadRejected":
+                    case "WriteRejected":
+                    case "ExportRejected":
+                    case "PrepareRejected":
+                      return `rejected:${error.code}`
+                    case "WriteFailed":
+                    case "ExportFailed":
+                    case "PrepareFailed":
+                      return "failed"
+                    case "ReadUnknown":
+                    case "WriteUnknown":
+                    case "ExportUnknown":
+                    case "PrepareUnknown":
+                      return "unknown"
+                    default:
+                      return String(error._tag)
+                  }
+                }),
+                fact.outcome
+              )))
           case "SuspensionOutcome":
-            return eventually_(`suspension request ${fact.request}`, Effect.sync(() => {
-              const tracked = suspensions.get(fact.request)
-              const actual = tracked === undefined
-                ? "none"
-                : "refused" in tracked
-                ? `refused:${tracked.refused}`
-                : Option.match(Option.fromNullishOr(exitOf(tracked)), {
-                  onNone: () => "pending",
-                  onSome: (exit) =>
-                    Exit.isSuccess(exit) ? "accepted" : Option.match(Exit.findErrorOption(exit), {
-                      onNone: () => "defect",
-                      onSome: (e) =>
-                        e._tag === "SuspensionRejected" ? `rejected:${e.code}` : e._tag === "SuspensionUnknown" ? "unknown" : `refused:${e.reason}`
-                    })
-                })
-              const o = fact.outcome
-              const expected = typeof o === "string" ? o : "rejected" in o ? `rejected:${o.rejected}` : `refused:${o.refused}`
-              return actual === expected ? Option.none() : Option.some(actual)
-            }))
+            return eventually_(`suspension request ${fact.request}`, Effect.sync(() =>
+              compareOutcome(
+                trackedLabel(suspensions.get(fact.request), "accepted", (e) =>
+                  e._tag === "SuspensionRejected" ? `rejected:${e.code}` : e._tag === "SuspensionUnknown" ? "unknown" : `refused:${e.reason}`),
+                fact.outcome
+              )))
           default:
             return fail(`the Core runner cannot check ${fact._tag} (a Runtime fact)`)
         }

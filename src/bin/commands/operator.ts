@@ -5,6 +5,7 @@
  *   agentwire sessions list [--limit N] [--cursor C] | show ID | create --agent-kind KIND [--device-id ID]
  *     [--environment-id ID --workspace-directory DIR [--network-access enabled|disabled|restricted]]
  *     [--init-file LOCAL:/workspace/PATH]… [--init-skill ZIP]… [--init-env-file FILE] [--init-setup CMD …] (sessionInit.ts)
+ *     [--mcp-server LABEL=URL [--mcp-bearer-file LABEL=FILE] [--mcp-required LABEL] …]… (sessionMcp.ts)
  *   agentwire turns list [--status S] [--session ID] [--device-id ID] [--limit N] [--cursor C] | show ID
  *   agentwire turn start --session ID (--text TEXT | --script FILE) [--watch]
  *   agentwire turn steer ID --text TEXT | cancel ID | watch ID
@@ -32,6 +33,7 @@ import { examples } from "../Help.js"
 import * as TurnWatch from "../TurnWatch.js"
 import { makeFilesCommand } from "./files.js"
 import { initFlags, initializationBody, initializationLines } from "./sessionInit.js"
+import { mcpFlags, mcpServersBody } from "./sessionMcp.js"
 
 export const OperatorEnvVars = {
   url: "AGENTWIRE_OPERATOR_URL",
@@ -208,7 +210,8 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
         ),
         workspaceDirectory: Flag.String("workspace-directory").pipe(Flag.withDescription("The daemon's --workspace (self_hosted)"), Flag.optional),
         networkAccess: Flag.String("network-access").pipe(Flag.withDescription("The daemon's --network-access (self_hosted; default disabled)"), Flag.optional),
-        ...initFlags
+        ...initFlags,
+        ...mcpFlags
       }, (c) =>
         Effect.gen(function* () {
           if (Option.isSome(c.environmentId) !== Option.isSome(c.workspaceDirectory)) {
@@ -225,10 +228,12 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
             }
             : {}
           const initialization = yield* initializationBody(c)
+          const mcpServers = yield* mcpServersBody(c)
           const s = yield* request(c, "POST", "/sessions", {
             agent_kind: c.agentKind,
             ...(Option.isSome(c.deviceId) ? { device_id: c.deviceId.value } : {}),
             ...environment,
+            ...(mcpServers === undefined ? {} : { configuration: { mcp_http_servers: mcpServers } }),
             ...(initialization === undefined ? {} : { initialization })
           }, true)
           return yield* print(c, s, () => [s.session_id])
@@ -237,7 +242,8 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
           examples(
             "agentwire sessions create --agent-kind scripted",
             "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id env-1 --workspace-directory /srv/work",
-            "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id ENV --workspace-directory /srv/work --init-file ./notes.md:/workspace/notes.md --init-skill ./review.zip --init-setup 'npm ci'"
+            "agentwire sessions create --agent-kind scripted --device-id laptop-1 --environment-id ENV --workspace-directory /srv/work --init-file ./notes.md:/workspace/notes.md --init-skill ./review.zip --init-setup 'npm ci'",
+            "agentwire sessions create --agent-kind claude_code --mcp-server tickets=https://mcp.example.org/mcp --mcp-bearer-file tickets=./tickets.token --mcp-required tickets"
           )
         )
     ]),

@@ -13,6 +13,7 @@ import * as DevCore from "../../../src/core/dev/DevCore.js"
 import { Ids, type Messages, Transfer } from "../../../src/proto/index.js"
 import { allSupported } from "../../support/capabilities.js"
 import { dialOk, heartbeat, kind, type ScriptedRuntime } from "../../support/coreScriptedRuntime.js"
+import { operatorRequest } from "../../support/operatorRequest.js"
 
 const token = Redacted.make("awop_test-files-token")
 const ENV = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
@@ -156,23 +157,8 @@ const withFiles = <A, E>(body: (call: Call, peer: Peer, sessionId: string, runti
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
     const context = yield* Layer.build(DevCore.layer({ dataDir: dir, operatorToken: token }))
     const core = Context.get(context, DevCore.DevCore)
-    const call: Call = (method, path, payload) =>
-      Effect.promise(async () => {
-        const res = await fetch(`${core.url}/api/v1/operator${path}`, {
-          method,
-          headers: { authorization: `Bearer ${Redacted.value(token)}`, "content-type": "application/json" },
-          ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
-        })
-        const raw = Buffer.from(await res.arrayBuffer())
-        const text = raw.toString("utf8")
-        let parsed: unknown = undefined
-        try {
-          parsed = text === "" ? undefined : JSON.parse(text)
-        } catch {
-          parsed = undefined
-        }
-        return { status: res.status, body: parsed, raw }
-      })
+    const request = operatorRequest(core.url, token)
+    const call: Call = (method, path, payload) => request(method, path, payload).pipe(Effect.map(({ body, raw, status }) => ({ status, body, raw })))
     const credential = (yield* call("POST", "/devices/dev-1/credential")).body.credential as string
     const session = yield* call("POST", "/sessions", {
       agent_kind: "scripted",

@@ -19,6 +19,7 @@ import { KeyFileName, McpSecrets, open, seal } from "../../../src/core/dev/McpSe
 import { agentConfiguration, executionSpec, sealedBearerIndexes, type SessionConfiguration } from "../../../src/core/dev/SessionConfig.js"
 import { configuration as requestConfiguration } from "../../../src/core/ExecutionRequest.js"
 import { scriptedCapabilities } from "../../../scenarios/Fixtures.js"
+import { operatorRequest } from "../../support/operatorRequest.js"
 
 const token = Redacted.make("awop_test-operator-token")
 const Bearer = "mcp-bearer-at-rest-5d1c9e"
@@ -41,16 +42,7 @@ const withCore = <A, E>(dir: string, body: (call: Call, context: Context.Context
       DevCore.layer({ dataDir: dir, operatorToken: token, ids: DevIds.layerTest }).pipe(Layer.provide(Logger.layer([capture])))
     )
     const core = Context.get(context, DevCore.DevCore)
-    const call: Call = (method, path, payload) =>
-      Effect.promise(async () => {
-        const res = await fetch(`${core.url}/api/v1/operator${path}`, {
-          method,
-          headers: { authorization: `Bearer ${Redacted.value(token)}`, "content-type": "application/json" },
-          ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
-        })
-        const text = await res.text()
-        return { status: res.status, text, body: text === "" ? undefined : JSON.parse(text) }
-      })
+    const call: Call = operatorRequest(core.url, token)
     return yield* body(call, context, logs).pipe(Effect.provide(Logger.layer([capture])))
   }))
 

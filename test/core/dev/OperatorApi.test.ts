@@ -13,6 +13,7 @@ import * as DevCore from "../../../src/core/dev/DevCore.js"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import * as OperatorToken from "../../../src/core/dev/OperatorToken.js"
 import { SqlClient } from "effect/sql"
+import { operatorRequest } from "../../support/operatorRequest.js"
 
 const token = Redacted.make("awop_test-operator-token")
 
@@ -23,19 +24,11 @@ const withCore = <A, E>(body: (call: (method: string, path: string, options?: { 
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
     const context = yield* Layer.build(DevCore.layer({ dataDir: dir, operatorToken: token, ids: DevIds.layerTest }))
     const core = Context.get(context, DevCore.DevCore)
+    const request = operatorRequest(core.url, token)
     const call = (method: string, path: string, options: { body?: unknown; token?: string } = {}) =>
-      Effect.promise(async () => {
-        const res = await fetch(`${core.url}/api/v1/operator${path}`, {
-          method,
-          headers: {
-            ...(options.token === "" ? {} : { authorization: `Bearer ${options.token ?? Redacted.value(token)}` }),
-            "content-type": "application/json"
-          },
-          ...(options.body === undefined ? {} : { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) })
-        })
-        const text = await res.text()
-        return { status: res.status, body: text === "" ? undefined : JSON.parse(text) }
-      })
+      request(method, path, options.body, options.token === undefined ? {} : { token: options.token }).pipe(
+        Effect.map(({ body, status }) => ({ status, body }))
+      )
     return yield* body(call, context)
   }))
 

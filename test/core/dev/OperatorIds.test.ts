@@ -13,6 +13,7 @@ import * as DevCore from "../../../src/core/dev/DevCore.js"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { Limits } from "../../../src/proto/index.js"
 import { captureLogs } from "../gateway/helpers.js"
+import { operatorRequest } from "../../support/operatorRequest.js"
 
 const token = Redacted.make("awop_ids-operator-token")
 
@@ -27,15 +28,8 @@ const withCore = <A, E>(body: (call: (method: string, path: string, json?: strin
     yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
     const context = yield* Layer.build(DevCore.layer({ dataDir: dir, operatorToken: token, ids: DevIds.layerTest }))
     const core = Context.get(context, DevCore.DevCore)
-    const call = (method: string, path: string, json?: string) =>
-      Effect.promise(async (): Promise<Answer> => {
-        const res = await fetch(`${core.url}/api/v1/operator${path}`, {
-          method,
-          headers: { authorization: `Bearer ${Redacted.value(token)}`, "content-type": "application/json" },
-          ...(json === undefined ? {} : { body: json })
-        })
-        return { status: res.status, text: await res.text() }
-      })
+    const request = operatorRequest(core.url, token)
+    const call = (method: string, path: string, json?: string): Effect.Effect<Answer> => request(method, path, json)
     return yield* body(call)
   }))
 

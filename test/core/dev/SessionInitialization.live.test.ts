@@ -14,6 +14,7 @@ import * as DevCore from "../../../src/core/dev/DevCore.js"
 import type { Messages } from "../../../src/proto/index.js"
 import { allSupported } from "../../support/capabilities.js"
 import { dialOk, heartbeat, kind, type ScriptedRuntime } from "../../support/coreScriptedRuntime.js"
+import { operatorRequest } from "../../support/operatorRequest.js"
 
 const token = Redacted.make("awop_test-init-token")
 const ENV = "5c2f7b7e-1a0b-4e7e-9d55-6b1f0a2c3d4e"
@@ -70,16 +71,7 @@ const withCore = <A, E>(body: (call: Call, connect: (behaviour: Behaviour) => Ef
     const context = yield* Layer.build(DevCore.layer({ dataDir: dir, operatorToken: token, turns: { retryDelay: "20 millis", maxRetryDelay: "20 millis" } }))
     const core = Context.get(context, DevCore.DevCore)
     const scope = yield* Effect.scope
-    const call: Call = (method, path, payload) =>
-      Effect.promise(async () => {
-        const res = await fetch(`${core.url}/api/v1/operator${path}`, {
-          method,
-          headers: { authorization: `Bearer ${Redacted.value(token)}`, "content-type": "application/json" },
-          ...(payload === undefined ? {} : { body: JSON.stringify(payload) })
-        })
-        const text = await res.text()
-        return { status: res.status, body: text === "" ? undefined : JSON.parse(text) }
-      })
+    const call: Call = operatorRequest(core.url, token)
     const credential = (yield* call("POST", "/devices/dev-1/credential")).body.credential as string
     const connect = (behaviour: Behaviour) =>
       Effect.gen(function* () {
