@@ -29,6 +29,16 @@ const childEnv = (cache: string): Readonly<Record<string, string>> =>
 
 const pipAvailable = spawnSync("python3", ["-m", "pip", "--version"], { stdio: "ignore" }).status === 0
 
+/**
+ * The directory of the interpreter `python3` resolves to. A version manager's shim (pyenv) runs a global `rehash`
+ * after every `pip install`, under a machine-wide lock that a killed or concurrent run can hold for 60 s and then
+ * fail the install; the test puts the real interpreter first on PATH so the Runtime's `python3` is that one.
+ */
+const interpreterDir = (): string => {
+  const r = spawnSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" })
+  return Path.dirname(r.stdout.trim())
+}
+
 /** A wheel built by hand (a zip: the module, METADATA, WHEEL, RECORD), so no build backend or index is needed. */
 const buildWheel = (dir: string): string => {
   const script = `
@@ -102,7 +112,8 @@ describe("initialize: npm and python installs, offline", () => {
         const ws = yield* tempWorkspace
         const fixture = yield* tempDir
         buildWheel(fixture)
-        const env = childEnv(fixture)
+        const base = childEnv(fixture)
+        const env = { ...base, PATH: `${interpreterDir()}${Path.delimiter}${base["PATH"] ?? ""}` }
         const configured = new Map<string, string>()
         assert.deepStrictEqual(
           yield* runInitialization({ action: "configure", env: { PIP_FIND_LINKS: fixture } }, ws.binding, configured, env),
