@@ -11,27 +11,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { randomUUID } from "node:crypto"
-import { createConnection } from "node:net"
+import { probePostgres } from "../../bench/support/postgres.js"
 
 const DefaultUrl = "postgres://postgres@127.0.0.1:5432/test"
 const explicitUrl = process.env.AGENTWIRE_TEST_DATABASE_URL
 const required = process.env.AGENTWIRE_REQUIRE_POSTGRES === "1"
 
 /** Resolves to why PostgreSQL is unavailable, or undefined when something answers on 127.0.0.1:5432. */
-const probeLocal = (): Promise<string | undefined> =>
-  new Promise((resolve) => {
-    const socket = createConnection({ host: "127.0.0.1", port: 5432 })
-    socket.setTimeout(2_000)
-    socket.once("connect", () => {
-      socket.destroy()
-      resolve(undefined)
-    })
-    socket.once("timeout", () => {
-      socket.destroy()
-      resolve("no answer on 127.0.0.1:5432 within 2 s")
-    })
-    socket.once("error", (error: NodeJS.ErrnoException) => resolve(`127.0.0.1:5432 ${error.code ?? "unreachable"}`))
-  })
+const probeLocal = (): Promise<string | undefined> => probePostgres("postgres://127.0.0.1:5432")
 
 const unavailable: string | undefined = explicitUrl !== undefined && explicitUrl !== "" ? undefined : await probeLocal()
 
