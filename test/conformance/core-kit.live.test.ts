@@ -6,17 +6,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { start, tempDir } from "../support/conformanceLive.js"
+import { coreKitScenarios, start, tempDir } from "../support/conformanceLive.js"
 
 const device = "7f0c1a52-3b7e-4d52-9a55-0c2f4c6f9b11"
-const eligible = [
-  "heartbeat-and-declaration",
-  "invalid-heartbeat-closes",
-  "stray-frames-tolerated",
-  "connection-replacement",
-  "incompatible-version",
-  "bad-credential"
-]
+const eligible = coreKitScenarios
 
 describe("agentwire conformance core (live, against agentwire core)", () => {
   it("passes every scenario a Runtime can drive against the dev Core, and fails them with a revoked credential", async () => {

@@ -6,6 +6,9 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { Option } from "effect"
+import { allScenarios } from "../../scenarios/index.js"
+import { kitIneligibility } from "../../src/conformance/Replay.js"
 
 export const binary = Path.resolve(import.meta.dirname, "../../dist/agentwire.mjs")
 
@@ -65,3 +68,8 @@ export const start = (args: ReadonlyArray<string>): Proc => {
 }
 
 export const tempDir = (): string => Fs.mkdtempSync(Path.join(Os.tmpdir(), "aw-kit-"))
+
+/** The scenarios the kit replays against an external Core: those a Runtime drives by itself (pinned in Kit.test.ts). */
+export const coreKitScenarios: ReadonlyArray<string> = allScenarios
+  .filter((s) => Option.isNone(kitIneligibility(s, "core")))
+  .map((s) => s.name)

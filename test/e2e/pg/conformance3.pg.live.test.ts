@@ -13,18 +13,11 @@ import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import { eventually, type Proc, run, stopAll, tempDir } from "../../support/devcoreLive.js"
+import { coreKitScenarios } from "../../support/conformanceLive.js"
 import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const device = "5a3c7e10-8d2b-4f61-9c0e-2b7d4e6f8a19"
-// The scenarios of the single-node kit test (test/conformance/core-kit.live.test.ts).
-const eligible = [
-  "heartbeat-and-declaration",
-  "invalid-heartbeat-closes",
-  "stray-frames-tolerated",
-  "connection-replacement",
-  "incompatible-version",
-  "bad-credential"
-]
+const eligible = coreKitScenarios
 
 const startNode = async (dir: string, env: Record<string, string>): Promise<{ readonly proc: Proc; readonly url: string }> => {
   const proc = run(["core", "--port", "0", "--data-dir", dir], env)

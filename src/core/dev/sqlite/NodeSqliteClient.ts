@@ -147,23 +147,37 @@ export const make = (
   Effect.gen(function* () {
     const db = yield* openDatabase(options)
     const connection = makeConnection(db)
-    const semaphore = yield* Semaphore.make(1)
+    return (yield* sqliteClientOver(connection, () => db.isTransaction, "node-sqlite")).client
+  })
+
+/**
+ * An effect/sql client over one SQLite connection (in this thread or a worker's): one permit, so a transaction is
+ * a lease of the connection; `BEGIN IMMEDIATE` takes the write lock at the start. `borrower` runs work under that
+ * permit outside the client (a whole batch sent as one message).
+ */
+export const sqliteClientOver = (
+  connection: SqlConnection.Connection,
+  isTransaction: () => boolean,
+  driver: string
+) =>
+  Effect.gen(function* () {
     const acquirers = SqlClient.makeSqliteAcquirers({
       connection: Effect.succeed(connection),
-      semaphore,
-      isTransaction: () => db.isTransaction
+      semaphore: yield* Semaphore.make(1),
+      isTransaction
     })
-    return yield* SqlClient.make({
+    const client = yield* SqlClient.make({
       acquirer: acquirers.acquirer,
       borrower: acquirers.borrower,
       transactionAcquirer: acquirers.transactionAcquirer,
       onCommitFailure: acquirers.onCommitFailure,
       isTransaction: acquirers.isTransaction,
       compiler: Statement.makeCompilerSqlite(),
-      driver: "node-sqlite",
+      driver,
       beginTransaction: "BEGIN IMMEDIATE",
       spanAttributes: [["db.system.name", "sqlite"]]
     })
+    return { client, borrower: acquirers.borrower }
   })
 
 /** The client as a layer; the database closes with the layer. */

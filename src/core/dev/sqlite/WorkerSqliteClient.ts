@@ -21,13 +21,13 @@
  * It never logs statements or parameters, and no error carries them.
  */
 import { NodeWorker } from "@effect/platform-node"
-import { Cause, Context, Deferred, Effect, Exit, Layer, type Scope, Semaphore, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, Layer, type Scope, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlConnection, SqlError, Statement } from "effect/sql"
+import { SqlClient, type SqlConnection, SqlError } from "effect/sql"
 import { Worker, WorkerError } from "effect/workers"
 import { Worker as NodeThread } from "node:worker_threads"
 import { SqlBatch } from "../SqlBatch.js"
-import { type NodeSqliteOptions, toParams, toSqlError } from "./NodeSqliteClient.js"
+import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
 import {
   sqliteWorkerSource,
   type WorkerParams,
@@ -140,23 +140,7 @@ export const make = (
       executeUnprepared: (sql, values, transformRows) => rows(sql, values, false, transformRows)
     }
 
-    const semaphore = yield* Semaphore.make(1)
-    const acquirers = SqlClient.makeSqliteAcquirers({
-      connection: Effect.succeed(connection),
-      semaphore,
-      isTransaction: () => inTransaction
-    })
-    const client = yield* SqlClient.make({
-      acquirer: acquirers.acquirer,
-      borrower: acquirers.borrower,
-      transactionAcquirer: acquirers.transactionAcquirer,
-      onCommitFailure: acquirers.onCommitFailure,
-      isTransaction: acquirers.isTransaction,
-      compiler: Statement.makeCompilerSqlite(),
-      driver: "node-sqlite-worker",
-      beginTransaction: "BEGIN IMMEDIATE",
-      spanAttributes: [["db.system.name", "sqlite"]]
-    })
+    const { borrower, client } = yield* sqliteClientOver(connection, () => inTransaction, "node-sqlite-worker")
 
     const batch = SqlBatch.of({
       transaction: (statements) =>
@@ -168,7 +152,7 @@ export const make = (
             const [sql, values] = statement.compile()
             return [sql, params(values)] as const
           })
-          return acquirers.borrower(() =>
+          return borrower(() =>
             Effect.asVoid(ask({ op: "batch", statements: compiled }, "Failed to commit the batch", "commit")))
         })
     })
