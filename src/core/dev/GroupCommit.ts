@@ -4,10 +4,12 @@
  * `submit` returns only after the transaction holding its write committed: that commit is the write's
  * durability point, so an acknowledgement that waits for `submit` never precedes it.
  *
- * Flushing: the writer takes the first queued write, yields once (the next tick: writes submitted in the same
- * turn of the scheduler join it), then takes everything queued up to `maxBatch` (64 by default). No timer is
- * involved: while a commit runs (an fsync under `synchronous=FULL`), new writes queue and form the next batch,
- * so batches grow with load and a lone write waits for nothing but its own commit.
+ * Flushing: a write joins the open batch (queued, not yet taken by the writer) while it holds fewer than
+ * `maxBatch` writes (64 by default), else it opens the next one. The writer takes the first queued batch,
+ * yields once (the next tick: writes submitted in the same turn of the scheduler join it), seals it and commits
+ * it. No timer is involved: while a commit runs (an fsync under `synchronous=FULL`), new writes join the next
+ * batch, so batches grow with load and a lone write waits for nothing but its own commit. A batch has one
+ * completion for all its writes (issue 18: no `Deferred` and queue offer per write).
  *
  * Failure: when a batch of several writes fails, each of its writes is committed again alone, so one bad write
  * (a constraint, a fenced Turn) fails only its own caller; every other caller gets its own result. A caller
@@ -17,16 +19,18 @@
  * writer commits uninterruptibly, so a batch is either committed and acknowledged or failed and reported. The
  * writer runs in the scope that made it; writes still queued when it closes fail their callers with a defect.
  */
-import { Deferred, Effect, Exit, Option, Queue, type Scope } from "effect"
+import { Clock, Deferred, Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommitOptions {
   /** Most writes committed in one transaction (default 64). */
   readonly maxBatch?: number
 }
 
-/** What one batch commit saw: how many writes it held (for metrics and tests). */
+/** What one batch commit saw: how many writes it held and when its first write was queued (for metrics and tests). */
 export interface BatchInfo {
   readonly size: number
+  /** `Clock.currentTimeNanos` when the batch's first write was queued (the longest wait of its writes). */
+  readonly openedAtNanos: bigint
 }
 
 export interface GroupCommit<W, E> {
@@ -34,9 +38,16 @@ export interface GroupCommit<W, E> {
   readonly submit: (write: W) => Effect.Effect<void, E>
 }
 
-interface Pending<W, E> {
-  readonly write: W
-  readonly done: Deferred.Deferred<void, E>
+/**
+ * The writes of one batch and ONE completion for all of them (not a `Deferred` per write): while a batch is
+ * open (queued, not yet taken by the writer) new writes join it; `failures` is set only when the batch
+ * failed and its writes were committed again one by one.
+ */
+interface Batch<W, E> {
+  readonly writes: Array<W>
+  readonly openedAtNanos: bigint
+  readonly done: Deferred.Deferred<void>
+  failures: ReadonlyArray<Exit.Exit<void, E>> | undefined
 }
 
 /** The default batch size: the same 64 rows the raw-baseline measurement uses (issue 18). */
@@ -52,33 +63,34 @@ export const make = <W, E>(
 ): Effect.Effect<GroupCommit<W, E>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const maxBatch = Math.max(1, Math.floor(options.maxBatch ?? defaultMaxBatch))
-    const queue = yield* Queue.unbounded<Pending<W, E>>()
+    const queue = yield* Queue.unbounded<Batch<W, E>>()
+    /** The batch new writes join: queued, not yet taken by the writer, not full. */
+    let open: Batch<W, E> | undefined
 
-    const settle = (batch: ReadonlyArray<Pending<W, E>>, exit: Exit.Exit<void, E>) =>
-      Effect.forEach(batch, (p) => Deferred.done(p.done, exit), { discard: true })
-
-    const commitBatch = (batch: ReadonlyArray<Pending<W, E>>) =>
+    const commitBatch = (batch: Batch<W, E>) =>
       Effect.gen(function* () {
-        const exit = yield* Effect.exit(commit(batch.map((p) => p.write), { size: batch.length }))
-        if (Exit.isSuccess(exit) || batch.length === 1) return yield* settle(batch, exit)
-        // The batch failed: commit each write alone, so only a write that fails by itself fails its caller.
-        for (const pending of batch) {
-          yield* settle([pending], yield* Effect.exit(commit([pending.write], { size: 1 })))
+        const exit = yield* Effect.exit(commit(batch.writes, { size: batch.writes.length, openedAtNanos: batch.openedAtNanos }))
+        if (Exit.isFailure(exit)) {
+          if (batch.writes.length === 1) batch.failures = [exit]
+          else {
+            // The batch failed: commit each write alone, so only a write that fails by itself fails its caller.
+            const failures: Array<Exit.Exit<void, E>> = []
+            for (const write of batch.writes) {
+              failures.push(yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos })))
+            }
+            batch.failures = failures
+          }
         }
+        yield* Deferred.done(batch.done, Exit.void)
       })
 
     const writer = Effect.gen(function* () {
       while (true) {
-        const first = yield* Queue.take(queue)
-        // From here on a taken write is always settled, even when the scope closes meanwhile.
+        const batch = yield* Queue.take(queue)
+        // From here on a taken batch is always settled, even when the scope closes meanwhile.
         yield* Effect.uninterruptible(Effect.gen(function* () {
           yield* Effect.yieldNow
-          const batch = [first]
-          while (batch.length < maxBatch) {
-            const next = yield* Queue.poll(queue)
-            if (Option.isNone(next)) break
-            batch.push(next.value)
-          }
+          if (open === batch) open = undefined // sealed: later writes open the next batch
           yield* commitBatch(batch)
         }))
       }
@@ -86,17 +98,27 @@ export const make = <W, E>(
 
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
+        open = undefined
         const left = yield* Queue.clear(queue)
-        yield* Effect.forEach(left, (p) => Deferred.die(p.done, new Error("group commit closed")), { discard: true })
+        yield* Effect.forEach(left, (b) => Deferred.die(b.done, new Error("group commit closed")), { discard: true })
       }))
     yield* Effect.forkScoped(writer)
 
+    const awaitOwn = (batch: Batch<W, E>, index: number): Effect.Effect<void, E> =>
+      Effect.flatMap(Deferred.await(batch.done), () => batch.failures === undefined ? Effect.void : batch.failures[index]!)
+
     return {
       submit: (write: W) =>
-        Effect.gen(function* () {
-          const done = yield* Deferred.make<void, E>()
-          yield* Queue.offer(queue, { write, done })
-          return yield* Deferred.await(done)
+        Effect.suspend(() => {
+          const joined = open
+          if (joined !== undefined && joined.writes.length < maxBatch) {
+            return awaitOwn(joined, joined.writes.push(write) - 1)
+          }
+          return Effect.flatMap(Clock.currentTimeNanos, (openedAtNanos) => {
+            const batch: Batch<W, E> = { writes: [write], openedAtNanos, done: Deferred.makeUnsafe<void>(), failures: undefined }
+            open = batch
+            return Effect.andThen(Queue.offer(queue, batch), awaitOwn(batch, 0))
+          })
         })
     }
   })

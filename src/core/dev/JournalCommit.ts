@@ -4,8 +4,9 @@
  * lease table inside that transaction. An unfenced batch goes through `SqlBatch`: with the SQLite worker that is
  * one message for the whole transaction (`BEGIN IMMEDIATE`, the inserts, `COMMIT`), one round trip per batch.
  */
-import { Array as Arr, Clock, Effect, Metric } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Effect, Metric } from "effect"
+import type { SqlClient, Statement } from "effect/sql"
+import type { BatchInfo } from "./GroupCommit.js"
 import { LeaseLost } from "./pg/OwnerLeases.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, toInt } from "./StoreErrors.js"
@@ -18,38 +19,85 @@ export interface JournalWrite {
   readonly events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
   /** Several nodes: the owner lease this append is fenced on (`JournalFence`). */
   readonly fence?: { readonly deviceId: string; readonly generation: number } | undefined
+  /** Also sets the Turn's `dispatched_at_ms` (first time only) in the same transaction (`AppendOptions`). */
+  readonly markDispatched?: boolean | undefined
 }
 
 /** Rows per INSERT statement inside one group-commit transaction (stays far below SQLite's parameter limit). */
 const rowsPerStatement = 256
 
+const columns = ["turn_id", "seq", "attempt", "kind", "type", "body_json", "received_at_ms"] as const
+
+/**
+ * The text of an INSERT of `rows` journal rows, built once per row count and dialect and then reused (issue 18:
+ * not compiled again through the statement builder for every batch; the worker keeps the prepared statement
+ * of each text). Parameters are placeholders: `?` (SQLite) or `$n` (PostgreSQL).
+ */
+const insertTexts = (numbered: boolean) => {
+  const texts = new Map<number, string>()
+  return (rows: number): string => {
+    let text = texts.get(rows)
+    if (text === undefined) {
+      const tuples: Array<string> = []
+      for (let r = 0; r < rows; r++) {
+        tuples.push(`(${columns.map((_, c) => numbered ? `$${r * columns.length + c + 1}` : "?").join(", ")})`)
+      }
+      text = `INSERT INTO turn_events (${columns.join(", ")}) VALUES ${tuples.join(", ")}`
+      texts.set(rows, text)
+    }
+    return text
+  }
+}
+
 /**
  * Commits journal appends of any Turns in one transaction (the group commit of `appendEvents`): every row of
- * every write is stored, or none. Exported for tests that wrap it (a slow or failing commit).
+ * every write is stored, or none; an append that dispatched its Run sets the Turn's `dispatched_at_ms` in the
+ * same transaction. Metrics are recorded per transaction, not per append. Exported for tests that wrap it (a
+ * slow or failing commit).
  */
-export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"] = SqlBatch.fromClient(sql)) =>
-  (writes: ReadonlyArray<JournalWrite>): Effect.Effect<void, StoreFailed | LeaseLost> =>
+export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"] = SqlBatch.fromClient(sql)) => {
+  const insertText = insertTexts(sql.onDialectOrElse({ pg: () => true, orElse: () => false }))
+  return (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo): Effect.Effect<void, StoreFailed | LeaseLost> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
-      const rows = writes.flatMap((write) =>
-        write.events.map((event) => ({
-          turn_id: write.turnId,
-          seq: event.seq,
-          attempt: event.attempt,
-          kind: event.kind,
-          type: event.type,
-          body_json: event.bodyJson,
-          received_at_ms: at
-        })))
-      const inserts = Arr.chunksOf(rows, rowsPerStatement).map((chunk) => sql`INSERT INTO turn_events ${sql.insert(chunk)}`)
-      const insert = Effect.forEach(inserts, (statement) => statement, { discard: true })
+      const statements: Array<Statement.Statement<unknown>> = []
+      let chunk: Array<unknown> = []
+      let rows = 0
+      let total = 0
+      const flush = () => {
+        if (rows > 0) statements.push(sql.unsafe(insertText(rows), chunk))
+        chunk = []
+        rows = 0
+      }
+      const dispatched: Array<string> = []
+      for (const write of writes) {
+        if (write.markDispatched === true) dispatched.push(write.turnId)
+        for (const event of write.events) {
+          chunk.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)
+          total++
+          if (++rows === rowsPerStatement) flush()
+        }
+      }
+      flush()
+      if (dispatched.length > 0) {
+        statements.push(sql`UPDATE turns SET dispatched_at_ms = ${at}
+          WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`)
+      }
       const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
       if (fences.length === 0) {
-        yield* inserts.length === 1 ? inserts[0]! : batch.transaction(inserts)
+        yield* statements.length === 1 ? statements[0]! : batch.transaction(statements)
       } else {
-        yield* sql.withTransaction(Effect.andThen(probeFences(sql, fences), insert))
+        yield* sql.withTransaction(Effect.andThen(
+          probeFences(sql, fences),
+          Effect.forEach(statements, (statement) => statement, { discard: true })
+        ))
       }
       yield* Metric.update(TurnTelemetry.journalTransactionWrites, writes.length)
+      yield* Metric.update(TurnTelemetry.journalBatchSize, total)
+      if (info !== undefined) {
+        const end = yield* Clock.currentTimeNanos
+        yield* Metric.update(TurnTelemetry.journalCommitSeconds, Number(end - info.openedAtNanos) / 1e9)
+      }
     }).pipe(
       Effect.catchTag("SqlError", (error) =>
         Effect.logWarning("store operation failed").pipe(
@@ -57,7 +105,7 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
           Effect.andThen(Effect.fail(new StoreFailed({ operation: "append_event" })))
         ))
     )
-
+}
 /**
  * Inside the batch's transaction: every carried lease must still be its device's generation (PostgreSQL locks
  * them `FOR SHARE`, so a newer claim waits for the commit); else `LeaseLost` for the first stale one.

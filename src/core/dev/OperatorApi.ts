@@ -311,11 +311,12 @@ export const layer = (
         route((request) =>
           Effect.gen(function* () {
             const id = yield* param("turn_id")
-            yield* turns.get(id) // 404 before the stream starts
             const url = new URL(request.url, "http://operator.invalid")
             const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0"
             const after = Number.parseInt(lastEventId, 10)
-            const events = turns.follow(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id)).pipe(
+            // 404 before the stream starts.
+            const followed = yield* turns.followChecked(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id))
+            const events = followed.pipe(
               Stream.map(sseEvent),
               Stream.catch(() => Stream.make(Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" })))
             )

@@ -1,6 +1,7 @@
 /**
  * How a Turn's runner records the facts of its delivery: each fact journaled (plain Run events in groups, one
- * write per group), then the records it changes (dispatch mark, active-input status, interactions), each write
+ * write per group; the Run's dispatch mark in the same transaction as its `Dispatched` fact), then the records it
+ * changes (active-input status, interactions), each write
  * retried until stored and fenced on the attempt's owner lease (the runner's `durable`).
  */
 import { Effect } from "effect"
@@ -25,11 +26,10 @@ export const make = <T extends FactTarget>(
 ) => {
   const onFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact) =>
     Effect.gen(function* () {
-      yield* durable(a, "journal", writer.record(fact))
+      // The Run's own dispatch marks the Turn dispatched in the same transaction as its fact.
+      const markDispatched = fact._tag === "Dispatched" && (fact.type === "execution_start" || fact.type === "prompt_request")
+      yield* durable(a, "journal", writer.record(fact, markDispatched ? { markDispatched } : undefined))
       switch (fact._tag) {
-        case "Dispatched":
-          if (fact.type === "execution_start" || fact.type === "prompt_request") yield* durable(a, "dispatch", store.markDispatched(a.turnId))
-          return
         case "NotDispatched":
           if (fact.type === "prompt_steer" && fact.input_id !== undefined) {
             yield* inputStatus(a, writer, fact.input_id, "not_sent", fact.reason)

@@ -12,7 +12,7 @@
  * goes away settles nothing; the journal never waits for a subscriber (hubs are unbounded per Turn and
  * dropped once the outcome is published).
  */
-import { Context, Effect, Layer, Option, PubSub, Ref, Result, Schema, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Option, PubSub, Result, Schema, Semaphore, Stream } from "effect"
 import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
 import * as Outcome from "../Outcome.js"
@@ -20,10 +20,9 @@ import type { LeaseLost } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as LiveBuffer from "./LiveBuffer.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
-import * as TurnTelemetry from "./TurnTelemetry.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import type { JournalItem } from "./JournalItem.js"
-import { isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
+import { type AppendOptions, isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export type { JournalItem } from "./JournalItem.js"
 
@@ -35,7 +34,7 @@ export interface JournalWriter {
    * Persists one fact at the next seq (a `RunEvent` fact as the encoded frame), then publishes it. Success
    * proves it is stored.
    */
-  readonly record: (fact: Outcome.TurnFact) => Effect.Effect<number, StoreFailed | LeaseLost>
+  readonly record: (fact: Outcome.TurnFact, options?: AppendOptions) => Effect.Effect<number, StoreFailed | LeaseLost>
   /**
    * Persists several facts at the next seqs in one store statement (group commit), then publishes them in
    * order. Success proves all are stored; a failure stores none.
@@ -43,21 +42,29 @@ export interface JournalWriter {
   readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>) => Effect.Effect<void, StoreFailed | LeaseLost>
   /** Publishes a notice to live subscribers (not stored). */
   readonly notify: (event: "input" | "interaction" | "initialization", data: unknown) => Effect.Effect<void>
-  /** Publishes the stored outcome (read back from the store) and retires the live hub. */
-  readonly finish: Effect.Effect<void, StoreFailed>
+  /**
+   * Publishes the stored outcome and retires the live hub: `written` is the record as `settle` wrote it; without
+   * it the record is read back from the store.
+   */
+  readonly finish: (written?: TurnRecord) => Effect.Effect<void, StoreFailed>
 }
 
 export class TurnJournal extends Context.Service<TurnJournal, {
-  /** The writer of one Turn's journal for one delivery attempt, continuing after the last stored seq. */
-  readonly open: (turnId: string, attempt: number) => Effect.Effect<JournalWriter, StoreFailed>
+  /**
+   * The writer of one Turn's journal for one delivery attempt, continuing after the last stored seq: the one a
+   * writer of this process last stored, else `knownLastSeq` (a Turn created by this process: 0), else read.
+   */
+  readonly open: (turnId: string, attempt: number, knownLastSeq?: number) => Effect.Effect<JournalWriter, StoreFailed>
   /**
    * Stored entries after `afterSeq`, then live items, ending with the outcome. The stream fails with
-   * `StoreFailed` when the store cannot be read; it ends without an outcome only for an unknown Turn.
+   * `StoreFailed` when the store cannot be read; it ends without an outcome only for an unknown Turn. `known`:
+   * the Turn's record as the caller just read it (not read again).
    */
   readonly follow: (
     turnId: string,
     afterSeq: number,
-    onLagging?: Effect.Effect<void>
+    onLagging?: Effect.Effect<void>,
+    known?: TurnRecord
   ) => Stream.Stream<JournalItem, StoreFailed | FollowerLagging>
 }>()("agentwire/core/dev/TurnJournal") {}
 
@@ -101,62 +108,81 @@ const weighItem = (item: JournalItem): number => (item._tag === "entry" ? item.b
 
 const itemOf = (e: StoredEvent): JournalItem => ({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson })
 
+/**
+ * A Turn's live hub in this process, with what its writer last stored (`lastSeq`: undefined until a writer of
+ * this process opened the journal) and whether the outcome is being published. Set before the matching
+ * publish, so a follower that subscribed and then sees `lastSeq <= afterSeq` and not `finished` will receive
+ * every later item on its subscription (no store read needed).
+ */
+interface Live {
+  readonly hub: PubSub.PubSub<JournalItem>
+  lastSeq: number | undefined
+  finished: boolean
+}
+
 const make = Effect.gen(function* () {
   const store = yield* TurnStore
-  const hubs = yield* Ref.make(new Map<string, PubSub.PubSub<JournalItem>>())
+  const lives = new Map<string, Live>()
   // Several Core nodes (PostgreSQL): every stored append and the outcome are announced to followers on other
   // nodes (pg/JournalFeed.ts); absent on a single node.
   const feed = yield* Effect.serviceOption(JournalFeed)
   const announce = (turnId: string) => (Option.isSome(feed) ? feed.value.appended(turnId) : Effect.void)
 
-  const hubFor = (turnId: string) =>
-    Effect.gen(function* () {
-      const existing = (yield* Ref.get(hubs)).get(turnId)
-      if (existing !== undefined) return existing
-      const hub = yield* PubSub.unbounded<JournalItem>()
-      return yield* Ref.modify(hubs, (m) => {
-        const raced = m.get(turnId)
-        return raced !== undefined ? [raced, m] : [hub, new Map(m).set(turnId, hub)]
+  const liveFor = (turnId: string): Effect.Effect<Live> =>
+    Effect.suspend(() => {
+      const existing = lives.get(turnId)
+      if (existing !== undefined) return Effect.succeed(existing)
+      return Effect.map(PubSub.unbounded<JournalItem>(), (hub) => {
+        const raced = lives.get(turnId)
+        if (raced !== undefined) return raced
+        const live: Live = { hub, lastSeq: undefined, finished: false }
+        lives.set(turnId, live)
+        return live
       })
     })
 
-  const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number) {
-    const hub = yield* hubFor(turnId)
-    const seq = yield* Ref.make(yield* store.lastSeq(turnId))
+  const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number) {
+    const live = yield* liveFor(turnId)
+    if (live.lastSeq === undefined) {
+      const stored = knownLastSeq ?? (yield* store.lastSeq(turnId))
+      live.lastSeq ??= stored
+    }
     const lock = yield* Semaphore.make(1)
+    const current = () => live.lastSeq ?? 0
     const writer: JournalWriter = {
       turnId,
       attempt,
-      record: (fact) =>
-        lock.withPermit(Effect.gen(function* () {
-          const next = (yield* Ref.get(seq)) + 1
+      record: (fact, options) =>
+        lock.withPermit(Effect.suspend(() => {
+          const next = current() + 1
           const entry = toEntry(fact)
-          yield* TurnTelemetry.commit(1, store.appendEvent(turnId, { seq: next, attempt, ...entry }))
-          yield* Ref.set(seq, next)
-          yield* announce(turnId)
-          yield* PubSub.publish(hub, { _tag: "entry", seq: next, ...entry })
-          return next
+          return store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options).pipe(
+            Effect.andThen(Effect.suspend(() => {
+              live.lastSeq = next
+              return announce(turnId)
+            })),
+            Effect.andThen(PubSub.publish(live.hub, { _tag: "entry", seq: next, ...entry })),
+            Effect.as(next)
+          )
         })),
       recordAll: (facts) =>
         lock.withPermit(Effect.gen(function* () {
-          const first = (yield* Ref.get(seq)) + 1
+          const first = current() + 1
           const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
-          yield* TurnTelemetry.commit(entries.length, store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry }))))
-          yield* Ref.set(seq, first + facts.length - 1)
+          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })))
+          live.lastSeq = first + facts.length - 1
           yield* announce(turnId)
-          for (const entry of entries) yield* PubSub.publish(hub, { _tag: "entry", ...entry })
+          for (const entry of entries) yield* PubSub.publish(live.hub, { _tag: "entry", ...entry })
         })),
-      notify: (event, data) => Effect.asVoid(PubSub.publish(hub, { _tag: "notice", event, data })),
-      finish: Effect.gen(function* () {
-        const turn = yield* store.get(turnId)
-        yield* announce(turnId)
-        if (Option.isSome(turn)) yield* PubSub.publish(hub, { _tag: "outcome", turn: turn.value })
-        yield* Ref.update(hubs, (m) => {
-          const next = new Map(m)
-          next.delete(turnId)
-          return next
+      notify: (event, data) => Effect.asVoid(PubSub.publish(live.hub, { _tag: "notice", event, data })),
+      finish: (written) =>
+        Effect.gen(function* () {
+          const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)
+          live.finished = true
+          yield* announce(turnId)
+          if (Option.isSome(turn)) yield* PubSub.publish(live.hub, { _tag: "outcome", turn: turn.value })
+          if (lives.get(turnId) === live) lives.delete(turnId)
         })
-      })
     }
     return writer
   })
@@ -169,16 +195,18 @@ const make = Effect.gen(function* () {
   const follow = (
     turnId: string,
     afterSeq: number,
-    onLagging: Effect.Effect<void> = Effect.void
+    onLagging: Effect.Effect<void> = Effect.void,
+    known?: TurnRecord
   ): Stream.Stream<JournalItem, StoreFailed | FollowerLagging> =>
     Stream.unwrap(
       Effect.gen(function* () {
-        const first = yield* store.get(turnId)
+        const first = known !== undefined ? Option.some(known) : yield* store.get(turnId)
         if (Option.isNone(first)) return Stream.empty
         if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
         // Subscribe before reading the store, so nothing published in between is missed. The hub is created
         // here when the Turn's writer has not opened it yet.
-        const subscription = yield* PubSub.subscribe(yield* hubFor(turnId))
+        const live = yield* liveFor(turnId)
+        const subscription = yield* PubSub.subscribe(live.hub)
         // Drained from now on into this reader's bounded buffer: a reader that stops reading is dropped
         // (`FollowerLagging`), never a cost to the Turn (LiveBuffer.ts).
         const buffered = yield* LiveBuffer.make(
@@ -187,14 +215,19 @@ const make = Effect.gen(function* () {
           maxLiveBytes,
           onLagging
         )
+        // A writer of this process holds the journal, has stored nothing after `afterSeq` and has not published
+        // the outcome: everything still to come arrives on the subscription; no store read (issue 18).
+        if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {
+          return buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > afterSeq))
+        }
         const turn = yield* store.get(turnId)
         if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
           return yield* replayFinished(turnId, afterSeq, turn.value)
         }
         const stored = yield* store.events(turnId, afterSeq)
         const last = stored.length > 0 ? stored[stored.length - 1]!.seq : afterSeq
-        const live = buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > last))
-        return Stream.concat(Stream.fromIterable(stored.map(itemOf)), live)
+        const rest = buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > last))
+        return Stream.concat(Stream.fromIterable(stored.map(itemOf)), rest)
       })
     )
 

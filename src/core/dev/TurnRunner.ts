@@ -36,7 +36,6 @@ import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnFence from "./TurnFence.js"
 import * as TurnFacts from "./TurnFacts.js"
 import { journalVerdict } from "./JournalOutcome.js"
-import { SessionStore } from "./SessionStore.js"
 import { SessionInitialization } from "./Initialization.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
@@ -70,6 +69,8 @@ export interface TurnPlan {
   readonly deviceId: string
   readonly spec: ExecutionSpec
   readonly input: MessageInput.MessageInput
+  /** The Turn was created by this process just now: its journal is empty (not read before the first append). */
+  readonly journalEmpty?: boolean
 }
 
 /** A Turn whose runner is alive. The operations read it; only its runner writes `current`. */
@@ -107,7 +108,6 @@ const make = (options: TurnsOptions) =>
   Effect.gen(function* () {
     const gateway = yield* Gateway
     const store = yield* TurnStore
-    const sessions = yield* SessionStore
     const journal = yield* TurnJournal
     const ids = yield* DevIds
     const runners = yield* FiberSet.make()
@@ -132,7 +132,7 @@ const make = (options: TurnsOptions) =>
       Effect.gen(function* () {
         const env = a.spec.environment
         if (Option.isNone(initialization) || env.type === "none" || env.binding === undefined) return undefined
-        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0, a.journalEmpty ? 0 : undefined))
         const ready = yield* initialization.value.ensure({
           sessionId: a.sessionId,
           session,
@@ -158,12 +158,10 @@ const make = (options: TurnsOptions) =>
 
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
-        yield* durable(a, "complete", store.complete(a.turnId, outcome))
-        if (outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
-          yield* durable(a, "native_session", sessions.setNativeSessionId(a.sessionId, outcome.native_session_id))
-        }
+        // One transaction: the outcome, the abandoned interactions and the Session's native Session id.
+        const written = yield* durable(a, "complete", store.settle(a.turnId, outcome, a.sessionId))
         const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))
-        yield* durable(a, "finish", w.finish)
+        yield* durable(a, "finish", w.finish(Option.getOrUndefined(written)))
         active.delete(a.turnId)
         yield* Deferred.succeed(a.finished, undefined)
         yield* Effect.logInfo("turn finished").pipe(
@@ -259,7 +257,7 @@ const make = (options: TurnsOptions) =>
             ? undefined
             : { nodeId: fence.nodeId, generation: a.fence.generation }
           const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId, owner))
-          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
+          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt, a.journalEmpty ? 0 : undefined))
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
           const resolution = yield* Effect.scoped(Effect.gen(function* () {
             const delivery = yield* Delivery.deliverPrepared(

@@ -25,14 +25,12 @@ import {
   type InputStatus,
   type InteractionKind,
   type InteractionRecord,
-  isTerminalStatus,
   type JournalKind,
   readInput,
   readInteraction,
   readTurn,
   type StoredEvent,
-  type TurnRecord,
-  type TurnStatus
+  type TurnRecord
 } from "./TurnRecords.js"
 
 export { commitJournal, type JournalWrite } from "./JournalCommit.js"
@@ -84,6 +82,17 @@ export class TurnStore extends Context.Service<TurnStore, {
   readonly requeue: (turnId: string) => Effect.Effect<void, StoreFailed>
   /** Writes the terminal outcome unless one is recorded already; succeeds with whether it wrote. */
   readonly complete: (turnId: string, outcome: TurnOutcome) => Effect.Effect<boolean, StoreFailed>
+  /**
+   * `complete` as one transaction with what settles with it (issue 18: one commit, not three): pending
+   * interactions abandoned and, when `sessionId` is given and the outcome carries a native Session id, the
+   * Session's latest native Session id. Succeeds with the record as written, or none when an outcome was
+   * recorded already (nothing is overwritten; the Session's native id is still updated, as before).
+   */
+  readonly settle: (
+    turnId: string,
+    outcome: TurnOutcome,
+    sessionId?: string
+  ) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
   /** `LeaseLost` only under a `JournalFence` (several nodes): a newer owner exists, nothing was stored. */
   readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed | LeaseLost>
   /**
@@ -92,7 +101,8 @@ export class TurnStore extends Context.Service<TurnStore, {
    */
   readonly appendEvents: (
     turnId: string,
-    events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>
+    events: ReadonlyArray<Omit<StoredEvent, "receivedAtMs">>,
+    options?: AppendOptions
   ) => Effect.Effect<void, StoreFailed | LeaseLost>
   /** Journal entries after `afterSeq`, in order; only frames when `kind` is "frame". */
   readonly events: (turnId: string, afterSeq: number, kind?: JournalKind) => Effect.Effect<ReadonlyArray<StoredEvent>, StoreFailed>
@@ -146,6 +156,15 @@ export class TurnStore extends Context.Service<TurnStore, {
   ) => Effect.Effect<Option.Option<InteractionRecord>, StoreFailed>
 }>()("agentwire/core/dev/TurnStore") {}
 
+/** What else an append records in its own transaction. */
+export interface AppendOptions {
+  /**
+   * The appended fact dispatched the Run itself (execution_start / prompt_request): the Turn's
+   * `dispatched_at_ms` is set (first time only) in the same transaction as the fact (`markDispatched`).
+   */
+  readonly markDispatched?: boolean
+}
+
 export interface TurnStoreOptions {
   /** The journal's group commit (default: up to 64 appends of any Turns per transaction). */
   readonly groupCommit?: GroupCommit.GroupCommitOptions
@@ -163,17 +182,46 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
 
   const journal = yield* GroupCommit.make(commitJournal(sql, yield* SqlBatch.current), options.groupCommit)
 
-  const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events) =>
+  const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events, options) =>
     Arr.isReadonlyArrayNonEmpty(events)
       ? Effect.gen(function* () {
         const lease = yield* JournalFence
         return yield* journal.submit({
           turnId,
           events,
-          fence: lease === undefined ? undefined : { deviceId: lease.deviceId, generation: lease.generation }
+          fence: lease === undefined ? undefined : { deviceId: lease.deviceId, generation: lease.generation },
+          markDispatched: options?.markDispatched === true
         })
       })
       : Effect.void
+
+  /** The outcome and what settles with it, in one transaction; the record as written, if it was written. */
+  const settle = (turnId: string, outcome: TurnOutcome, sessionId?: string) =>
+    Effect.gen(function* () {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function* () {
+        const rows = yield* sql`UPDATE turns SET
+            status = ${outcome.status},
+            error_code = ${outcome.error_code ?? null},
+            observation_reason = ${outcome.observation ?? null},
+            engine_error_code = ${outcome.engine_error_code ?? null},
+            engine_http_status = ${outcome.engine_http_status ?? null},
+            usage_json = ${outcome.usage === undefined ? null : JSON.stringify(outcome.usage)},
+            content = ${outcome.content ?? null},
+            native_session_id = ${outcome.native_session_id ?? null},
+            outcome_json = ${JSON.stringify(outcome)},
+            completed_at_ms = ${at}
+          WHERE turn_id = ${turnId} AND status IN ('queued', 'running')
+          RETURNING *`
+        if (rows.length > 0) {
+          yield* sql`UPDATE interactions SET status = 'abandoned' WHERE turn_id = ${turnId} AND status = 'pending'`
+        }
+        if (sessionId !== undefined && outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
+          yield* sql`UPDATE sessions SET native_session_id = ${outcome.native_session_id} WHERE session_id = ${sessionId}`
+        }
+        return Option.map(Option.fromNullishOr(rows[0]), readTurn)
+      })).pipe(storeFailed("complete_turn"))
+    })
 
   return TurnStore.of({
     create: Effect.fn("TurnStore.create")(function* (turn) {
@@ -237,13 +285,14 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       storeFailed("list_unfinished_turns")
     ),
     beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId, owner) {
-      return yield* sql.withTransaction(Effect.gen(function* () {
-        yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId},
-            owner_node = ${owner?.nodeId ?? null}, owner_generation = ${owner?.generation ?? null}
-          WHERE turn_id = ${turnId} AND status IN ('queued', 'running')`
-        const rows = yield* sql`SELECT attempt FROM turns WHERE turn_id = ${turnId}`
-        return toInt(rows[0]?.attempt ?? 0)
-      })).pipe(storeFailed("begin_attempt"))
+      // One statement (its own commit): the attempt it wrote; a Turn already terminal keeps its attempt.
+      const begun = yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId},
+          owner_node = ${owner?.nodeId ?? null}, owner_generation = ${owner?.generation ?? null}
+        WHERE turn_id = ${turnId} AND status IN ('queued', 'running')
+        RETURNING attempt`.pipe(storeFailed("begin_attempt"))
+      if (begun.length > 0) return toInt(begun[0]!.attempt)
+      const rows = yield* sql`SELECT attempt FROM turns WHERE turn_id = ${turnId}`.pipe(storeFailed("begin_attempt"))
+      return toInt(rows[0]?.attempt ?? 0)
     }),
     markDispatched: Effect.fn("TurnStore.markDispatched")(function* (turnId) {
       const at = yield* now
@@ -256,28 +305,8 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         Effect.asVoid,
         storeFailed("requeue_turn")
       ),
-    complete: Effect.fn("TurnStore.complete")(function* (turnId, outcome) {
-      const at = yield* now
-      return yield* sql.withTransaction(Effect.gen(function* () {
-        const rows = yield* sql`SELECT status FROM turns WHERE turn_id = ${turnId}`
-        const status = rows[0]?.status
-        if (status === undefined || isTerminalStatus(String(status) as TurnStatus)) return false
-        yield* sql`UPDATE turns SET
-            status = ${outcome.status},
-            error_code = ${outcome.error_code ?? null},
-            observation_reason = ${outcome.observation ?? null},
-            engine_error_code = ${outcome.engine_error_code ?? null},
-            engine_http_status = ${outcome.engine_http_status ?? null},
-            usage_json = ${outcome.usage === undefined ? null : JSON.stringify(outcome.usage)},
-            content = ${outcome.content ?? null},
-            native_session_id = ${outcome.native_session_id ?? null},
-            outcome_json = ${JSON.stringify(outcome)},
-            completed_at_ms = ${at}
-          WHERE turn_id = ${turnId}`
-        yield* sql`UPDATE interactions SET status = 'abandoned' WHERE turn_id = ${turnId} AND status = 'pending'`
-        return true
-      })).pipe(storeFailed("complete_turn"))
-    }),
+    complete: (turnId, outcome) => Effect.map(settle(turnId, outcome), Option.isSome),
+    settle,
     appendEvent: (turnId, event) => appendEvents(turnId, [event]),
     appendEvents,
     events: (turnId, afterSeq, kind) =>

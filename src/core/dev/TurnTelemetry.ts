@@ -1,13 +1,14 @@
 /**
  * The dev Core's Turn telemetry (docs/observability.md): the `Turn` span a runner runs in, the `Turn.settle`
- * span of recording its outcome, and the journal's batch-size and commit-latency histograms.
+ * span of recording its outcome, and the journal's batch-size and commit-latency histograms (recorded once per
+ * group-commit transaction by `JournalCommit.ts`, not per append).
  *
  * Span attributes are ids Core generated and finite vocabularies (agent kind, status, error code): never the
  * prompt, the input, `agent_options`, a credential or a token. The delivery layer's spans (`Turn.prepare`,
  * `Turn.start`, `Turn.events`) are children of `Turn`; their sends carry the span as the frame's `trace`, so
  * the daemon's handler spans join the same trace.
  */
-import { Clock, Effect, Metric, Option, type Tracer } from "effect"
+import { Effect, Metric, Option, type Tracer } from "effect"
 import type * as Outcome from "../Outcome.js"
 
 /** The ids of a Turn its span carries. */
@@ -58,7 +59,7 @@ export const inTurn = (turnSpan: Tracer.AnySpan | undefined, name: string, attri
       }))
 
 export const journalBatchSize = Metric.histogram("agentwire_core_journal_batch_size", {
-  description: "Facts stored per journal commit",
+  description: "Facts (rows) stored per journal transaction",
   boundaries: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 })
 
@@ -68,17 +69,6 @@ export const journalTransactionWrites = Metric.histogram("agentwire_core_journal
 })
 
 export const journalCommitSeconds = Metric.histogram("agentwire_core_journal_commit_seconds", {
-  description: "Latency of one journal commit (one statement of one or more facts)",
+  description: "Latency of one journal transaction, from its batch's first append queued to its commit",
   boundaries: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 })
-
-/** Runs one journal commit of `size` facts, recording its size and (when it succeeds) its latency. */
-export const commit = <A, E, R>(size: number, self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.gen(function* () {
-    const start = yield* Clock.currentTimeNanos
-    const result = yield* self
-    const end = yield* Clock.currentTimeNanos
-    yield* Metric.update(journalBatchSize, size)
-    yield* Metric.update(journalCommitSeconds, Number(end - start) / 1e9)
-    return result
-  })

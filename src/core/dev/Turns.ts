@@ -83,6 +83,15 @@ export class Turns extends Context.Service<Turns, {
     afterSeq: number,
     onLagging?: Effect.Effect<void>
   ) => Stream.Stream<JournalItem, StoreFailed | FollowerLagging>
+  /**
+   * `follow` for the operator's event stream: `OperatorNotFound` (before any stream) for an unknown Turn; the
+   * record read for that check is the stream's first read (issue 18: not read again).
+   */
+  readonly followChecked: (
+    turnId: string,
+    afterSeq: number,
+    onLagging?: Effect.Effect<void>
+  ) => Effect.Effect<Stream.Stream<JournalItem, StoreFailed | FollowerLagging>, OperatorNotFound | OperatorUnavailable>
   /** Waits until the Turn is terminal; succeeds with its record. */
   readonly awaitOutcome: (turnId: string) => Effect.Effect<TurnRecord, OperatorNotFound | OperatorUnavailable>
   /** Delivers one active input (persisted first); the cursor advances only on `accepted`. */
@@ -209,21 +218,15 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     if (Option.isSome(inputIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${inputIssue.value}` })
     const imageIssue = MessageInput.validateInlineImages(input)
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
-    const session = yield* unavailable(sessions.get(sessionId))
-    if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    if (Option.isSome(initialization)) {
-      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
-      if (Option.isSome(blocked)) {
-        return yield* new OperatorConflict({
-          reason: `initialization_${blocked.value}`,
-          detail: `the Session's initialization is ${blocked.value}; create a new Session`
-        })
+    // No device connected here can take it: routed to the owning node before any lock is taken (the node
+    // that dispatches checks the Session's initialization under its lock).
+    if (!routed && Option.isSome(routing)) {
+      const session = yield* unavailable(sessions.get(sessionId))
+      if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+      if ((yield* connectedFor(session.value.deviceId)) === 0) {
+        const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
+        if (Option.isSome(remote)) return remote.value
       }
-    }
-    // No device connected here can take it: routed to the owning node before any lock is taken.
-    if (!routed && Option.isSome(routing) && (yield* connectedFor(session.value.deviceId)) === 0) {
-      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
-      if (Option.isSome(remote)) return remote.value
     }
     return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId))
   })
@@ -238,6 +241,15 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const current = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     const session = current
+    if (Option.isSome(initialization)) {
+      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
+      if (Option.isSome(blocked)) {
+        return yield* new OperatorConflict({
+          reason: `initialization_${blocked.value}`,
+          detail: `the Session's initialization is ${blocked.value}; create a new Session`
+        })
+      }
+    }
     // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
@@ -265,7 +277,8 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const selected = selectDevice(admission, candidates, others)
     if (Result.isFailure(selected)) return yield* selected.failure
     const deviceId = selected.success.device.deviceId
-    const bound = yield* unavailable(sessions.bindDevice(sessionId, deviceId))
+    // Bound at its first Turn; a Session already bound to the selected device needs no write.
+    const bound = session.value.deviceId === deviceId ? deviceId : yield* unavailable(sessions.bindDevice(sessionId, deviceId))
     if (bound !== deviceId) {
       return yield* new OperatorConflict({ reason: "device_mismatch", detail: "the Session is bound to another device" })
     }
@@ -273,7 +286,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
     // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
-    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
+    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input, journalEmpty: true })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
   })
@@ -325,6 +338,11 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     Option.isSome(feed) && Option.isNone(runner.active(turnId))
       ? feed.value.follow(turnId, afterSeq)
       : journal.follow(turnId, afterSeq, onLagging),
+  followChecked: (turnId, afterSeq, onLagging) =>
+    Effect.map(getRecord(turnId), (turn) =>
+      Option.isSome(feed) && Option.isNone(runner.active(turnId))
+        ? feed.value.follow(turnId, afterSeq)
+        : journal.follow(turnId, afterSeq, onLagging, turn)),
   awaitOutcome,
   ...operations,
   ...(Option.isSome(routing) ? routing.value : {}),

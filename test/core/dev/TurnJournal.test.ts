@@ -1,11 +1,39 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Layer, Option } from "effect"
+import { Effect, Fiber, Layer, Option, Stream } from "effect"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
+import { SessionStore } from "../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
-import { fromEntry, toEntry } from "../../../src/core/dev/TurnJournal.js"
+import { fromEntry, type JournalItem, layer as journalLayer, toEntry, TurnJournal } from "../../../src/core/dev/TurnJournal.js"
+import { TurnStore } from "../../../src/core/dev/TurnStore.js"
 import type * as Outcome from "../../../src/core/Outcome.js"
-import { Ids } from "../../../src/proto/index.js"
+import { Ids, MessageInput } from "../../../src/proto/index.js"
+import { yieldTimes } from "../../support/coreFakeSession.js"
 import { turnJournalCases } from "./cases/TurnJournalCases.js"
+
+/** The store with its TurnStore reads of the journal and of the Turn row counted. */
+const countedReads = () => {
+  const reads = { events: 0, get: 0, lastSeq: 0 }
+  const base = Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest))
+  const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (store) => TurnStore.of({
+    ...store,
+    events: (turnId, afterSeq, kind) => Effect.suspend(() => {
+      reads.events++
+      return store.events(turnId, afterSeq, kind)
+    }),
+    get: (turnId) => Effect.suspend(() => {
+      reads.get++
+      return store.get(turnId)
+    }),
+    lastSeq: (turnId) => Effect.suspend(() => {
+      reads.lastSeq++
+      return store.lastSeq(turnId)
+    })
+  }))).pipe(Layer.provide(base))
+  return { reads, layer: journalLayer.pipe(Layer.provideMerge(Layer.merge(base, counted))) }
+}
+
+const describeItems = (items: ReadonlyArray<JournalItem>) =>
+  items.map((i) => (i._tag === "entry" ? `${i.seq}:${i.kind}:${i.type}` : i._tag === "outcome" ? `outcome:${i.turn.status}` : `notice:${i.event}`))
 
 const run = Ids.unsafeMake.runId("run-1")
 const delta = (n: number): Outcome.TurnFact => ({
@@ -15,6 +43,48 @@ const delta = (n: number): Outcome.TurnFact => ({
 
 describe("TurnJournal", () => {
   turnJournalCases(Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest)))
+
+  // Issue 18: a follower that starts before the Turn's first fact (the operator's usual POST then GET events)
+  // costs no journal read; the record the caller read is not read again; a new Turn's writer reads no seq.
+  const fast = countedReads()
+  it.effect("a follower that starts before the first fact reads no journal and still gets every entry and the outcome", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      const created = yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1, 0)
+      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, created)))
+      yield* yieldTimes(50)
+      yield* writer.record({ _tag: "Dispatched", type: "execution_start" }, { markDispatched: true })
+      yield* writer.record(delta(1))
+      const written = yield* store.settle("t1", { status: "completed", content: "d1" })
+      yield* writer.finish(Option.getOrUndefined(written))
+      const items = yield* Fiber.join(follower)
+      assert.deepStrictEqual(describeItems(items), ["1:fact:Dispatched", "2:frame:delta", "outcome:completed"])
+      assert.deepStrictEqual(fast.reads, { events: 0, get: 0, lastSeq: 0 })
+      // The dispatch mark was stored with its fact.
+      const stored = yield* store.get("t1")
+      assert.isDefined(Option.getOrThrow(stored).dispatchedAtMs)
+    }).pipe(Effect.provide(fast.layer)))
+
+  const slow = countedReads()
+  it.effect("a follower that starts after facts were stored replays them from the store (negative control)", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1)
+      yield* writer.record(delta(1))
+      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0)))
+      yield* yieldTimes(50)
+      yield* writer.record(delta(2))
+      const written = yield* store.settle("t1", { status: "completed", content: "d1d2" })
+      yield* writer.finish(Option.getOrUndefined(written))
+      assert.deepStrictEqual(describeItems(yield* Fiber.join(follower)), ["1:frame:delta", "2:frame:delta", "outcome:completed"])
+      assert.deepStrictEqual(slow.reads, { events: 1, get: 2, lastSeq: 1 })
+    }).pipe(Effect.provide(slow.layer)))
 
   it("stores Run events as their wire frame and other facts as encoded facts, and reads both back", () => {
     const frame = toEntry(delta(7))

@@ -220,4 +220,35 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.strictEqual(yield* turns.lastSeq("t1"), 2)
       assert.deepStrictEqual((yield* turns.interactions("t1")).map((i) => i.status), ["abandoned"])
     }).pipe(Effect.provide(store)))
+
+  it.effect("settles in one transaction: the record as written, abandoned interactions, the Session's native id; a dispatch mark rides its append", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 1)
+      assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 2)
+      // A plain append does not mark the Turn dispatched; the append of the Run's dispatch does, once.
+      yield* turns.appendEvents("t1", [{ seq: 1, attempt: 2, kind: "fact", type: "Dispatching", bodyJson: "{}" }])
+      assert.isFalse(yield* turns.hasDispatched("s1"))
+      yield* turns.appendEvents("t1", [{ seq: 2, attempt: 2, kind: "fact", type: "Dispatched", bodyJson: "{}" }], { markDispatched: true })
+      const dispatchedAt = Option.getOrThrow(yield* turns.get("t1")).dispatchedAtMs
+      assert.isDefined(dispatchedAt)
+      assert.isTrue(yield* turns.hasDispatched("s1"))
+      assert.isTrue(yield* turns.recordInteraction("t1", "permission", "p1", { request_id: "p1" }))
+      const written = yield* turns.settle("t1", { status: "completed", content: "ok", native_session_id: "native-1" }, "s1")
+      const record = Option.getOrThrow(written)
+      assert.deepStrictEqual([record.status, record.content, record.nativeSessionId, record.attempt], ["completed", "ok", "native-1", 2])
+      assert.deepStrictEqual(record, Option.getOrThrow(yield* turns.get("t1")))
+      assert.strictEqual(Option.getOrThrow(yield* sessions.get("s1")).nativeSessionId, "native-1")
+      assert.deepStrictEqual((yield* turns.interactions("t1")).map((i) => i.status), ["abandoned"])
+      // Written once: a second settle writes nothing (still updates the Session's native id, as before).
+      const again = yield* turns.settle("t1", { status: "failed", error_code: "delivery_unknown", native_session_id: "native-2" }, "s1")
+      assert.isTrue(Option.isNone(again))
+      assert.strictEqual(Option.getOrThrow(yield* turns.get("t1")).status, "completed")
+      assert.strictEqual(Option.getOrThrow(yield* sessions.get("s1")).nativeSessionId, "native-2")
+      // A terminal Turn begins no attempt: its attempt number stays.
+      assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 2)
+    }).pipe(Effect.provide(store)))
 }

@@ -49,7 +49,7 @@ export const turnJournalCases = (store: Layer.Layer<Store.StoreServices, unknown
       yield* writer.notify("input", { input_id: "in-1", status: "written" })
       yield* writer.record({ _tag: "RunEvent", event: { type: "done", id: run, payload: { content: "d1d2" } } })
       yield* (yield* TurnStore).complete("t1", { status: "completed", content: "d1d2" })
-      yield* writer.finish
+      yield* writer.finish()
       const items = yield* Fiber.join(follower)
       assert.deepStrictEqual(describeItems(items), [
         "1:fact:Dispatched",
@@ -68,7 +68,7 @@ export const turnJournalCases = (store: Layer.Layer<Store.StoreServices, unknown
       const writer = yield* journal.open("t1", 1)
       for (const n of [1, 2, 3]) yield* writer.record(delta(n))
       yield* (yield* TurnStore).complete("t1", { status: "failed", error_code: "event_stream_incomplete", observation: "disconnected" })
-      yield* writer.finish
+      yield* writer.finish()
       const items = yield* Stream.runCollect(journal.follow("t1", 1))
       assert.deepStrictEqual(describeItems(items), ["2:frame:delta", "3:frame:delta", "outcome:failed"])
       assert.deepStrictEqual(yield* Stream.runCollect(journal.follow("nope", 0)), [])
