@@ -23,13 +23,13 @@ export interface JournalWrite {
   readonly markDispatched?: boolean | undefined
 }
 
-/** Rows per INSERT statement inside one group-commit transaction (stays far below SQLite's parameter limit). */
+/** Most rows per INSERT statement inside one group-commit transaction (stays far below SQLite's parameter limit). */
 const rowsPerStatement = 256
 
 const columns = ["turn_id", "seq", "attempt", "kind", "type", "body_json", "received_at_ms"] as const
 
 /**
- * The text of an INSERT of `rows` journal rows, built once per row count and dialect and then reused (issue 18:
+ * The text of an INSERT of `rows` journal rows (a power of two), built once per row count and dialect and then reused (issue 18:
  * not compiled again through the statement builder for every batch; the worker keeps the prepared statement
  * of each text). Parameters are placeholders: `?` (SQLite) or `$n` (PostgreSQL).
  */
@@ -60,25 +60,25 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
   return (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo): Effect.Effect<void, StoreFailed | LeaseLost> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
-      const statements: Array<Statement.Statement<unknown>> = []
-      let chunk: Array<unknown> = []
-      let rows = 0
-      let total = 0
-      const flush = () => {
-        if (rows > 0) statements.push(sql.unsafe(insertText(rows), chunk))
-        chunk = []
-        rows = 0
-      }
+      const values: Array<unknown> = []
       const dispatched: Array<string> = []
       for (const write of writes) {
         if (write.markDispatched === true) dispatched.push(write.turnId)
         for (const event of write.events) {
-          chunk.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)
-          total++
-          if (++rows === rowsPerStatement) flush()
+          values.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)
         }
       }
-      flush()
+      const total = values.length / columns.length
+      // Rows in chunks of 256, 128, …, 1 (a batch of 100 rows is 64 + 32 + 4): at most 9 distinct statement
+      // texts, so the worker's prepared-statement cache keeps them all.
+      const statements: Array<Statement.Statement<unknown>> = []
+      let from = 0
+      for (let size = rowsPerStatement; size >= 1; size = size >> 1) {
+        while (total - from >= size) {
+          statements.push(sql.unsafe(insertText(size), values.slice(from * columns.length, (from + size) * columns.length)))
+          from += size
+        }
+      }
       if (dispatched.length > 0) {
         statements.push(sql`UPDATE turns SET dispatched_at_ms = ${at}
           WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`)

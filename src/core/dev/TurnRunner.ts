@@ -69,8 +69,6 @@ export interface TurnPlan {
   readonly deviceId: string
   readonly spec: ExecutionSpec
   readonly input: MessageInput.MessageInput
-  /** The Turn was created by this process just now: its journal is empty (not read before the first append). */
-  readonly journalEmpty?: boolean
 }
 
 /** A Turn whose runner is alive. The operations read it; only its runner writes `current`. */
@@ -132,7 +130,7 @@ const make = (options: TurnsOptions) =>
       Effect.gen(function* () {
         const env = a.spec.environment
         if (Option.isNone(initialization) || env.type === "none" || env.binding === undefined) return undefined
-        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0, a.journalEmpty ? 0 : undefined))
+        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
         const ready = yield* initialization.value.ensure({
           sessionId: a.sessionId,
           session,
@@ -257,7 +255,7 @@ const make = (options: TurnsOptions) =>
             ? undefined
             : { nodeId: fence.nodeId, generation: a.fence.generation }
           const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId, owner))
-          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt, a.journalEmpty ? 0 : undefined))
+          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
           const resolution = yield* Effect.scoped(Effect.gen(function* () {
             const delivery = yield* Delivery.deliverPrepared(

@@ -15,6 +15,7 @@ import { SqlClient } from "effect/sql"
 import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { commitJournal } from "./JournalCommit.js"
+import { settleTurn } from "./TurnSettle.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
 import { StoreFailed, storeFailed, toInt, toIntOrUndefined } from "./StoreErrors.js"
@@ -158,10 +159,7 @@ export class TurnStore extends Context.Service<TurnStore, {
 
 /** What else an append records in its own transaction. */
 export interface AppendOptions {
-  /**
-   * The appended fact dispatched the Run itself (execution_start / prompt_request): the Turn's
-   * `dispatched_at_ms` is set (first time only) in the same transaction as the fact (`markDispatched`).
-   */
+  /** The fact dispatched the Run itself: `dispatched_at_ms` set (first time only) with it (`markDispatched`). */
   readonly markDispatched?: boolean
 }
 
@@ -195,33 +193,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       })
       : Effect.void
 
-  /** The outcome and what settles with it, in one transaction; the record as written, if it was written. */
-  const settle = (turnId: string, outcome: TurnOutcome, sessionId?: string) =>
-    Effect.gen(function* () {
-      const at = yield* now
-      return yield* sql.withTransaction(Effect.gen(function* () {
-        const rows = yield* sql`UPDATE turns SET
-            status = ${outcome.status},
-            error_code = ${outcome.error_code ?? null},
-            observation_reason = ${outcome.observation ?? null},
-            engine_error_code = ${outcome.engine_error_code ?? null},
-            engine_http_status = ${outcome.engine_http_status ?? null},
-            usage_json = ${outcome.usage === undefined ? null : JSON.stringify(outcome.usage)},
-            content = ${outcome.content ?? null},
-            native_session_id = ${outcome.native_session_id ?? null},
-            outcome_json = ${JSON.stringify(outcome)},
-            completed_at_ms = ${at}
-          WHERE turn_id = ${turnId} AND status IN ('queued', 'running')
-          RETURNING *`
-        if (rows.length > 0) {
-          yield* sql`UPDATE interactions SET status = 'abandoned' WHERE turn_id = ${turnId} AND status = 'pending'`
-        }
-        if (sessionId !== undefined && outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
-          yield* sql`UPDATE sessions SET native_session_id = ${outcome.native_session_id} WHERE session_id = ${sessionId}`
-        }
-        return Option.map(Option.fromNullishOr(rows[0]), readTurn)
-      })).pipe(storeFailed("complete_turn"))
-    })
+  const settle = settleTurn(sql)
 
   return TurnStore.of({
     create: Effect.fn("TurnStore.create")(function* (turn) {

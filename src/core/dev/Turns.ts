@@ -218,15 +218,21 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     if (Option.isSome(inputIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${inputIssue.value}` })
     const imageIssue = MessageInput.validateInlineImages(input)
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
-    // No device connected here can take it: routed to the owning node before any lock is taken (the node
-    // that dispatches checks the Session's initialization under its lock).
-    if (!routed && Option.isSome(routing)) {
-      const session = yield* unavailable(sessions.get(sessionId))
-      if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-      if ((yield* connectedFor(session.value.deviceId)) === 0) {
-        const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
-        if (Option.isSome(remote)) return remote.value
+    const session = yield* unavailable(sessions.get(sessionId))
+    if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    if (Option.isSome(initialization)) {
+      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
+      if (Option.isSome(blocked)) {
+        return yield* new OperatorConflict({
+          reason: `initialization_${blocked.value}`,
+          detail: `the Session's initialization is ${blocked.value}; create a new Session`
+        })
       }
+    }
+    // No device connected here can take it: routed to the owning node before any lock is taken.
+    if (!routed && Option.isSome(routing) && (yield* connectedFor(session.value.deviceId)) === 0) {
+      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
+      if (Option.isSome(remote)) return remote.value
     }
     return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId))
   })
@@ -241,15 +247,6 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const current = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     const session = current
-    if (Option.isSome(initialization)) {
-      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
-      if (Option.isSome(blocked)) {
-        return yield* new OperatorConflict({
-          reason: `initialization_${blocked.value}`,
-          detail: `the Session's initialization is ${blocked.value}; create a new Session`
-        })
-      }
-    }
     // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
@@ -286,7 +283,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
     // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
-    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input, journalEmpty: true })
+    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
   })
