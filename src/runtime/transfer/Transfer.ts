@@ -198,7 +198,7 @@ const makeTransfer = Effect.gen(function* () {
         { offset: p.offset ?? 0, length: data.length }
       )
       if (total._tag === "Failure") return yield* finish(t, invalid)
-      const written = yield* Effect.tryPromise(() => body.write(data, t.received)).pipe(Effect.result)
+      const written = yield* Effect.try(() => body.write(data, t.received)).pipe(Effect.result)
       if (written._tag === "Failure") return yield* finish(t, { outcome: "rejected", error_code: "runtime_preparation_rejected" })
       t.hash.update(data)
       t.received = total.success
