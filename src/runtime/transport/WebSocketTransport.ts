@@ -16,6 +16,7 @@ import { Cause, Duration, Effect, Latch, Queue, type Redacted, Result, type Scop
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
+import { frameText, type Outgoing } from "../../proto/EncodedFrame.js"
 import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
@@ -163,21 +164,25 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     })
 
   const sendAll = (
-    messages: ReadonlyArray<RuntimeToCore>
+    frames: ReadonlyArray<Outgoing>
   ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
-      if (messages.length === 0) return Effect.void
-      if (messages.length === 1) return send(messages[0]!)
-      // Encode everything first: a refused frame means nothing of the batch is written.
-      const texts: Array<string> = new Array(messages.length)
-      for (let i = 0; i < messages.length; i++) {
-        const text = encodeMessage(messages[i]!)
+      if (frames.length === 0) return Effect.void
+      // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
+      // the batch is written.
+      const texts: Array<string> = new Array(frames.length)
+      let bytes = 0
+      for (let i = 0; i < frames.length; i++) {
+        const text = frameText(frames[i]!)
         if (Result.isFailure(text)) return Effect.fail(text.failure)
         texts[i] = text.success
+        bytes += Buffer.byteLength(text.success, "utf8")
       }
-      for (const text of texts) RuntimeMetrics.frameUnsafe(metrics, "out", Buffer.byteLength(text, "utf8"))
-      return written((done) => socket.sendAll(texts, done))
+      RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
+      return texts.length === 1
+        ? written((done) => socket.send(texts[0]!, done))
+        : written((done) => socket.sendAll(texts, done))
     })
 
   // Liveness: ping on an interval; Core's pong (or any frame) proves it is still reading and answering.
