@@ -12,7 +12,7 @@
  * Never: replays or re-sends a frame, echoes a frame's text, logs payloads, or decides what a close means for
  * the daemon (the loop in Daemon.ts classifies 4001 as permanent).
  */
-import { Cause, Duration, Effect, Latch, Queue, type Redacted, Result, type Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, type Scope, Stream } from "effect"
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
@@ -80,6 +80,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   let paused = false
   let heard = true
   const metrics = yield* Effect.context<never>()
+  const writeDeadlineMs = Duration.toMillis(FrameWriteDeadline)
 
   /** Records the first reason the transport ended and ends the inbound stream with it. */
   const endWith = (reason: TransportClosed) => {
@@ -139,19 +140,67 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     }).pipe(Effect.andThen(Effect.fail(reason)))
 
   /**
+   * Writes handed to the socket whose callback has not fired yet, oldest first (writes complete in call order),
+   * each with its deadline on the Effect clock and the resumption of the fiber that waits for it. One watchdog
+   * fiber per connection enforces the deadlines (`watchdog` below): a write costs no fiber, timer or race of its
+   * own.
+   */
+  interface PendingWrite {
+    readonly deadline: number
+    readonly resume: (effect: Effect.Effect<void, TransportClosed>) => void
+    settled: boolean
+  }
+  const pending: Array<PendingWrite> = []
+  const writing = Latch.makeUnsafe(false)
+  const clock = yield* Clock.Clock
+  const settle = (entry: PendingWrite, effect: Effect.Effect<void, TransportClosed>) => {
+    if (entry.settled) return
+    entry.settled = true
+    const at = pending.indexOf(entry)
+    if (at >= 0) pending.splice(at, 1)
+    entry.resume(effect)
+  }
+
+  /**
    * Hands frames to the socket and waits for the write callback, within the write deadline. A failed or late
    * write destroys the socket (see `fail`).
    */
   const written = (write: (done: (error?: Error) => void) => void): Effect.Effect<void, TransportClosed> =>
     Effect.callback<void, TransportClosed>((resume) => {
-      write((error) => resume(error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" }))))
+      const entry: PendingWrite = { deadline: clock.currentTimeMillisUnsafe() + writeDeadlineMs, resume, settled: false }
+      pending.push(entry)
+      if (pending.length === 1) writing.openUnsafe()
+      write((error) =>
+        settle(entry, error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" })))
+      )
+      // Interrupted while waiting: the write stays handed over; only the wait ends.
+      return Effect.sync(() => settle(entry, Effect.void))
     }).pipe(
-      Effect.timeoutOrElse({
-        duration: FrameWriteDeadline,
-        orElse: () => fail(new TransportClosed({ reason: "write_failed" }))
-      }),
       Effect.catch((error) => (closed === undefined ? fail(error) : Effect.fail(error)))
     )
+
+  /**
+   * The connection's write deadlines: sleeps until the oldest pending write's deadline and fails it if it is
+   * still pending then (which destroys the socket, as any failed write does); waits while nothing is pending.
+   * While writes keep completing it wakes about once per deadline, whatever the number of frames.
+   */
+  const watchdog: Effect.Effect<never> = Effect.gen(function* () {
+    while (true) {
+      if (pending.length === 0) {
+        writing.closeUnsafe()
+        yield* writing.await
+        continue
+      }
+      const oldest = pending[0]!
+      const wait = oldest.deadline - clock.currentTimeMillisUnsafe()
+      if (wait > 0) {
+        yield* Effect.sleep(Duration.millis(wait))
+        continue
+      }
+      settle(oldest, Effect.fail(new TransportClosed({ reason: "write_failed" })))
+    }
+  })
+  yield* Effect.forkScoped(watchdog)
 
   const send = (message: RuntimeToCore): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
@@ -215,6 +264,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       yield* ended.await.pipe(
         Effect.timeoutOrElse({ duration: closeGrace, orElse: () => Effect.sync(() => socket.terminate()) })
       )
+      // The socket is gone: a write whose callback never fired may or may not have left.
+      for (const entry of [...pending]) settle(entry, Effect.fail(new TransportClosed({ reason: "write_failed" })))
     })
   )
 
