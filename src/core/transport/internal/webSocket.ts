@@ -17,7 +17,10 @@
  * handshake; `effect/socket`'s own message listener is removed then, so frames are read only here.
  */
 import { Effect } from "effect"
-import WebSocket from "ws"
+// `ws` through the platform package (a peer of the library), never imported directly: the gateway library
+// leaves package imports to its host, which has `@effect/platform-node` and, through it, `ws`.
+import { WebSocket } from "@effect/platform-node/NodeWS"
+import type { RawData } from "@effect/platform-node/NodeWS"
 import { Limits } from "../../../proto/index.js"
 import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
 
@@ -48,10 +51,10 @@ export interface WebSocketTransportOptions {
   readonly maxFrameBytes?: number
 }
 
-const asBytes = (data: WebSocket.RawData): Uint8Array =>
+const asBytes = (data: RawData): Uint8Array =>
   Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
 
-const byteLength = (data: WebSocket.RawData): number =>
+const byteLength = (data: RawData): number =>
   Array.isArray(data) ? data.reduce((n, b) => n + b.byteLength, 0) : data.byteLength
 
 /**
@@ -81,7 +84,7 @@ class WsTransport implements DeviceTransport {
     if (this.handlers !== undefined) return
     this.handlers = handlers
     if (this.endedWith !== undefined) return handlers.onEnd(this.endedWith)
-    this.ws.on("message", (data: WebSocket.RawData, isBinary: boolean) => {
+    this.ws.on("message", (data: RawData, isBinary: boolean) => {
       if (this.endedWith !== undefined) return
       if (byteLength(data) > this.maxFrameBytes) {
         this.sendClose(1009, "frame too large")
