@@ -10,8 +10,9 @@
  * clears the stored declaration.
  *
  * Writes are batched: changes queue per device (a later one replaces an earlier one of the same device) and
- * one writer fiber writes everything queued in one transaction (`DeviceStore.persistDeclarations`). A failed
- * batch is logged and retried after `retryDelay`, merged under anything newer. Nothing waits on these writes:
+ * one writer fiber writes what is queued, oldest first, up to `maxBatch` changes per transaction
+ * (`DeviceStore.persistDeclarations`). A failed batch is logged and retried after `retryDelay`, merged under
+ * anything newer. Nothing waits on these writes:
  * the stored declaration is a listing cache, admission reads the live connection's declaration. When the
  * scope closes, what is queued and every unwritten liveness fact are written once more (best effort).
  */
@@ -24,6 +25,12 @@ import type { DeclarationChange, DeviceStore } from "./DeviceStore.js"
 export interface DeclarationPersistenceOptions {
   /** How long a failed batch waits before it is written again (default 1 s). */
   readonly retryDelay?: Duration.Input
+  /**
+   * The most changes one transaction writes (default 256). The store's connection is shared with every
+   * operator read, which waits behind a running transaction: a bound keeps that wait one small batch long
+   * when thousands of devices connect at once (their first heartbeats are all changes).
+   */
+  readonly maxBatch?: number
 }
 
 /** The declaration as a digest of what is stored durably (liveness facts left out). */
@@ -98,10 +105,19 @@ export const makeTracker = () => {
     }
   }
 
-  /** Takes everything queued (the next batch). */
-  const take = (): Array<DeclarationChange> => {
-    const batch = [...pending.values()]
-    pending.clear()
+  /** Takes the next batch: up to `limit` queued changes, oldest first (all of them by default). */
+  const take = (limit = Number.POSITIVE_INFINITY): Array<DeclarationChange> => {
+    if (pending.size <= limit) {
+      const batch = [...pending.values()]
+      pending.clear()
+      return batch
+    }
+    const batch: Array<DeclarationChange> = []
+    for (const [deviceId, change] of pending) {
+      if (batch.length >= limit) break
+      batch.push(change)
+      pending.delete(deviceId)
+    }
     return batch
   }
 
@@ -135,6 +151,7 @@ export const start = (
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
     const retryDelay = options.retryDelay ?? Duration.seconds(1)
+    const maxBatch = options.maxBatch ?? 256
     const tracker = makeTracker()
     const wake = yield* Queue.sliding<void>(1)
 
@@ -142,8 +159,10 @@ export const start = (
     // asynchronously, from its worker thread or a server) lets it commit instead of rolling it back and losing it.
     const writeBatch = Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
-        const batch = tracker.take()
+        const batch = tracker.take(maxBatch)
         return store.persistDeclarations(batch).pipe(
+          // More queued than one batch holds: write the rest next, after whatever waits for the connection.
+          Effect.andThen(Effect.suspend(() => (tracker.size().pending > 0 ? Queue.offer(wake, undefined) : Effect.void))),
           Effect.catch((error) =>
             Effect.sync(() => tracker.putBack(batch)).pipe(
               Effect.andThen(Effect.logWarning("declarations not persisted; retrying").pipe(

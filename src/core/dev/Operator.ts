@@ -225,7 +225,12 @@ const make = Effect.gen(function* () {
           (after, limit) => directory.listPage(Option.map(after, (k) => ({ createdAtMs: k.createdAtMs, deviceId: k.id })), limit),
           (d) => ({ createdAtMs: d.created_at_ms, id: d.device_id })
         ),
-        (page) => Effect.map(Effect.forEach(page.items, withSuspension), (items) => ({ ...page, items }))
+        // One suspension read for the page, not one per device.
+        (page) =>
+          Effect.map(suspensions.latestOf(page.items.map((d) => d.device_id)), (latest) => ({
+            ...page,
+            items: page.items.map((d): OperatorDeviceView => ({ ...d, suspension: latest.get(d.device_id) ?? null }))
+          }))
       )),
     listSessionsPage: (query) =>
       Effect.map(

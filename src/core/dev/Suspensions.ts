@@ -65,6 +65,8 @@ const view = ({ device_id: _d, ...v }: SuspensionView & { readonly device_id: st
 export class Suspensions extends Context.Service<Suspensions, {
   /** The device's latest attempt, if any. */
   readonly latest: (deviceId: string) => Effect.Effect<Option.Option<SuspensionView>, StoreFailed>
+  /** The latest attempt of each of these devices that has one, in one statement (a listing page's devices). */
+  readonly latestOf: (deviceIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, SuspensionView>, StoreFailed>
   /** Quiesces the device's Environment on its live connection; the answer says what the reply proved. */
   readonly quiesce: (
     deviceId: string,
@@ -193,6 +195,23 @@ const make = Effect.gen(function* () {
 
   return Suspensions.of({
     latest: (deviceId) => Effect.map(latestRow(deviceId), Option.map(view)),
+    latestOf: (deviceIds) =>
+      deviceIds.length === 0
+        ? Effect.succeed(new Map())
+        : sql`SELECT * FROM (
+            SELECT *, ROW_NUMBER() OVER (PARTITION BY device_id ORDER BY created_at_ms DESC, suspend_id DESC) AS nth
+            FROM suspension_attempts WHERE ${sql.in("device_id", deviceIds)}
+          ) AS ranked WHERE nth = 1`.pipe(
+          Effect.map((rows) => {
+            const out = new Map<string, SuspensionView>()
+            for (const row of rows) {
+              const latest = read(row)
+              out.set(latest.device_id, view(latest))
+            }
+            return out
+          }),
+          storeFailed("latest_suspension")
+        ),
     quiesce,
     resume,
     recover: sql.withTransaction(Effect.gen(function* () {

@@ -95,6 +95,46 @@ describe("DeclarationPersistence tracker", () => {
   })
 })
 
+describe("DeclarationPersistence batch bound", () => {
+  const many = (n: number, connectionNumber = 1): Array<GatewayEvent> =>
+    Array.from({ length: n }, (_, i) => ({
+      _tag: "Declared",
+      deviceId: Ids.unsafeMake.deviceId(`dev-${i}`),
+      connectionNumber,
+      declaration: decl(1)
+    }))
+
+  it("takes at most the limit, oldest first, and the rest later", () => {
+    const t = DeclarationPersistence.makeTracker()
+    for (const event of many(5)) t.apply(event)
+    assert.deepStrictEqual(t.take(2).map((c) => c.deviceId), ["dev-0", "dev-1"])
+    assert.deepStrictEqual(t.take(2).map((c) => c.deviceId), ["dev-2", "dev-3"])
+    assert.deepStrictEqual(t.take(2).map((c) => c.deviceId), ["dev-4"])
+    assert.deepStrictEqual(t.take(2), [])
+  })
+
+  it.effect("writes 600 first heartbeats as transactions of at most maxBatch changes, none lost", () =>
+    Effect.gen(function* () {
+      const batches: Array<number> = []
+      const written = new Set<string>()
+      const store = DeviceStore.of({
+        persistDeclarations: (changes: ReadonlyArray<DeclarationChange>) =>
+          Effect.sync(() => {
+            batches.push(changes.length)
+            for (const change of changes) written.add(change.deviceId)
+          })
+      } as unknown as DeviceStore["Service"])
+      const events = yield* Queue.unbounded<GatewayEvent>()
+      yield* Effect.scoped(Effect.gen(function* () {
+        yield* DeclarationPersistence.start(Stream.fromQueue(events), store, { maxBatch: 256 })
+        yield* Queue.offerAll(events, many(600))
+        for (let i = 0; i < 50 && written.size < 600; i++) yield* TestClock.adjust("10 millis")
+        assert.deepStrictEqual(batches, [256, 256, 88])
+        assert.strictEqual(written.size, 600)
+      }))
+    }))
+})
+
 const memory = Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest))
 
 describe("DeclarationPersistence over the store", () => {

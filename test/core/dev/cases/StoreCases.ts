@@ -8,8 +8,14 @@ import { DeviceStore } from "../../../../src/core/dev/DeviceStore.js"
 import type * as Store from "../../../../src/core/dev/Store.js"
 import { SessionStore } from "../../../../src/core/dev/SessionStore.js"
 import { TurnStore } from "../../../../src/core/dev/TurnStore.js"
+import { DevIds } from "../../../../src/core/dev/DevIds.js"
+import * as Suspensions from "../../../../src/core/dev/Suspensions.js"
+import { Gateway } from "../../../../src/core/Gateway.js"
 import { MessageInput } from "../../../../src/proto/index.js"
 import { declaration } from "../../../support/capabilities.js"
+
+/** Suspension reads never reach the gateway (only quiesce and resume do). */
+const noGateway = Layer.succeed(Gateway, {} as Gateway["Service"])
 
 /** The Store cases over `store` (a fresh store per test): SQLite in Store.test.ts, PostgreSQL in pg/. */
 export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => {
@@ -220,4 +226,27 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.strictEqual(yield* turns.lastSeq("t1"), 2)
       assert.deepStrictEqual((yield* turns.interactions("t1")).map((i) => i.status), ["abandoned"])
     }).pipe(Effect.provide(store)))
+
+  it.effect("reads the latest suspension attempt of each listed device in one statement", () =>
+    Effect.gen(function* () {
+      const credentials = yield* DeviceCredentials
+      const sql = yield* SqlClient.SqlClient
+      for (const device of ["dev-a", "dev-b", "dev-c"]) yield* credentials.issue(device)
+      const attempt = (id: string, device: string, state: string, at: number) =>
+        sql`INSERT INTO suspension_attempts (suspend_id, device_id, environment_id, state, reason, created_at_ms, updated_at_ms)
+          VALUES (${id}, ${device}, ${"env-1"}, ${state}, ${null}, ${at}, ${at})`
+      yield* attempt("s1", "dev-a", "resumed", 1)
+      yield* attempt("s2", "dev-a", "suspended", 2)
+      yield* attempt("s3", "dev-b", "quiescing", 5)
+      const suspensions = yield* Suspensions.Suspensions
+      const latest = yield* suspensions.latestOf(["dev-a", "dev-b", "dev-c"])
+      assert.deepStrictEqual(
+        [...latest].map(([device, view]) => [device, view.suspend_id, view.state]).sort(),
+        [["dev-a", "s2", "suspended"], ["dev-b", "s3", "quiescing"]]
+      )
+      for (const device of ["dev-a", "dev-b", "dev-c"]) {
+        assert.deepStrictEqual(Option.getOrNull(yield* suspensions.latest(device)), latest.get(device) ?? null)
+      }
+      assert.strictEqual((yield* suspensions.latestOf([])).size, 0)
+    }).pipe(Effect.provide(Suspensions.layer.pipe(Layer.provideMerge(store), Layer.provide(noGateway), Layer.provide(DevIds.layerTest)))))
 }
