@@ -4,6 +4,7 @@
 import { gatewayHost } from "./children/gatewayHost.js"
 import { load } from "./children/load.js"
 import { runtimePeer } from "./children/runtimePeer.js"
+import { transferPeer } from "./children/transferPeer.js"
 
 export const runChild = async (role: string, _argv: ReadonlyArray<string>): Promise<void> => {
   switch (role) {
@@ -13,6 +14,8 @@ export const runChild = async (role: string, _argv: ReadonlyArray<string>): Prom
       return gatewayHost()
     case "load":
       return load()
+    case "transfer-peer":
+      return transferPeer()
     default:
       throw new Error(`unknown bench child role: ${role}`)
   }

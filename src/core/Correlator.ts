@@ -51,30 +51,50 @@ const slot = (family: string, key: string) => `${family}\u0000${key}`
 
 /**
  * A new, empty registry. `capacity` bounds pending waiters (more are rejected with `capacity`); `buffer`
- * bounds the replies each waiter holds before it fails with `SubscriberOverflow`.
+ * bounds the replies each waiter holds before it fails with `SubscriberOverflow`. (A class: one per
+ * connection costs its fields, not an object of closures; issue 18.)
  */
 export const make = <Families>(options: {
   readonly capacity: number
   readonly buffer: number
-}): Correlator<Families> => {
-  const waiters = KeyedRegistry.make<unknown>(options)
-  return {
-    register: <F extends keyof Families & string>(family: F, key: string) =>
-      Effect.map(waiters.subscribe(slot(family, key), undefined), (waiter) => waiter.stream as Stream.Stream<Families[F], SubscriptionError>),
-    deliver: (family, key, reply) => {
-      const delivered = waiters.deliver(slot(family, key), reply)
-      return delivered === "delivered" || delivered === "delivered_backlogged"
-    },
-    failKey: (family, key, error) => waiters.fail(slot(family, key), error),
-    failWhere: (family, predicate, error) => {
-      const prefix = `${family}\u0000`
-      let failed = 0
-      for (const id of waiters.keys()) {
-        if (id.startsWith(prefix) && predicate(id.slice(prefix.length)) && waiters.fail(id, error)) failed++
-      }
-      return failed
-    },
-    close: waiters.close,
-    size: waiters.size
+}): Correlator<Families> => new Waiters<Families>(KeyedRegistry.make<unknown>(options))
+
+class Waiters<Families> implements Correlator<Families> {
+  constructor(private readonly waiters: KeyedRegistry.KeyedRegistry<unknown, undefined>) {}
+
+  register<F extends keyof Families & string>(
+    family: F,
+    key: string
+  ): Effect.Effect<Stream.Stream<Families[F], SubscriptionError>, SubscriptionRejected, Scope.Scope> {
+    return Effect.map(
+      this.waiters.subscribe(slot(family, key), undefined),
+      (waiter) => waiter.stream as Stream.Stream<Families[F], SubscriptionError>
+    )
+  }
+
+  deliver<F extends keyof Families & string>(family: F, key: string, reply: Families[F]): boolean {
+    const delivered = this.waiters.deliver(slot(family, key), reply)
+    return delivered === "delivered" || delivered === "delivered_backlogged"
+  }
+
+  failKey(family: keyof Families & string, key: string, error: SubscriptionError): boolean {
+    return this.waiters.fail(slot(family, key), error)
+  }
+
+  failWhere(family: keyof Families & string, predicate: (key: string) => boolean, error: SubscriptionError): number {
+    const prefix = `${family}\u0000`
+    let failed = 0
+    for (const id of this.waiters.keys()) {
+      if (id.startsWith(prefix) && predicate(id.slice(prefix.length)) && this.waiters.fail(id, error)) failed++
+    }
+    return failed
+  }
+
+  close(lost: ObservationLost): void {
+    this.waiters.close(lost)
+  }
+
+  size(): number {
+    return this.waiters.size()
   }
 }

@@ -21,35 +21,31 @@
  * | interaction_decision_ack when matched)                          | operation's outcome is unknown                       |
  * | anything without a usable type and id                           | is dropped                                           |
  *
- * This file declares the contract; the implementation (`make`) follows it below the types. The session's parts
- * are `Context.Service`s (SessionServices.ts, SessionInbound.ts, SessionOutbound.ts) provided by one
- * `SessionLayer`, built fresh inside the connection's scope (see docs/architecture.md, "Core session"). Routing
+ * This file declares the contract; the implementation (`make`) follows it below the types. The session is ONE
+ * plain record (`SessionState`, SessionServices.ts) built fresh per connection, and the gateway-wide functions
+ * of SessionInbound.ts and SessionOutbound.ts take it as their argument (issue 18: no per-connection layer,
+ * MemoMap or Context; see docs/architecture.md, "Core session"). Routing
  * of inbound frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
  * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
  * the declaration snapshot. The read loop does no work beyond decode + route; it waits only for room in a full
  * Run subscriber (backpressure: nothing more is read from the socket meanwhile, and the liveness deadline
  * does not run), at most `subscriberStallTimeout` without progress (Subscriptions.ts).
  */
-import { type Cause, Effect, Layer, type Option, type Scope, type Stream } from "effect"
+import { Clock, Effect, type Option, Queue, type Scope, type Stream } from "effect"
 import type { Messages, Ids } from "../proto/index.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
+import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
+import * as LivenessWheel from "./LivenessWheel.js"
 import type { ReplyFamilies, ReplyFamily } from "./ReplyFamilies.js"
 import type { RunEvent } from "./RunEvent.js"
-import { SessionInbound } from "./SessionInbound.js"
-import { SessionOutbound } from "./SessionOutbound.js"
-import {
-  type Declaration,
-  SessionDeclaration,
-  SessionEnd,
-  SessionInfo,
-  SessionLiveness,
-  type SessionOptions,
-  SessionRoutes,
-  SessionTap
-} from "./SessionServices.js"
-import { TransportEnded } from "./transport/DeviceTransport.js"
+import * as SessionInbound from "./SessionInbound.js"
+import * as SessionOutbound from "./SessionOutbound.js"
+import { type Declaration, type SessionOptions, SessionState } from "./SessionServices.js"
 
 export type { Declaration, SessionOptions } from "./SessionServices.js"
+
+/** The transport a session runs over (its contract sits below the session, in src/core/transport). */
+export type { DeviceTransport } from "./transport/DeviceTransport.js"
 
 /** A frame routed to a Run's subscriber (defined in RunEvent.ts, re-exported here as part of the contract). */
 export type { RunEvent } from "./RunEvent.js"
@@ -107,17 +103,20 @@ export interface DeviceSession {
 // ============================================================================================== implementation
 
 /**
- * The parts of one session, in build order (and so reverse teardown order): the connection's inputs, then its
- * routes, declaration and tap, then its end (which closes the routes), the liveness deadline, and the read and
- * send sides. Built fresh per connection by `make`, inside the connection's scope.
+ * The session callers get: a plain record of the `DeviceSession` operations over the connection's state (a
+ * record, so callers may copy or spread it like any value of the contract).
  */
-export const SessionLayer = (options: SessionOptions) =>
-  Layer.mergeAll(SessionInbound.layer, SessionOutbound.layer).pipe(
-    Layer.provideMerge(SessionLiveness.layer),
-    Layer.provideMerge(SessionEnd.layer),
-    Layer.provideMerge(Layer.mergeAll(SessionRoutes.layer, SessionDeclaration.layer, SessionTap.layer)),
-    Layer.provideMerge(SessionInfo.layer(options))
-  )
+const sessionOf = (state: SessionState): DeviceSession => ({
+  deviceId: state.options.deviceId,
+  connectionNumber: state.options.connectionNumber,
+  send: (message) => SessionOutbound.send(state, message),
+  declaration: Effect.sync(() => state.declared),
+  subscribeDurable: (runId) => state.runs.subscribe(runId),
+  subscribePreparation: (requestId) => state.preparations.subscribe(requestId),
+  expectReplies: (family, key) => state.replies.register(family, key),
+  closed: state.closed,
+  close: (code, reason) => Effect.sync(() => void state.terminate(reason, code))
+})
 
 /** A built session and the effect that runs its connection. */
 export interface SessionRunner {
@@ -130,6 +129,43 @@ export interface SessionRunner {
   readonly run: Effect.Effect<ObservationLost>
 }
 
+/** The tap's bounded buffer and the fiber (in the connection's scope) that drains it into the tap. */
+const startTap = (state: SessionState, tap: FrameTapShape, capacity: number) =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.dropping<TappedFrame>(capacity)
+    yield* Queue.take(queue).pipe(
+      Effect.flatMap((frame) => tap.onFrame(frame)),
+      Effect.catchCause((cause) => Effect.logWarning("frame tap failed", cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    state.tapQueue = queue
+  })
+
+const run = (state: SessionState): Effect.Effect<ObservationLost> => {
+  const { connectionNumber, deviceId, interruptedReason, transport } = state.options
+  return Effect.gen(function*() {
+    // Reads are transport callbacks routed synchronously; only work the read side must wait for runs on a fiber,
+    // in this connection's context (its log annotations).
+    const runFork = Effect.runForkWith(yield* Effect.context<never>())
+    SessionInbound.listen(state, (effect) => runFork(effect))
+    const wheel = state.options.liveness ?? (yield* LivenessWheel.make)
+    yield* wheel.watch(state)
+    return yield* state.closed
+  }).pipe(
+    Effect.scoped,
+    Effect.ensuring(
+      Effect.suspend(() => {
+        state.terminate(interruptedReason())
+        state.holdFiber?.interruptUnsafe()
+        const ended = state.ended!
+        return transport.close(ended.code, ended.lost.reason)
+      })
+    ),
+    Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
+  )
+}
+
 /**
  * Builds the session of one authenticated connection in the caller's scope (the connection's scope: closing it
  * stops the frame tap's fiber). Nothing is read until `run` starts; `send` and the subscription entry points
@@ -137,66 +173,8 @@ export interface SessionRunner {
  */
 export const make = (options: SessionOptions): Effect.Effect<SessionRunner, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const services = yield* Layer.buildWithScope(SessionLayer(options), yield* Effect.scope)
-    return yield* Effect.gen(function*() {
-      const { connectionNumber, deviceId, transport } = yield* SessionInfo
-      const { preparations, replies, runs } = yield* SessionRoutes
-      const declaration = yield* SessionDeclaration
-      const end = yield* SessionEnd
-      const liveness = yield* SessionLiveness
-      const inbound = yield* SessionInbound
-      const outbound = yield* SessionOutbound
-
-      const run: Effect.Effect<ObservationLost> = Effect.gen(function*() {
-        yield* inbound.readLoop.pipe(
-          Effect.catchCause((cause) =>
-            Effect.suspend(() =>
-              end.terminate("disconnected")
-                ? Effect.logInfo("connection ended").pipe(Effect.annotateLogs({ cause: describeEnd(cause) }))
-                : Effect.void
-            )
-          ),
-          Effect.forkScoped
-        )
-        yield* transport.ended.pipe(
-          Effect.flatMap(() => Effect.sync(() => end.terminate("disconnected"))),
-          Effect.forkScoped
-        )
-        yield* liveness.watch
-        return yield* end.closed
-      }).pipe(
-        Effect.scoped,
-        Effect.ensuring(
-          Effect.suspend(() => {
-            end.terminate(options.interruptedReason())
-            const ended = end.ended()!
-            return transport.close(ended.code, ended.lost.reason)
-          })
-        ),
-        Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
-      )
-
-      const session: DeviceSession = {
-        deviceId,
-        connectionNumber,
-        send: outbound.send,
-        declaration: declaration.get,
-        subscribeDurable: (runId) => runs.subscribe(runId),
-        subscribePreparation: (requestId) => preparations.subscribe(requestId),
-        expectReplies: (family, key) => replies.register(family, key),
-        closed: end.closed,
-        close: (code, reason) => Effect.sync(() => void end.terminate(reason, code))
-      }
-      return { session, run }
-    }).pipe(Effect.provideContext(services))
+    const clock = yield* Clock.Clock
+    const state = new SessionState(options, clock, options.metricContext ?? (yield* Effect.context<never>()))
+    if (options.tap.enabled) yield* startTap(state, options.tap, options.config.tapBuffer)
+    return { session: sessionOf(state), run: run(state) }
   })
-
-const describeEnd = (cause: Cause.Cause<unknown>): string => {
-  for (const reason of cause.reasons) {
-    if (reason._tag === "Fail" && reason.error instanceof TransportEnded) {
-      return reason.error.code === undefined ? reason.error.reason : `${reason.error.reason} ${reason.error.code}`
-    }
-    if (reason._tag === "Interrupt") return "interrupted"
-  }
-  return "defect"
-}

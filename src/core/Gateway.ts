@@ -103,6 +103,8 @@ const make = Effect.gen(function*() {
   const kinds = KindIndex.make<Entry>()
   /** One liveness timer for every connection (a fiber per connection before; issue 18). */
   const liveness = yield* LivenessWheel.make
+  /** Metrics of every connection are recorded in the gateway's context (not a Context per connection). */
+  const metricContext = yield* Effect.context<never>()
   let connections = 0
   let shuttingDown = false
 
@@ -138,7 +140,8 @@ const make = Effect.gen(function*() {
         PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration })
       },
       interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected",
-      liveness
+      liveness,
+      metricContext
     })
     const entry: Entry = { session, finished: yield* Deferred.make<void>(), disconnected: false }
     return yield* Effect.gen(function*() {

@@ -50,87 +50,126 @@ export interface KeyedRegistry<A, S> {
   readonly size: () => number
 }
 
-/** A new, empty registry; `capacity` bounds registrations, `buffer` each subscriber's items. */
-export const make = <A, S = undefined>(options: { readonly capacity: number; readonly buffer: number }): KeyedRegistry<A, S> => {
-  const entries = new Map<string, Entry<A, S>>()
-  let closed: ObservationLost | undefined
-  const remove = (key: string) => {
-    const entry = entries.get(key)
-    entries.delete(key)
-    return entry
+/**
+ * A new, empty registry; `capacity` bounds registrations, `buffer` each subscriber's items. A class, not an
+ * object of closures: a connection holds three of them, and an idle one costs only its fields (issue 18);
+ * the map is created on the first registration.
+ */
+export const make = <A, S = undefined>(options: { readonly capacity: number; readonly buffer: number }): KeyedRegistry<A, S> =>
+  new Registry<A, S>(options.capacity, options.buffer)
+
+const noEntries: ReadonlyMap<string, never> = new Map<string, never>()
+
+class Registry<A, S> implements KeyedRegistry<A, S> {
+  private entries: Map<string, Entry<A, S>> | undefined
+  private closed: ObservationLost | undefined
+  constructor(private readonly capacity: number, private readonly buffer: number) {}
+
+  private get map(): ReadonlyMap<string, Entry<A, S>> {
+    return this.entries ?? noEntries
   }
-  return {
-    subscribe: (key, state) =>
-      Effect.gen(function*() {
-        if (closed !== undefined) return yield* new SubscriptionRejected({ reason: "connection_closed" })
-        if (entries.has(key)) return yield* new SubscriptionRejected({ reason: "duplicate" })
-        if (entries.size >= options.capacity) return yield* new SubscriptionRejected({ reason: "capacity" })
-        const subscriber = yield* makeSubscriber<A>(options.buffer)
+
+  subscribe(key: string, state: S): Effect.Effect<Subscriber<A>, SubscriptionRejected, Scope.Scope> {
+    return Effect.suspend(() => {
+      if (this.closed !== undefined) return Effect.fail(new SubscriptionRejected({ reason: "connection_closed" }))
+      if (this.map.has(key)) return Effect.fail(new SubscriptionRejected({ reason: "duplicate" }))
+      if (this.map.size >= this.capacity) return Effect.fail(new SubscriptionRejected({ reason: "capacity" }))
+      return Effect.flatMap(makeSubscriber<A>(this.buffer), (subscriber) => {
         const entry: Entry<A, S> = { subscriber, state }
+        const entries = this.entries ??= new Map()
         entries.set(key, entry)
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            if (entries.get(key) === entry) entries.delete(key)
-            subscriber.shutdown()
-          })
+        return Effect.as(
+          Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              if (entries.get(key) === entry) entries.delete(key)
+              subscriber.shutdown()
+            })
+          ),
+          subscriber
         )
-        return subscriber
-      }),
-    get: (key) => entries.get(key),
-    deliver: (key, item) => {
-      const entry = entries.get(key)
-      if (entry === undefined) return "no_subscriber"
-      if (!entry.subscriber.push(item)) {
-        entries.delete(key)
-        return "overflow"
-      }
-      return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
-    },
-    tryDeliver: (key, item) => {
-      const entry = entries.get(key)
-      if (entry === undefined) return "no_subscriber"
-      switch (entry.subscriber.tryPush(item)) {
-        case "pushed":
-          return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
-        case "full":
-          return "full"
-        case "closed":
-          entries.delete(key)
-          return "no_subscriber"
-      }
-    },
-    deliverWaiting: (key, item, stallBudget) =>
-      Effect.suspend(() => {
-        const entry = entries.get(key)
-        if (entry === undefined) return Effect.succeed("no_subscriber" as const)
-        return entry.subscriber.offer(item).pipe(
-          Effect.map((offered): Delivered => (offered ? "delivered_backlogged" : "no_subscriber")),
-          Effect.timeoutOrElse({
-            duration: stallBudget,
-            orElse: () =>
-              Effect.sync((): Delivered => {
-                if (entries.get(key) === entry) entries.delete(key)
-                entry.subscriber.fail(new SubscriberOverflow({ capacity: options.buffer }))
-                return "overflow"
-              })
-          })
-        )
-      }),
-    end: (key) => remove(key)?.subscriber.end(),
-    fail: (key, error) => {
-      const entry = remove(key)
-      if (entry === undefined) return false
-      entry.subscriber.fail(error)
-      return true
-    },
-    keys: () => [...entries.keys()],
-    close: (lost) => {
-      if (closed !== undefined) return
-      closed = lost
-      for (const entry of entries.values()) entry.subscriber.fail(lost)
-      entries.clear()
-    },
-    isClosed: () => closed !== undefined,
-    size: () => entries.size
+      })
+    })
+  }
+
+  get(key: string): Entry<A, S> | undefined {
+    return this.entries?.get(key)
+  }
+
+  deliver(key: string, item: A): Delivered {
+    const entry = this.entries?.get(key)
+    if (entry === undefined) return "no_subscriber"
+    if (!entry.subscriber.push(item)) {
+      this.entries!.delete(key)
+      return "overflow"
+    }
+    return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
+  }
+
+  tryDeliver(key: string, item: A): Delivered | "full" {
+    const entry = this.entries?.get(key)
+    if (entry === undefined) return "no_subscriber"
+    switch (entry.subscriber.tryPush(item)) {
+      case "pushed":
+        return entry.subscriber.isBacklogged() ? "delivered_backlogged" : "delivered"
+      case "full":
+        return "full"
+      case "closed":
+        this.entries!.delete(key)
+        return "no_subscriber"
+    }
+  }
+
+  deliverWaiting(key: string, item: A, stallBudget: Duration.Duration): Effect.Effect<Delivered> {
+    return Effect.suspend(() => {
+      const entry = this.entries?.get(key)
+      if (entry === undefined) return Effect.succeed("no_subscriber" as const)
+      return entry.subscriber.offer(item).pipe(
+        Effect.map((offered): Delivered => (offered ? "delivered_backlogged" : "no_subscriber")),
+        Effect.timeoutOrElse({
+          duration: stallBudget,
+          orElse: () =>
+            Effect.sync((): Delivered => {
+              if (this.entries?.get(key) === entry) this.entries.delete(key)
+              entry.subscriber.fail(new SubscriberOverflow({ capacity: this.buffer }))
+              return "overflow"
+            })
+        })
+      )
+    })
+  }
+
+  end(key: string): void {
+    const entry = this.entries?.get(key)
+    if (entry === undefined) return
+    this.entries!.delete(key)
+    entry.subscriber.end()
+  }
+
+  fail(key: string, error: SubscriptionError): boolean {
+    const entry = this.entries?.get(key)
+    if (entry === undefined) return false
+    this.entries!.delete(key)
+    entry.subscriber.fail(error)
+    return true
+  }
+
+  keys(): ReadonlyArray<string> {
+    return [...this.map.keys()]
+  }
+
+  close(lost: ObservationLost): void {
+    if (this.closed !== undefined) return
+    this.closed = lost
+    if (this.entries === undefined) return
+    for (const entry of this.entries.values()) entry.subscriber.fail(lost)
+    this.entries.clear()
+  }
+
+  isClosed(): boolean {
+    return this.closed !== undefined
+  }
+
+  size(): number {
+    return this.map.size
   }
 }

@@ -55,75 +55,91 @@ export const makeRunRoutes = (options: {
   readonly buffer: number
   readonly maxSubscriptions: number
   readonly maxInteractionRoutes: number
-}): RunRoutes => {
-  const runs = KeyedRegistry.make<RunEvent>({ capacity: options.maxSubscriptions, buffer: options.buffer })
-  // Insertion-ordered: the oldest interaction route is forgotten first when the bound is reached.
-  const interactions = new Map<string, string>()
+}): RunRoutes => new RunTable(options.maxSubscriptions, options.buffer, options.maxInteractionRoutes)
 
-  const remember = (interactionId: string, runId: string) => {
+/** A class, not an object of closures: every connection holds one (issue 18). */
+class RunTable implements RunRoutes {
+  private readonly runs: KeyedRegistry.KeyedRegistry<RunEvent, undefined>
+  // Insertion-ordered: the oldest interaction route is forgotten first when the bound is reached.
+  private interactions: Map<string, string> | undefined
+  constructor(capacity: number, buffer: number, private readonly maxInteractionRoutes: number) {
+    this.runs = KeyedRegistry.make<RunEvent>({ capacity, buffer })
+  }
+
+  private remember(interactionId: string, runId: string) {
+    const interactions = this.interactions ??= new Map()
     interactions.delete(interactionId)
     interactions.set(interactionId, runId)
-    if (interactions.size > options.maxInteractionRoutes) {
+    if (interactions.size > this.maxInteractionRoutes) {
       const oldest = interactions.keys().next()
       if (oldest.done !== true) interactions.delete(oldest.value)
     }
   }
 
-  const forgetInteractionsOf = (runId: string) => {
-    for (const [interaction, run] of interactions) if (run === runId) interactions.delete(interaction)
+  private forgetInteractionsOf(runId: string) {
+    if (this.interactions === undefined) return
+    for (const [interaction, run] of this.interactions) if (run === runId) this.interactions.delete(interaction)
   }
 
   /** What follows a delivery: a `done` ends the Run's routes, a permission request is remembered. */
-  const after = (runId: string, event: RunEvent, result: RouteResult | "full"): RouteResult | "full" => {
+  private after(runId: string, event: RunEvent, result: RouteResult | "full"): RouteResult | "full" {
     if (result !== "delivered" && result !== "delivered_backlogged") return result
     if (event.type === "done") {
-      runs.end(runId)
-      forgetInteractionsOf(runId)
+      this.runs.end(runId)
+      this.forgetInteractionsOf(runId)
       return "delivered"
     }
-    if (event.type === "permission_request") remember(event.payload.request_id, runId)
+    if (event.type === "permission_request") this.remember(event.payload.request_id, runId)
     return result
   }
 
   /** The Run a frame belongs to (permission_cancel through the interaction map); consumes that route. */
-  const runOf = (event: RunEvent): string | undefined => {
+  private runOf(event: RunEvent): string | undefined {
     if (event.type !== "permission_cancel") return event.id
-    const runId = interactions.get(event.id)
-    if (runId !== undefined) interactions.delete(event.id)
+    const runId = this.interactions?.get(event.id)
+    if (runId !== undefined) this.interactions!.delete(event.id)
     return runId
   }
 
-  return {
-    subscribe: (runId) => Effect.map(runs.subscribe(runId, undefined), (subscriber) => subscriber.stream),
-    route: (event) => {
-      const runId = event.type === "permission_cancel" ? interactions.get(event.id) : event.id
-      if (runId === undefined) return "no_subscriber"
-      const result = runs.tryDeliver(runId, event)
-      // A full buffer leaves everything as it was: the waiting route consumes the interaction route.
-      if (result === "full") return result
-      if (event.type === "permission_cancel") interactions.delete(event.id)
-      return after(runId, event, result)
-    },
-    routeWaiting: (event, stallBudget) =>
-      Effect.suspend(() => {
-        const runId = runOf(event)
-        if (runId === undefined) return Effect.succeed("no_subscriber" as const)
-        return Effect.map(runs.deliverWaiting(runId, event, stallBudget), (result) => {
-          if (result === "overflow") forgetInteractionsOf(runId)
-          return after(runId, event, result) as RouteResult
-        })
-      }),
-    failFrame: (type, id, error) => {
-      const runId = type === "permission_cancel" ? interactions.get(id) : id
-      if (runId === undefined || !runs.fail(runId, error)) return false
-      forgetInteractionsOf(runId)
-      return true
-    },
-    close: (lost) => {
-      runs.close(lost)
-      interactions.clear()
-    },
-    size: runs.size
+  subscribe(runId: Ids.RunId): Effect.Effect<Stream.Stream<RunEvent, SubscriptionError>, SubscriptionRejected, Scope.Scope> {
+    return Effect.map(this.runs.subscribe(runId, undefined), (subscriber) => subscriber.stream)
+  }
+
+  route(event: RunEvent): RouteResult | "full" {
+    const runId = event.type === "permission_cancel" ? this.interactions?.get(event.id) : event.id
+    if (runId === undefined) return "no_subscriber"
+    const result = this.runs.tryDeliver(runId, event)
+    // A full buffer leaves everything as it was: the waiting route consumes the interaction route.
+    if (result === "full") return result
+    if (event.type === "permission_cancel") this.interactions!.delete(event.id)
+    return this.after(runId, event, result)
+  }
+
+  routeWaiting(event: RunEvent, stallBudget: Duration.Duration): Effect.Effect<RouteResult> {
+    return Effect.suspend(() => {
+      const runId = this.runOf(event)
+      if (runId === undefined) return Effect.succeed("no_subscriber" as const)
+      return Effect.map(this.runs.deliverWaiting(runId, event, stallBudget), (result) => {
+        if (result === "overflow") this.forgetInteractionsOf(runId)
+        return this.after(runId, event, result) as RouteResult
+      })
+    })
+  }
+
+  failFrame(type: string, id: string, error: SubscriptionError): boolean {
+    const runId = type === "permission_cancel" ? this.interactions?.get(id) : id
+    if (runId === undefined || !this.runs.fail(runId, error)) return false
+    this.forgetInteractionsOf(runId)
+    return true
+  }
+
+  close(lost: ObservationLost): void {
+    this.runs.close(lost)
+    this.interactions?.clear()
+  }
+
+  size(): number {
+    return this.runs.size()
   }
 }
 
@@ -160,31 +176,50 @@ const cleanupPending = (status: PreparationStatus): boolean =>
 export const makePreparationRoutes = (options: {
   readonly buffer: number
   readonly maxSubscriptions: number
-}): PreparationRoutes => {
-  const requests = KeyedRegistry.make<PreparationStatus, Preparation.RevisionCursor | undefined>({
-    capacity: options.maxSubscriptions,
-    buffer: options.buffer
-  })
-  return {
-    subscribe: (requestId) => Effect.map(requests.subscribe(requestId, undefined), (subscriber) => subscriber.stream),
-    route: (requestId, status) => {
-      const entry = requests.get(requestId)
-      if (entry === undefined) return "no_subscriber"
-      if (Preparation.validateStatus(status)._tag === "Some") {
-        requests.fail(requestId, new ObservationLost({ reason: "invalid_frame" }))
-        return "invalid"
-      }
-      const step = Preparation.applyRevision(entry.state, status)
-      if (!step.apply) return "stale"
-      entry.state = step.cursor
-      const result = requests.deliver(requestId, status)
-      if (result === "overflow" || result === "no_subscriber") return result
-      // A `failed` whose cleanup is unconfirmed is followed by the confirmed release: keep routing.
-      if (Preparation.isTerminalState(status.state) && !cleanupPending(status)) requests.end(requestId)
-      return "delivered"
-    },
-    fail: requests.fail,
-    close: requests.close,
-    size: requests.size
+}): PreparationRoutes =>
+  new PreparationTable(
+    KeyedRegistry.make<PreparationStatus, Preparation.RevisionCursor | undefined>({
+      capacity: options.maxSubscriptions,
+      buffer: options.buffer
+    })
+  )
+
+class PreparationTable implements PreparationRoutes {
+  constructor(private readonly requests: KeyedRegistry.KeyedRegistry<PreparationStatus, Preparation.RevisionCursor | undefined>) {}
+
+  subscribe(
+    requestId: Ids.PreparationRequestId
+  ): Effect.Effect<Stream.Stream<PreparationStatus, SubscriptionError>, SubscriptionRejected, Scope.Scope> {
+    return Effect.map(this.requests.subscribe(requestId, undefined), (subscriber) => subscriber.stream)
+  }
+
+  route(requestId: Ids.PreparationRequestId, status: PreparationStatus): RouteResult | "invalid" {
+    const requests = this.requests
+    const entry = requests.get(requestId)
+    if (entry === undefined) return "no_subscriber"
+    if (Preparation.validateStatus(status)._tag === "Some") {
+      requests.fail(requestId, new ObservationLost({ reason: "invalid_frame" }))
+      return "invalid"
+    }
+    const step = Preparation.applyRevision(entry.state, status)
+    if (!step.apply) return "stale"
+    entry.state = step.cursor
+    const result = requests.deliver(requestId, status)
+    if (result === "overflow" || result === "no_subscriber") return result
+    // A `failed` whose cleanup is unconfirmed is followed by the confirmed release: keep routing.
+    if (Preparation.isTerminalState(status.state) && !cleanupPending(status)) requests.end(requestId)
+    return "delivered"
+  }
+
+  fail(requestId: string, error: SubscriptionError): boolean {
+    return this.requests.fail(requestId, error)
+  }
+
+  close(lost: ObservationLost): void {
+    this.requests.close(lost)
+  }
+
+  size(): number {
+    return this.requests.size()
   }
 }

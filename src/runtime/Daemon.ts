@@ -18,6 +18,7 @@ import { Clock, Duration, Effect, LogLevel, Random, Schedule, Schema, Stream } f
 import { supportedNames } from "../proto/Capabilities.js"
 import { type DeviceId, printable } from "../proto/Ids.js"
 import { CloseRuntimeRetired } from "../proto/Limits.js"
+import type { Outgoing } from "../proto/EncodedFrame.js"
 import type { RuntimeToCore } from "../proto/Messages.js"
 import { ProtocolVersion } from "../proto/Version.js"
 import * as Connection from "./Connection.js"
@@ -190,8 +191,8 @@ export const run = (
                 Effect.annotateLogs({ type: item.message.type, id: frameId(item.message), bytes: item.bytes })
               ))
             : Effect.void),
-        sendAll: (messages: ReadonlyArray<RuntimeToCore>) =>
-          Effect.tap(transport.sendAll(messages), () => whenDebug(() => Effect.forEach(messages, frameSent, { discard: true }))),
+        sendAll: (frames: ReadonlyArray<Outgoing>) =>
+          Effect.tap(transport.sendAll(frames), () => whenDebug(() => Effect.forEach(frames, frameSent, { discard: true }))),
         send: (message: RuntimeToCore) =>
           Effect.tap(sendObserved(message), () => whenDebug(() => frameSent(message)))
       })
@@ -200,7 +201,7 @@ export const run = (
     const whenDebug = (log: () => Effect.Effect<void>): Effect.Effect<void> =>
       Effect.flatMap(LogLevel.isEnabled("Debug"), (enabled) => (enabled ? log() : Effect.void))
 
-    const frameSent = (message: RuntimeToCore) =>
+    const frameSent = (message: Outgoing) =>
       Effect.logDebug("frame sent").pipe(Effect.annotateLogs({ type: message.type, id: frameId(message) }))
 
     /** A frame's correlation id, bounded for a log line ("" when the type has none). */

@@ -3,7 +3,8 @@
  * guard independent of the adapter, delta and thinking numbering, the Run's trace, and an adapter's error payload
  * normalized to what the wire allows. Pure except for the Run's sequence counters.
  */
-import { Option } from "effect"
+import { Option, type Result } from "effect"
+import { type EncodedFrame, encodeFrame } from "../proto/EncodedFrame.js"
 import type { Messages } from "../proto/index.js"
 import { type ErrorPayload, normalizeEngineFailure } from "../proto/RunEvents.js"
 import type { TurnEvent } from "./harness/Harness.js"
@@ -39,6 +40,21 @@ export const traced = <M extends Messages.RuntimeToCore>(run: RunRecord, message
 export const toMessage = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {
   const message = untraced(run, event)
   return message === undefined ? undefined : traced(run, message)
+}
+
+/**
+ * A Run event as its encoded frame, after opt-ins (`undefined` when they drop it): deltas through the Run's
+ * direct delta encoder (`EncodedFrame.deltaEncoder`), everything else through the codec. A refusal is the codec's.
+ */
+export const encodeEvent = (
+  run: RunRecord,
+  event: TurnEvent
+): Result.Result<EncodedFrame, Messages.OutgoingFrameRejected> | undefined => {
+  if (event.type === "delta" && run.encodeDelta !== undefined) {
+    return run.encodeDelta(event.delta, ++run.deltaSequence, run.config.observe_messages === true ? event.item_id : undefined)
+  }
+  const message = toMessage(run, event)
+  return message === undefined ? undefined : encodeFrame(message)
 }
 
 const untraced = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {

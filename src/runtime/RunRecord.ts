@@ -7,6 +7,7 @@
  */
 import { Data, type Deferred, type Effect } from "effect"
 import type { PromptRequestPayload } from "../proto/Execution.js"
+import type { DeltaEncoder } from "../proto/EncodedFrame.js"
 import type { RunId } from "../proto/Ids.js"
 import type { MessageInput } from "../proto/MessageInput.js"
 import type { ExecutorEntry } from "./Executors.js"
@@ -45,6 +46,8 @@ export interface RunRecord {
   receiptsOwnOutcome: boolean
   deltaSequence: number
   thinkingSequence: number
+  /** Encodes the Run's `delta` frames directly (`EncodedFrame.deltaEncoder`); undefined: through the codec. */
+  readonly encodeDelta: DeltaEncoder | undefined
 }
 
 /** Why a Run could not start. Nothing was submitted natively. */

@@ -19,6 +19,7 @@
  */
 import { type Cause, Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
 import type { RunId } from "../proto/Ids.js"
+import { type EncodedFrame, encodeFrame, deltaEncoder } from "../proto/EncodedFrame.js"
 import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
 import type { Messages } from "../proto/index.js"
 import type { DonePayload } from "../proto/RunEvents.js"
@@ -27,7 +28,7 @@ import { type ExecutorEntry, Executors } from "./Executors.js"
 import type { Settlement, TurnSink } from "./harness/Harness.js"
 import type { SettlementUnconfirmed } from "./harness/Harness.js"
 import { Outbound } from "./Outbound.js"
-import { isRouted, RefusedEventText, toMessage, traced } from "./RunFrames.js"
+import { encodeEvent, isRouted, RefusedEventText, traced } from "./RunFrames.js"
 import { RunLifecycle } from "./RunLifecycle.js"
 import { NoTurn, type RunRecord, type RunSpec, type StartRefusal } from "./RunRecord.js"
 import { StatusBoard } from "./StatusBoard.js"
@@ -60,48 +61,58 @@ const makeRuns = Effect.gen(function* () {
       traced(run, { type: "done", id: run.runId, payload })
 
     /**
-     * Sends one frame the batch could not carry; a frame the codec refuses becomes a contract violation reported
-     * on the Run (an `error` frame with neutral text), and a refused `done` is replaced by the smallest done that
-     * encodes, so Core's stream always closes. Logs type, Run id, reason and size, never the payload.
+     * The frames that replace one the codec refused: a contract violation reported on the Run (an `error` frame
+     * with neutral text) and, for a refused `done`, the smallest done that encodes, so Core's stream always
+     * closes. Logs type, Run id, reason and size, never the payload.
      */
-    const sendChecked = (run: RunRecord, message: Messages.RuntimeToCore): Effect.Effect<void, TransportClosed> =>
-      outbound.send(message).pipe(
-        Effect.catchTag("OutgoingFrameRejected", (refused) =>
-          Effect.gen(function* () {
-            yield* Effect.logError("run event refused by the codec; reported on the Run as a contract violation").pipe(
-              Effect.annotateLogs({
-                type: message.type,
-                run_id: run.runId,
-                reason: refused.reason,
-                ...(refused.bytes === undefined ? {} : { bytes: refused.bytes })
-              })
-            )
-            yield* sendOrLog(run, traced(run, { type: "error", id: run.runId, payload: { error: RefusedEventText } }))
-            if (message.type !== "done") return
-            const metadata = message.payload.metadata
-            for (const payload of metadata === undefined ? [{ content: "" }] : [{ content: "", metadata }, { content: "" }]) {
-              const sent = yield* Effect.result(outbound.send(done(run, payload)))
-              if (Result.isSuccess(sent)) return
-              if (sent.failure._tag === "TransportClosed") return yield* sent.failure
-            }
+    const replacements = (
+      run: RunRecord,
+      refused: Messages.OutgoingFrameRejected,
+      refusedDone: DonePayload | undefined
+    ): Effect.Effect<ReadonlyArray<EncodedFrame>> =>
+      Effect.gen(function* () {
+        yield* Effect.logError("run event refused by the codec; reported on the Run as a contract violation").pipe(
+          Effect.annotateLogs({
+            type: refused.type,
+            run_id: run.runId,
+            reason: refused.reason,
+            ...(refused.bytes === undefined ? {} : { bytes: refused.bytes })
           })
         )
-      )
+        const frames: Array<EncodedFrame> = []
+        const error = encodeFrame(traced(run, { type: "error", id: run.runId, payload: { error: RefusedEventText } }))
+        if (Result.isSuccess(error)) frames.push(error.success)
+        else {
+          yield* Effect.logError("replacement frame refused by the codec").pipe(
+            Effect.annotateLogs({ type: "error", run_id: run.runId })
+          )
+        }
+        if (refusedDone === undefined) return frames
+        const metadata = refusedDone.metadata
+        for (const payload of metadata === undefined ? [{ content: "" }] : [{ content: "", metadata }, { content: "" }]) {
+          const encoded = encodeFrame(done(run, payload))
+          if (Result.isSuccess(encoded)) {
+            frames.push(encoded.success)
+            break
+          }
+        }
+        return frames
+      })
 
-    const sendOrLog = (run: RunRecord, message: Messages.RuntimeToCore) =>
-      outbound.send(message).pipe(
-        Effect.catchTag("OutgoingFrameRejected", () =>
-          Effect.logError("replacement frame refused by the codec").pipe(
-            Effect.annotateLogs({ type: message.type, run_id: run.runId })
-          ))
-      )
+    /** One frame the Run produces itself (error, done) as the frames to queue: itself, or its replacements. */
+    const encodeChecked = (run: RunRecord, message: Messages.RuntimeToCore): Effect.Effect<ReadonlyArray<EncodedFrame>> => {
+      const encoded = encodeFrame(message)
+      return Result.isSuccess(encoded)
+        ? Effect.succeed([encoded.success])
+        : replacements(run, encoded.failure, message.type === "done" ? message.payload : undefined)
+    }
 
     /**
-     * The single consumer of a Run's output: takes whatever is queued and hands it to the transport as one batch
-     * (frames in order; the batch resolves when its last frame was written locally). A batch the codec refuses
-     * is sent frame by frame so only the refused frame is replaced. Ends when the queue ends (after `done`).
+     * The single consumer of a Run's output: takes whatever is queued (frames already encoded) and hands it to
+     * the transport as one batch (frames in order; the batch resolves when its last frame was written locally).
+     * Ends when the queue ends (after `done`).
      */
-    const forward = (run: RunRecord, queue: Queue.Dequeue<Messages.RuntimeToCore, Cause.Done>): Effect.Effect<void> => {
+    const forward = (run: RunRecord, queue: Queue.Dequeue<EncodedFrame, Cause.Done>): Effect.Effect<void> => {
       let lost = false
       const onLost = (e: TransportClosed) =>
         lost ? Effect.void : Effect.sync(() => {
@@ -111,10 +122,16 @@ const makeRuns = Effect.gen(function* () {
             Effect.annotateLogs({ run_id: run.runId, reason: e.reason })
           ))
         )
-      const deliver = (batch: ReadonlyArray<Messages.RuntimeToCore>): Effect.Effect<void> =>
+      const deliver = (batch: ReadonlyArray<EncodedFrame>): Effect.Effect<void> =>
         outbound.sendAll(batch).pipe(
-          Effect.catchTag("OutgoingFrameRejected", () => Effect.forEach(batch, (m) => sendChecked(run, m), { discard: true })),
-          Effect.catchTag("TransportClosed", onLost)
+          Effect.catchTags({
+            TransportClosed: onLost,
+            // Unreachable: every frame was encoded when it was queued.
+            OutgoingFrameRejected: (refused) =>
+              Effect.logError("encoded run frames refused by the transport").pipe(
+                Effect.annotateLogs({ type: refused.type, run_id: run.runId })
+              )
+          })
         )
       return Queue.takeAll(queue).pipe(
         Effect.flatMap(deliver),
@@ -131,12 +148,18 @@ const makeRuns = Effect.gen(function* () {
     const runFiber = (run: RunRecord, spec: RunSpec): Effect.Effect<void> => {
       let settlement: Result.Result<Settlement, SettlementUnconfirmed> | undefined
       const body = Effect.gen(function* () {
-        const queue = yield* Queue.bounded<Messages.RuntimeToCore, Cause.Done>(RunOutputBuffer)
+        const queue = yield* Queue.bounded<EncodedFrame, Cause.Done>(RunOutputBuffer)
         // The single consumer of the Run's output starts before native start.
         const forwarder = yield* Effect.forkChild(forward(run, queue))
+        /** Queues a frame: synchronously while there is room, otherwise waiting (the Turn is slowed, nothing dropped). */
+        const offer = (frame: EncodedFrame): Effect.Effect<void> =>
+          Queue.offerUnsafe(queue, frame) ? Effect.void : Effect.asVoid(Queue.offer(queue, frame))
+        const offerAll = (frames: ReadonlyArray<EncodedFrame>): Effect.Effect<void> =>
+          Effect.forEach(frames, offer, { discard: true })
+        const queueChecked = (message: Messages.RuntimeToCore) => Effect.flatMap(encodeChecked(run, message), offerAll)
         const closeStream = (last: Messages.RuntimeToCore | undefined) =>
           Effect.gen(function* () {
-            if (last !== undefined) yield* Queue.offer(queue, last)
+            if (last !== undefined) yield* queueChecked(last)
             yield* Queue.end(queue)
             yield* Fiber.await(forwarder)
           })
@@ -149,7 +172,7 @@ const makeRuns = Effect.gen(function* () {
               yield* closeStream(undefined)
               yield* spec.onStartFailed(refusal)
             } else {
-              yield* Queue.offer(queue, traced(run, { type: "error", id: run.runId, payload: { error: refusal.reason } }))
+              yield* queueChecked(traced(run, { type: "error", id: run.runId, payload: { error: refusal.reason } }))
               yield* closeStream(done(run, { content: "" }))
             }
             yield* Deferred.succeed(run.finished, undefined)
@@ -169,19 +192,19 @@ const makeRuns = Effect.gen(function* () {
           yield* releaseExecutor(entry, false)
           return yield* refuse({ reason: "the executor has no native owner", code: "executor_unavailable" })
         }
-        /** Queues a frame: synchronously while there is room, otherwise waiting (the Turn is slowed, nothing dropped). */
-        const offer = (message: Messages.RuntimeToCore): Effect.Effect<void> =>
-          Queue.offerUnsafe(queue, message) ? Effect.void : Effect.asVoid(Queue.offer(queue, message))
-        // The per-event path: no span, no generator; routes are registered before their frame is queued.
+        // The per-event path: no span, no generator, the frame encoded once here; routes are registered before
+        // their frame is queued.
+        const queueEncoded = (frame: Result.Result<EncodedFrame, Messages.OutgoingFrameRejected>): Effect.Effect<void> =>
+          Result.isSuccess(frame) ? offer(frame.success) : Effect.flatMap(replacements(run, frame.failure, undefined), offerAll)
         const sink: TurnSink = {
           emit: (event) =>
             Effect.suspend(() => {
-              const message = toMessage(run, event)
+              const frame = encodeEvent(run, event)
               if (isRouted(event)) {
                 const registered = lifecycle.publish({ _tag: "Emitted", run, event })
-                return message === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => offer(message)))
+                return frame === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => queueEncoded(frame)))
               }
-              return message === undefined ? Effect.void : offer(message)
+              return frame === undefined ? Effect.void : queueEncoded(frame)
             })
         }
         const started = yield* Effect.result(native.startTurn(run.runId, spec.input, sink))
@@ -266,12 +289,13 @@ const makeRuns = Effect.gen(function* () {
       start: (spec) =>
         Effect.gen(function* () {
           if (table.has(spec.runId)) return Result.fail("run_conflict" as const)
+          const trace = echo(spec.trace)
           const run: RunRecord = {
             runId: spec.runId,
             kind: spec.kind,
             prepared: spec.prepared,
             requestId: spec.requestId,
-            trace: echo(spec.trace),
+            trace,
             config: spec.config,
             snapshot: spec.snapshot,
             executor: undefined,
@@ -284,7 +308,8 @@ const makeRuns = Effect.gen(function* () {
             receiptWaiters: 0,
             receiptsOwnOutcome: false,
             deltaSequence: 0,
-            thinkingSequence: 0
+            thinkingSequence: 0,
+            encodeDelta: deltaEncoder(spec.runId, trace)
           }
           table.set(spec.runId, run)
           yield* changed

@@ -79,12 +79,16 @@ const bytesIn = Metric.withAttributes(frameBytes, { direction: "in" })
 const bytesOut = Metric.withAttributes(frameBytes, { direction: "out" })
 
 /** Counts one frame of `bytes` (synchronous: the transport's hot path). */
-export const frameUnsafe = (context: Context.Context<never>, direction: "in" | "out", bytes: number): void => {
+export const frameUnsafe = (context: Context.Context<never>, direction: "in" | "out", bytes: number): void =>
+  framesUnsafe(context, direction, 1, bytes)
+
+/** Counts `count` frames of `bytes` in all (one update per batch: both are counters). */
+export const framesUnsafe = (context: Context.Context<never>, direction: "in" | "out", count: number, bytes: number): void => {
   if (direction === "in") {
-    framesIn.updateUnsafe(1, context)
+    framesIn.updateUnsafe(count, context)
     bytesIn.updateUnsafe(bytes, context)
   } else {
-    framesOut.updateUnsafe(1, context)
+    framesOut.updateUnsafe(count, context)
     bytesOut.updateUnsafe(bytes, context)
   }
 }

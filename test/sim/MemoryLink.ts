@@ -15,6 +15,7 @@
  */
 import { Cause, Effect, Queue, Result, Stream } from "effect"
 import { Socket } from "effect/socket"
+import { frameText, type Outgoing } from "../../src/proto/EncodedFrame.js"
 import { Messages } from "../../src/proto/index.js"
 import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
 
@@ -104,12 +105,12 @@ export const make = (options: LinkOptions): Effect.Effect<MemoryLink> =>
     }
 
     const write = (
-      messages: ReadonlyArray<Messages.RuntimeToCore>
+      messages: ReadonlyArray<Outgoing>
     ): Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected> =>
       Effect.suspend((): Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected> => {
         const texts: Array<string> = []
         for (const message of messages) {
-          const text = Messages.encodeMessage(message)
+          const text = frameText(message)
           if (Result.isFailure(text)) return Effect.fail(text.failure)
           texts.push(text.success)
         }

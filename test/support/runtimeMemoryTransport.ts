@@ -26,6 +26,7 @@
  * ```
  */
 import { Deferred, Effect, Layer, Queue, Ref, Result, Semaphore, Stream } from "effect"
+import { frameText, type Outgoing } from "../../src/proto/EncodedFrame.js"
 import { Messages } from "../../src/proto/index.js"
 import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
 
@@ -84,11 +85,11 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
     )
 
   /** Encodes every frame first (a refused one means nothing is written), then writes them in order. */
-  const write = (messages: ReadonlyArray<Messages.RuntimeToCore>) =>
+  const write = (messages: ReadonlyArray<Outgoing>) =>
     Effect.gen(function* () {
       const texts: Array<string> = []
       for (const message of messages) {
-        const text = Messages.encodeMessage(message)
+        const text = frameText(message)
         if (Result.isFailure(text)) return yield* text.failure
         texts.push(text.success)
       }
@@ -114,7 +115,7 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
       )
     })
   const send = (message: Messages.RuntimeToCore) => write([message])
-  const sendAll = (messages: ReadonlyArray<Messages.RuntimeToCore>) =>
+  const sendAll = (messages: ReadonlyArray<Outgoing>) =>
     Effect.andThen(Effect.sync(() => batches.push(messages.length)), write(messages))
 
   const transport = Transport.of({

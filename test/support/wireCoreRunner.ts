@@ -518,6 +518,18 @@ export const runCoreScenario = (scenario: WireScenario): Effect.Effect<Verdict, 
                 ...(p.rollback === undefined ? {} : { rollback: p.rollback })
               })
               if (step.refusedByCore === undefined) {
+                // The scenario's earlier replies may still be in flight to Core when it asks for the next request
+                // (the Runtime's frames and this step are not ordered): wait until Core has taken them and a
+                // suspension slot is free, as a caller issuing requests one after another would.
+                yield* eventually_(`no free suspension slot for ${message.id}`, Effect.sync(() => {
+                  let outstanding = 0
+                  for (const tracked of suspensions.values()) {
+                    if (!("refused" in tracked) && tracked.pollUnsafe() === undefined) outstanding++
+                  }
+                  return outstanding < SuspensionDriver.MaxOutstandingSuspensions
+                    ? Option.none()
+                    : Option.some(`${outstanding} suspension requests outstanding`)
+                }))
                 suspensions.set(message.id, yield* fork(requesting))
                 return
               }

@@ -33,6 +33,7 @@ import { LeaseKeeper } from "./pg/LeaseKeeper.js"
 import * as LeaseSweeper from "./pg/LeaseSweeper.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import { NodeRouter } from "./pg/NodeRouter.js"
+import { NodeStreams } from "./pg/NodeStreams.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import { recoverUnfinishedTurns } from "./Recovery.js"
 import { SessionLocks } from "./SessionLocks.js"
@@ -207,7 +208,9 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     options.database === undefined
       ? Layer.empty
       : Layer.mergeAll(
-        Layer.unwrap(Effect.map(GatewayConfig, (config) => NodeRouter.layer({ nodeId: options.nodeId ?? config.publicUrl }))),
+        NodeStreams.layer().pipe(
+          Layer.provideMerge(Layer.unwrap(Effect.map(GatewayConfig, (config) => NodeRouter.layer({ nodeId: options.nodeId ?? config.publicUrl }))))
+        ),
         JournalFeed.layer()
       ).pipe(Layer.provide(storePgClient))
   const services = Layer.mergeAll(

@@ -32,6 +32,7 @@ import { unavailable } from "./Operator.js"
 import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "./OperatorErrors.js"
 import { executionSpec, type SelfHostedEnvironment, type SessionConfiguration } from "./SessionConfig.js"
 import { NodeRouter } from "./pg/NodeRouter.js"
+import { NodeStreams } from "./pg/NodeStreams.js"
 import { OwnerLeases } from "./pg/OwnerLeases.js"
 import * as RoutedFiles from "./pg/RoutedFiles.js"
 import { SessionLocks } from "./SessionLocks.js"
@@ -250,18 +251,20 @@ const make = Effect.gen(function* () {
       )
     }).pipe(Effect.withSpan("Files.exportTar"))
 
-  // Several Core nodes (PostgreSQL): list, read and write on a Session whose device another node holds are
-  // routed there (pg/RoutedFiles.ts); absent on a single node.
+  // Several Core nodes (PostgreSQL): list, read, write and export on a Session whose device another node holds
+  // are routed there (pg/RoutedFiles.ts, the export through pg/NodeStreams.ts); absent on a single node.
   const router = yield* Effect.serviceOption(NodeRouter)
   const leases = yield* Effect.serviceOption(OwnerLeases)
-  const routed = Option.isSome(router) && Option.isSome(leases)
-    ? Option.some(yield* RoutedFiles.make({ list, read, write }).pipe(
+  const streams = yield* Effect.serviceOption(NodeStreams)
+  const routed = Option.isSome(router) && Option.isSome(leases) && Option.isSome(streams)
+    ? Option.some(yield* RoutedFiles.make({ list, read, write, exportTar }).pipe(
       Effect.provideService(NodeRouter, router.value),
-      Effect.provideService(OwnerLeases, leases.value)
+      Effect.provideService(OwnerLeases, leases.value),
+      Effect.provideService(NodeStreams, streams.value)
     ))
     : Option.none()
 
-  return Files.of({ list, read, write, ...(Option.isSome(routed) ? routed.value : {}), settle, exportTar })
+  return Files.of({ list, read, write, exportTar, ...(Option.isSome(routed) ? routed.value : {}), settle })
 })
 
 export const layer: Layer.Layer<Files, never, SessionStore | TurnStore | Gateway | DevIds | SessionLocks | WriteReservations> =

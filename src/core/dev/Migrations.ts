@@ -297,6 +297,30 @@ const sessionMcpSecrets = Effect.gen(function* () {
   )`
 })
 
+const nodeStreams = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // Byte streams between Core nodes (docs/multi-node.md "Workspace export from any node"; pg/NodeStreams.ts):
+  // the consumer creates the stream row and deletes it (its chunks cascade) when it ends; each side renews its
+  // beat while alive. The producer keeps at most a few unread chunks (base64 in TEXT: portable) ahead of the
+  // consumer, which deletes each chunk as it takes it; the last row carries `final_json`. Used with PostgreSQL
+  // only; the tables exist unused on SQLite.
+  yield* sql`CREATE TABLE node_streams (
+    stream_id TEXT PRIMARY KEY,
+    consumer_node TEXT NOT NULL,
+    producer_node TEXT NOT NULL,
+    consumer_beat_ms BIGINT NOT NULL,
+    producer_beat_ms BIGINT NOT NULL,
+    created_at_ms BIGINT NOT NULL
+  )`
+  yield* sql`CREATE TABLE node_stream_chunks (
+    stream_id TEXT NOT NULL REFERENCES node_streams (stream_id) ON DELETE CASCADE,
+    seq BIGINT NOT NULL,
+    data TEXT,
+    final_json TEXT,
+    PRIMARY KEY (stream_id, seq)
+  )`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
@@ -307,7 +331,8 @@ export const migrations = {
   "6_node_requests": nodeRequests,
   "7_turn_owners": turnOwners,
   "8_session_initialization": sessionInitialization,
-  "9_session_mcp_secrets": sessionMcpSecrets
+  "9_session_mcp_secrets": sessionMcpSecrets,
+  "10_node_streams": nodeStreams
 } as const
 
 /** The table recording applied migration ids. */

@@ -6,14 +6,14 @@ import type { Envelope } from "../../proto/index.js"
 import { ObservationLost } from "../Errors.js"
 import { type ReplyKeyedById, replyTypesKeyedById } from "../ReplyFamilies.js"
 import { isRunEventType, malformedRunFrame } from "../RunEvent.js"
-import type { SessionRoutes } from "../SessionServices.js"
+import type { SessionState } from "../SessionServices.js"
 
 const invalidFrame = new ObservationLost({ reason: "invalid_frame" })
 const invalidRunFrame = new ObservationLost({ reason: "invalid_run_frame" })
 
 /** Fails the observer the invalid frame names under the policy; true when one failed (else it is dropped). */
 export const failNamedObserver = (
-  { preparations, replies, runs }: Pick<SessionRoutes["Service"], "runs" | "preparations" | "replies">,
+  { preparations, replies, runs }: Pick<SessionState, "runs" | "preparations" | "replies">,
   error: Envelope.InvalidFrame
 ): boolean => {
   const { id, type } = error

@@ -12,7 +12,7 @@
  *   receipt settles the step (`PrepareUnknown` otherwise). The waiter lives on this connection only: nothing is
  *   replayed after a reconnect.
  */
-import { Clock, Duration, Effect, Option, Queue, Result, Stream } from "effect"
+import { type Duration, Effect, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import type { CapabilitySources, SourceMetadata } from "../../proto/Execution.js"
 import type { TransferId } from "../../proto/Ids.js"
@@ -21,12 +21,12 @@ import {
   type ExpectedReceipt,
   type Initialization,
   type RuntimePreparePayload,
-  type RuntimePrepareResultPayload,
   validateRequest,
   validateResult
 } from "../../proto/RuntimePrepare.js"
 import { encodeChunkData } from "../../proto/Transfer.js"
 import type { DeviceSession } from "../DeviceSession.js"
+import { waiterOver } from "../workspace/internal/replies.js"
 import { type PrepareError, PrepareFailed, PrepareRefused, PrepareRejected, type PrepareStage, PrepareUnknown } from "./PrepareErrors.js"
 
 /** One action of a transfer. */
@@ -97,11 +97,6 @@ const acquireSlot = (session: DeviceSession) =>
     () => Effect.sync(() => busy.delete(session))
   )
 
-// Lets a reply already routed when the deadline fires be taken instead of the timeout.
-const raceWindow = Effect.repeat(Effect.yieldNow, { times: 16 })
-
-type WaitEnd = "budget_exceeded" | "connection_lost" | "receipt_overflow"
-
 /**
  * Runs one transfer. Success proves the Runtime completed that step (`completed` with the body size); it does
  * not prove a later Turn ran. Errors: see PrepareErrors.ts.
@@ -123,30 +118,17 @@ export const prepare = (
     const replies = yield* session.expectReplies("runtime_prepare_result", id).pipe(
       Effect.mapError((e) => new PrepareRefused({ reason: "waiter_rejected", detail: e.reason }))
     )
-    const queue = yield* Stream.toQueue(replies, { capacity: "unbounded" })
+    const waiter = yield* waiterOver(replies, (m) => m.payload)
     yield* session.send({ type: "runtime_prepare", id, payload: begin }).pipe(
       Effect.mapError((e) => new PrepareRefused({ reason: "not_sent", detail: e.reason }))
     )
-    const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.fromInputUnsafe(options.budget ?? CoreTransferBudget))
+    yield* waiter.startBudget(options.budget ?? CoreTransferBudget)
     let committed = false
-
-    const take = Effect.match(Queue.take(queue), {
-      onFailure: (e): Result.Result<RuntimePrepareResultPayload, WaitEnd> =>
-        Result.fail(e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost"),
-      onSuccess: (m): Result.Result<RuntimePrepareResultPayload, WaitEnd> => Result.succeed(m.payload)
-    })
-    const pollOnce = Effect.gen(function*() {
-      yield* raceWindow
-      const polled = yield* Queue.poll(queue)
-      return Option.isSome(polled) ? Result.succeed(polled.value.payload) : Result.fail<WaitEnd>("budget_exceeded")
-    })
-    const next = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.timeoutOrElse(take, { duration: Math.max(0, deadline - now), orElse: () => pollOnce }))
 
     /** The receipt answering `expected`; anything but the exact success is a typed error. */
     const receipt = (stage: PrepareStage, expected: ExpectedReceipt) =>
       Effect.gen(function*() {
-        const got = yield* next
+        const got = yield* waiter.next
         if (Result.isFailure(got)) {
           return yield* committed
             ? new PrepareUnknown({ stage, reason: got.failure })

@@ -22,7 +22,8 @@
  * the header and never appears in a URL, a log line, a span or an error detail; peer text echoed in a detail
  * (the daemon's version) is bounded and reduced to printable ASCII.
  */
-import { ByteSize, type Cause, Duration, Effect, Layer, Option, Redacted, Result, Schema } from "effect"
+import { ByteSize, type Cause, Duration, Effect, Layer, Option, Redacted, Result, Schema, type Scope } from "effect"
+import { Socket } from "effect/socket"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type ErrorCodes, Ids, Limits, Version } from "../../proto/index.js"
 import {
@@ -35,14 +36,19 @@ import {
 import { Gateway } from "../Gateway.js"
 import { OwnerClaim, type OwnerView } from "../OwnerClaim.js"
 import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape, WebSocketPath } from "../GatewayConfig.js"
+import type { DeviceTransport } from "../transport/DeviceTransport.js"
 import { markAuthenticated } from "../transport/internal/connectionGuard.js"
 import { fromSocket } from "../transport/internal/socket.js"
+import { fromWebSocket, TrackedWebSocket, upgradedWebSocket } from "../transport/internal/webSocket.js"
 
 /** The HTTP server factory with Core's connection bounds (header, request and pending-connection limits). */
 export { type ConnectionLimits, createGuardedServer, defaultConnectionLimits, markAuthenticated } from "../transport/internal/connectionGuard.js"
 
-/** Options for the `ws` WebSocket server behind the routes: the 4 MiB inbound frame bound. */
-export const websocketServerOptions = { maxPayload: Limits.MaxFrameBytes } as const
+/**
+ * Options for the `ws` WebSocket server behind the routes: the 4 MiB inbound frame bound, and the socket class
+ * that lets the ws route use each upgraded `ws` socket directly (transport/internal/webSocket.ts).
+ */
+export const websocketServerOptions = { maxPayload: Limits.MaxFrameBytes, WebSocket: TrackedWebSocket } as const
 
 /** Bootstrap request bodies larger than this are refused as `bad_json`. */
 export const MaxBootstrapBodyBytes = 64 * 1024
@@ -305,10 +311,7 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
       Effect.mapError(() => errorResponse(500, "internal", "the upgrade failed"))
     )
     yield* Effect.scoped(Effect.gen(function*() {
-      const transport = yield* fromSocket(socket, {
-        capacity: deps.config.sendQueueCapacity,
-        writeDeadline: deps.config.writeDeadline
-      })
+      const transport = yield* directTransport(socket, request, deps.config)
       yield* deps.gateway.accept(device, transport)
     })).pipe(
       Effect.catch((error) =>
@@ -319,6 +322,31 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
     )
     return HttpServerResponse.empty()
   })))
+
+/**
+ * The connection's transport: the upgraded `ws` socket itself when the server made it a `TrackedWebSocket`
+ * (`websocketServerOptions`; no fiber per connection, no copy per frame), else `effect/socket`'s wrapper.
+ * Acquiring the socket's reader completes the handshake (the 101); the wrapper's own listener is then removed
+ * from the `ws` socket at once, in the same step, so every frame is read by the transport alone.
+ */
+const directTransport = (
+  socket: Socket.Socket,
+  request: HttpServerRequest.HttpServerRequest,
+  config: GatewayConfigShape
+): Effect.Effect<DeviceTransport, Socket.SocketError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const source = request.source as { readonly socket?: unknown } | null | undefined
+    const reader = yield* socket.reader
+    const ws = upgradedWebSocket(typeof source === "object" && source !== null ? source.socket : undefined)
+    if (ws === undefined) {
+      return yield* fromSocket(Socket.make({ reader: Effect.succeed(reader), writer: socket.writer }), {
+        capacity: config.sendQueueCapacity,
+        writeDeadline: config.writeDeadline
+      })
+    }
+    ws.removeAllListeners("message")
+    return fromWebSocket(ws, { capacity: config.sendQueueCapacity })
+  })
 
 // ---------------------------------------------------------------------------------------------- layer
 

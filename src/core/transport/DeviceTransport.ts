@@ -30,20 +30,37 @@ export class TransportEnded extends Schema.TaggedError<TransportEnded>()("Transp
 /** Result of offering an encoded frame to the bounded send queue. */
 export type OfferResult = "queued" | "full" | "closed"
 
+/** Where a transport delivers what it reads (the session's read side). */
+export interface InboundHandlers {
+  /** One inbound frame, in order. Called synchronously from the socket's events (no fiber of the connection). */
+  readonly onFrame: (frame: string | Uint8Array) => void
+  /**
+   * The transport ended (the peer closed, a read or write failed, an oversized frame, or `close`). Called once;
+   * no frame follows it.
+   */
+  readonly onEnd: (error: TransportEnded) => void
+}
+
 /**
- * One physical connection as the session uses it. `transport/internal/socket.ts` builds it over an upgraded
- * WebSocket; tests build it over in-memory sockets. The transport owns the bounded send queue and its writer.
+ * One physical connection as the session uses it. `transport/internal/webSocket.ts` builds it over the `ws`
+ * server socket of an upgraded request (reads are `ws` message callbacks, writes `ws.send`: no fiber per
+ * connection); `transport/internal/socket.ts` over an `effect/socket` Socket (in-memory sockets in tests). The
+ * transport owns the bounded send queue.
  */
 export interface DeviceTransport {
-  /** The next batch of inbound frames, in order. Fails with `TransportEnded` once the connection ended. */
-  readonly pull: Effect.Effect<ReadonlyArray<string | Uint8Array>, TransportEnded>
+  /**
+   * Starts delivering inbound frames and the end to `handlers` (once; frames that arrived before are delivered
+   * then, and an end that happened before is reported at once).
+   */
+  readonly listen: (handlers: InboundHandlers) => void
+  /** Stops reading from the socket until `resume` (backpressure). Frames already read may still arrive. */
+  readonly pause: () => void
+  readonly resume: () => void
   /**
    * Puts one encoded frame in the bounded send queue without waiting. "queued" proves only that; "full" and
    * "closed" mean nothing will be sent.
    */
   readonly offer: (frame: string) => OfferResult
-  /** Completes when the write side ended (a failed or late write, or `close`). */
-  readonly ended: Effect.Effect<TransportEnded>
   /** Closes the connection with a close code. Idempotent; queued frames not yet written are dropped. */
   readonly close: (code: number, reason: string) => Effect.Effect<void>
 }

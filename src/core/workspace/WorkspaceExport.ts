@@ -10,7 +10,7 @@
  * - Whenever Core stops before `completed` (its consumer failed or was interrupted, a budget, an invalid
  *   reply), it sends `cancel` (no reply expected). Never retried or replayed after a reconnect.
  */
-import { Clock, Duration, Effect, Exit, Result } from "effect"
+import { Duration, Effect, Exit, Result } from "effect"
 import { type Ids, Limits, Transfer } from "../../proto/index.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { acquireSlot, expect, sendOrRefuse } from "./internal/replies.js"
@@ -56,9 +56,9 @@ export const exportTo = <E, R>(
       id,
       payload: { step: "begin", handle: request.handle, environment_id: request.environmentId }
     })
-    const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.fromInputUnsafe(options.budget ?? Limits.ExportBudget))
+    yield* waiter.startBudget(options.budget ?? Limits.ExportBudget)
     while (true) {
-      const next = yield* waiter.next(deadline)
+      const next = yield* waiter.next
       if (Result.isFailure(next)) return yield* new ExportUnknown({ reason: next.failure, offset: received })
       const r = next.success
       // Built only when a reply is invalid: an error captures a stack trace, too dear for every chunk.

@@ -11,7 +11,7 @@
  *   explicit truncation, an acknowledged close, a valid listing); anything else is `ReadUnknown`.
  * - Never retried, never replayed after a reconnect: the driver is bound to one connection.
  */
-import { Clock, Duration, Effect, Option, Result } from "effect"
+import { Duration, Effect, Option, Result } from "effect"
 import { type Ids, Limits, Transfer, Workspace } from "../../proto/index.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { acquireSlot, expect, sendOrRefuse } from "./internal/replies.js"
@@ -77,8 +77,8 @@ export const read = (
     yield* acquireSlot(session, "read")
     const waiter = yield* expect(session, "workspace_read_result", "read", request.operationId)
     yield* sendOrRefuse(session, "read", { type: "workspace_read", id: request.operationId, payload })
-    const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(Duration.fromInputUnsafe(options.budget ?? Limits.ReadResultBudget))
-    const reply = yield* waiter.next(deadline)
+    yield* waiter.startBudget(options.budget ?? Limits.ReadResultBudget)
+    const reply = yield* waiter.next
     if (Result.isFailure(reply)) return yield* new ReadUnknown({ reason: reply.failure })
     const r = reply.success
     if (!Workspace.validateReadResult(payload, r)) return yield* new ReadUnknown({ reason: "invalid_receipt" })

@@ -12,7 +12,7 @@
  *   (`WriteFailed`, definite: the file is unchanged); after it, only an exact receipt settles the write
  *   (`WriteUnknown` otherwise; the caller keeps the mutation owner reserved).
  */
-import { Clock, Duration, Effect, Option, Result } from "effect"
+import { Duration, Effect, Option, Result } from "effect"
 import { createHash } from "node:crypto"
 import { type Ids, Limits, Transfer, Workspace } from "../../proto/index.js"
 import type { DeviceSession } from "../DeviceSession.js"
@@ -86,8 +86,7 @@ export const write = (
     const waiter = yield* expect(session, "workspace_write_result", "write", request.operationId)
     const id = request.operationId
     yield* sendOrRefuse(session, "write", { type: "workspace_write", id, payload: begin })
-    const deadline = (yield* Clock.currentTimeMillis) +
-      Duration.toMillis(Duration.fromInputUnsafe(options.budget ?? Limits.CoreTransferBudget))
+    yield* waiter.startBudget(options.budget ?? Limits.CoreTransferBudget)
 
     const stopped = (stage: WriteStage, reason: UnknownReason) =>
       stage === "commit" ? new WriteUnknown({ reason }) : new WriteFailed({ stage, reason })
@@ -95,7 +94,7 @@ export const write = (
     /** The receipt of `stage`, checked by `expected`. */
     const receipt = (stage: WriteStage, expected: (r: Receipt) => boolean) =>
       Effect.gen(function*() {
-        const next = yield* waiter.next(deadline)
+        const next = yield* waiter.next
         if (Result.isFailure(next)) return yield* stopped(stage, next.failure)
         const r = next.success
         if (r.outcome === "rejected") {

@@ -25,7 +25,7 @@
  * loss). Every reply has the 5 s send budget.
  */
 import { createHash } from "node:crypto"
-import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import type { TransferId } from "../../proto/Ids.js"
 import { StatusSendBudget, TransferBudget } from "../../proto/Limits.js"
 import { type RuntimePreparePayload, type RuntimePrepareResultPayload, validateRequest } from "../../proto/RuntimePrepare.js"
@@ -42,6 +42,7 @@ import { EnvironmentBinding } from "../workspace/EnvironmentBinding.js"
 import { Workspace } from "../workspace/Workspace.js"
 import { beginRefusal, carriesBytes, commitAction, openBody } from "./Steps.js"
 import { TransferSettings } from "./TransferSettings.js"
+import * as SerialWorker from "../workspace/internal/serialWorker.js"
 import type { StagedBody } from "./internal/staging.js"
 
 /** How long a transfer's end waits for its staging removal before replying anyway. */
@@ -56,7 +57,6 @@ interface ActiveTransfer {
   readonly header: RuntimePreparePayload
   readonly trace: string | undefined
   readonly scope: Scope.Closeable
-  readonly lock: Semaphore.Semaphore
   readonly hash: ReturnType<typeof createHash>
   readonly leave: Effect.Effect<void>
   readonly deadline: number
@@ -67,7 +67,10 @@ interface ActiveTransfer {
 }
 
 export interface TransferShape {
-  /** Handles one `runtime_prepare` frame; returns at once (staging, installs and replies run in connection fibers). */
+  /**
+   * Handles one `runtime_prepare` frame; returns at once. The active transfer's steps (staging, each chunk,
+   * commit, its end) run one at a time on the service's worker fiber; other replies in connection fibers.
+   */
   readonly handle: (id: TransferId, payload: RuntimePreparePayload, trace: string | undefined) => Effect.Effect<void>
   /** True while a transfer is received, installed or its staging area removed. */
   readonly active: Effect.Effect<boolean>
@@ -88,6 +91,7 @@ const makeTransfer = Effect.gen(function* () {
   const ownership = observed(yield* Ownership, (yield* StatusBoard).touch)
   const policy = yield* RuntimePolicy
   const parent = yield* Effect.scope
+  const worker = yield* SerialWorker.make("runtime_prepare")
   let current: ActiveTransfer | undefined
   /** This connection's `configure` environment and whether `finalize` froze the capability sources. */
   const configured = new Map<string, string>()
@@ -141,7 +145,7 @@ const makeTransfer = Effect.gen(function* () {
       yield* send(t.id, { outcome: "ready" }, t.trace)
       // In the connection's fibers (not the transfer's scope, which `finish` closes).
       t.timer = yield* Effect.sleep(TransferBudget).pipe(
-        Effect.andThen(Effect.suspend(() => (t.ended ? Effect.void : t.lock.withPermits(1)(finish(t, invalid, true))))),
+        Effect.andThen(Effect.suspend(() => (t.ended ? Effect.void : worker.submit(finish(t, invalid, true))))),
         Effect.forkIn(parent)
       )
     })
@@ -170,7 +174,6 @@ const makeTransfer = Effect.gen(function* () {
         header: p,
         trace,
         scope: yield* Scope.fork(parent, "sequential"),
-        lock: yield* Semaphore.make(1),
         hash: createHash("sha256"),
         leave: yield* gate.enter,
         deadline: now + Duration.toMillis(TransferBudget),
@@ -180,7 +183,7 @@ const makeTransfer = Effect.gen(function* () {
         timer: undefined
       }
       current = t
-      yield* Background.fork(background, t.lock.withPermits(1)(open(t)))
+      yield* worker.submit(open(t))
     })
 
   const chunk = (t: ActiveTransfer, p: RuntimePreparePayload) =>
@@ -195,7 +198,7 @@ const makeTransfer = Effect.gen(function* () {
         { offset: p.offset ?? 0, length: data.length }
       )
       if (total._tag === "Failure") return yield* finish(t, invalid)
-      const written = yield* Effect.tryPromise(() => body.write(data, t.received)).pipe(Effect.result)
+      const written = yield* Effect.try(() => body.write(data, t.received)).pipe(Effect.result)
       if (written._tag === "Failure") return yield* finish(t, { outcome: "rejected", error_code: "runtime_preparation_rejected" })
       t.hash.update(data)
       t.received = total.success
@@ -230,12 +233,12 @@ const makeTransfer = Effect.gen(function* () {
     Effect.gen(function* () {
       const t = current !== undefined && current.id === id ? current : undefined
       if (Option.isSome(validateRequest(p))) {
-        if (t !== undefined) return yield* Background.fork(background, t.lock.withPermits(1)(finish(t, invalid)))
+        if (t !== undefined) return yield* worker.submit(finish(t, invalid))
         return yield* reply(id, invalid, trace)
       }
       if (p.step === "begin") return yield* begin(id, p, trace)
       if (t === undefined) return yield* reply(id, invalid, trace)
-      yield* Background.fork(background, t.lock.withPermits(1)(p.step === "chunk" ? chunk(t, p) : commit(t)))
+      yield* worker.submit(p.step === "chunk" ? chunk(t, p) : commit(t))
     })
 
   return Transfer.of({ handle, active: Effect.sync(() => current !== undefined) })

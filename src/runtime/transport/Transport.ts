@@ -11,6 +11,7 @@
  * open.
  */
 import { Context, Duration, type Effect, Result, Schema, type Stream } from "effect"
+import type { Outgoing } from "../../proto/EncodedFrame.js"
 import { Envelope, Messages } from "../../proto/index.js"
 import type { DeviceId } from "../../proto/Ids.js"
 
@@ -50,16 +51,16 @@ export class Transport extends Context.Service<Transport, {
     message: Messages.RuntimeToCore
   ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
   /**
-   * Encodes a batch of frames and writes them in order, in one go (no round trip between frames). Every frame
-   * is encoded first: when one is refused (`OutgoingFrameRejected`: invalid message or over 4 MiB), nothing of
-   * the batch is written. Resolves when the write of the batch's last frame completed locally; writes complete
+   * Encodes a batch of frames (those not encoded earlier: `EncodedFrame`) and writes them in order, in one go
+   * (no round trip between frames). Every frame is encoded first: when one is refused (`OutgoingFrameRejected`:
+   * invalid message or over 4 MiB), nothing of the batch is written. Resolves when the write of the batch's last frame completed locally; writes complete
    * in call order, so that proves every frame of the batch was written locally (and nothing about Core). One
    * 10 s write deadline covers the whole batch. Fails with `TransportClosed` when a write did not complete (any
    * frame of the batch may or may not have left). Ordered with `send`: a frame sent after the call is written
    * after the whole batch.
    */
   readonly sendAll: (
-    messages: ReadonlyArray<Messages.RuntimeToCore>
+    frames: ReadonlyArray<Outgoing>
   ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
   /** Inbound frames in arrival order. Ends (fails with `TransportClosed`) when the connection ends. */
   readonly inbound: Stream.Stream<Inbound, TransportClosed>

@@ -12,10 +12,11 @@
  * Never: replays or re-sends a frame, echoes a frame's text, logs payloads, or decides what a close means for
  * the daemon (the loop in Daemon.ts classifies 4001 as permanent).
  */
-import { Cause, Duration, Effect, Latch, Queue, type Redacted, Result, type Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, type Scope, Stream } from "effect"
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
+import { frameText, type Outgoing } from "../../proto/EncodedFrame.js"
 import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
@@ -79,6 +80,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   let paused = false
   let heard = true
   const metrics = yield* Effect.context<never>()
+  const writeDeadlineMs = Duration.toMillis(FrameWriteDeadline)
 
   /** Records the first reason the transport ended and ends the inbound stream with it. */
   const endWith = (reason: TransportClosed) => {
@@ -138,19 +140,67 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     }).pipe(Effect.andThen(Effect.fail(reason)))
 
   /**
+   * Writes handed to the socket whose callback has not fired yet, oldest first (writes complete in call order),
+   * each with its deadline on the Effect clock and the resumption of the fiber that waits for it. One watchdog
+   * fiber per connection enforces the deadlines (`watchdog` below): a write costs no fiber, timer or race of its
+   * own.
+   */
+  interface PendingWrite {
+    readonly deadline: number
+    readonly resume: (effect: Effect.Effect<void, TransportClosed>) => void
+    settled: boolean
+  }
+  const pending: Array<PendingWrite> = []
+  const writing = Latch.makeUnsafe(false)
+  const clock = yield* Clock.Clock
+  const settle = (entry: PendingWrite, effect: Effect.Effect<void, TransportClosed>) => {
+    if (entry.settled) return
+    entry.settled = true
+    const at = pending.indexOf(entry)
+    if (at >= 0) pending.splice(at, 1)
+    entry.resume(effect)
+  }
+
+  /**
    * Hands frames to the socket and waits for the write callback, within the write deadline. A failed or late
    * write destroys the socket (see `fail`).
    */
   const written = (write: (done: (error?: Error) => void) => void): Effect.Effect<void, TransportClosed> =>
     Effect.callback<void, TransportClosed>((resume) => {
-      write((error) => resume(error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" }))))
+      const entry: PendingWrite = { deadline: clock.currentTimeMillisUnsafe() + writeDeadlineMs, resume, settled: false }
+      pending.push(entry)
+      if (pending.length === 1) writing.openUnsafe()
+      write((error) =>
+        settle(entry, error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" })))
+      )
+      // Interrupted while waiting: the write stays handed over; only the wait ends.
+      return Effect.sync(() => settle(entry, Effect.void))
     }).pipe(
-      Effect.timeoutOrElse({
-        duration: FrameWriteDeadline,
-        orElse: () => fail(new TransportClosed({ reason: "write_failed" }))
-      }),
       Effect.catch((error) => (closed === undefined ? fail(error) : Effect.fail(error)))
     )
+
+  /**
+   * The connection's write deadlines: sleeps until the oldest pending write's deadline and fails it if it is
+   * still pending then (which destroys the socket, as any failed write does); waits while nothing is pending.
+   * While writes keep completing it wakes about once per deadline, whatever the number of frames.
+   */
+  const watchdog: Effect.Effect<never> = Effect.gen(function* () {
+    while (true) {
+      if (pending.length === 0) {
+        writing.closeUnsafe()
+        yield* writing.await
+        continue
+      }
+      const oldest = pending[0]!
+      const wait = oldest.deadline - clock.currentTimeMillisUnsafe()
+      if (wait > 0) {
+        yield* Effect.sleep(Duration.millis(wait))
+        continue
+      }
+      settle(oldest, Effect.fail(new TransportClosed({ reason: "write_failed" })))
+    }
+  })
+  yield* Effect.forkScoped(watchdog)
 
   const send = (message: RuntimeToCore): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
@@ -163,21 +213,25 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     })
 
   const sendAll = (
-    messages: ReadonlyArray<RuntimeToCore>
+    frames: ReadonlyArray<Outgoing>
   ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
-      if (messages.length === 0) return Effect.void
-      if (messages.length === 1) return send(messages[0]!)
-      // Encode everything first: a refused frame means nothing of the batch is written.
-      const texts: Array<string> = new Array(messages.length)
-      for (let i = 0; i < messages.length; i++) {
-        const text = encodeMessage(messages[i]!)
+      if (frames.length === 0) return Effect.void
+      // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
+      // the batch is written.
+      const texts: Array<string> = new Array(frames.length)
+      let bytes = 0
+      for (let i = 0; i < frames.length; i++) {
+        const text = frameText(frames[i]!)
         if (Result.isFailure(text)) return Effect.fail(text.failure)
         texts[i] = text.success
+        bytes += Buffer.byteLength(text.success, "utf8")
       }
-      for (const text of texts) RuntimeMetrics.frameUnsafe(metrics, "out", Buffer.byteLength(text, "utf8"))
-      return written((done) => socket.sendAll(texts, done))
+      RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
+      return texts.length === 1
+        ? written((done) => socket.send(texts[0]!, done))
+        : written((done) => socket.sendAll(texts, done))
     })
 
   // Liveness: ping on an interval; Core's pong (or any frame) proves it is still reading and answering.
@@ -210,6 +264,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       yield* ended.await.pipe(
         Effect.timeoutOrElse({ duration: closeGrace, orElse: () => Effect.sync(() => socket.terminate()) })
       )
+      // The socket is gone: a write whose callback never fired may or may not have left.
+      for (const entry of [...pending]) settle(entry, Effect.fail(new TransportClosed({ reason: "write_failed" })))
     })
   )
 

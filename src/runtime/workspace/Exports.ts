@@ -20,7 +20,7 @@
  * only after the export's local close is confirmed; a close failure keeps ownership (`cleanup_unconfirmed`).
  * The export keeps its capacity until that close is confirmed. Replies have a 5 s send budget; nothing is replayed.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Scope, Semaphore } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
 import type { ExportErrorCode } from "../../proto/ErrorCodes.js"
 import type { OperationId } from "../../proto/Ids.js"
 import { ExportBudget, MaxChunkBytes, MaxExportBytes, StatusSendBudget } from "../../proto/Limits.js"
@@ -33,6 +33,7 @@ import { Outbound, withTrace } from "../Outbound.js"
 import { closeUntilConfirmed, observed, Ownership } from "../Ownership.js"
 import { RuntimePolicy } from "../RuntimePolicy.js"
 import { StatusBoard } from "../StatusBoard.js"
+import * as SerialWorker from "./internal/serialWorker.js"
 import { type NativeExport, WorkspaceFs } from "./WorkspaceFs.js"
 
 /** How long an export's end waits for its handle's close before replying anyway. */
@@ -42,7 +43,6 @@ interface ActiveExport {
   readonly id: OperationId
   readonly trace: string | undefined
   readonly scope: Scope.Closeable
-  readonly lock: Semaphore.Semaphore
   readonly stream: NativeExport
   sent: number
   ended: boolean
@@ -61,6 +61,7 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
     const ownership = observed(yield* Ownership, (yield* StatusBoard).touch)
     const policy = yield* RuntimePolicy
     const parent = yield* Effect.scope
+    const worker = yield* SerialWorker.make("workspace_export")
     let current: ActiveExport | undefined
 
     const send = (id: OperationId, payload: WorkspaceExportResultPayload, trace: string | undefined) =>
@@ -99,7 +100,7 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
     const failed = (e: ActiveExport, code: ExportErrorCode, fromTimer = false) =>
       finish(e, { outcome: "failed", offset: e.sent, error_code: code }, fromTimer)
 
-    /** Produces the reply at `e.sent`: the next chunk, `completed`, or `failed`. Run under the export's lock. */
+    /** Produces the reply at `e.sent`: the next chunk, `completed`, or `failed`. Run on the service's worker. */
     const produce = (e: ActiveExport) =>
       Effect.gen(function* () {
         if (e.ended) return
@@ -133,7 +134,7 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         if (opened._tag === "Failure") return yield* reject(id, "resource_unavailable", 0, trace)
         const stream = opened.success
         const scope = yield* Scope.fork(found.value.scope, "sequential")
-        const e: ActiveExport = { id, trace, scope, lock: yield* Semaphore.make(1), stream, sent: 0, ended: false, timer: undefined, settle: Effect.void }
+        const e: ActiveExport = { id, trace, scope, stream, sent: 0, ended: false, timer: undefined, settle: Effect.void }
         // Runs last, after the confirmed close: the capacity is free. Also when the handle's release closes it first.
         yield* Scope.addFinalizer(scope, Effect.suspend(() => {
           if (current === e) current = undefined
@@ -159,11 +160,11 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         yield* Scope.addFinalizer(scope, settle)
         current = e
         e.timer = yield* Effect.sleep(ExportBudget).pipe(
-          // Not under the lock: a read in progress cannot hold the budget back (it sees `ended` and stays silent).
+          // Not on the worker: a read in progress cannot hold the budget back (it sees `ended` and stays silent).
           Effect.andThen(Effect.suspend(() => failed(e, "export_failed", true))),
           Effect.forkIn(parent)
         )
-        yield* Background.fork(background, e.lock.withPermits(1)(produce(e)))
+        yield* worker.submit(produce(e))
       })
 
     const handle = (id: OperationId, p: WorkspaceExportPayload, trace: string | undefined) =>
@@ -180,7 +181,7 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         }
         if (e === undefined) return yield* reject(id, "resource_unavailable", p.offset ?? 0, trace)
         const offset = p.offset ?? 0
-        yield* Background.fork(background, e.lock.withPermits(1)(Effect.suspend(() => (offset === e.sent ? produce(e) : failed(e, "invalid_request")))))
+        yield* worker.submit(Effect.suspend(() => (offset === e.sent ? produce(e) : failed(e, "invalid_request"))))
       })
 
     return {

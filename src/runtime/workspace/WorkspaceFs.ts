@@ -27,6 +27,7 @@ import {
   syncStaging,
   syncStagingDirectory
 } from "./internal/safeFs.js"
+import { writeAllSync } from "./internal/stagingWrite.js"
 
 /** A native handle's close: idempotent (every caller shares the first attempt's outcome once it succeeded). */
 export type NativeClose = Effect.Effect<void, SafeFsReason>
@@ -61,7 +62,7 @@ export type StagingFailure = SafeFsReason | DestinationIssue
  * `syncDirectory` comes after the rename (the outcome is ambiguous).
  */
 export interface NativeStaging {
-  /** Writes all of `data` at `offset` (a short write is `io`). */
+  /** Writes all of `data` at `offset`, synchronously (`safeFs.writeAllSync`; no progress is `io`). */
   readonly write: (data: Uint8Array, offset: number) => Effect.Effect<void, SafeFsReason>
   /** fsync and close of the complete staging file. */
   readonly sync: Effect.Effect<void, SafeFsReason>
@@ -147,10 +148,7 @@ export const make = (root: string | undefined): WorkspaceFsShape => {
     openStaging: (path, tempName) =>
       stagingStep(() => createStaging(root, path, tempName)).pipe(
         Effect.map((staging): NativeStaging => ({
-          write: (data, offset) =>
-            promise(() => staging.file.write(data, 0, data.length, offset)).pipe(
-              Effect.flatMap(({ bytesWritten }) => (bytesWritten === data.length ? Effect.void : Effect.fail("io" as const)))
-            ),
+          write: (data, offset) => Effect.try({ try: () => writeAllSync(staging.file.fd, data, offset), catch: reasonOf }),
           sync: promise(() => syncStaging(staging)),
           rename: stagingStep(() => renameStaging(staging)),
           syncDirectory: promise(() => syncStagingDirectory(staging)),

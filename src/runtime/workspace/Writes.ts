@@ -25,7 +25,7 @@
  * can inject faults at each step.
  */
 import { createHash, type Hash } from "node:crypto"
-import { Duration, Effect, Exit, Fiber, Option, Scope, Semaphore } from "effect"
+import { Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
 import type { WriteErrorCode } from "../../proto/ErrorCodes.js"
 import type { OperationId } from "../../proto/Ids.js"
 import { MaxChunkBytes, StatusSendBudget, TransferBudget } from "../../proto/Limits.js"
@@ -39,6 +39,7 @@ import { RuntimePolicy } from "../RuntimePolicy.js"
 import { Runs } from "../Runs.js"
 import { StatusBoard } from "../StatusBoard.js"
 import { EnvironmentBinding } from "./EnvironmentBinding.js"
+import * as SerialWorker from "./internal/serialWorker.js"
 import { type NativeStaging, type StagingFailure, WorkspaceFs } from "./WorkspaceFs.js"
 
 /** How long a write's end waits for its staging removal before replying anyway. */
@@ -50,7 +51,6 @@ interface ActiveWrite {
   readonly sha256: string
   readonly trace: string | undefined
   readonly scope: Scope.Closeable
-  readonly lock: Semaphore.Semaphore
   readonly hash: Hash
   readonly leave: Effect.Effect<void>
   staging: NativeStaging | undefined
@@ -72,6 +72,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
     const ownership = observed(yield* Ownership, (yield* StatusBoard).touch)
     const policy = yield* RuntimePolicy
     const parent = yield* Effect.scope
+    const worker = yield* SerialWorker.make("workspace_write")
     let current: ActiveWrite | undefined
 
     const send = (id: OperationId, payload: WorkspaceWriteResultPayload, trace: string | undefined) =>
@@ -127,7 +128,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         yield* send(w.id, { outcome: "ready" }, w.trace)
         // In the connection's fibers (not the write's scope, which `finish` closes).
         w.timer = yield* Effect.sleep(TransferBudget).pipe(
-          Effect.andThen(Effect.suspend(() => (w.ended ? Effect.void : w.lock.withPermits(1)(finish(w, invalid, true))))),
+          Effect.andThen(Effect.suspend(() => (w.ended ? Effect.void : worker.submit(finish(w, invalid, true))))),
           Effect.forkIn(parent)
         )
       })
@@ -149,7 +150,6 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
           sha256: p.sha256 ?? "",
           trace,
           scope: yield* Scope.fork(parent, "sequential"),
-          lock: yield* Semaphore.make(1),
           hash: createHash("sha256"),
           leave: yield* gate.enter,
           staging: undefined,
@@ -158,7 +158,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
           timer: undefined
         }
         current = w
-        yield* Background.fork(background, w.lock.withPermits(1)(open(w, p.path ?? "")))
+        yield* worker.submit(open(w, p.path ?? ""))
       })
 
     const chunk = (w: ActiveWrite, p: WorkspaceWritePayload) =>
@@ -210,7 +210,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         }
         if (p.step === "begin") return yield* begin(id, p, trace)
         if (w === undefined) return yield* reject(id, "invalid_request", trace)
-        yield* Background.fork(background, w.lock.withPermits(1)(p.step === "chunk" ? chunk(w, p) : commit(w)))
+        yield* worker.submit(p.step === "chunk" ? chunk(w, p) : commit(w))
       })
 
     return {

@@ -114,9 +114,10 @@ describe("Gateway shutdown", () => {
       assert.deepStrictEqual(yield* gateway.sessions, [])
       const closes: Array<number> = []
       const refused = yield* gateway.accept(device("dev-2"), {
-        pull: Effect.never,
+        listen: () => {},
+        pause: () => {},
+        resume: () => {},
         offer: () => "closed",
-        ended: Effect.never,
         close: (code) => Effect.sync(() => void closes.push(code))
       })
       assert.deepStrictEqual(refused, lost("gateway_shutdown"))

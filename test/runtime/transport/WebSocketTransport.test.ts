@@ -220,6 +220,54 @@ describe("WebSocketTransport.fromSocket", () => {
       assert.strictEqual(fake.writes.length, 1)
     }))
 
+  it.effect("each write keeps its own 10 s deadline (one watchdog per connection, no timer per write)", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const first = yield* Effect.forkChild(transport.send(delta("a", 1)))
+      yield* Effect.yieldNow
+      yield* TestClock.adjust("5 seconds")
+      const second = yield* Effect.forkChild(transport.sendAll([delta("b", 2), delta("c", 3)]))
+      yield* Effect.yieldNow
+      yield* TestClock.adjust("1 second")
+      fake.writes[0]!.written()
+      assert.deepStrictEqual(yield* Fiber.await(first), Exit.void)
+      // The first write's deadline (10 s) passes: the second, still pending, is not failed by it.
+      yield* TestClock.adjust("8999 millis")
+      assert.isUndefined(second.pollUnsafe())
+      assert.deepStrictEqual(fake.calls, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Effect.flip(Fiber.join(second)), new TransportClosed({ reason: "write_failed" }))
+      assert.deepStrictEqual(fake.calls, ["terminate"])
+    }))
+
+  it.effect("an interrupted send stops waiting and its deadline no longer applies", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const waiting = yield* Effect.forkChild(transport.send(delta("a", 1)))
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(waiting)
+      yield* TestClock.adjust("30 seconds")
+      assert.deepStrictEqual(fake.calls, [])
+      const later = yield* Effect.forkChild(transport.send(delta("b", 2)))
+      yield* Effect.yieldNow
+      fake.writes[0]!.written()
+      fake.writes[1]!.written()
+      assert.deepStrictEqual(yield* Fiber.await(later), Exit.void)
+    }))
+
+  it.effect("closing the transport's scope ends a wait whose write never completed (no hang)", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const scope = yield* Scope.make()
+      const transport = yield* fromSocket(fake.socket, noLiveness).pipe(Scope.provide(scope))
+      const waiting = yield* Effect.forkChild(transport.send(delta("a", 1)))
+      yield* Effect.yieldNow
+      yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(yield* Effect.flip(Fiber.join(waiting)), new TransportClosed({ reason: "write_failed" }))
+    }))
+
   it.effect("a write the socket reports as failed fails the send and ends the transport", () =>
     Effect.gen(function* () {
       const fake = makeSocket()

@@ -19,9 +19,13 @@
  * Channels are per node and per schema (`aw_` + a SHA-256 prefix of the schema and node id), so nodes of
  * different stores on one server never wake each other. Notifications carry request ids only; bodies are the
  * operations' inputs (never a credential or token) and stay in the row. Rows older than an hour are deleted.
+ *
+ * Signals (`signal` / `subscribe`): a `NOTIFY` on the target's channel carrying a key (`w:<key>`), waking the
+ * subscribers of that key there (NodeStreams' flow control); a subscription keeps one pending wake, and every
+ * reconnection of the listener wakes all, so callers re-read their rows on each wake and after a poll interval.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Schedule, Semaphore } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Queue, Schedule, type Scope, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { DevIds } from "../DevIds.js"
@@ -59,6 +63,13 @@ export class NodeRouter extends Context.Service<NodeRouter, {
   ) => Effect.Effect<RouteOutcome, StoreFailed>
   /** Serves requests of `kind` on this node from now on (claimed at once if some are pending). */
   readonly serve: (kind: string, handler: RouteHandler) => Effect.Effect<void>
+  /** Wakes the subscribers of `key` on `targetNode` (a `NOTIFY` carrying the key; lost notifications are not retried). */
+  readonly signal: (targetNode: string, key: string) => Effect.Effect<void>
+  /**
+   * Subscribes to the signals of `key` on this node for the scope: `wait(ms)` returns at the next signal (one
+   * that arrived since the last wait counts) or after `ms`. Every reconnection of the listener wakes it too.
+   */
+  readonly subscribe: (key: string) => Effect.Effect<{ readonly wait: (ms: number) => Effect.Effect<void> }, never, Scope.Scope>
 }>()("agentwire/core/dev/pg/NodeRouter") {
   static readonly layer = (
     options: NodeRouterOptions
@@ -110,7 +121,12 @@ const make = (options: NodeRouterOptions) =>
     const claimLock = yield* Semaphore.make(1)
     const running = yield* FiberSet.make()
 
-    const wakeWaiters = Effect.forEach([...waiters.values()], (d) => Deferred.succeed(d, undefined), { discard: true })
+    /** Signal subscriptions of this node by key (`subscribe`): each a sliding queue of one, so no wake is lost. */
+    const signals = new Map<string, Set<Queue.Queue<void>>>()
+    const wakeWaiters = Effect.andThen(
+      Effect.forEach([...waiters.values()], (d) => Deferred.succeed(d, undefined), { discard: true }),
+      Effect.forEach([...signals.values()].flatMap((set) => [...set]), (q) => Queue.offer(q, undefined), { discard: true })
+    )
 
     // ------------------------------------------------------------------------------------ requester
 
@@ -238,6 +254,8 @@ const make = (options: NodeRouterOptions) =>
           const waiter = waiters.get(payload.slice(2))
           return waiter === undefined ? Effect.void : Deferred.succeed(waiter, undefined)
         })
+        : payload.startsWith("w:")
+        ? Effect.suspend(() => Effect.forEach(signals.get(payload.slice(2)) ?? [], (q) => Queue.offer(q, undefined), { discard: true }))
         : Queue.offer(claimWake, undefined)
     yield* Effect.scoped(Effect.gen(function* () {
       const notifications = yield* pg.listen(ownChannel)
@@ -260,6 +278,25 @@ const make = (options: NodeRouterOptions) =>
         Effect.suspend(() => {
           handlers.set(kind, handler)
           return Queue.offer(claimWake, undefined)
-        }).pipe(Effect.asVoid)
+        }).pipe(Effect.asVoid),
+      signal: (targetNode, key) => pg.notify(channelOf(targetNode), `w:${key}`).pipe(Effect.ignore),
+      subscribe: (key) =>
+        Effect.acquireRelease(
+          Effect.flatMap(Queue.sliding<void>(1), (queue) =>
+            Effect.sync(() => {
+              const set = signals.get(key) ?? new Set()
+              set.add(queue)
+              signals.set(key, set)
+              return queue
+            })),
+          (queue) =>
+            Effect.sync(() => {
+              const set = signals.get(key)
+              set?.delete(queue)
+              if (set !== undefined && set.size === 0) signals.delete(key)
+            })
+        ).pipe(Effect.map((queue) => ({
+          wait: (ms: number) => Effect.asVoid(Effect.raceFirst(Queue.take(queue), Effect.sleep(Math.max(1, ms))))
+        })))
     })
   })

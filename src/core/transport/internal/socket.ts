@@ -1,8 +1,10 @@
 /**
- * An `effect/socket` Socket (the upgraded WebSocket of the ws route, or an in-memory socket in tests) as a
- * session's `DeviceTransport` (reference §1.7).
+ * An `effect/socket` Socket (an in-memory socket in tests and the simulator, or an upgraded request whose `ws`
+ * socket is not reachable) as a session's `DeviceTransport` (reference §1.7). The gateway's ws route uses
+ * `webSocket.ts` instead (the `ws` socket directly: no fiber per connection).
  *
- * - Reading: batches of frames from the socket's pull. A frame over 4 MiB closes the connection with 1009
+ * - Reading: one reader fiber pulls batches of frames from the socket and hands each to `onFrame`, while not
+ *   paused. A frame over 4 MiB closes the connection with 1009
  *   (the WebSocket server also enforces `maxPayload`; this check keeps the bound when a host server forgot it).
  * - Writing: a bounded queue (64 envelopes by default) drained by one writer fiber. `offer` never waits: a
  *   full queue answers "full" at once. Each socket write (the frames taken from the queue together) has a
@@ -11,10 +13,10 @@
  * Effect's WebSocket writer hands a frame to `ws` synchronously, so for a real WebSocket the deadline bounds
  * the local hand-over; the gateway's send contract ("entered the local queue") does not depend on it.
  */
-import { Deferred, Duration, Effect, Exit, Queue, type Scope } from "effect"
+import { type Duration, Effect, Latch, Queue, type Scope } from "effect"
 import { Socket } from "effect/socket"
 import { Limits } from "../../../proto/index.js"
-import { type DeviceTransport, type OfferResult, TransportEnded } from "../DeviceTransport.js"
+import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
 
 export interface SocketTransportOptions {
   /** Envelopes the send queue holds. */
@@ -40,8 +42,8 @@ const tooLarge = (frame: string | Uint8Array, max: number): boolean =>
 /**
  * Acquires the socket's reader (for an upgraded HTTP request this completes the WebSocket handshake, the
  * `101`) and writer, and starts the writer fiber in the current scope. Fails with the socket's error when
- * the connection closed before the handshake. The scope owns the connection: closing it stops the writer
- * and releases the socket.
+ * the connection closed before the handshake. The scope owns the connection: closing it stops the reader and
+ * writer and releases the socket.
  */
 export const fromSocket = (
   socket: Socket.Socket,
@@ -52,15 +54,18 @@ export const fromSocket = (
     const reader = yield* socket.reader
     const writer = yield* socket.writer
     const queue = yield* Queue.bounded<string>(options.capacity)
-    const endedSignal = yield* Deferred.make<TransportEnded>()
-    let ended = false
+    /** Open while the session reads (after `listen`, between `pause` and `resume` closed). */
+    const reading = Latch.makeUnsafe(false)
+    let handlers: InboundHandlers | undefined
+    let endedWith: TransportEnded | undefined
+    let listening = false
     let closeSent = false
 
     const end = (error: TransportEnded) => {
-      if (ended) return
-      ended = true
+      if (endedWith !== undefined) return
+      endedWith = error
       Queue.shutdownUnsafe(queue)
-      Deferred.doneUnsafe(endedSignal, Exit.succeed(error))
+      handlers?.onEnd(error)
     }
 
     const sendClose = (code: number, reason: string): Effect.Effect<void> =>
@@ -85,26 +90,39 @@ export const fromSocket = (
       Effect.forkScoped
     )
 
-    const pull: Effect.Effect<ReadonlyArray<string | Uint8Array>, TransportEnded> = reader.pull.pipe(
-      Effect.mapError(fromSocketError),
-      Effect.flatMap((frames) => {
+    yield* Effect.gen(function*() {
+      while (true) {
+        yield* reading.await
+        const frames = yield* Effect.mapError(reader.pull, fromSocketError)
         for (let i = 0; i < frames.length; i++) {
+          if (endedWith !== undefined) return
           if (tooLarge(frames[i]!, maxFrameBytes)) {
-            const error = new TransportEnded({ reason: "frame_too_large", code: 1009 })
-            return sendClose(1009, "frame too large").pipe(
-              Effect.andThen(Effect.sync(() => end(error))),
-              Effect.andThen(Effect.fail(error))
+            return yield* Effect.andThen(
+              sendClose(1009, "frame too large"),
+              Effect.fail(new TransportEnded({ reason: "frame_too_large", code: 1009 }))
             )
           }
+          handlers!.onFrame(frames[i]!)
         }
-        return Effect.succeed(frames)
-      })
+      }
+    }).pipe(
+      Effect.catch((error) => Effect.sync(() => end(error))),
+      Effect.forkScoped
     )
 
     return {
-      pull,
-      offer: (frame: string): OfferResult => ended ? "closed" : Queue.offerUnsafe(queue, frame) ? "queued" : "full",
-      ended: Deferred.await(endedSignal),
+      listen: (next) => {
+        if (listening) return
+        listening = true
+        handlers = next
+        if (endedWith !== undefined) next.onEnd(endedWith)
+        else reading.openUnsafe()
+      },
+      pause: () => void reading.closeUnsafe(),
+      resume: () => {
+        if (listening) reading.openUnsafe()
+      },
+      offer: (frame: string): OfferResult => endedWith !== undefined ? "closed" : Queue.offerUnsafe(queue, frame) ? "queued" : "full",
       close: (code: number, reason: string) =>
         Effect.andThen(
           Effect.sync(() => end(new TransportEnded({ reason: "closed_locally", code }))),

@@ -1,14 +1,16 @@
 /**
- * Shared machinery of the workspace drivers: the per-connection capacities (4 reads, 1 write, 1 export; the
- * Runtime enforces the same) and a reply waiter over the session's Correlator with an absolute deadline.
+ * Shared machinery of the workspace drivers (and of the `runtime_prepare` driver's waiter): the per-connection
+ * capacities (4 reads, 1 write, 1 export; the Runtime enforces the same) and a reply waiter over the session's
+ * Correlator with one budget per operation.
  *
  * Capacities are kept per `DeviceSession` object, i.e. per physical connection: a reconnect starts from zero
  * and nothing of the old connection is carried over (or replayed). A slot is held for the caller's scope.
  */
-import { Clock, Effect, Option, Queue, Result, type Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Queue, Result, type Scope, Stream } from "effect"
 import { Limits } from "../../../proto/index.js"
 import type { DeviceSession, ReplyFamilies } from "../../DeviceSession.js"
 import type { NotSent } from "../../Errors.js"
+import type { SubscriptionError } from "../../Subscriber.js"
 import { type UnknownReason, type WorkspaceFamily, WorkspaceRefused } from "../WorkspaceErrors.js"
 
 interface Slots {
@@ -46,13 +48,58 @@ export const acquireSlot = (session: DeviceSession, family: WorkspaceFamily): Ef
 /** How a wait ended without a reply. */
 export type WaitEnd = Extract<UnknownReason, "budget_exceeded" | "connection_lost" | "receipt_overflow">
 
+/**
+ * The replies of one operation, in arrival order, under one budget for the whole operation.
+ *
+ * One fiber moves the Correlator's replies into the waiter's queue, and one timer (`startBudget`) ends the wait
+ * at the operation's deadline: a chunk's wait is a plain queue take, with no fiber and no timer of its own. A
+ * reply routed before the deadline fired (it is given a few scheduler turns to arrive) is still taken first: a
+ * reply that raced the deadline wins.
+ */
 export interface ReplyWaiter<A> {
-  /** The next reply before `deadlineMs` (Core's clock). A reply that raced the deadline wins. */
-  readonly next: (deadlineMs: number) => Effect.Effect<Result.Result<A, WaitEnd>>
+  /** Arms the operation's budget from now (once, right after the first send); returns the deadline (Core's clock). */
+  readonly startBudget: (budget: Duration.Input) => Effect.Effect<number>
+  /** The next reply; fails only in its result (`budget_exceeded` once the budget's deadline passed). */
+  readonly next: Effect.Effect<Result.Result<A, WaitEnd>>
 }
 
 // Lets a reply already routed when the deadline fires be taken instead of the timeout.
 const raceWindow = Effect.repeat(Effect.yieldNow, { times: 16 })
+
+/** A waiter over a registered reply stream (the caller's scope owns the mover fiber and the budget timer). */
+export const waiterOver = <A, P>(
+  replies: Stream.Stream<A, SubscriptionError>,
+  payloadOf: (reply: A) => P
+): Effect.Effect<ReplyWaiter<P>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<A, WaitEnd | Cause.Done>()
+    const end = (reason: WaitEnd) => Effect.sync(() => void Queue.failCauseUnsafe(queue, Cause.fail(reason)))
+    // The reply stream never ends by itself; if it did, nothing more can arrive on this connection.
+    yield* Stream.runForEach(replies, (reply) => Effect.sync(() => void Queue.offerUnsafe(queue, reply))).pipe(
+      Effect.matchEffect({
+        onFailure: (e) => end(e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost"),
+        onSuccess: () => end("connection_lost")
+      }),
+      Effect.forkScoped
+    )
+    const scope = yield* Effect.scope
+    let started = false
+    return {
+      startBudget: (budget) =>
+        Effect.gen(function*() {
+          const millis = Duration.toMillis(Duration.fromInputUnsafe(budget))
+          const deadline = (yield* Clock.currentTimeMillis) + millis
+          if (started) return deadline
+          started = true
+          yield* Effect.sleep(Duration.millis(millis)).pipe(Effect.andThen(raceWindow), Effect.andThen(end("budget_exceeded")), Effect.forkIn(scope))
+          return deadline
+        }),
+      next: Effect.match(Queue.take(queue), {
+        onFailure: (e): Result.Result<P, WaitEnd> => Result.fail(Cause.isDone(e) ? "connection_lost" : e),
+        onSuccess: (reply): Result.Result<P, WaitEnd> => Result.succeed(payloadOf(reply))
+      })
+    }
+  })
 
 type Family = "workspace_read_result" | "workspace_write_result" | "workspace_export_result"
 
@@ -70,25 +117,7 @@ export const expect = <F extends Family>(
     const replies = yield* session.expectReplies(family, operationId).pipe(
       Effect.mapError((e) => new WorkspaceRefused({ family: workspaceFamily, reason: "waiter_rejected", detail: e.reason }))
     )
-    const queue = yield* Stream.toQueue(replies, { capacity: "unbounded" })
-    type P = ReplyFamilies[F]["payload"]
-    const take = Effect.match(Queue.take(queue), {
-      onFailure: (e): Result.Result<P, WaitEnd> =>
-        Result.fail(e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost"),
-      onSuccess: (m): Result.Result<P, WaitEnd> => Result.succeed(m.payload as P)
-    })
-    const pollOnce = Effect.gen(function*() {
-      yield* raceWindow
-      const polled = yield* Queue.poll(queue)
-      return Option.isSome(polled)
-        ? Result.succeed(polled.value.payload as P)
-        : Result.fail<WaitEnd>("budget_exceeded") as Result.Result<P, WaitEnd>
-    })
-    return {
-      next: (deadlineMs) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.timeoutOrElse(take, { duration: Math.max(0, deadlineMs - now), orElse: () => pollOnce }))
-    }
+    return yield* waiterOver(replies, (m) => m.payload as ReplyFamilies[F]["payload"])
   })
 
 /** Sends one envelope; a refused send is a definite local refusal. */

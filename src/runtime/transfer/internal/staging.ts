@@ -27,6 +27,7 @@ import {
   type Staging,
   verifyInside
 } from "../../workspace/internal/safeFs.js"
+import { writeAllSync } from "../../workspace/internal/stagingWrite.js"
 import { CapabilityArchiveLimits, manifestOf, pluginMatches, skillMatches } from "./capabilityRules.js"
 import { ArchiveRefused, extract, readDirectory } from "./zipReader.js"
 
@@ -42,8 +43,8 @@ export class OpenRefused extends Error {
 }
 
 export interface StagedBody {
-  /** Writes `data` at `offset` of the body. */
-  readonly write: (data: Uint8Array, offset: number) => Promise<void>
+  /** Writes `data` at `offset` of the body, synchronously (`safeFs.writeAllSync`; throws `SafeFsError`). */
+  readonly write: (data: Uint8Array, offset: number) => void
   /** Installs the complete, verified body. */
   readonly install: () => Promise<InstallOutcome>
   /** Removes the staging area (idempotent; an already removed area is fine). */
@@ -54,15 +55,6 @@ const { O_RDWR, O_CREAT, O_EXCL, O_NOFOLLOW, O_DIRECTORY, O_RDONLY } = FsP.const
 
 /** The daemon's own directory below the workspace root. */
 export const OwnDir = ".agentwire"
-
-const writeAll = async (file: FsP.FileHandle, data: Uint8Array, offset: number) => {
-  let done = 0
-  while (done < data.length) {
-    const { bytesWritten } = await attempt(() => file.write(data, done, data.length - done, offset + done))
-    if (bytesWritten === 0) throw new SafeFsError("io")
-    done += bytesWritten
-  }
-}
 
 const idempotent = (f: () => Promise<void>): (() => Promise<void>) => {
   let done = false
@@ -84,7 +76,7 @@ export const openFileBody = async (root: string, relative: string, tempName: str
     throw new OpenRefused("io")
   }
   return {
-    write: (data, offset) => writeAll(staging.file, data, offset),
+    write: (data, offset) => writeAllSync(staging.file.fd, data, offset),
     install: async () => {
       const progress = { renamed: false }
       try {
@@ -135,7 +127,7 @@ export const openArchiveBody = async (
   const stageFd = stage.fd
   const bodyFile = body
   return {
-    write: (data, offset) => writeAll(bodyFile, data, offset),
+    write: (data, offset) => writeAllSync(bodyFile.fd, data, offset),
     install: () => installArchive(root, stageFd, bodyFile, target),
     discard: idempotent(async () => {
       await remove()

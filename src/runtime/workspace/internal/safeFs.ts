@@ -42,7 +42,8 @@ export class SafeFsError extends Error {
   }
 }
 
-const errnoReason = (e: unknown): SafeFsReason => {
+/** The refusal an errno maps to (never the errno text). */
+export const errnoReason = (e: unknown): SafeFsReason => {
   switch ((e as { code?: string }).code) {
     case "ENOENT":
       return "not_found"

@@ -1,0 +1,163 @@
+/**
+ * The `ws` server socket of an upgraded request as a session's `DeviceTransport` (reference §1.7), without
+ * `effect/socket`'s wrapper and without a fiber per connection (issue 18, per-connection cost and per-frame
+ * CPU):
+ *
+ * - Reading: each `ws` message event hands its frame to `onFrame` synchronously (a text frame decoded from
+ *   UTF-8 once, no other copy). `pause` / `resume` pause the socket (backpressure). A frame over 4 MiB closes
+ *   the connection with 1009 (the WebSocket server enforces `maxPayload` first; this check keeps the bound
+ *   when a host server forgot it).
+ * - Writing: a bounded queue (64 envelopes by default) flushed into `ws.send` at the end of the current
+ *   microtask; `offer` never waits: a full queue answers "full" at once. A failed write closes the
+ *   connection with 1011 and ends the transport. `ws.send` hands a frame over synchronously, so, as with
+ *   `effect/socket`'s writer before, the write deadline only bounds that local hand-over.
+ *
+ * The route finds the `ws` socket of its request through `WebSocketServerOptions.WebSocket`
+ * (`TrackedWebSocket` records each upgraded socket by its TCP socket), after `effect/socket` completed the
+ * handshake; `effect/socket`'s own message listener is removed then, so frames are read only here.
+ */
+import { Effect } from "effect"
+// `ws` through the platform package (a peer of the library), never imported directly: the gateway library
+// leaves package imports to its host, which has `@effect/platform-node` and, through it, `ws`.
+import { WebSocket } from "@effect/platform-node/NodeWS"
+import type { RawData } from "@effect/platform-node/NodeWS"
+import { Limits } from "../../../proto/index.js"
+import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
+
+/** Upgraded `ws` sockets by the TCP socket they run on (entries go with the TCP socket). */
+const upgraded = new WeakMap<object, WebSocket>()
+
+/** The `ws` socket class for `WebSocketServerOptions.WebSocket`: records each upgraded socket for `upgradedWebSocket`. */
+export class TrackedWebSocket extends WebSocket {
+  setSocket(socket: object, head: Buffer, options: object): void {
+    ;(WebSocket.prototype as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket.call(
+      this,
+      socket,
+      head,
+      options
+    )
+    upgraded.set(socket, this)
+  }
+}
+
+/** The `ws` socket upgraded on this TCP socket, once the handshake completed (`TrackedWebSocket` servers only). */
+export const upgradedWebSocket = (socket: unknown): WebSocket | undefined =>
+  typeof socket === "object" && socket !== null ? upgraded.get(socket) : undefined
+
+export interface WebSocketTransportOptions {
+  /** Envelopes the send queue holds. */
+  readonly capacity: number
+  /** Inbound frame bound in bytes (default 4 MiB). */
+  readonly maxFrameBytes?: number
+}
+
+const asBytes = (data: RawData): Uint8Array =>
+  Array.isArray(data) ? Buffer.concat(data) : data instanceof ArrayBuffer ? new Uint8Array(data) : data
+
+const byteLength = (data: RawData): number =>
+  Array.isArray(data) ? data.reduce((n, b) => n + b.byteLength, 0) : data.byteLength
+
+/**
+ * The transport over an open `ws` socket. Every other reader of its messages must be gone (the route removes
+ * `effect/socket`'s); nothing is read until `listen`.
+ */
+export const fromWebSocket = (ws: WebSocket, options: WebSocketTransportOptions): DeviceTransport =>
+  new WsTransport(ws, options.capacity, options.maxFrameBytes ?? Limits.MaxFrameBytes)
+
+/** A class, not an object of closures: one per connection (issue 18). */
+class WsTransport implements DeviceTransport {
+  private handlers: InboundHandlers | undefined = undefined
+  private endedWith: TransportEnded | undefined = undefined
+  private closeSent = false
+  private queue: Array<string> = []
+  private flushScheduled = false
+  private readonly flush = () => this.flushQueue()
+
+  constructor(private readonly ws: WebSocket, private readonly capacity: number, private readonly maxFrameBytes: number) {
+    ws.on("close", (code: number) => this.end(new TransportEnded({ reason: "closed_by_peer", code })))
+    ws.on("error", () => this.end(new TransportEnded({ reason: "read_failed" })))
+    // Nothing is read before `listen`.
+    ws.pause()
+  }
+
+  listen(handlers: InboundHandlers): void {
+    if (this.handlers !== undefined) return
+    this.handlers = handlers
+    if (this.endedWith !== undefined) return handlers.onEnd(this.endedWith)
+    this.ws.on("message", (data: RawData, isBinary: boolean) => {
+      if (this.endedWith !== undefined) return
+      if (byteLength(data) > this.maxFrameBytes) {
+        this.sendClose(1009, "frame too large")
+        return this.end(new TransportEnded({ reason: "frame_too_large", code: 1009 }))
+      }
+      handlers.onFrame(isBinary ? asBytes(data) : data.toString())
+    })
+    this.ws.resume()
+  }
+
+  pause(): void {
+    if (this.endedWith === undefined) this.ws.pause()
+  }
+
+  resume(): void {
+    if (this.endedWith === undefined && this.handlers !== undefined) this.ws.resume()
+  }
+
+  offer(frame: string): OfferResult {
+    if (this.endedWith !== undefined) return "closed"
+    if (this.queue.length >= this.capacity) return "full"
+    this.queue.push(frame)
+    if (!this.flushScheduled) {
+      this.flushScheduled = true
+      queueMicrotask(this.flush)
+    }
+    return "queued"
+  }
+
+  close(code: number, reason: string): Effect.Effect<void> {
+    return Effect.sync(() => {
+      this.end(new TransportEnded({ reason: "closed_locally", code }))
+      this.sendClose(code, reason)
+    })
+  }
+
+  private flushQueue(): void {
+    this.flushScheduled = false
+    const batch = this.queue
+    if (this.endedWith !== undefined || batch.length === 0) return
+    this.queue = []
+    try {
+      for (let i = 0; i < batch.length - 1; i++) this.ws.send(batch[i]!)
+      // One callback per batch: a failed socket write ends the connection.
+      this.ws.send(batch[batch.length - 1]!, (error) => {
+        if (error !== undefined && error !== null) this.writeFailed()
+      })
+    } catch {
+      this.writeFailed()
+    }
+  }
+
+  private writeFailed(): void {
+    if (this.endedWith !== undefined) return
+    // Close first so the peer sees 1011 before the session reacts to the end.
+    this.sendClose(1011, "write failed")
+    this.end(new TransportEnded({ reason: "write_failed" }))
+  }
+
+  private sendClose(code: number, reason: string): void {
+    if (this.closeSent) return
+    this.closeSent = true
+    try {
+      this.ws.close(code, reason)
+    } catch {
+      this.ws.terminate()
+    }
+  }
+
+  private end(error: TransportEnded): void {
+    if (this.endedWith !== undefined) return
+    this.endedWith = error
+    this.queue = []
+    this.handlers?.onEnd(error)
+  }
+}

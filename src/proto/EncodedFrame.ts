@@ -1,0 +1,84 @@
+/**
+ * Runtime → Core frames encoded once, where they are produced, and handed to a transport as text. Two ways to
+ * get one, both with the guarantees of `Messages.encodeMessage` (a valid frame of at most 4 MiB):
+ *
+ * - `encodeFrame(message)`: the codec itself (bounds, schema validation, size).
+ * - `deltaEncoder(runId, trace)`: the Run's `delta` frames built directly as JSON text. The envelope's constant
+ *   part (type, Run id, trace) goes through `encodeMessage` once, when the encoder is made; per frame only the
+ *   payload varies, and its schema (`RunEvents.DeltaPayload`: `item_id` an optional string, `delta` a string,
+ *   `sequence` a non-negative integer; no other member) is checked in full by three `typeof` tests and an integer
+ *   test, then each string is escaped by `JSON.stringify`, exactly as `encodeMessage` would (members in the same
+ *   order, so the text is byte-identical: `test/proto/EncodedFrame.test.ts`). A delta payload has depth 2 and
+ *   at most 4 values, far inside the JSON bounds (`JsonBounds.ts`); the 4 MiB frame bound is checked per frame.
+ *   Anything the direct path does not cover (a payload that fails a check) is answered by the codec's own
+ *   verdict, so a refusal carries the same reason.
+ */
+import { Result } from "effect"
+import { utf8ByteLength } from "./Checks.js"
+import type { RunId } from "./Ids.js"
+import { MaxFrameBytes } from "./Limits.js"
+import { encodeMessage, OutgoingFrameRejected, type RuntimeToCore } from "./Messages.js"
+
+/** One frame's text, already encoded and valid, with the type and correlation id a log line may carry. */
+export interface EncodedFrame {
+  readonly type: string
+  readonly id: string | undefined
+  /** The frame's JSON text (one WebSocket text frame). */
+  readonly encoded: string
+}
+
+/** A frame to send: a message the transport encodes, or a frame encoded earlier. */
+export type Outgoing = RuntimeToCore | EncodedFrame
+
+/** True for a frame encoded earlier. */
+export const isEncoded = (frame: Outgoing): frame is EncodedFrame => "encoded" in frame
+
+const idOf = (message: RuntimeToCore): string | undefined => ("id" in message ? message.id : undefined)
+
+/** Encodes one message with the codec (`Messages.encodeMessage`). */
+export const encodeFrame = (message: RuntimeToCore): Result.Result<EncodedFrame, OutgoingFrameRejected> => {
+  const text = encodeMessage(message)
+  return Result.isFailure(text)
+    ? Result.fail(text.failure)
+    : Result.succeed({ type: message.type, id: idOf(message), encoded: text.success })
+}
+
+/** The text of a frame to send: the earlier encoding, or the codec's. */
+export const frameText = (frame: Outgoing): Result.Result<string, OutgoingFrameRejected> =>
+  isEncoded(frame) ? Result.succeed(frame.encoded) : encodeMessage(frame)
+
+/** Encodes one `delta` frame of a Run: `item_id` only when the Run observes messages. */
+export type DeltaEncoder = (
+  delta: string,
+  sequence: number,
+  itemId: string | undefined
+) => Result.Result<EncodedFrame, OutgoingFrameRejected>
+
+/**
+ * The `delta` encoder of one Run (its id and its already validated trace). `undefined` when the codec refuses
+ * the envelope itself (an id or trace a frame cannot carry): every delta of that Run would be refused, so the
+ * caller uses `encodeFrame` and reports each refusal as it does for any other frame.
+ */
+export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEncoder | undefined => {
+  const probe: RuntimeToCore = trace === undefined
+    ? { type: "delta", id: runId, payload: { delta: "", sequence: 0 } }
+    : { type: "delta", id: runId, payload: { delta: "", sequence: 0 }, trace }
+  if (Result.isFailure(encodeMessage(probe))) return undefined
+  const head = `{"type":"delta","id":${JSON.stringify(runId)},"payload":{`
+  const tail = trace === undefined ? "}}" : `},"trace":${JSON.stringify(trace)}}`
+  return (delta, sequence, itemId) => {
+    if (typeof delta !== "string" || !Number.isSafeInteger(sequence) || sequence < 0 ||
+      (itemId !== undefined && typeof itemId !== "string")) {
+      const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }
+      return encodeFrame(trace === undefined ? { type: "delta", id: runId, payload } : { type: "delta", id: runId, payload, trace })
+    }
+    const text = itemId === undefined
+      ? `${head}"delta":${JSON.stringify(delta)},"sequence":${sequence}${tail}`
+      : `${head}"item_id":${JSON.stringify(itemId)},"delta":${JSON.stringify(delta)},"sequence":${sequence}${tail}`
+    if (text.length > MaxFrameBytes / 3) {
+      const bytes = utf8ByteLength(text)
+      if (bytes > MaxFrameBytes) return Result.fail(new OutgoingFrameRejected({ type: "delta", reason: "frame_too_large", bytes }))
+    }
+    return Result.succeed({ type: "delta", id: runId, encoded: text })
+  }
+}

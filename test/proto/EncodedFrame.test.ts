@@ -1,0 +1,101 @@
+/**
+ * `EncodedFrame.deltaEncoder` builds a Run's delta frames without the generic codec pass; it must give exactly
+ * the codec's answer (`Messages.encodeMessage`): byte-identical text for every valid payload (awkward characters,
+ * lone surrogates, `item_id`, a trace, sequence bounds), the codec's refusal for every invalid one (the same
+ * reason, the 4 MiB bound included), and no encoder for an envelope the codec refuses.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Result } from "effect"
+import { deltaEncoder, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
+import { unsafeMake } from "../../src/proto/Ids.js"
+import { Messages } from "../../src/proto/index.js"
+
+const runId = unsafeMake.runId("run-7f3c")
+const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+const Texts = ["", "x", "The parser accepts trailing commas only in ", "quote \" backslash \\ newline \n tab \t", "\u0000\u001f\u007f",
+  "é€😀", "\ud800 lone", "lone \udc00", "\u2028\u2029", "</script>"]
+
+const viaCodec = (delta: unknown, sequence: unknown, itemId: unknown, withTrace: string | undefined) => {
+  const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }
+  const message = (withTrace === undefined
+    ? { type: "delta", id: runId, payload }
+    : { type: "delta", id: runId, payload, trace: withTrace }) as Messages.RuntimeToCore
+  return Messages.encodeMessage(message)
+}
+
+describe("deltaEncoder", () => {
+  it("gives the codec's exact text for valid deltas, with and without item_id and trace", () => {
+    for (const withTrace of [undefined, trace]) {
+      const encode = deltaEncoder(runId, withTrace)!
+      for (const text of Texts) {
+        for (const itemId of [undefined, "msg-1", "é \" \\"]) {
+          for (const sequence of [0, 1, 2, 10_000, Number.MAX_SAFE_INTEGER]) {
+            const direct = encode(text, sequence, itemId)
+            const codec = viaCodec(text, sequence, itemId, withTrace)
+            assert.isTrue(Result.isSuccess(direct) && Result.isSuccess(codec))
+            if (Result.isSuccess(direct) && Result.isSuccess(codec)) {
+              assert.strictEqual(direct.success.encoded, codec.success)
+              assert.strictEqual(direct.success.type, "delta")
+              assert.strictEqual(direct.success.id, runId)
+            }
+          }
+        }
+      }
+    }
+  })
+
+  it("refuses what the codec refuses, with the same reason", () => {
+    const encode = deltaEncoder(runId, undefined)!
+    const invalid: ReadonlyArray<readonly [unknown, unknown, unknown]> = [
+      [42, 1, undefined],
+      [undefined, 1, undefined],
+      ["x", -1, undefined],
+      ["x", 1.5, undefined],
+      ["x", Number.NaN, undefined],
+      ["x", "1", undefined],
+      ["x", 1, 7],
+      ["x", 1, null]
+    ]
+    for (const [delta, sequence, itemId] of invalid) {
+      const direct = encode(delta as string, sequence as number, itemId as string)
+      const codec = viaCodec(delta, sequence, itemId, undefined)
+      assert.isTrue(Result.isFailure(codec), `codec accepted ${String(delta)} ${String(sequence)} ${String(itemId)}`)
+      if (Result.isFailure(codec)) assert.deepStrictEqual(direct, Result.fail(codec.failure))
+    }
+  })
+
+  it("refuses a frame over 4 MiB as frame_too_large with its size, like the codec", () => {
+    const encode = deltaEncoder(runId, trace)!
+    for (const big of ["x".repeat(4 * 1024 * 1024), "é".repeat(2 * 1024 * 1024), "x".repeat(4 * 1024 * 1024 - 200)]) {
+      const direct = encode(big, 3, undefined)
+      const codec = viaCodec(big, 3, undefined, trace)
+      if (Result.isSuccess(codec)) {
+        assert.isTrue(Result.isSuccess(direct) && direct.success.encoded === codec.success)
+      } else {
+        assert.deepStrictEqual(direct, Result.fail(codec.failure))
+        assert.strictEqual(codec.failure.reason, "frame_too_large")
+      }
+    }
+  })
+
+  it("makes no encoder for an envelope the codec refuses (an oversized or blank Run id)", () => {
+    assert.isUndefined(deltaEncoder(unsafeMake.runId("r".repeat(129)), undefined))
+    assert.isUndefined(deltaEncoder(unsafeMake.runId(""), trace))
+    assert.isDefined(deltaEncoder(unsafeMake.runId("r".repeat(128)), trace))
+  })
+})
+
+describe("encodeFrame / frameText", () => {
+  it("encodes with the codec and passes an encoded frame through unchanged", () => {
+    const message: Messages.RuntimeToCore = { type: "delta", id: runId, payload: { delta: "a", sequence: 1 } }
+    const encoded = encodeFrame(message)
+    assert.isTrue(Result.isSuccess(encoded))
+    if (Result.isFailure(encoded)) return
+    assert.isTrue(isEncoded(encoded.success))
+    assert.isFalse(isEncoded(message))
+    assert.deepStrictEqual(frameText(encoded.success), Messages.encodeMessage(message))
+    assert.deepStrictEqual(frameText(message), Messages.encodeMessage(message))
+    const refused: Messages.RuntimeToCore = { type: "delta", id: runId, payload: { delta: "a", sequence: -1 } }
+    assert.deepStrictEqual(encodeFrame(refused), Result.fail(new Messages.OutgoingFrameRejected({ type: "delta", reason: "invalid_message" })))
+  })
+})
