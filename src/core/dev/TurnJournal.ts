@@ -51,8 +51,8 @@ export interface JournalWriter {
 
 export class TurnJournal extends Context.Service<TurnJournal, {
   /**
-   * The writer of one Turn's journal for one delivery attempt, continuing after the last stored seq: the one a
-   * writer of this process last stored, else `knownLastSeq` (a Turn created by this process: 0), else read.
+   * The writer of one Turn's journal for one delivery attempt, continuing after the last stored seq:
+   * `knownLastSeq` when the caller knows it, else read from the store (never an earlier writer's in-memory seq).
    */
   readonly open: (turnId: string, attempt: number, knownLastSeq?: number) => Effect.Effect<JournalWriter, StoreFailed>
   /**
@@ -143,10 +143,10 @@ const make = Effect.gen(function* () {
 
   const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number) {
     const live = yield* liveFor(turnId)
-    if (live.lastSeq === undefined) {
-      const stored = knownLastSeq ?? (yield* store.lastSeq(turnId))
-      live.lastSeq ??= stored
-    }
+    // Each writer continues from the store (or what its caller knows), never from an earlier writer's
+    // in-memory seq: that one may be stale (an attempt on another node wrote since), and two writers sharing it
+    // would both store their facts instead of the second one's append failing on the (turn_id, seq) key.
+    live.lastSeq = knownLastSeq ?? (yield* store.lastSeq(turnId))
     const lock = yield* Semaphore.make(1)
     const current = () => live.lastSeq ?? 0
     const writer: JournalWriter = {

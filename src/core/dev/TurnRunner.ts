@@ -366,6 +366,8 @@ const make = (options: TurnsOptions) =>
           cancelQueued: yield* Deferred.make<void>(),
           finished: yield* Deferred.make<void>()
         }
+        // One runner per Turn in this process: a second launch (a race of two claim paths) is ignored.
+        if (active.has(a.turnId)) return yield* Effect.logWarning("turn already running here").pipe(Effect.annotateLogs({ turn_id: a.turnId }))
         active.set(a.turnId, a)
         // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
         yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchTag("LeaseLost", (lost) => fencedOut(a, lost)), Effect.catchCause((cause) =>

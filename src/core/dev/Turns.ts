@@ -203,9 +203,9 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     : Option.none()
   /** With routing, the dispatching node claims the Turn in the database first (pg/TurnClaims.ts). */
   const sql = yield* SqlClient.SqlClient
-  const claim = (turnId: string) =>
+  const claim = (turnId: string, resume = false) =>
     Option.isSome(router)
-      ? unavailable(claimTurn(router.value.nodeId, turnId).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+      ? unavailable(claimTurn(router.value.nodeId, turnId, resume).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
       : Effect.succeed(true)
 
   const startOne = Effect.fn("Turns.start")(function* (
@@ -309,12 +309,12 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
 
   // Queued Turns a previous process left: their runners start again (with routing, only those this node claims).
   for (const plan of yield* resumableTurns) {
-    if (yield* claim(plan.turnId).pipe(Effect.orElseSucceed(() => false))) yield* runner.launch(plan)
+    if (yield* claim(plan.turnId, true).pipe(Effect.orElseSucceed(() => false))) yield* runner.launch(plan)
   }
   // Several nodes: queued Turns released from a dead node (pg/LeaseSweeper.ts) are claimed and dispatched by
   // the node their device is connected to, checked every `pickupInterval`.
   if (Option.isSome(router)) {
-    const pickup = pickupReleased(claim).pipe(
+    const pickup = pickupReleased((turnId) => claim(turnId)).pipe(
       Effect.catchTag("StoreFailed", (e) =>
         Effect.logWarning("picking up released Turns failed; retrying").pipe(Effect.annotateLogs({ store_operation: e.operation }))),
       Effect.provideService(SqlClient.SqlClient, sql),

@@ -86,6 +86,22 @@ describe("TurnJournal", () => {
       assert.deepStrictEqual(slow.reads, { events: 1, get: 2, lastSeq: 1 })
     }).pipe(Effect.provide(slow.layer)))
 
+  it.effect("a later writer continues after what the store holds, not after an earlier writer's seq in this process", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const journal = yield* TurnJournal
+      const first = yield* journal.open("t1", 1, 0)
+      yield* first.record(delta(1))
+      // Another attempt (another node) stored seq 2 since; a writer of the next attempt here goes on at 3.
+      yield* store.appendEvents("t1", [{ seq: 2, attempt: 2, ...toEntry(delta(2)) }])
+      const second = yield* journal.open("t1", 3)
+      assert.strictEqual(yield* second.record(delta(3)), 3)
+      const stored = yield* store.events("t1", 0)
+      assert.deepStrictEqual(stored.map((e) => [e.seq, e.attempt]), [[1, 1], [2, 2], [3, 3]])
+    }).pipe(Effect.provide(Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest), (base) => journalLayer.pipe(Layer.provideMerge(base))))))
+
   it("stores Run events as their wire frame and other facts as encoded facts, and reads both back", () => {
     const frame = toEntry(delta(7))
     assert.deepStrictEqual(frame.kind, "frame")

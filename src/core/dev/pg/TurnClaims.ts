@@ -8,12 +8,20 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { storeFailed } from "../StoreErrors.js"
 
-/** Claims `turnId` for `nodeId`: true when it is now this node's (it was unclaimed or already ours). */
-export const claimTurn = (nodeId: string, turnId: string) =>
+/**
+ * Claims `turnId` for `nodeId`: true when it is now this node's. `resume` (a Turn this node left queued at its
+ * last stop): also when it is ours already. Otherwise only an unclaimed row is claimed, so a Turn just created
+ * here and the periodic pickup of released Turns on this same node never both win it (one runner per Turn).
+ */
+export const claimTurn = (nodeId: string, turnId: string, resume = false) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`UPDATE turns SET claimed_by = ${nodeId}
-      WHERE turn_id = ${turnId} AND (claimed_by IS NULL OR claimed_by = ${nodeId})
-      RETURNING turn_id`.pipe(
+    (resume
+      ? sql`UPDATE turns SET claimed_by = ${nodeId}
+        WHERE turn_id = ${turnId} AND (claimed_by IS NULL OR claimed_by = ${nodeId})
+        RETURNING turn_id`
+      : sql`UPDATE turns SET claimed_by = ${nodeId}
+        WHERE turn_id = ${turnId} AND claimed_by IS NULL
+        RETURNING turn_id`).pipe(
       Effect.map((rows) => rows.length === 1),
       storeFailed("claim_turn")
     ))

@@ -118,3 +118,33 @@ describePostgres("Queued Turns of a dead node on PostgreSQL", (url) => {
       assert.strictEqual(yield* onA(claimedBy("t-mine")), "node-a")
     }).pipe(Effect.provide(nodes)))
 })
+
+describePostgres("A Turn just created on PostgreSQL", (url) => {
+  const node = withSchema(url, (schema) =>
+    Layer.effectContext(Layer.build(OwnerLeases.layer(nodeA).pipe(
+      Layer.provideMerge(Store.layerSql(PgStore.sqlLayer({ url: Redacted.make(url), schema }))),
+      Layer.provide(DevIds.layerTest)
+    ))))
+
+  it.effect("is launched once when its start and this node's pickup of released Turns race for it", () =>
+    Effect.gen(function* () {
+      // Created unclaimed; the pickup's read sees it before the start claims it (the start's claim is run
+      // inside the pickup's, right before it): the pickup must lose, only the start launches.
+      yield* sql((s) => s`INSERT INTO devices (device_id, workspace_id, runtime_type, created_at_ms) VALUES ('dev-n', 'w', 'x', 0)`)
+      yield* sql((s) => s`INSERT INTO sessions (session_id, agent_kind, environment_type, configuration_json, created_at_ms, device_id)
+        VALUES ('s-new', 'scripted', 'none', '{}', 0, 'dev-n')`)
+      yield* Effect.flatMap(TurnStore, (t) => t.create({ turnId: "t-new", sessionId: "s-new", runId: "run-new", input: { text: "hi" } as any }))
+      const launched: Array<TurnPlan> = []
+      let started = false
+      const picked = yield* pickupReleased((id) =>
+        Effect.gen(function* () {
+          started = yield* claimTurn("node-a", id)
+          return yield* claimTurn("node-a", id)
+        })).pipe(Effect.provide(fakeNode(["dev-n"], launched)))
+      assert.isTrue(started)
+      assert.deepStrictEqual(picked, [])
+      assert.deepStrictEqual(launched, [])
+      // A restart of the same node resumes its own claimed Turn.
+      assert.isTrue(yield* claimTurn("node-a", "t-new", true))
+    }).pipe(Effect.provide(node)))
+})
