@@ -1,8 +1,9 @@
 /**
  * How a Turn's runner records the facts of its delivery: each fact journaled (plain Run events in groups, one
  * write per group; the Run's dispatch mark in the same transaction as its `Dispatched` fact), then the records it
- * changes (active-input status, interactions), each write
- * retried until stored and fenced on the attempt's owner lease (the runner's `durable`).
+ * changes (active-input status, withdrawn interactions); an interaction request is stored pending before its
+ * frame, so it is answerable once the frame is seen. Each write is retried until stored and fenced on the
+ * attempt's owner lease (the runner's `durable`).
  */
 import { Effect } from "effect"
 import type { Functions as FunctionsProto } from "../../proto/index.js"
@@ -26,6 +27,16 @@ export const make = <T extends FactTarget>(
 ) => {
   const onFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact) =>
     Effect.gen(function* () {
+      // An interaction request is stored pending BEFORE its frame is journaled (and so published): an operator
+      // who answers the moment the frame reaches them finds it answerable.
+      const request = fact._tag === "RunEvent" ? interactionRequest(fact.event) : undefined
+      if (fact._tag === "RunEvent" && request !== undefined) {
+        a.pending = Interactions.trackInteractions(a.pending, fact.event)
+        if (request.kind === "function_call" && fact.event.type === "function_call") a.calls.set(request.id, fact.event.payload)
+        yield* durable(a, "interaction", store.recordInteraction(a.turnId, request.kind, request.id, request.payload))
+        yield* durable(a, "journal", writer.record(fact))
+        return yield* writer.notify("interaction", { kind: request.kind, interaction_id: request.id, status: "pending" })
+      }
       // The Run's own dispatch marks the Turn dispatched in the same transaction as its fact.
       const markDispatched = fact._tag === "Dispatched" && (fact.type === "execution_start" || fact.type === "prompt_request")
       yield* durable(a, "journal", writer.record(fact, markDispatched ? { markDispatched } : undefined))
@@ -87,19 +98,7 @@ export const make = <T extends FactTarget>(
   const onRunEvent = (a: T, writer: JournalWriter, event: Extract<Outcome.TurnFact, { _tag: "RunEvent" }>["event"]) =>
     Effect.gen(function* () {
       a.pending = Interactions.trackInteractions(a.pending, event)
-      const record = (kind: InteractionKind, id: string, request: unknown) =>
-        Effect.gen(function* () {
-          yield* durable(a, "interaction", store.recordInteraction(a.turnId, kind, id, request))
-          yield* writer.notify("interaction", { kind, interaction_id: id, status: "pending" })
-        })
       switch (event.type) {
-        case "permission_request":
-          return yield* record("permission", event.payload.request_id, event.payload)
-        case "prompt_for_user_choice":
-          return yield* record("user_choice", event.payload.ask_id, event.payload)
-        case "function_call":
-          a.calls.set(event.payload.call_id, event.payload)
-          return yield* record("function_call", event.payload.call_id, event.payload)
         case "permission_cancel":
           yield* durable(a, "interaction", store.withdrawInteraction(a.turnId, "permission", event.id))
           return yield* writer.notify("interaction", { kind: "permission", interaction_id: event.id, status: "withdrawn" })
@@ -109,6 +108,22 @@ export const make = <T extends FactTarget>(
     })
 
   return { onFacts }
+}
+
+/** The interaction a Run event asks for (a permission, a user choice, a function call), if any. */
+const interactionRequest = (
+  event: Extract<Outcome.TurnFact, { _tag: "RunEvent" }>["event"]
+): { readonly kind: InteractionKind; readonly id: string; readonly payload: unknown } | undefined => {
+  switch (event.type) {
+    case "permission_request":
+      return { kind: "permission", id: event.payload.request_id, payload: event.payload }
+    case "prompt_for_user_choice":
+      return { kind: "user_choice", id: event.payload.ask_id, payload: event.payload }
+    case "function_call":
+      return { kind: "function_call", id: event.payload.call_id, payload: event.payload }
+    default:
+      return undefined
+  }
 }
 
 /** A Run event that updates no record but the journal (interaction requests and withdrawals do). */

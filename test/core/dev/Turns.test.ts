@@ -3,7 +3,7 @@
  * every timer on TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Ref, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
@@ -33,6 +33,25 @@ const services = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds
 )
 
 const flush = yieldTimes(300)
+
+/** The store records an interaction only after a few scheduler turns (as a store on another thread or node). */
+const slowInteractions = Layer.effect(
+  TurnStore,
+  Effect.gen(function* () {
+    const real = yield* TurnStore
+    return TurnStore.of({
+      ...real,
+      recordInteraction: (turnId, kind, id, request) =>
+        Effect.andThen(yieldTimes(20), real.recordInteraction(turnId, kind, id, request))
+    })
+  })
+)
+const slowInteractionServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(slowInteractions),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store)
+)
 
 /** A store outage: while `down`, every journal append fails (nothing is written); `appends` counts attempts. */
 class Outage extends Context.Service<Outage, { readonly down: Ref.Ref<boolean>; readonly appends: Ref.Ref<number> }>()(
@@ -222,6 +241,30 @@ describe("Turns", () => {
       const done = yield* turns.get("turn-1")
       assert.deepStrictEqual(done.interactions.map((i) => [i.status, i.outcome, i.delivery_id]), [["answered", "applied", "delivery-1"]])
     }).pipe(Effect.provide(services)))
+
+  it.effect("a permission request is answerable the moment a follower sees its frame", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* startDelivered(runtime)
+      // A follower that answers as soon as the frame reaches it, as an operator client reacting to the SSE event.
+      const answered = yield* turns.follow("turn-1", 0).pipe(
+        Stream.filter((item) => item._tag === "entry" && item.type === "permission_request"),
+        Stream.take(1),
+        Stream.mapEffect(() => Effect.exit(turns.answerPermission("turn-1", "perm-1", { approved: true }))),
+        Stream.runHead,
+        Effect.forkChild
+      )
+      yield* flush
+      // The Runtime acknowledges a decision when one comes (none comes when the answer was refused).
+      yield* Effect.forkChild(Effect.gen(function* () {
+        const decision = expectType(yield* runtime.receive, "permission_decision")
+        yield* runtime.send(frames.decisionAck(decision.id, decision.payload.delivery_id))
+      }))
+      yield* runtime.send(frames.permissionRequest("run-1", "perm-1"))
+      const exit = Option.getOrThrow(yield* Fiber.join(answered))
+      assert.isTrue(Exit.isSuccess(exit), String(exit))
+    }).pipe(Effect.provide(slowInteractionServices)))
 
   it.effect("answers a function call with its result and records the receipt; an unknown call is 404", () =>
     Effect.gen(function* () {

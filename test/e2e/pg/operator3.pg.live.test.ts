@@ -54,18 +54,10 @@ const put = async (node: Node, path: string, body: unknown) => {
   return { status: res.status, body: JSON.parse(res.bytes.toString("utf8")) }
 }
 /**
- * An answer to an interaction or a function call seen in the stream. The frame is journaled (and streamed) before
- * the owning node has stored the interaction as pending, so an answer sent at once may meet 409 `…_not_pending`
- * (on one node as well, more often with the PostgreSQL store's fenced writes): sent again, a few times, as an
- * operator client does. Any other answer is returned as it is.
+ * An answer to an interaction or a function call, sent the moment its frame is seen in the stream: the owning
+ * node stores an interaction pending before it journals the frame, so the answer is never early (no retry).
  */
-const answer = async (api: Api, path: string, body: unknown) => {
-  for (let i = 0; ; i++) {
-    const res = await api.post(path, body)
-    if (i >= 40 || res.status !== 409 || !String(res.body?.error ?? "").endsWith("not_pending")) return res
-    await new Promise((done) => setTimeout(done, 100))
-  }
-}
+const answer = (api: Api, path: string, body: unknown) => api.post(path, body)
 const b64 = (s: string) => Buffer.from(s).toString("base64")
 
 describePostgres("operator-driven wire scenarios through one node of a three-node Core", (url) => {
