@@ -94,13 +94,21 @@ export interface CoreProc extends Proc {
 export const startCore = async (
   dataDir: string,
   port = 0,
-  extra: { readonly args?: ReadonlyArray<string>; readonly env?: NodeJS.ProcessEnv } = {}
+  extra: {
+    readonly args?: ReadonlyArray<string>
+    readonly env?: NodeJS.ProcessEnv
+    /** The bootstrap's heartbeat cadence (default 1 s; `null`: Core's own default). */
+    readonly heartbeatSeconds?: number | null
+    /** How long to wait for the URL (default 20 s). */
+    readonly listenWithinMs?: number
+  } = {}
 ): Promise<CoreProc> => {
-  const proc = run(["core", "--port", String(port), "--data-dir", dataDir, "--heartbeat-seconds", "1", ...(extra.args ?? [])], extra.env)
+  const heartbeat = extra.heartbeatSeconds === null ? [] : ["--heartbeat-seconds", String(extra.heartbeatSeconds ?? 1)]
+  const proc = run(["core", "--port", String(port), "--data-dir", dataDir, ...heartbeat, ...(extra.args ?? [])], extra.env)
   const lines = await eventually(() => {
     const all = proc.stdout.split("\n")
     return all.length > 2 ? all : undefined
-  }, 20_000, "core to listen")
+  }, extra.listenWithinMs ?? 20_000, "core to listen")
   const url = lines[0]!
   if (!/^http:\/\/127\.0\.0\.1:\d+$/.test(url) || lines[1] !== `agentwire core listening on ${url}`) {
     throw new Error(`unexpected first lines of agentwire core: ${JSON.stringify(lines.slice(0, 2))}`)

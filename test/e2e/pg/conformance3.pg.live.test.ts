@@ -12,20 +12,17 @@ import { join } from "node:path"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
-import { eventually, type Proc, run, stopAll, tempDir } from "../../support/devcoreLive.js"
+import { type Proc, run, startCore, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { coreKitScenarios } from "../../support/conformanceLive.js"
 import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const device = "5a3c7e10-8d2b-4f61-9c0e-2b7d4e6f8a19"
 const eligible = coreKitScenarios
 
+/** A Core node on the shared schema, with Core's own heartbeat cadence. */
 const startNode = async (dir: string, env: Record<string, string>): Promise<{ readonly proc: Proc; readonly url: string }> => {
-  const proc = run(["core", "--port", "0", "--data-dir", dir], env)
-  const lines = await eventually(() => {
-    const all = proc.stdout.split("\n")
-    return all.length > 2 ? all : undefined
-  }, 30_000, "core to listen")
-  return { proc, url: lines[0]! }
+  const proc = await startCore(dir, 0, { env, heartbeatSeconds: null, listenWithinMs: 30_000 })
+  return { proc, url: proc.url }
 }
 
 describePostgres("the Core conformance kit against one node of a three-node Core", (url) => {

@@ -11,19 +11,16 @@ import { randomBytes } from "node:crypto"
 import { mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { get } from "node:http"
 import { join } from "node:path"
-import { eventually, operator, run, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
+import { eventually, operator, run, startCore, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const EnvironmentId = "8e2d3c4b-5f6a-4b7c-9d8e-0f1a2b3c4d5e"
 const MiB = 1024 * 1024
 
+/** A Core node on the shared schema (`agentwire core`, URL from its first line). */
 const startNode = async (dir: string, env: Record<string, string>) => {
-  const proc = run(["core", "--port", "0", "--data-dir", dir, "--heartbeat-seconds", "1"], env)
-  const lines = await eventually(() => {
-    const all = proc.stdout.split("\n")
-    return all.length > 2 ? all : undefined
-  }, 20_000, "core to listen")
-  return { proc, url: lines[0]! }
+  const proc = await startCore(dir, 0, { env })
+  return { proc, url: proc.url }
 }
 
 describePostgres("the workspace export routed between Core nodes (end to end)", (url) => {

@@ -8,20 +8,17 @@
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { eventually, operator, type Proc, readSse, run, script, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
+import { eventually, operator, type Proc, readSse, run, startCore, script, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { createSchema, describePostgres, dropSchema, testDatabaseUrl } from "../../support/postgres.js"
 
 const EnvironmentId = "7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 /** Directories outside `dir` (workspaces), removed after the suite. */
 const extraDirs: Array<string> = []
 
+/** A Core node on the shared schema (`agentwire core`, URL from its first line). */
 const startNode = async (dir: string, env: Record<string, string>) => {
-  const proc = run(["core", "--port", "0", "--data-dir", dir, "--heartbeat-seconds", "1"], env)
-  const lines = await eventually(() => {
-    const all = proc.stdout.split("\n")
-    return all.length > 2 ? all : undefined
-  }, 20_000, "core to listen")
-  return { proc, url: lines[0]! }
+  const proc = await startCore(dir, 0, { env })
+  return { proc, url: proc.url }
 }
 
 describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {

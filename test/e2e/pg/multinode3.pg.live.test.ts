@@ -14,7 +14,7 @@ import { join } from "node:path"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
-import { eventually, operator, type Proc, run, stopAll, tempDir, text } from "../../support/devcoreLive.js"
+import { eventually, operator, type Proc, startCore, stopAll, tempDir, text } from "../../support/devcoreLive.js"
 import { LightDevice } from "../../support/lightDevices.js"
 import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
@@ -29,12 +29,8 @@ interface Node {
 }
 
 const startNode = async (dir: string, env: Record<string, string>): Promise<Node> => {
-  const proc = run(["core", "--port", "0", "--data-dir", dir, "--heartbeat-seconds", "5"], env)
-  const lines = await eventually(() => {
-    const all = proc.stdout.split("\n")
-    return all.length > 2 ? all : undefined
-  }, 30_000, "core to listen")
-  return { proc, url: lines[0]!, api: operator(lines[0]!, token) }
+  const proc = await startCore(dir, 0, { env, heartbeatSeconds: 5, listenWithinMs: 30_000 })
+  return { proc, url: proc.url, api: operator(proc.url, token) }
 }
 
 /** Runs `f` over `items` with at most `n` at once. */

@@ -11,7 +11,7 @@
 import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { eventually, operator, readSse, run, script, type SseEvent, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
+import { eventually, operator, readSse, run, startCore, script, type SseEvent, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { createSchema, describePostgres, dropSchema, testDatabaseUrl } from "../../support/postgres.js"
 import { readTar } from "../../support/tarReader.js"
 
@@ -19,13 +19,10 @@ const EnvironmentId = "9f3e4d5c-6a7b-4c8d-8e9f-1a2b3c4d5e6f"
 const Device = "ops3-1"
 const token = "op-token-operator3-e2e"
 
+/** A Core node on the shared schema (`agentwire core`, URL from its first line). */
 const startNode = async (dir: string, env: Record<string, string>) => {
-  const proc = run(["core", "--port", "0", "--data-dir", dir, "--heartbeat-seconds", "1"], env)
-  const lines = await eventually(() => {
-    const all = proc.stdout.split("\n")
-    return all.length > 2 ? all : undefined
-  }, 30_000, "core to listen")
-  return { proc, url: lines[0]! }
+  const proc = await startCore(dir, 0, { env })
+  return { proc, url: proc.url }
 }
 
 type Api = ReturnType<typeof operator>
