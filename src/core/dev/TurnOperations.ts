@@ -70,7 +70,8 @@ export const make = Effect.gen(function* () {
   const running = (turnId: string) =>
     Effect.gen(function* () {
       const a = runner.active(turnId)
-      if (Option.isSome(a)) return a.value
+      // A Turn whose outcome is being recorded is not running: a cancel or an answer now changes nothing.
+      if (Option.isSome(a) && a.value.settling !== true) return a.value
       const stored = yield* unavailable(store.get(turnId))
       if (Option.isNone(stored)) return yield* new OperatorNotFound({ resource: "turn", id: turnId })
       return yield* notRunning(turnId)

@@ -91,6 +91,8 @@ export interface Active extends TurnPlan {
   span?: Tracer.AnySpan | undefined
   /** Several nodes: the owner lease the current attempt's writes are fenced on (TurnFence.ts). */
   fence?: Lease | undefined
+  /** The outcome is being recorded and published: operations find the Turn no longer running. */
+  settling?: boolean
 }
 
 export class TurnRunner extends Context.Service<TurnRunner, {
@@ -156,6 +158,7 @@ const make = (options: TurnsOptions) =>
 
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
+        a.settling = true
         // One transaction: the outcome, the abandoned interactions and the Session's native Session id.
         const written = yield* durable(a, "complete", store.settle(a.turnId, outcome, a.sessionId))
         const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))

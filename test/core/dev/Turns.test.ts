@@ -46,6 +46,23 @@ const slowInteractions = Layer.effect(
     })
   })
 )
+/** The store records a Turn's outcome only after a few scheduler turns. */
+const slowSettle = Layer.effect(
+  TurnStore,
+  Effect.gen(function* () {
+    const real = yield* TurnStore
+    return TurnStore.of({
+      ...real,
+      settle: (turnId, outcome, sessionId) => Effect.andThen(yieldTimes(50), real.settle(turnId, outcome, sessionId))
+    })
+  })
+)
+const slowSettleServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(slowSettle),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store)
+)
 const slowInteractionServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
   Layer.provideMerge(TurnJournal.layer),
   Layer.provideMerge(slowInteractions),
@@ -241,6 +258,19 @@ describe("Turns", () => {
       const done = yield* turns.get("turn-1")
       assert.deepStrictEqual(done.interactions.map((i) => [i.status, i.outcome, i.delivery_id]), [["answered", "applied", "delivery-1"]])
     }).pipe(Effect.provide(services)))
+
+  it.effect("a cancel while the outcome is being recorded is turn_not_running, never a cancelled completed Turn", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* startDelivered(runtime)
+      yield* runtime.send(frames.done("run-1", "ok"))
+      yield* yieldTimes(20) // the runner is inside the (slow) settle now
+      const cancel = yield* Effect.flip(turns.cancel("turn-1"))
+      assert.deepStrictEqual(cancel, new OperatorConflict({ reason: "turn_not_running", detail: "turn turn-1 is not running" }))
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.strictEqual(record.status, "completed")
+    }).pipe(Effect.provide(slowSettleServices)))
 
   it.effect("a permission request is answerable the moment a follower sees its frame", () =>
     Effect.gen(function* () {
