@@ -40,6 +40,7 @@ import type { ReplyFamilies, ReplyFamily } from "./ReplyFamilies.js"
 import type { RunEvent } from "./RunEvent.js"
 import * as SessionInbound from "./SessionInbound.js"
 import * as SessionOutbound from "./SessionOutbound.js"
+import type { EncodedCoreFrame } from "./SessionOutbound.js"
 import { type Declaration, type SessionOptions, SessionState } from "./SessionServices.js"
 
 export type { Declaration, SessionOptions } from "./SessionServices.js"
@@ -59,9 +60,11 @@ export interface DeviceSession {
   /**
    * Puts one envelope in this connection's bounded send queue. Success proves only that the envelope entered
    * the local queue: not that it was written, received, accepted or applied. Fails with `NotSent` (definite:
-   * nothing will be sent) when the queue is full or closed, or the message is invalid or over 4 MiB.
+   * nothing will be sent) when the queue is full or closed, or the message is invalid or over 4 MiB. Takes a
+   * message, or a frame encoded earlier with its message (`EncodedFrame.encodeChunkFrame`: a chunk whose base64
+   * text is not re-escaped), which is queued as it is, with the trace it was encoded with.
    */
-  readonly send: (message: Messages.CoreToRuntime) => Effect.Effect<void, NotSent>
+  readonly send: (message: Messages.CoreToRuntime | EncodedCoreFrame) => Effect.Effect<void, NotSent>
   /** The latest valid declaration; `None` before the first heartbeat (capabilities unknown, nothing admitted). */
   readonly declaration: Effect.Effect<Option.Option<Declaration>>
   /**

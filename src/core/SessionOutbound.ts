@@ -4,6 +4,7 @@
  * gateway-wide function of the connection's state record (SessionServices.ts), not a per-connection service.
  */
 import { Effect, Result } from "effect"
+import type { EncodedMessage } from "../proto/EncodedFrame.js"
 import { Messages, Trace } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { NotSent } from "./Errors.js"
@@ -15,11 +16,14 @@ const withCallerTrace = (message: Messages.CoreToRuntime): Effect.Effect<Message
     ? Effect.succeed(message)
     : Effect.map(Trace.currentTraceparent, (trace) => (trace === undefined ? message : { ...message, trace }))
 
-const enqueue = (state: SessionState, message: Messages.CoreToRuntime): Effect.Effect<void, NotSent> => {
+/** A frame encoded earlier (`EncodedFrame.encodeChunkFrame`), with the message it encodes. */
+export type EncodedCoreFrame = EncodedMessage<Messages.CoreToRuntime>
+
+const enqueue = (state: SessionState, message: Messages.CoreToRuntime, earlier?: string): Effect.Effect<void, NotSent> => {
   if (state.ended !== undefined) {
     return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
   }
-  const encoded = Messages.encodeMessage(message)
+  const encoded = earlier === undefined ? Messages.encodeMessage(message) : Result.succeed(earlier)
   if (Result.isFailure(encoded)) {
     return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))
   }
@@ -41,6 +45,10 @@ const enqueue = (state: SessionState, message: Messages.CoreToRuntime): Effect.E
 /**
  * Puts one envelope in this connection's bounded send queue. Fails with `NotSent` (definite: nothing will be
  * sent) when the queue is full or closed, the connection has ended, or the message is invalid or over 4 MiB.
+ * A frame encoded earlier is queued as it is: its encoder validated it, and its trace (if any) is the one it was
+ * encoded with (the caller's current span is not added).
  */
-export const send = (state: SessionState, message: Messages.CoreToRuntime): Effect.Effect<void, NotSent> =>
-  Effect.flatMap(withCallerTrace(message), (message) => Effect.suspend(() => enqueue(state, message)))
+export const send = (state: SessionState, message: Messages.CoreToRuntime | EncodedCoreFrame): Effect.Effect<void, NotSent> =>
+  "encoded" in message
+    ? Effect.suspend(() => enqueue(state, message.message, message.encoded))
+    : Effect.flatMap(withCallerTrace(message), (message) => Effect.suspend(() => enqueue(state, message)))

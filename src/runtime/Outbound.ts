@@ -7,6 +7,7 @@
  * id and size, never payloads.
  */
 import { Context, Duration, Effect, Layer } from "effect"
+import { isEncoded, type Outgoing } from "../proto/EncodedFrame.js"
 import type { Messages } from "../proto/index.js"
 import { echo } from "../proto/Trace.js"
 import { Transport } from "./transport/Transport.js"
@@ -30,17 +31,20 @@ export interface OutboundShape {
    * frame of the batch). One refused frame: nothing of the batch is written.
    */
   readonly sendAll: Transport["Service"]["sendAll"]
-  /** `send` within `budget`; never fails, logs anything but `Sent`. */
-  readonly sendWithin: (message: Messages.RuntimeToCore, budget: Duration.Duration) => Effect.Effect<SendOutcome>
+  /**
+   * `send` within `budget`; never fails, logs anything but `Sent`. Takes a message, or a frame encoded earlier
+   * (`EncodedFrame`, e.g. a chunk built by `encodeChunkFrame`), which is written as it is.
+   */
+  readonly sendWithin: (message: Outgoing, budget: Duration.Duration) => Effect.Effect<SendOutcome>
 }
 
-const idOf = (message: Messages.RuntimeToCore): string | undefined => ("id" in message ? message.id : undefined)
+const idOf = (message: Outgoing): string | undefined => (isEncoded(message) ? message.id : "id" in message ? message.id : undefined)
 
 export const make = (transport: Transport["Service"]): OutboundShape => ({
   send: transport.send,
   sendAll: transport.sendAll,
   sendWithin: (message, budget) =>
-    transport.send(message).pipe(
+    (isEncoded(message) ? transport.sendAll([message]) : transport.send(message)).pipe(
       Effect.as<SendOutcome>({ _tag: "Sent" }),
       Effect.catchTags({
         OutgoingFrameRejected: () => Effect.succeed<SendOutcome>({ _tag: "NotSent", reason: "refused" }),

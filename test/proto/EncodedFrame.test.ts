@@ -2,11 +2,12 @@
  * `EncodedFrame.deltaEncoder` builds a Run's delta frames without the generic codec pass; it must give exactly
  * the codec's answer (`Messages.encodeMessage`): byte-identical text for every valid payload (awkward characters,
  * lone surrogates, `item_id`, a trace, sequence bounds), the codec's refusal for every invalid one (the same
- * reason, the 4 MiB bound included), and no encoder for an envelope the codec refuses.
+ * reason, the 4 MiB bound included), and no encoder for an envelope the codec refuses. `encodeChunkFrame` builds a
+ * chunk-carrying frame without re-escaping its base64 data: the same exactness for every chunk family.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { deltaEncoder, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
+import { deltaEncoder, encodeChunkFrame, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { Messages } from "../../src/proto/index.js"
 
@@ -97,5 +98,81 @@ describe("encodeFrame / frameText", () => {
     assert.deepStrictEqual(frameText(message), Messages.encodeMessage(message))
     const refused: Messages.RuntimeToCore = { type: "delta", id: runId, payload: { delta: "a", sequence: -1 } }
     assert.deepStrictEqual(encodeFrame(refused), Result.fail(new Messages.OutgoingFrameRejected({ type: "delta", reason: "invalid_message" })))
+  })
+})
+
+describe("encodeChunkFrame", () => {
+  const operationId = unsafeMake.operationId("6a1d3e9f-0b52-4c48-9f7e-2d3e4f5a6b7c")
+  const transferId = unsafeMake.transferId("transfer-1")
+  // Every message that carries chunk bytes as base64 `data`, without its data.
+  const carriers: ReadonlyArray<Messages.Message & { readonly payload: { readonly data?: string } }> = [
+    { type: "workspace_write", id: operationId, payload: { step: "chunk", offset: 65536 } },
+    { type: "runtime_prepare", id: transferId, payload: { step: "chunk" } },
+    { type: "runtime_prepare", id: transferId, payload: { step: "chunk", offset: 131072 } },
+    { type: "workspace_export_result", id: operationId, payload: { outcome: "chunk", offset: 0 } },
+    { type: "workspace_read_result", id: operationId, payload: { outcome: "completed", close_acknowledged: true } }
+  ]
+  // Every byte value, every base64 tail (0, 1 or 2 padding characters), and a full 64 KiB chunk.
+  const bodies = [
+    new Uint8Array([0]),
+    new Uint8Array([0xfb, 0xff]),
+    Uint8Array.from({ length: 256 }, (_, i) => i),
+    Uint8Array.from({ length: 65536 }, (_, i) => (i * 2654435761) >>> 24)
+  ]
+  const withData = <M extends Messages.Message & { readonly payload: object }>(m: M, bytes: Uint8Array): M =>
+    ({ ...m, payload: { ...m.payload, data: Buffer.from(bytes).toString("base64") } })
+
+  it("gives the codec's exact text of the message with its data, with and without a trace", () => {
+    for (const carrier of carriers) {
+      for (const withTrace of [undefined, trace]) {
+        const message = withTrace === undefined ? carrier : { ...carrier, trace: withTrace }
+        for (const bytes of bodies) {
+          const direct = encodeChunkFrame(message, bytes)
+          const full = withData(message, bytes)
+          const codec = Messages.encodeMessage(full)
+          assert.isTrue(Result.isSuccess(codec), `${message.type}: the codec refused the sample`)
+          assert.isTrue(Result.isSuccess(direct), `${message.type}: refused`)
+          if (Result.isFailure(direct) || Result.isFailure(codec)) continue
+          assert.strictEqual(direct.success.encoded, codec.success)
+          assert.deepStrictEqual(direct.success.message, full)
+          assert.strictEqual(direct.success.type, message.type)
+          assert.strictEqual(direct.success.id, "id" in message ? message.id : undefined)
+          assert.isTrue(isEncoded(direct.success))
+        }
+      }
+    }
+  })
+
+  it("replaces data the message already had", () => {
+    const message = { type: "workspace_write" as const, id: operationId, payload: { step: "chunk" as const, offset: 0, data: "QUJD" } }
+    const direct = encodeChunkFrame(message, new Uint8Array([1, 2, 3]))
+    assert.deepStrictEqual(Result.map(direct, (f) => f.encoded), Messages.encodeMessage(withData(message, new Uint8Array([1, 2, 3]))))
+  })
+
+  it("refuses what the codec refuses, with the same reason", () => {
+    const invalid: ReadonlyArray<Messages.Message & { readonly payload: { readonly data?: string } }> = [
+      { type: "workspace_write", id: operationId, payload: { step: "chunk", offset: -1 } },
+      { type: "workspace_export_result", id: operationId, payload: { outcome: "sideways" as "chunk", offset: 0 } },
+      { type: "workspace_write", id: unsafeMake.operationId(""), payload: { step: "chunk", offset: 0 } }
+    ]
+    for (const message of invalid) {
+      const codec = Messages.encodeMessage(withData(message, new Uint8Array([7])))
+      assert.isTrue(Result.isFailure(codec), `codec accepted ${JSON.stringify(message)}`)
+      if (Result.isFailure(codec)) assert.deepStrictEqual(encodeChunkFrame(message, new Uint8Array([7])), Result.fail(codec.failure))
+    }
+  })
+
+  it("refuses a frame over 4 MiB as frame_too_large with its size, like the codec", () => {
+    const message = { type: "workspace_read_result" as const, id: operationId, payload: { outcome: "completed" as const, close_acknowledged: true } }
+    for (const size of [3 * 1024 * 1024 - 200, 3 * 1024 * 1024 + 3]) {
+      const bytes = new Uint8Array(size)
+      const codec = Messages.encodeMessage(withData(message, bytes))
+      const direct = encodeChunkFrame(message, bytes)
+      if (Result.isSuccess(codec)) assert.isTrue(Result.isSuccess(direct) && direct.success.encoded === codec.success)
+      else {
+        assert.strictEqual(codec.failure.reason, "frame_too_large")
+        assert.deepStrictEqual(direct, Result.fail(codec.failure))
+      }
+    }
   })
 })

@@ -175,8 +175,16 @@ export const makeFake = (options: FakeOptions = {}): Effect.Effect<Fake, never, 
     const inner: DeviceSession = {
       deviceId: (options.deviceId ?? "device-1") as Ids.DeviceId,
       connectionNumber: 1,
-      send: (message) =>
+      send: (sent) =>
         Effect.suspend(() => {
+          // A frame encoded earlier is checked against its message: the double keeps messages.
+          const message = "encoded" in sent ? sent.message : sent
+          if ("encoded" in sent) {
+            const again = Messages.encodeMessage(message)
+            if (Result.isFailure(again) || again.success !== sent.encoded) {
+              return Effect.die(new Error("encoded frame differs from the codec's encoding of its message"))
+            }
+          }
           if (ended !== undefined) return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
           const encoded = Messages.encodeMessage(message)
           if (Result.isFailure(encoded)) return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))

@@ -294,8 +294,9 @@ export const dial = (options: DialOptions): Effect.Effect<ScriptedRuntime | Upgr
       close: (code = 1000, reason = "client closing") => Effect.sync(() => ws.close(code, reason)),
       closedByCore: Deferred.await(coreClose)
     }
-    ws.on("message", (data: WebSocket.RawData) => {
-      Queue.offerUnsafe(inbound, data.toString())
+    // Core sends text frames only: a binary one is kept as a marker that no decode accepts.
+    ws.on("message", (data: WebSocket.RawData, isBinary: boolean) => {
+      Queue.offerUnsafe(inbound, isBinary ? "<binary frame>" : data.toString())
     })
     ws.on("open", () => Deferred.doneUnsafe(opened, Exit.succeed(runtime)))
     ws.on("close", (code: number, reason: Buffer) => {

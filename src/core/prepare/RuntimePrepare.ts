@@ -24,6 +24,8 @@ import {
   validateRequest,
   validateResult
 } from "../../proto/RuntimePrepare.js"
+import { encodeChunkFrame } from "../../proto/EncodedFrame.js"
+import { currentTraceparent } from "../../proto/Trace.js"
 import { encodeChunkData } from "../../proto/Transfer.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { waiterOver } from "../workspace/internal/replies.js"
@@ -149,12 +151,18 @@ export const prepare = (
       })
 
     yield* receipt("begin", { step: "begin" })
+    // Every chunk carries the transfer's trace (what `send` adds to a message without one), taken once.
+    const trace = yield* currentTraceparent
     let offset = 0
     while (offset < body.length) {
       const chunk = body.subarray(offset, Math.min(body.length, offset + MaxChunkBytes))
-      const payload: RuntimePreparePayload = { step: "chunk", ...(offset === 0 ? {} : { offset }), data: encodeChunkData(chunk) }
+      const payload: RuntimePreparePayload = { step: "chunk", ...(offset === 0 ? {} : { offset }) }
+      const message = { type: "runtime_prepare" as const, id, payload, ...(trace === undefined ? {} : { trace }) }
+      // Built directly, without re-escaping the chunk's base64 text (`encodeChunkFrame`); never refused for a chunk
+      // of a valid transfer (then the codec refuses it again through `send`, as before).
+      const frame = encodeChunkFrame(message, chunk)
       // A failed send mid-transfer leaves the Runtime's transfer incomplete: it never reaches the installer.
-      yield* session.send({ type: "runtime_prepare", id, payload }).pipe(
+      yield* session.send(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...payload, data: encodeChunkData(chunk) } }).pipe(
         Effect.mapError(() => new PrepareFailed({ stage: "chunk", reason: "connection_lost" }))
       )
       const total = offset + chunk.length

@@ -14,7 +14,7 @@
  */
 import { Duration, Effect, Option, Result } from "effect"
 import { createHash } from "node:crypto"
-import { type Ids, Limits, Transfer, Workspace } from "../../proto/index.js"
+import { EncodedFrame, type Ids, Limits, Trace, Transfer, Workspace } from "../../proto/index.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { acquireSlot, expect, sendOrRefuse } from "./internal/replies.js"
 import {
@@ -106,12 +106,17 @@ export const write = (
       })
 
     yield* receipt("begin", (r) => r.outcome === "ready")
+    // Every chunk carries the write's trace (what `send` adds to a message without one), taken once.
+    const trace = yield* Trace.currentTraceparent
     let offset = 0
     while (offset < body.length) {
       const chunk = body.subarray(offset, Math.min(body.length, offset + Limits.MaxChunkBytes))
-      const payload: Workspace.WorkspaceWritePayload = { step: "chunk", offset, data: Transfer.encodeChunkData(chunk) }
+      const message = { type: "workspace_write" as const, id, payload: { step: "chunk" as const, offset }, ...(trace === undefined ? {} : { trace }) }
+      // Built directly, without re-escaping the chunk's base64 text (`encodeChunkFrame`); never refused for a chunk
+      // of a valid write (then the codec refuses it again through `send`, as before).
+      const frame = EncodedFrame.encodeChunkFrame(message, chunk)
       // A failed send mid-transfer leaves the Runtime's transfer incomplete: it never reaches the installer.
-      yield* session.send({ type: "workspace_write", id, payload }).pipe(
+      yield* session.send(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...message.payload, data: Transfer.encodeChunkData(chunk) } }).pipe(
         Effect.mapError(() => new WriteFailed({ stage: "chunk", reason: "connection_lost" }))
       )
       const total = offset + chunk.length

@@ -20,10 +20,11 @@
  * only after the export's local close is confirmed; a close failure keeps ownership (`cleanup_unconfirmed`).
  * The export keeps its capacity until that close is confirmed. Replies have a 5 s send budget; nothing is replayed.
  */
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Result, Scope } from "effect"
 import type { ExportErrorCode } from "../../proto/ErrorCodes.js"
 import type { OperationId } from "../../proto/Ids.js"
 import { ExportBudget, MaxChunkBytes, MaxExportBytes, StatusSendBudget } from "../../proto/Limits.js"
+import { encodeChunkFrame } from "../../proto/EncodedFrame.js"
 import { encodeChunkData } from "../../proto/Transfer.js"
 import { validateExportRequest, type WorkspaceExportPayload, type WorkspaceExportResultPayload } from "../../proto/Workspace.js"
 import { Admission } from "../Admission.js"
@@ -115,7 +116,14 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         if (e.sent + bytes.length > MaxExportBytes) return yield* failed(e, "export_failed")
         const offset = e.sent
         e.sent += bytes.length
-        yield* send(e.id, { outcome: "chunk", offset, data: encodeChunkData(bytes) }, e.trace)
+        // The chunk's frame is built directly (no JSON.stringify of its base64 text). A refused one (never for a
+        // valid chunk) goes the codec's way, which refuses and logs it as any other frame.
+        const message = withTrace({ type: "workspace_export_result" as const, id: e.id, payload: { outcome: "chunk" as const, offset } }, e.trace)
+        const frame = encodeChunkFrame(message, bytes)
+        yield* outbound.sendWithin(
+          Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...message.payload, data: encodeChunkData(bytes) } },
+          StatusSendBudget
+        )
       })
 
     const begin = (id: OperationId, p: WorkspaceExportPayload, trace: string | undefined) =>

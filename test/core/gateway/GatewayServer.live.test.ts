@@ -4,13 +4,13 @@
  * events and Deferreds; the only timers are TestClock's.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Scope, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Result, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { DeviceCredentials } from "../../../src/core/DeviceCredentials.js"
 import { ObservationLost } from "../../../src/core/Errors.js"
 import { Gateway, type GatewayEvent } from "../../../src/core/Gateway.js"
 import { GatewayServer } from "../../../src/core/server/GatewayServer.js"
-import { Limits, type Messages } from "../../../src/proto/index.js"
+import { EncodedFrame, Ids, Limits, type Messages } from "../../../src/proto/index.js"
 import { deviceId, dialOk, frames, heartbeat, runId } from "../../support/coreScriptedRuntime.js"
 import { collect } from "./helpers.js"
 
@@ -79,6 +79,21 @@ describe("GatewayServer over loopback", () => {
       const ended = yield* Fiber.join(disconnected)
       assert.strictEqual(ended._tag === "Disconnected" ? ended.reason : undefined, "disconnected")
       assert.deepStrictEqual(yield* session.closed, new ObservationLost({ reason: "disconnected" }))
+    }).pipe(Effect.provide(serverLayer)))
+
+  it.effect("long frames (a 64 KiB chunk encoded directly, long non-ASCII text) arrive as the same text frames", () =>
+    Effect.gen(function*() {
+      const { runtime, session } = yield* connect
+      const chunk = Uint8Array.from({ length: 65536 }, (_, i) => (i * 7) & 255)
+      const id = Ids.unsafeMake.operationId("6a1d3e9f-0b52-4c48-9f7e-2d3e4f5a6b7c")
+      const frame = EncodedFrame.encodeChunkFrame({ type: "workspace_write", id, payload: { step: "chunk", offset: 0 } }, chunk)
+      assert.isTrue(Result.isSuccess(frame))
+      if (Result.isFailure(frame)) return
+      yield* session.send(frame.success)
+      assert.deepStrictEqual(yield* runtime.receive, frame.success.message)
+      const steer: Messages.CoreToRuntime = { type: "device_shutdown", payload: { reason: "é€😀 \"quoted\" ".repeat(400) } }
+      yield* session.send(steer)
+      assert.deepStrictEqual(yield* runtime.receive, steer)
     }).pipe(Effect.provide(serverLayer)))
 
   it.effect("a second connection for the device replaces the first, which is closed with 4000", () =>

@@ -3,10 +3,11 @@
  * Timers (handshake budget) run on the TestClock; I/O is synchronized through the fake Core's queues.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Redacted, Scope, Stream } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Redacted, Result, Scope, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { InvalidFrame } from "../../../src/proto/Envelope.js"
-import { Ids } from "../../../src/proto/index.js"
+import { encodeChunkFrame } from "../../../src/proto/EncodedFrame.js"
+import { Ids, Messages } from "../../../src/proto/index.js"
 import { ConnectFailed, ConnectRejected } from "../../../src/runtime/transport/ConnectError.js"
 import { Connector } from "../../../src/runtime/transport/Connector.js"
 import { TransportClosed } from "../../../src/runtime/transport/Transport.js"
@@ -67,6 +68,22 @@ describe("WebSocketTransport.dial", () => {
       yield* transport.send({ type: "done", id: runId, payload: { content: "" } })
       for (const frame of frames) assert.deepStrictEqual(yield* conn.received, frame)
       assert.deepStrictEqual(yield* conn.received, { type: "done", id: runId, payload: { content: "" } })
+    }))
+
+  it.effect("long frames (sent as UTF-8 bytes) arrive as text frames with the codec's exact text", () =>
+    Effect.gen(function* () {
+      const core = yield* FakeCore.make
+      const transport = yield* dialCore(core)
+      const conn = yield* core.nextConnection
+      const long = (i: number): Messages.RuntimeToCore => ({ type: "delta", id: runId, payload: { delta: `é€😀 "${i}" `.repeat(300), sequence: i } })
+      const chunk = encodeChunkFrame({ type: "workspace_export_result", id: Ids.unsafeMake.operationId("6a1d3e9f-0b52-4c48-9f7e-2d3e4f5a6b7c"), payload: { outcome: "chunk", offset: 0 } }, new Uint8Array(65536).fill(7))
+      assert.isTrue(Result.isSuccess(chunk))
+      if (Result.isFailure(chunk)) return
+      yield* transport.send(long(1))
+      yield* transport.sendAll([long(2), chunk.success, long(3)])
+      for (const expected of [Messages.encodeMessage(long(1)), Messages.encodeMessage(long(2)), Result.succeed(chunk.success.encoded), Messages.encodeMessage(long(3))]) {
+        assert.deepStrictEqual(Result.succeed(yield* conn.receivedText), expected)
+      }
     }))
 
   it.effect("a binary frame from Core arrives as Invalid; the connection stays open", () =>

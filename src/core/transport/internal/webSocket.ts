@@ -24,6 +24,17 @@ import type { RawData } from "@effect/platform-node/NodeWS"
 import { Limits } from "../../../proto/index.js"
 import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
 
+const textFrame = { binary: false } as const
+const utf8 = new TextEncoder()
+
+/**
+ * What `ws.send` gets for one text frame: a long text as its UTF-8 bytes from `TextEncoder` (sent with
+ * `binary: false`, so still a text frame, byte for byte the same), a short one as is. `ws` writes a string through
+ * Node's UTF-8 conversion, which costs about 140 µs for an 87 KiB chunk frame on Node 24 against 3–10 µs for
+ * `TextEncoder`'s encoder; below 2 KiB the difference is lost in the rest of a send.
+ */
+const payloadOf = (text: string): string | Uint8Array => (text.length < 2048 ? text : utf8.encode(text))
+
 /** Upgraded `ws` sockets by the TCP socket they run on (entries go with the TCP socket). */
 const upgraded = new WeakMap<object, WebSocket>()
 
@@ -127,9 +138,9 @@ class WsTransport implements DeviceTransport {
     if (this.endedWith !== undefined || batch.length === 0) return
     this.queue = []
     try {
-      for (let i = 0; i < batch.length - 1; i++) this.ws.send(batch[i]!)
+      for (let i = 0; i < batch.length - 1; i++) this.ws.send(payloadOf(batch[i]!), textFrame)
       // One callback per batch: a failed socket write ends the connection.
-      this.ws.send(batch[batch.length - 1]!, (error) => {
+      this.ws.send(payloadOf(batch[batch.length - 1]!), textFrame, (error) => {
         if (error !== undefined && error !== null) this.writeFailed()
       })
     } catch {

@@ -41,6 +41,16 @@ const toBytes = (data: WebSocket.RawData): Uint8Array =>
 
 const textFrame = { binary: false } as const
 
+const utf8 = new TextEncoder()
+
+/**
+ * What `ws.send` gets for one text frame: a long text as its UTF-8 bytes from `TextEncoder` (sent with
+ * `binary: false`, so still a text frame, byte for byte the same), a short one as is. `ws` converts a string with
+ * `Buffer.from`, which costs about 140 µs for an 87 KiB chunk frame on Node 24 against 3–10 µs for `TextEncoder`'s
+ * encoder; below 2 KiB the difference is lost in the rest of a send.
+ */
+const payloadOf = (text: string): string | Uint8Array => (text.length < 2048 ? text : utf8.encode(text))
+
 /**
  * The TCP socket under an open `ws` client (`ws` keeps it as `_socket`; its typings do not declare it), used
  * only to cork a batch. Undefined when absent: sends then simply are not coalesced.
@@ -90,7 +100,7 @@ const adapt = (ws: WebSocket): FrameSocket => {
         written(new Error("socket not open"))
         return
       }
-      ws.send(text, textFrame, (error) => written(error ?? undefined))
+      ws.send(payloadOf(text), textFrame, (error) => written(error ?? undefined))
     },
     sendAll: (texts, written) => {
       if (ws.readyState !== WebSocket.OPEN) {
@@ -112,8 +122,8 @@ const adapt = (ws: WebSocket): FrameSocket => {
       const tcp = tcpOf(ws)
       tcp?.cork()
       try {
-        for (let i = 0; i < last; i++) ws.send(texts[i]!, textFrame, each)
-        ws.send(texts[last]!, textFrame, (error) => written(failure ?? error ?? undefined))
+        for (let i = 0; i < last; i++) ws.send(payloadOf(texts[i]!), textFrame, each)
+        ws.send(payloadOf(texts[last]!), textFrame, (error) => written(failure ?? error ?? undefined))
       } finally {
         tcp?.uncork()
       }
