@@ -4,6 +4,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { claudeCodeCapabilities, makeClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import { settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { validateDeclaration } from "../../src/runtime/harness/HarnessRegistry.js"
@@ -47,6 +50,31 @@ describe("ClaudeCode discovery", () => {
         declaration: noKey.declaration
       })))
       assert.strictEqual(exit._tag, "Failure")
+    }), 60_000)
+
+  it.live("a binary older than 2.1.332, or one whose --version fails, is unavailable with a reason and the same record", () =>
+    Effect.gen(function* () {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentwire-cc-versions-"))),
+        (d) => Effect.sync(() => Fs.rmSync(d, { recursive: true, force: true }))
+      )
+      const script = (name: string, body: string) => {
+        const file = Path.join(dir, name)
+        Fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o700 })
+        return Option.some(file)
+      }
+      const older = yield* makeClaudeCodeHarness({ ...base, binaryPath: script("old-claude", "echo '2.1.331 (Claude Code)'") })
+      const broken = yield* makeClaudeCodeHarness({ ...base, binaryPath: script("broken-claude", "exit 1") })
+      const newer = yield* makeClaudeCodeHarness({ ...base, binaryPath: script("new-claude", "echo '2.2.0 (Claude Code)'") })
+      for (const harness of [older, broken]) {
+        assert.isFalse(harness.declaration.available)
+        assert.deepStrictEqual(harness.declaration.capabilities, claudeCodeCapabilities)
+      }
+      assert.strictEqual(older.declaration.version, "2.1.331")
+      assert.include(older.declaration.unavailableReason!, "older than 2.1.332")
+      assert.include(broken.declaration.unavailableReason!, "did not report a version")
+      // A newer version is accepted; discovery never adds a capability.
+      assert.deepStrictEqual(newer.declaration, { kind: "claude_code", available: true, version: "2.2.0", capabilities: claudeCodeCapabilities })
     }), 60_000)
 
   it("holds the keys Redacted", () => {
