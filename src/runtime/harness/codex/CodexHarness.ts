@@ -32,7 +32,7 @@ export const MinimumVersion = "0.171.0"
  * against the real binary proves it (docs/harness-codex.md); everything else is refused before any native call.
  */
 export const codexCapabilities: AgentKindCapabilities = {
-  subagent_observations: false,
+  subagent_observations: true,
   streaming: true,
   permissions: true,
   usage: true,
