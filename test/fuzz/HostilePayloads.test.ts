@@ -137,7 +137,7 @@ const startDaemon = (apiBase: string) =>
   })
 
 /** What a refused frame must not leave behind: no Run, admission or Executor on the daemon's status board. */
-const leftBehind = (board: StatusBoard) =>
+const leftBehind = (board: StatusBoard["Service"]) =>
   Effect.map(board.snapshot, (s) => ({ active_runs: s.active_runs, runs: s.runs, admissions: s.admissions, executors: s.executors }))
 const nothingLeft = { active_runs: 0, runs: [], admissions: [], executors: [] }
 
