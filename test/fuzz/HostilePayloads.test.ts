@@ -13,7 +13,7 @@
  * - Core: a Run frame of an ending family fails exactly its Run's observer with `invalid_run_frame` (a dropped
  *   family's Run goes on to its done); a heartbeat closes the connection
  *   with 1008 `invalid_heartbeat`; anything else is dropped and the connection stays. A frame over 4 MiB
- *   closes with 1009.
+ *   closes with 1009. A binary frame is refused even when it holds a valid envelope (over the real socket).
  *
  * Valid messages come from Effect's own `Arbitrary.schema` (decision T1), seeded per type; the hostile part
  * (nesting shape, depth, position, value count) from a seeded generator. Timers run on TestClock.
@@ -304,6 +304,14 @@ describe("fuzz: hostile payloads to Core over loopback", () => {
       yield* Effect.scoped(Effect.gen(function*() {
         const { runtime, session } = yield* connectCore
         yield* probeCore(runtime, session as never)
+        // A binary WebSocket frame is refused even when its bytes are a valid envelope (one envelope per text
+        // frame): this heartbeat's new declaration is never taken, and the connection stays.
+        const encoded = Messages.encodeMessage(heartbeat([kind("claude_code")]))
+        assert.isTrue(encoded._tag === "Success")
+        yield* runtime.sendBinary(new TextEncoder().encode(encoded._tag === "Success" ? encoded.success : ""))
+        yield* probeCore(runtime, session as never)
+        const declared = Option.getOrThrow(yield* session.declaration)
+        assert.deepStrictEqual([...declared.kinds.keys()], ["codex"])
       }))
       // A 100,000-deep bootstrap body gets its 400 and nothing else happens.
       const { baseUrl } = yield* GatewayServer
