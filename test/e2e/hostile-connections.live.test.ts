@@ -23,10 +23,11 @@ const sockets: Array<Socket> = []
 
 beforeAll(async () => {
   dir = tempDir("agentwire-hostile-")
-  core = await startCore(dir, 0, { nofile: FileLimit })
+  // Generous waits: starting a process is slow on a loaded machine, and nothing here measures it.
+  core = await startCore(dir, 0, { nofile: FileLimit, listenWithinMs: 90_000 })
   token = readFileSync(join(dir, "operator-token"), "utf8").trim()
   credential = (await createCredential(dir, "dev-1")).credential
-}, 60_000)
+}, 180_000)
 
 afterAll(async () => {
   for (const socket of sockets) socket.destroy()
@@ -68,5 +69,5 @@ describe("Core under 1,100 idle unauthenticated sockets with 1,024 file descript
 
     assert.strictEqual(core.child.exitCode, null, "Core is still running")
     assert.notInclude(core.stderr + core.stdout, "EMFILE")
-  })
+  }, 120_000)
 })
