@@ -174,7 +174,10 @@ const make = Effect.gen(function* () {
           yield* announce(turnId)
           for (const entry of entries) yield* PubSub.publish(live.hub, { _tag: "entry", ...entry })
         })),
-      notify: (event, data) => Effect.asVoid(PubSub.publish(live.hub, { _tag: "notice", event, data })),
+      notify: (event, data) =>
+        PubSub.publish(live.hub, { _tag: "notice", event, data }).pipe(
+          Effect.andThen(Option.isSome(feed) ? feed.value.noticed(turnId, event, data) : Effect.void)
+        ),
       finish: (written) =>
         Effect.gen(function* () {
           const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)

@@ -8,8 +8,13 @@
  * `pollInterval`, in case one was lost across a reconnect of the listening connection), reads what was stored
  * after the last seq it passed on. Every entry is passed on once, in seq order; the stream ends with the
  * outcome, read after the Turn's terminal status, which is written only after every fact before it, so no
- * entry can follow it. The in-process notices (an input's receipt, an interaction's answer outcome) are not
- * stored and do not reach followers on other nodes; the stored facts carry the same information.
+ * entry can follow it.
+ *
+ * The notices (an input's receipt, an interaction's state, initialization progress) are not stored: the running
+ * node sends each on the same channel as a small JSON payload (`noticed`), in order with its append
+ * notifications, and a follower passes each notice of its Turn on after the entries announced before it, as
+ * the running node's own followers see them. A notice over NOTIFY's payload bound is not sent (the stored facts
+ * carry the same information) and a follower that was not listening when one was sent never sees it.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, PubSub, Queue, Schedule, Stream } from "effect"
@@ -22,6 +27,8 @@ import { channelName } from "./NodeRouter.js"
 export class JournalFeed extends Context.Service<JournalFeed, {
   /** Tells every node the Turn's journal grew (or ended). Coalesced; never waits for the database. */
   readonly appended: (turnId: string) => Effect.Effect<void>
+  /** Tells every node's followers of the Turn about a notice, in order with `appended`; never waits. */
+  readonly noticed: (turnId: string, event: NoticeEvent, data: unknown) => Effect.Effect<void>
   /** Stored entries after `afterSeq`, then each entry as it is stored by any node, ending with the outcome. */
   readonly follow: (turnId: string, afterSeq: number) => Stream.Stream<JournalItem, StoreFailed>
 }>()("agentwire/core/dev/pg/JournalFeed") {
@@ -34,6 +41,30 @@ export class JournalFeed extends Context.Service<JournalFeed, {
 /** Wakes every follower (after a reconnect: notifications sent meanwhile are lost). */
 const Everyone = "*"
 
+type NoticeEvent = Extract<JournalItem, { _tag: "notice" }>["event"]
+const noticeEvents: ReadonlySet<string> = new Set<NoticeEvent>(["input", "interaction", "initialization"])
+
+/** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
+const maxNoticeBytes = 7_900
+
+/** A notice's payload (a JSON object; a Turn id never starts with `{`), or undefined when over the bound. */
+const encodeNotice = (turnId: string, event: NoticeEvent, data: unknown): string | undefined => {
+  const json = JSON.stringify({ t: turnId, e: event, d: data })
+  return Buffer.byteLength(json) <= maxNoticeBytes ? json : undefined
+}
+
+/** The notice in a payload when it is one for `turnId` (payloads come from this schema's nodes only). */
+const noticeFor = (turnId: string, payload: string): JournalItem | undefined => {
+  if (!payload.startsWith("{") || payload.length > maxNoticeBytes) return undefined
+  try {
+    const n = JSON.parse(payload) as { t?: unknown; e?: unknown; d?: unknown }
+    if (n.t !== turnId || typeof n.e !== "string" || !noticeEvents.has(n.e)) return undefined
+    return { _tag: "notice", event: n.e as NoticeEvent, data: n.d }
+  } catch {
+    return undefined
+  }
+}
+
 const make = (options: { readonly pollInterval?: Duration.Input }) =>
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
@@ -43,15 +74,22 @@ const make = (options: { readonly pollInterval?: Duration.Input }) =>
     const schemaRows = yield* sql`SELECT current_schema() AS schema`.pipe(storeFailed("journal_feed_schema"))
     const channel = channelName(String(schemaRows[0]?.schema ?? "public"), "journal")
 
-    // Outgoing: Turn ids with new entries, flushed by one fiber (a burst of appends is one notification).
-    const pending = new Set<string>()
+    // Outgoing, in order, sent by one fiber: Turn ids with new entries (a burst of appends for a Turn not yet
+    // sent is one notification) and notices.
+    let outgoing: Array<string> = []
+    const unsent = new Set<string>()
     const flush = yield* Queue.sliding<void>(1)
     yield* Effect.gen(function* () {
       yield* Queue.take(flush)
-      const turnIds = [...pending]
-      pending.clear()
-      yield* Effect.forEach(turnIds, (turnId) => Effect.ignore(pg.notify(channel, turnId)), { discard: true })
+      const payloads = outgoing
+      outgoing = []
+      unsent.clear()
+      yield* Effect.forEach(payloads, (payload) => Effect.ignore(pg.notify(channel, payload)), { discard: true })
     }).pipe(Effect.forever, Effect.forkScoped)
+    const send = (payload: string) => {
+      outgoing.push(payload)
+      return Queue.offer(flush, undefined)
+    }
 
     // Incoming: every notification, to every follower of this node.
     const hub = yield* PubSub.unbounded<string>()
@@ -72,31 +110,63 @@ const make = (options: { readonly pollInterval?: Duration.Input }) =>
       Stream.unwrap(Effect.gen(function* () {
         // Subscribed before the first read: a notification in between is waiting for the first wait.
         const subscription = yield* PubSub.subscribe(hub)
-        const nextFor = Effect.gen(function* () {
+        const relevant = (payload: string) => payload === turnId || payload === Everyone || noticeFor(turnId, payload) !== undefined
+        // Waits for news of this Turn: an append notification or one of its notices.
+        const next = Effect.gen(function* () {
           while (true) {
-            const id = yield* PubSub.take(subscription)
-            if (id === turnId || id === Everyone) return
+            const payload = yield* PubSub.take(subscription)
+            if (relevant(payload)) return [payload]
           }
         })
         return Stream.paginate(afterSeq, (last: number) =>
           Effect.gen(function* () {
+            let cursor = last
+            const items: Array<JournalItem> = []
+            const read = Effect.gen(function* () {
+              const stored = yield* store.events(turnId, cursor)
+              for (const e of stored) items.push({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson })
+              if (stored.length > 0) cursor = stored[stored.length - 1]!.seq
+            })
+            // Payloads in the order the running node sent them: the entries an append notification announced
+            // are read before a notice sent after it is passed on.
+            const passOn = (payloads: ReadonlyArray<string>) =>
+              Effect.gen(function* () {
+                let announced = false
+                for (const payload of payloads) {
+                  if (payload === turnId || payload === Everyone) {
+                    announced = true
+                    continue
+                  }
+                  const notice = noticeFor(turnId, payload)
+                  if (notice === undefined) continue
+                  if (announced) yield* read
+                  announced = false
+                  items.push(notice)
+                }
+              })
+            yield* passOn(yield* PubSub.takeUpTo(subscription, 4096))
             const turn = yield* store.get(turnId)
-            if (Option.isNone(turn)) return [[], Option.none()] as const
-            // Terminal read first: every entry is stored before the outcome, so this read is the last one.
+            if (Option.isNone(turn)) return [items, Option.none()] as const
+            // Terminal read first: every entry is stored before the outcome, so the read after it is the last.
             const terminal = isTerminalStatus(turn.value.status)
-            const stored = yield* store.events(turnId, last)
-            const items: Array<JournalItem> = stored.map((e) => ({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson }))
+            yield* read
             if (terminal) return [[...items, { _tag: "outcome", turn: turn.value }], Option.none()] as const
-            if (items.length === 0) yield* Effect.raceFirst(nextFor, Effect.sleep(pollMs))
-            return [items, Option.some(stored.length > 0 ? stored[stored.length - 1]!.seq : last)] as const
+            if (items.length === 0) yield* passOn(yield* Effect.raceFirst(next, Effect.as(Effect.sleep(pollMs), [])))
+            return [items, Option.some(cursor)] as const
           }))
       }))
 
     return JournalFeed.of({
       appended: (turnId) =>
         Effect.suspend(() => {
-          pending.add(turnId)
-          return Queue.offer(flush, undefined)
+          if (unsent.has(turnId)) return Effect.void
+          unsent.add(turnId)
+          return send(turnId)
+        }).pipe(Effect.asVoid),
+      noticed: (turnId, event, data) =>
+        Effect.suspend(() => {
+          const payload = encodeNotice(turnId, event, data)
+          return payload === undefined ? Effect.logDebug("notice over the NOTIFY bound: not sent to other nodes") : send(payload)
         }).pipe(Effect.asVoid),
       follow
     })
