@@ -358,4 +358,14 @@ describe("observability (issue #22)", () => {
       assert.strictEqual(delta(`agentwire_${side}_runs_started_total`), 0, side)
     }
   }, 60_000)
+  it("both processes report their event-loop delay (quantiles 0.5, 0.99, 1) once a 5 s window ended", async () => {
+    for (const [side, scrape] of [["core", scrapeCore], ["daemon", scrapeDaemon]] as const) {
+      const samples = await eventually(async () => {
+        const found = (await scrape()).families.get(`agentwire_${side}_event_loop_delay_seconds`)
+        return found !== undefined && found.samples.length === 3 ? found.samples : undefined
+      }, 20_000, `${side} event-loop delay`)
+      assert.deepStrictEqual(samples.map((s) => s.labels.quantile).sort(), ["0.5", "0.99", "1"])
+      for (const sample of samples) assert.isTrue(Number.isFinite(sample.value) && sample.value >= 0, side)
+    }
+  }, 60_000)
 })
