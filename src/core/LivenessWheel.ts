@@ -101,26 +101,23 @@ export const make: Effect.Effect<LivenessWheel, never, Scope.Scope> = Effect.gen
     }
   })
 
-  const loop = Effect.gen(function*() {
-    while (true) {
-      yield* due
-      const head = heap.peek()
-      const signal = wake
-      if (head === undefined) {
-        sleepingUntil = Number.POSITIVE_INFINITY
-        yield* Deferred.await(signal)
-      } else {
-        sleepingUntil = head.at
-        const delay = Math.max(0, head.at - clock.currentTimeMillisUnsafe())
-        yield* Effect.raceFirst(Effect.sleep(Duration.millis(delay)), Deferred.await(signal))
-      }
-      if (signal === wake) {
-        // Woken by the timer: the next early wake needs a fresh signal only once this one fired.
-        if (Deferred.isDoneUnsafe(signal)) wake = yield* Deferred.make<void>()
-      }
+  /** One turn of the wheel's fiber: expire what is due, then sleep to the earliest check time or an early wake. */
+  const step = Effect.gen(function*() {
+    yield* due
+    const head = heap.peek()
+    const signal = wake
+    if (head === undefined) {
+      sleepingUntil = Number.POSITIVE_INFINITY
+      yield* Deferred.await(signal)
+    } else {
+      sleepingUntil = head.at
+      const delay = Math.max(0, head.at - clock.currentTimeMillisUnsafe())
+      yield* Effect.raceFirst(Effect.sleep(Duration.millis(delay)), Deferred.await(signal))
     }
+    // The next early wake needs a fresh signal only once this one fired.
+    if (signal === wake && Deferred.isDoneUnsafe(signal)) wake = yield* Deferred.make<void>()
   })
-  yield* Effect.forkScoped(loop)
+  yield* Effect.forkScoped(Effect.forever(step))
 
   const watch = (entry: LivenessWatch) =>
     Effect.acquireRelease(

@@ -1,11 +1,12 @@
 /**
  * Ownership as nested scopes: a Harness that creates real native state (a temporary directory) inside
- * `prepare` and is interrupted mid-preparation — by `execution_release`, by the connection ending, or by a
- * direct Run stopped before its Turn — leaves nothing behind, and the adapter's last-resort release is a no-op
- * after a confirmed close.
+ * `prepare` and is interrupted mid-preparation — by `execution_release`, by `device_shutdown`, by the connection
+ * ending, or by a direct Run stopped before its Turn — leaves nothing behind, and the adapter's last-resort
+ * release is a no-op after a confirmed close. (Admission expiry starts only at `ready`, after the preparation
+ * returned, so no expiry interrupts one: an expired admission hands its Executor back to the idle pool.)
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Option } from "effect"
+import { Deferred, Effect, Fiber, Option } from "effect"
 import { existsSync } from "node:fs"
 import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
@@ -86,6 +87,24 @@ describe("Executor scopes", () => {
       same((yield* (yield* StatusBoard).snapshot).executors, [])
       assert.isTrue(yield* silent(core))
     }).pipe(Effect.provide(processLayer({ harnesses: [nativeHarness(hanging, false)] }))))
+
+  const drained = probe()
+  it.effect("device_shutdown during a preparation that created native state removes it before `failed` and the drain's end", () =>
+    Effect.gen(function* () {
+      const c = yield* connect()
+      yield* c.core.toRuntime(prepareFrame("prep-1", { agent_kind: "native" }))
+      same((yield* next(c.core, "preparation_status")).payload.state, "preparing")
+      const dir = yield* Deferred.await(drained.created)
+      assert.isTrue(existsSync(dir))
+      yield* c.core.toRuntime({ type: "device_shutdown", payload: { reason: "drain" } })
+      same((yield* next(c.core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 2, state: "failed", error_code: "connection_closed"
+      })
+      assert.isFalse(existsSync(dir))
+      assert.strictEqual(drained.removedByRelease, 1)
+      same(yield* Fiber.join(c.fiber), { _tag: "ShutdownRequested" })
+      same((yield* (yield* StatusBoard).snapshot).executors, [])
+    }).pipe(Effect.provide(processLayer({ harnesses: [nativeHarness(drained, false)] }))))
 
   const dropped = probe()
   it.effect("a connection that ends during a preparation removes the native state before `run` returns", () =>

@@ -80,6 +80,18 @@ export const createSchema = (url: string): Promise<string> => {
   return adminRun(url, (admin) => Effect.as(admin.unsafe(`CREATE SCHEMA ${schema}`), schema))
 }
 
+/**
+ * The database URL a Core process uses to work in `schema` (its `search_path`), as user `postgres` when the URL
+ * names none; `password` is added for tests that check it is never printed (trust auth ignores it).
+ */
+export const schemaUrl = (url: string, schema: string, password?: string): string => {
+  const parsed = new URL(url)
+  if (parsed.username === "") parsed.username = "postgres"
+  if (password !== undefined) parsed.password = password
+  parsed.searchParams.set("options", `-c search_path=${schema}`)
+  return parsed.toString()
+}
+
 /** Drops a schema made by `createSchema`, with everything in it. */
 export const dropSchema = (url: string, schema: string): Promise<void> =>
   adminRun(url, (admin) => Effect.asVoid(admin.unsafe(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)))

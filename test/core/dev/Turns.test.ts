@@ -236,6 +236,37 @@ describe("Turns", () => {
       assert.strictEqual(record.status, "cancelled")
     }).pipe(Effect.provide(services)))
 
+  it.effect("a queued Turn whose device went offline waits on the gateway's Connected event, not a timer", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* turns.start("s1", MessageInput.text("hello"))
+      const first = expectType(yield* runtime.receive, "execution_prepare")
+      yield* runtime.send(frames.status(first.id, { state: "rejected", revision: 0, operation: "execution_prepare", error_code: "preparation_capacity" }))
+      yield* runtime.close(1006, "dropped")
+      yield* flush
+      // offline for a minute, far past every retry delay: the Turn stays queued and no attempt begins
+      yield* TestClock.adjust("1 minute")
+      yield* flush
+      assert.deepStrictEqual(yield* turnStatus, ["queued", 1])
+      // the device comes back: its Connected event (no clock tick) starts the next attempt at once; without a
+      // heartbeat yet its capabilities are undeclared, so the Turn stays unclaimed for the next backoff (2 s)
+      const back = yield* connectMemory(device("dev-1"))
+      yield* flush
+      assert.deepStrictEqual(yield* turnStatus, ["queued", 2])
+      yield* back.runtime.send(heartbeat([kind("scripted")]))
+      yield* TestClock.adjust("1999 millis")
+      yield* flush
+      assert.isTrue(Option.isNone(yield* back.runtime.poll))
+      yield* TestClock.adjust("1 millis")
+      const second = expectType(yield* back.runtime.receive, "execution_prepare")
+      for (const status of ready(second.id)) yield* back.runtime.send(status)
+      expectType(yield* back.runtime.receive, "execution_start")
+      yield* back.runtime.send(frames.done("run-1", "hello"))
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.deepStrictEqual([record.status, record.attempt], ["completed", 3])
+    }).pipe(Effect.provide(services)))
+
   it.effect("records interactions from the Run and answers a permission request with its receipt", () =>
     Effect.gen(function* () {
       const runtime = yield* setup

@@ -14,7 +14,7 @@ import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import { type Proc, run, startCore, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { coreKitScenarios } from "../../support/conformanceLive.js"
-import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const device = "5a3c7e10-8d2b-4f61-9c0e-2b7d4e6f8a19"
 const eligible = coreKitScenarios
@@ -35,10 +35,7 @@ describePostgres("the Core conformance kit against one node of a three-node Core
   beforeAll(async () => {
     schema = await createSchema(url)
     dir = tempDir("agentwire-pg-kit3-")
-    const parsed = new URL(url)
-    if (parsed.username === "") parsed.username = "postgres"
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    const env = { AGENTWIRE_CORE_DATABASE: parsed.toString(), AGENTWIRE_OPERATOR_TOKEN: "op-token-kit3" }
+    const env = { AGENTWIRE_CORE_DATABASE: schemaUrl(url, schema), AGENTWIRE_OPERATOR_TOKEN: "op-token-kit3" }
     // One node first (it migrates), then the two others.
     nodes = [await startNode(join(dir, "a"), env)]
     nodes.push(...await Promise.all(["b", "c"].map((name) => startNode(join(dir, name), env))))

@@ -8,7 +8,7 @@ import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { eventually, operator, readSse, run, script, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
-import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const secret = "e2e-pg-secret-9f3"
 
@@ -21,11 +21,7 @@ describePostgres("agentwire core --database (end to end)", (url) => {
   beforeAll(async () => {
     schema = await createSchema(url)
     dir = tempDir("agentwire-pg-e2e-")
-    const parsed = new URL(url)
-    if (parsed.username === "") parsed.username = "postgres"
-    parsed.password = secret // trust auth on the test server: accepted and ignored
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    databaseUrl = parsed.toString()
+    databaseUrl = schemaUrl(url, schema, secret)
   }, 30_000)
 
   afterAll(async () => {

@@ -12,7 +12,7 @@ import { mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { get } from "node:http"
 import { join } from "node:path"
 import { eventually, operator, run, startCore, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
-import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const EnvironmentId = "8e2d3c4b-5f6a-4b7c-9d8e-0f1a2b3c4d5e"
 const MiB = 1024 * 1024
@@ -33,9 +33,7 @@ describePostgres("the workspace export routed between Core nodes (end to end)", 
     schema = await createSchema(url)
     dir = tempDir("agentwire-pg-export-")
     workspace = realpathSync(tempDir("agentwire-pg-export-ws-"))
-    const parsed = new URL(url)
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    env = { AGENTWIRE_CORE_DATABASE: parsed.toString() }
+    env = { AGENTWIRE_CORE_DATABASE: schemaUrl(url, schema) }
   }, 30_000)
 
   afterAll(async () => {

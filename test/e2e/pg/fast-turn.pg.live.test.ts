@@ -11,7 +11,7 @@ import { readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { eventually, operator, run, stopAll, tempDir } from "../../support/devcoreLive.js"
 import { connectFastDevice, type FastDevice } from "../../support/fastTurnDevice.js"
-import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const Deltas = 40_000
 
@@ -24,10 +24,7 @@ describePostgres("a fast Turn never fails (issue #17, PostgreSQL)", (url) => {
   beforeAll(async () => {
     schema = await createSchema(url)
     dir = tempDir("agentwire-pg-fast-")
-    const parsed = new URL(url)
-    if (parsed.username === "") parsed.username = "postgres"
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    const env = { AGENTWIRE_CORE_DATABASE: parsed.toString() }
+    const env = { AGENTWIRE_CORE_DATABASE: schemaUrl(url, schema) }
     const core = run(["core", "--port", "0", "--data-dir", dir, "--heartbeat-seconds", "1"], env)
     const lines = await eventually(() => {
       const all = core.stdout.split("\n")

@@ -9,7 +9,7 @@ import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { eventually, operator, type Proc, readSse, run, startCore, script, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
-import { createSchema, describePostgres, dropSchema, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, testDatabaseUrl } from "../../support/postgres.js"
 
 const EnvironmentId = "7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 /** Directories outside `dir` (workspaces), removed after the suite. */
@@ -29,9 +29,7 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
   beforeAll(async () => {
     schema = await createSchema(url)
     dir = tempDir("agentwire-pg-nodes-")
-    const parsed = new URL(url)
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    env = { AGENTWIRE_CORE_DATABASE: parsed.toString() }
+    env = { AGENTWIRE_CORE_DATABASE: schemaUrl(url, schema) }
   }, 30_000)
 
   afterAll(async () => {

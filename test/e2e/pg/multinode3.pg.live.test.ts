@@ -16,7 +16,7 @@ import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import { eventually, operator, type Proc, startCore, stopAll, tempDir, text } from "../../support/devcoreLive.js"
 import { LightDevice } from "../../support/lightDevices.js"
-import { createSchema, describePostgres, dropSchema, queryIn, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, queryIn, testDatabaseUrl } from "../../support/postgres.js"
 
 const Devices = 200
 const Deltas = 6
@@ -56,10 +56,7 @@ describePostgres("three Core nodes on PostgreSQL (end to end)", (url) => {
   beforeAll(async () => {
     schema = await createSchema(url)
     dir = tempDir("agentwire-pg-three-")
-    const parsed = new URL(url)
-    if (parsed.username === "") parsed.username = "postgres"
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    const env = { AGENTWIRE_CORE_DATABASE: parsed.toString(), AGENTWIRE_OPERATOR_TOKEN: token }
+    const env = { AGENTWIRE_CORE_DATABASE: schemaUrl(url, schema), AGENTWIRE_OPERATOR_TOKEN: token }
     nodes = await Promise.all(["a", "b", "c"].map((name) => startNode(join(dir, name), env)))
     // Credentials straight through the store (200 `credential create` processes would take minutes).
     const credentials = await Effect.runPromise(Effect.scoped(Effect.gen(function* () {

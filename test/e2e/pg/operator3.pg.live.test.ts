@@ -12,7 +12,7 @@ import { afterAll, assert, beforeAll, it } from "@effect/vitest"
 import { mkdirSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { eventually, operator, readSse, run, startCore, script, type SseEvent, startDaemon, stopAll, tempDir } from "../../support/devcoreLive.js"
-import { createSchema, describePostgres, dropSchema, testDatabaseUrl } from "../../support/postgres.js"
+import { createSchema, describePostgres, dropSchema, schemaUrl, testDatabaseUrl } from "../../support/postgres.js"
 import { readTar } from "../../support/tarReader.js"
 
 const EnvironmentId = "9f3e4d5c-6a7b-4c8d-8e9f-1a2b3c4d5e6f"
@@ -72,9 +72,7 @@ describePostgres("operator-driven wire scenarios through one node of a three-nod
     mkdirSync(join(workspace, "src"))
     writeFileSync(join(workspace, "README.md"), "hello from the workspace\n")
     writeFileSync(join(workspace, "src", "main.ts"), "export const answer = 42\n")
-    const parsed = new URL(url)
-    parsed.searchParams.set("options", `-c search_path=${schema}`)
-    const env = { AGENTWIRE_CORE_DATABASE: parsed.toString(), AGENTWIRE_OPERATOR_TOKEN: token }
+    const env = { AGENTWIRE_CORE_DATABASE: schemaUrl(url, schema), AGENTWIRE_OPERATOR_TOKEN: token }
     // One node first (it migrates), then the two others.
     await startNode(join(dir, "a"), env)
     const [b, c] = await Promise.all(["b", "c"].map((name) => startNode(join(dir, name), env)))
