@@ -33,6 +33,25 @@ describe("NativeProcess", () => {
       assert.isTrue(exit.code !== undefined)
     }))
 
+  it.live("leads its own process group and drains stderr: a process writing far more than a pipe holds never blocks", () =>
+    Effect.gen(function* () {
+      // 1 MiB on stderr (a pipe holds 64 KiB) before the stdout line: undrained, the writer would block forever.
+      const proc = yield* spawn(sh("head -c 1048576 /dev/zero | tr '\\0' e >&2; printf 'tail-of-stderr' >&2; echo after-stderr; cat > /dev/null"))
+      assert.strictEqual(processStat(proc.pid)?.pgrp, proc.pid, "the process leads its own group")
+      assert.notStrictEqual(processStat(proc.pid)?.pgrp, processStat(process.pid)?.pgrp)
+      assert.strictEqual(yield* Effect.orDie(Queue.take(proc.lines)), "after-stderr")
+      // The stderr pipe's last chunk may be read just after the stdout line.
+      let tail = yield* proc.stderrTail
+      for (let i = 0; i < 100 && !tail.endsWith("tail-of-stderr"); i++) {
+        yield* Effect.sleep("20 millis")
+        tail = yield* proc.stderrTail
+      }
+      assert.isAtMost(tail.length, 4096, "the kept stderr is bounded")
+      assert.isTrue(tail.endsWith("tail-of-stderr"))
+      yield* proc.terminate
+      assert.isFalse(alive(proc.pid))
+    }))
+
   it.live("kills a process that ignores SIGTERM after the grace period, with its descendants", () =>
     Effect.gen(function* () {
       const proc = yield* spawn(sh("trap '' TERM; sleep 30 & echo $!; wait"))

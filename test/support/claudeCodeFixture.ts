@@ -8,7 +8,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { makeClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
-import { settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
+import { type ClaudeCodeSettings, settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { makeFakeAnthropic } from "./fakeAnthropic.js"
 
 /** Every Claude Code pid the fixtures started (leak checks). */
@@ -20,8 +20,10 @@ export const tempStateDir = Effect.acquireRelease(
   (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
 )
 
-/** Claude Code against a fresh fake server, for the enclosing Scope. */
-export const claudeCodeAgainstFake = (options: { readonly slowDeltas?: number } = {}) =>
+/** Claude Code against a fresh fake server, for the enclosing Scope; `settings` overrides the test defaults. */
+export const claudeCodeAgainstFake = (
+  options: { readonly slowDeltas?: number; readonly settings?: Partial<ClaudeCodeSettings> } = {}
+) =>
   Effect.gen(function* () {
     const fake = yield* makeFakeAnthropic({ slowDeltas: options.slowDeltas ?? 20, slowIntervalMs: 250 })
     const profileDir = yield* tempStateDir
@@ -30,7 +32,8 @@ export const claudeCodeAgainstFake = (options: { readonly slowDeltas?: number } 
       apiKey: Option.some(Redacted.make("sk-ant-fake-test-key")),
       baseUrl: Option.some(fake.url),
       extraEnv: { CLAUDE_CODE_MAX_RETRIES: "0", API_TIMEOUT_MS: "20000" },
-      observeSpawn: (pid: number) => void spawnedClaudePids.push(pid)
+      observeSpawn: (pid: number) => void spawnedClaudePids.push(pid),
+      ...options.settings
     }
     const harness = yield* makeClaudeCodeHarness(settings)
     return { harness, fake, profileDir }

@@ -100,15 +100,21 @@ const packaged = (specifier: string): Option.Option<string> => {
   }
 }
 
-/** Where the binary is, and which rule found it. */
-export const resolveBinary = (settings: ClaudeCodeSettings): Option.Option<{ readonly path: string; readonly source: string }> => {
+/**
+ * Where the binary is, and which rule found it. `resolvePackage` finds an installed package's executable (module
+ * resolution; replaceable so the order of the rules can be tested where the packages are installed).
+ */
+export const resolveBinary = (
+  settings: ClaudeCodeSettings,
+  resolvePackage: (specifier: string) => Option.Option<string> = packaged
+): Option.Option<{ readonly path: string; readonly source: string }> => {
   if (Option.isSome(settings.binaryPath)) {
     return executable(settings.binaryPath.value) ? Option.some({ path: settings.binaryPath.value, source: "configured" }) : Option.none()
   }
   const platform = `${process.platform}-${process.arch}`
-  const sdk = packaged(`@anthropic-ai/claude-agent-sdk-${platform}/claude`)
+  const sdk = resolvePackage(`@anthropic-ai/claude-agent-sdk-${platform}/claude`)
   if (Option.isSome(sdk)) return Option.some({ path: sdk.value, source: "agent-sdk" })
-  const cli = packaged("@anthropic-ai/claude-code/bin/claude.exe")
+  const cli = resolvePackage("@anthropic-ai/claude-code/bin/claude.exe")
   if (Option.isSome(cli)) return Option.some({ path: cli.value, source: "claude-code-package" })
   for (const dir of settings.searchPath.split(path.delimiter)) {
     const candidate = path.join(dir, "claude")
