@@ -14,11 +14,11 @@
  * Publishes the connection section of the StatusBoard, and the declared kinds from each heartbeat the
  * connection actually wrote. Logs carry `device_id`; never the credential or a payload.
  */
-import { Clock, Duration, Effect, LogLevel, Random, Schedule, Schema, Stream } from "effect"
+import { Clock, Duration, Effect, LogLevel, Random, Result, Schedule, Schema, Stream } from "effect"
 import { supportedNames } from "../proto/Capabilities.js"
 import { type DeviceId, printable } from "../proto/Ids.js"
 import { CloseRuntimeRetired } from "../proto/Limits.js"
-import type { Outgoing } from "../proto/EncodedFrame.js"
+import { frameText, type Outgoing } from "../proto/EncodedFrame.js"
 import type { RuntimeToCore } from "../proto/Messages.js"
 import { ProtocolVersion } from "../proto/Version.js"
 import * as Connection from "./Connection.js"
@@ -182,7 +182,7 @@ export const run = (
       const sendObserved = observedSend(transport)
       return Transport.of({
         ...transport,
-        // Frames at debug: type, id and (inbound) size; never a payload.
+        // Frames at debug: type, id and size; never a payload.
         // The level is checked first: a debug line per relayed frame cost about 3 µs even when nothing was logged.
         inbound: Stream.tap(transport.inbound, (item) =>
           item._tag === "Message"
@@ -201,8 +201,16 @@ export const run = (
     const whenDebug = (log: () => Effect.Effect<void>): Effect.Effect<void> =>
       Effect.flatMap(LogLevel.isEnabled("Debug"), (enabled) => (enabled ? log() : Effect.void))
 
+    // Its size is the encoded text's, encoded again here: only at debug, so the send path never pays for it.
     const frameSent = (message: Outgoing) =>
-      Effect.logDebug("frame sent").pipe(Effect.annotateLogs({ type: message.type, id: frameId(message) }))
+      Effect.suspend(() => {
+        const text = frameText(message)
+        return Effect.logDebug("frame sent").pipe(Effect.annotateLogs({
+          type: message.type,
+          id: frameId(message),
+          ...(Result.isSuccess(text) ? { bytes: Buffer.byteLength(text.success, "utf8") } : {})
+        }))
+      })
 
     /** A frame's correlation id, bounded for a log line ("" when the type has none). */
     const frameId = (message: { readonly type: string }): string => {

@@ -60,6 +60,7 @@ export const encodeEvent = (
 const untraced = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {
   const id = run.runId
   const observeMessages = run.config.observe_messages === true
+  const observeSubagents = run.config.observe_subagent_identities === true
   switch (event.type) {
     case "delta":
       return {
@@ -92,6 +93,17 @@ const untraced = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | un
       return { type: "prompt_for_user_choice", id, payload: event.payload }
     case "function_call":
       return { type: "function_call", id, payload: event.payload }
+    // Sub-agent frames only for a Run that opted in, whatever the adapter emits.
+    case "subagent_identity":
+      return observeSubagents ? { type: "subagent_identity", id, payload: event.payload } : undefined
+    case "subagent_lifecycle":
+      return observeSubagents ? { type: "subagent_lifecycle", id, payload: event.payload } : undefined
+    case "subagent_turn":
+      return observeSubagents ? { type: "subagent_turn", id, payload: event.payload } : undefined
+    case "subagent_item":
+      return observeSubagents ? { type: "subagent_item", id, payload: event.payload } : undefined
+    case "subagent_coordination":
+      return observeSubagents ? { type: "subagent_coordination", id, payload: event.payload } : undefined
   }
 }
 

@@ -109,6 +109,14 @@ describe("agentwire daemon (bundled binary)", () => {
         assert.include(output, "connecting to Core failed")
         assert.notInclude(output, credential)
         assert.notInclude(output, credential.slice(5)) // not even a fragment of it
+        if (format === "json") {
+          // Every line is one flat JSON object, the fatal one too: no plain-text ERROR block at the end (#20).
+          const lines = output.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Record<string, unknown>)
+          const last = lines[lines.length - 1]!
+          assert.deepStrictEqual([last.level, last.exit_code], ["FATAL", 3])
+          assert.include(String(last.msg), "unauthorized (bad_credential)")
+          assert.notProperty(last, "annotations")
+        }
         const requests = yield* core.requests
         assert.deepStrictEqual(requests.map((r) => r.route), ["bootstrap", "bootstrap", "upgrade", "bootstrap"])
         assertOnlyInAuthorization(requests, credential)

@@ -7,7 +7,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { type CoreProc, eventually, runToEnd, startCore, startDaemon, stopAll, tempDir } from "../support/devcoreLive.js"
+import { type CoreProc, eventually, operator, runToEnd, script, startCore, startDaemon, stopAll, tempDir } from "../support/devcoreLive.js"
 
 let dir: string
 let core: CoreProc
@@ -89,6 +89,48 @@ describe("agentwire operator client (end to end)", () => {
     assert.strictEqual(after.code, 1)
     assert.match(after.stdout, /^outcome: cancelled/m)
   }, 90_000)
+
+  it("answers a permission request and a question with turn answer (applied), then the Turn completes", async () => {
+    // Setup and polling through the API (each CLI run starts a process); the answers through the CLI.
+    const api = operator(core.url, token)
+    const session = await api.post("/sessions", { agent_kind: "scripted" })
+    const steps = [
+      { permission: { request_id: "perm-cli", tool: "shell", title: "list files" } },
+      { ask: { ask_id: "ask-cli", questions: [{ id: "q1", question: "Which?", options: [{ label: "a" }, { label: "b" }] }] } },
+      { delta: "answered" }
+    ]
+    const started = await api.post(`/sessions/${session.body.session_id}/turns`, { input: script(steps) })
+    assert.strictEqual(started.status, 202)
+    const turnId = started.body.turn_id as string
+    const pending = (interactionId: string) =>
+      eventually(async () => {
+        const shown = (await api.get(`/turns/${turnId}`)).body
+        return shown.interactions?.some((i: any) => i.interaction_id === interactionId && i.status === "pending") ? true : undefined
+      }, 30_000, `${interactionId} pending`)
+    await pending("perm-cli")
+    const neither = await cli("turn", "answer", turnId, "--permission", "perm-cli")
+    assert.deepStrictEqual([neither.code, neither.stdout], [2, ""])
+    assert.match(neither.stderr, /exactly one of --allow and --deny/)
+    const allowed = await cli("turn", "answer", turnId, "--permission", "perm-cli", "--allow")
+    assert.strictEqual(allowed.code, 0, allowed.stderr)
+    assert.strictEqual(allowed.stdout, "applied\n")
+    await pending("ask-cli")
+    const answered = await cli("turn", "answer", turnId, "--question", "ask-cli", "--answer", "q1=b", "--json")
+    assert.strictEqual(answered.code, 0, answered.stderr)
+    assert.strictEqual(JSON.parse(answered.stdout).outcome, "applied")
+    const again = await cli("turn", "answer", turnId, "--question", "ask-cli", "--dismiss")
+    assert.strictEqual(again.code, 1)
+    // Answered already: not pending, or (once the Turn has gone on to its end) not running; a 409 either way.
+    assert.match(again.stderr, /HTTP 409 (interaction_not_pending|turn_not_running)/)
+    const done = await eventually(async () => {
+      const shown = (await api.get(`/turns/${turnId}`)).body
+      return shown.status === "completed" ? shown : undefined
+    }, 30_000, "completed")
+    assert.deepStrictEqual(
+      done.interactions.map((i: any) => [i.interaction_id, i.status, i.outcome]),
+      [["perm-cli", "answered", "applied"], ["ask-cli", "answered", "applied"]]
+    )
+  }, 180_000)
 
   it("pages turns list with a cursor hint, and reports API errors as one line with the exit code", async () => {
     const page = await cli("turns", "list", "--limit", "1")

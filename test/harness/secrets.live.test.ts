@@ -9,6 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger, References, type Scope } from "effect"
 import * as Fs from "node:fs"
+import { formatStatus } from "../../src/bin/commands/status.js"
 import type { Harness } from "../../src/runtime/harness/Harness.js"
 import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
@@ -55,7 +56,10 @@ const scenario = (options: {
       for (const [what, value] of [["frames", frames], ["status", board], ["declaration", harness.declaration]] as const) {
         assert.notInclude(JSON.stringify(value), options.key, what)
       }
-      assert.isTrue(board.kinds.some((k) => k.kind === options.kind))
+      // `agentwire status` shows the kind, its version and availability (the daemon's status snapshot, rendered).
+      const kind = board.kinds.find((k) => k.kind === options.kind)
+      assert.isTrue(kind?.available === true, JSON.stringify(kind))
+      if (options.kind === "codex") assert.include(formatStatus(board), "  codex 0.171.0: available, ")
       yield* Effect.logDebug("capture sentinel")
     }).pipe(
       Effect.provide(Layer.mergeAll(processLayer({ harnesses: [harness] }), Logger.layer([capture]))),

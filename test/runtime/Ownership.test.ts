@@ -92,6 +92,9 @@ describe("Ownership", () => {
       assert.isTrue(cause.endsWith("…"))
       assert.notMatch(cause, /[\u0000-\u001f\u202e]/)
       assert.isTrue(logged.includes(cause))
+      // The operator's line: cleanup not confirmed, naming the resource (issue #20 "cleanup unconfirmed").
+      assert.isTrue(logged.some((v) => Array.isArray(v) && v.includes("cleanup not confirmed; keeping ownership and retrying")))
+      assert.isTrue(logged.includes("r"))
       assert.isFalse(logged.some((v) => typeof v === "string" && v.includes("\u0000")))
       yield* TestClock.adjust(500)
       yield* Fiber.join(fiber)

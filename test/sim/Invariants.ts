@@ -34,9 +34,18 @@ const withoutTrace = (frame: Record<string, unknown>): Record<string, unknown> =
 
 const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
 
+/** The invariant families of issue #21; every check performed is counted under one (a family never checked proves nothing). */
+export type Family = "no_invented_terminal" | "no_replay" | "ownership" | "receipts" | "secrets" | "liveness" | "codec"
+
+export const families: ReadonlyArray<Family> = ["no_invented_terminal", "no_replay", "ownership", "receipts", "secrets", "liveness", "codec"]
+
 export interface Checker {
   readonly violations: Array<string>
   readonly checks: () => number
+  /** Checks performed per invariant family. */
+  readonly checksBy: () => Readonly<Record<Family, number>>
+  /** Counts `n` checks of `family` (the simulator's own liveness and ownership checks). */
+  readonly counted: (family: Family, n?: number) => void
   readonly frame: (event: FrameEvent, proc: number) => void
   readonly logLine: (line: string) => void
   readonly errorText: (text: string) => void
@@ -48,7 +57,10 @@ export interface Checker {
 
 export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
   const violations: Array<string> = []
-  let checks = 0
+  const byFamily = Object.fromEntries(families.map((f) => [f, 0])) as Record<Family, number>
+  const tick = (family: Family, n = 1) => {
+    byFamily[family] += n
+  }
   const fail = (text: string) => {
     if (violations.length < 20) violations.push(text)
   }
@@ -71,7 +83,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
   const terminal = new Map<string, string>()
 
   const scan = (where: string, text: string, allowFramesOnly: boolean) => {
-    checks++
+    tick("secrets")
     for (const s of secrets.everywhere) if (text.includes(s)) fail(`secrets: a credential appeared in ${where}`)
     if (!allowFramesOnly) for (const s of secrets.framesOnly) if (text.includes(s)) fail(`secrets: agent_options secret appeared in ${where}`)
   }
@@ -81,17 +93,18 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
     const decoded: Result.Result<Messages.Message, unknown> = toCore
       ? Messages.decodeRuntimeToCore(event.text)
       : Messages.decodeCoreToRuntime(event.text)
+    tick("codec")
     if (Result.isFailure(decoded)) {
       fail(`codec: a ${event.direction} frame on connection ${event.connection} failed the strict decoder`)
       return
     }
     const m = decoded.success as Messages.Message & { readonly id?: string; readonly payload?: any }
     scan(`a ${m.type} frame`, event.text, m.type === "execution_prepare" || m.type === "prompt_request")
-    checks++
     if (!toCore) {
       // No replay: every input, decision and function result is sent at most once, on any connection.
       const run = m.id ?? ""
       if (m.type === "prompt_steer") {
+        tick("no_replay")
         const key = `${run}|${m.payload.input_id}`
         const before = steersSent.get(key)
         if (before !== undefined && before.connection !== event.connection) {
@@ -104,6 +117,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
       } else if (
         m.type === "permission_decision" || m.type === "prompt_for_user_choice_decision" || m.type === "function_result"
       ) {
+        tick("no_replay")
         const delivery = String(m.payload.delivery_id)
         if (deliveriesSent.has(delivery)) fail(`no replay: ${m.type} delivery ${delivery} was sent twice`)
         deliveriesSent.add(delivery)
@@ -117,6 +131,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
     if (!event.delivered) return
     switch (m.type) {
       case "prompt_steer_ack": {
+        tick("receipts")
         const key = `${m.id}|${m.payload.input_id}`
         if (m.payload.input_id !== "" && !steersDelivered.has(key)) {
           fail(`receipts: a steer receipt for ${key} matches no input Core delivered`)
@@ -129,12 +144,14 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
         break
       }
       case "interaction_decision_ack": {
+        tick("receipts")
         const key = `${m.id}|${m.payload.delivery_id}`
         if (!deliveriesDelivered.has(key)) fail(`receipts: a decision receipt for ${key} matches no delivery Core sent`)
         break
       }
       case "preparation_status": {
         if (m.payload.state === "released" && m.payload.executor_id !== undefined) {
+          tick("ownership")
           const native = nativeExecutor(ledger, proc, m.payload.executor_id)
           if (native !== undefined && !native.closed && (native.closing > 0 || native.activeRun !== undefined)) {
             fail(`ownership: released published for ${m.payload.executor_id} before its cleanup or settlement was confirmed`)
@@ -148,6 +165,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
     if (m.id !== undefined) {
       count(deliveredFrames, canonical(withoutTrace(JSON.parse(event.text))))
       if (m.type === "done") {
+        tick("ownership")
         doneDelivered.add(m.id)
         // A done proves settlement: the native Turn must have settled (or its Executor been closed) first.
         for (const native of ledger.executors.values()) {
@@ -165,7 +183,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
         const found = yield* turnStore.get(turnId).pipe(Effect.orElseSucceed(() => Option.none()))
         if (Option.isNone(found)) continue
         const turn = found.value
-        checks++
+        tick("no_invented_terminal")
         // Every Turn ends exactly once, with a status the facts prove.
         const before = terminal.get(turnId)
         const done = turn.status === "completed" || turn.status === "failed" || turn.status === "cancelled"
@@ -181,7 +199,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
         const events = yield* turnStore.events(turnId, 0, "frame").pipe(Effect.orElseSucceed(() => []))
         const seen = new Map<string, number>()
         for (const e of events) {
-          checks++
+          tick("no_invented_terminal")
           const key = canonical(withoutTrace(JSON.parse(e.bodyJson)))
           const n = count(seen, key).get(key)!
           if (n > (deliveredFrames.get(key) ?? 0)) {
@@ -191,7 +209,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
         // The input cursor advances only on accepted, and every accepted input had an accepted receipt.
         const inputs = yield* turnStore.inputs(turnId).pipe(Effect.orElseSucceed(() => []))
         const accepted = inputs.filter((i) => i.status === "accepted")
-        checks++
+        tick("receipts", 1 + accepted.length)
         if (turn.inputCursor !== accepted.length) {
           fail(`receipts: ${turnId} input cursor ${turn.inputCursor} but ${accepted.length} inputs accepted`)
         }
@@ -205,14 +223,16 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
 
   return {
     violations,
-    checks: () => checks,
+    checks: () => families.reduce((n, f) => n + byFamily[f], 0),
+    checksBy: () => ({ ...byFamily }),
+    counted: tick,
     frame,
     logLine: (line) => scan("a log line", line, false),
     errorText: (text) => scan("an error", text, false),
     cancelAsked: (turnId) => void cancels.add(turnId),
     store,
     capacity: (proc, maxActive) => {
-      checks++
+      tick("ownership")
       const active = activeCount(ledger, proc)
       if (active > maxActive) fail(`ownership: ${active} Executors active natively in process ${proc}, bound ${maxActive}`)
       for (const v of ledger.violations.splice(0)) fail(v)

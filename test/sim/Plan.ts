@@ -124,9 +124,9 @@ const bodyStep = (rng: Prng): unknown => {
 /** What keeps a Turn running (so steers, answers and cancels meet a live Run), and the fault it injects. */
 const tailStep = (rng: Prng, faults: Array<FaultKind>): unknown => {
   const r = rng.int(100)
-  if (r < 15) return { hang: true }
-  if (r < 27) return { sleep: rng.pick([12_000, 20_000, 40_000]) }
-  if (r < 45) {
+  if (r < 10) return { hang: true }
+  if (r < 20) return { sleep: rng.pick([12_000, 20_000, 40_000]) }
+  if (r < 38) {
     const write = rng.pick(["ok", "ok", "hang", "reject"] as const)
     if (write === "hang") faults.push("harness_write_hangs")
     return {
@@ -136,9 +136,9 @@ const tailStep = (rng: Prng, faults: Array<FaultKind>): unknown => {
       accept: rng.pick(["ok", "ok", "never", "reject", "unknown"] as const)
     }
   }
-  if (r < 62) return { permission: { tool: "shell", title: "run a command", withdraw_after: rng.pick([3_000, 60_000]) } }
+  if (r < 58) return { permission: { tool: "shell", title: "run a command", withdraw_after: rng.pick([3_000, 60_000]) } }
   if (r < 75) return { ask: { questions: [{ id: "q1", question: "which?", options: [{ label: "a" }, { label: "b" }] }] } }
-  if (r < 90) return { function_call: { name: "lookup", arguments: { q: "x" } } }
+  if (r < 95) return { function_call: { name: "lookup", arguments: { q: "x" } } }
   return { wait: rng.pick(signalNames) }
 }
 
@@ -212,8 +212,8 @@ export const generate = (rng: Prng, options: PlanOptions): Workload => {
       steps.push({ k: "turn", session: rng.int(sessions), script: script(rng, faults) })
       turns++
     } else if (w < 32) steps.push({ k: "steer", turn: recent(turns) })
-    else if (w < 42) steps.push({ k: "cancel", turn: recent(turns) })
-    else if (w < 54) steps.push({ k: "answer", turn: recent(turns), approve: rng.chance(0.7) })
+    else if (w < 38) steps.push({ k: "cancel", turn: recent(turns) })
+    else if (w < 56) steps.push({ k: "answer", turn: recent(turns), approve: rng.chance(0.7) })
     else if (w < 57) steps.push({ k: "signal", name: rng.pick(signalNames) })
     else if (w < 59 && sessions < 4) newSession()
     else steps.push({ k: "advance", ms: rng.pick([1, 10, 100, 500, 1_000, 2_500, 5_000]) })

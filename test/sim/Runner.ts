@@ -5,6 +5,7 @@
  */
 import { Effect } from "effect"
 import type { Broken } from "./NativeLedger.js"
+import { type Family, families } from "./Invariants.js"
 import { describe, type FaultKind, faultKinds, type Step } from "./Plan.js"
 import { runSchedule, type SimOptions, type SimResult } from "./Simulator.js"
 
@@ -14,6 +15,9 @@ export interface Failure {
   readonly failedAtStep: number | undefined
   /** The smallest failing sub-plan found, as step descriptions. */
   readonly minimized: ReadonlyArray<string>
+  /** That sub-plan (replayable with `runSchedule({ seed, plan })`) and the length of the original plan. */
+  readonly minimizedPlan: ReadonlyArray<Step>
+  readonly planLength: number
   readonly reproduce: string
 }
 
@@ -23,6 +27,10 @@ export interface Summary {
   readonly schedulesPerSecond: number
   readonly faults: Readonly<Record<FaultKind, number>>
   readonly checks: number
+  /** Checks performed per invariant family. */
+  readonly checksBy: Readonly<Record<Family, number>>
+  /** Frames delivered per type and clock jumps per budget, over all schedules. */
+  readonly exercised: Readonly<Record<string, number>>
   readonly turns: number
   readonly failures: ReadonlyArray<Failure>
 }
@@ -56,8 +64,10 @@ export const minimize = (result: SimResult, options: Omit<SimOptions, "seed" | "
       }
       if (!changed) chunk = Math.floor(chunk / 2)
     }
-    return plan.map((step, i) => `#${i + 1} ${describe(step)}`)
+    return plan
   })
+
+const describePlan = (plan: ReadonlyArray<Step>) => plan.map((step, i) => `#${i + 1} ${describe(step)}`)
 
 export interface RunOptions {
   readonly seeds: ReadonlyArray<number>
@@ -76,6 +86,8 @@ export const runSeeds = (options: RunOptions) =>
     const started = Date.now()
     const faults = Object.fromEntries(faultKinds.map((k) => [k, 0])) as Record<FaultKind, number>
     let checks = 0
+    const checksBy = Object.fromEntries(families.map((f) => [f, 0])) as Record<Family, number>
+    const exercised: Record<string, number> = {}
     let turns = 0
     let schedules = 0
     const failures: Array<Failure> = []
@@ -89,14 +101,18 @@ export const runSeeds = (options: RunOptions) =>
       checks += result.checks
       turns += result.turns
       for (const k of faultKinds) faults[k] += result.faults[k]
+      for (const f of families) checksBy[f] += result.checksBy[f]
+      for (const [k, n] of Object.entries(result.exercised)) exercised[k] = (exercised[k] ?? 0) + n
       options.onResult?.(result, schedules)
       if (result.violations.length > 0) {
-        const minimized = options.minimize === false ? result.plan.map((s, i) => `#${i + 1} ${describe(s)}`) : yield* minimize(result, base)
+        const minimized = options.minimize === false ? result.plan : yield* minimize(result, base)
         failures.push({
           seed,
           violations: result.violations,
           failedAtStep: result.failedAtStep,
-          minimized,
+          minimized: describePlan(minimized),
+          minimizedPlan: minimized,
+          planLength: result.plan.length,
           reproduce: reproduction(seed, options.broken)
         })
         if (failures.length >= (options.maxFailures ?? 5)) break
@@ -109,6 +125,8 @@ export const runSeeds = (options: RunOptions) =>
       schedulesPerSecond: schedules / Math.max(0.001, elapsedMs / 1000),
       faults,
       checks,
+      checksBy,
+      exercised: Object.fromEntries(Object.entries(exercised).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))),
       turns,
       failures
     } satisfies Summary
@@ -126,7 +144,8 @@ export const formatSummary = (s: Summary): string =>
   [
     `schedules: ${s.schedules} in ${(s.elapsedMs / 1000).toFixed(1)} s (${s.schedulesPerSecond.toFixed(2)} schedules/s)`,
     `turns started: ${s.turns}`,
-    `invariant checks performed: ${s.checks}`,
+    `invariant checks performed: ${s.checks} (${families.map((f) => `${f}=${s.checksBy[f]}`).join(" ")})`,
     `faults injected: ${faultKinds.map((k) => `${k}=${s.faults[k]}`).join(" ")}`,
+    `exercised: ${Object.entries(s.exercised).map(([k, n]) => `${k}=${n}`).join(", ")}`,
     `violations: ${s.failures.length === 0 ? "none" : `${s.failures.length} failing seed(s)`}`
   ].join("\n")

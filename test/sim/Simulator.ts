@@ -14,7 +14,7 @@ import { MessageInput } from "../../src/proto/index.js"
 import * as Invariants from "./Invariants.js"
 import type { FrameEvent } from "./MemoryLink.js"
 import { type Broken, makeLedger, stuckCount } from "./NativeLedger.js"
-import { allSignals, describe, type FaultKind, faultKinds, generate, type Step } from "./Plan.js"
+import { allSignals, budgetsMs, describe, type FaultKind, faultKinds, generate, type Step } from "./Plan.js"
 import * as Prng from "./Prng.js"
 import * as World from "./World.js"
 
@@ -41,7 +41,11 @@ export interface SimResult {
   /** The plan step (1-based) after which the first violation was seen; 0 = at quiescence. */
   readonly failedAtStep: number | undefined
   readonly checks: number
+  /** Checks performed per invariant family. */
+  readonly checksBy: Readonly<Record<Invariants.Family, number>>
   readonly faults: Readonly<Record<FaultKind, number>>
+  /** What the schedule exercised: frames delivered per type (`→core delta`, …) and clock jumps per budget. */
+  readonly exercised: Readonly<Record<string, number>>
   readonly turns: number
 }
 
@@ -90,6 +94,10 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
   const faults = Object.fromEntries(faultKinds.map((k) => [k, 0])) as Record<FaultKind, number>
   for (const f of generated?.harnessFaults ?? []) faults[f]++
   const traceFrames = options.traceFrames ?? true
+  const exercised: Record<string, number> = {}
+  const exercise = (key: string) => {
+    exercised[key] = (exercised[key] ?? 0) + 1
+  }
 
   const logger = Logger.make((o) => {
     const annotations = o.fiber.getRef(References.CurrentLogAnnotations)
@@ -104,14 +112,16 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
       trace: (line) => void trace.push(`  ${line}`),
       frame: (event: FrameEvent, proc: number) => {
         checker.frame(event, proc)
-        if (!traceFrames) return
         const m = /"type":"([a-z_]+)"/.exec(event.text)
+        if (event.delivered) exercise(`${event.direction === "toCore" ? "→core" : "→runtime"} ${m?.[1] ?? "?"}`)
+        if (!traceFrames) return
         const id = /"id":"([^"]{0,60})"/.exec(event.text)
         trace.push(
           `  c${event.connection} ${event.direction === "toCore" ? "→core" : "→runtime"} ${m?.[1] ?? "?"} ${id?.[1] ?? ""} ${options.frameText === true ? withoutTrace(event.text) : fnv(withoutTrace(event.text))}${event.delivered ? "" : " LOST"}`
         )
       },
       processExited: (proc, alive) => {
+        checker.counted("ownership")
         if (alive.length > 0) checker.violations.push(`ownership: process ${proc} exited with native Executors not confirmed closed: ${alive.join(", ")}`)
       }
     }
@@ -212,6 +222,7 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
           }
           case "advance":
             if (step.ms >= 5_000) faults.clock_jump++
+            for (const budget of budgetsMs) if (Math.abs(step.ms - budget) <= 1) exercise(`clock jump across ${budget / 1000} s`)
             return yield* TestClock.adjust(step.ms)
           case "drop":
             faults.drop++
@@ -295,6 +306,12 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
       yield* advance(1_000)
       const d = world.daemon()
       if (d !== undefined) for (const name of allSignals) yield* d.signals.fire(name)
+      // Pending interactions are answered before the Turns are cancelled (decisions reach live Runs).
+      for (let round = 0; round < 2; round++) {
+        const core = world.core()
+        for (const turn of turnIds) if (turn !== undefined && core !== undefined) yield* answerFirst(core, turn, true)
+        yield* advance(1_000)
+      }
       for (const turn of turnIds) {
         if (turn === undefined) continue
         checker.cancelAsked(turn)
@@ -310,12 +327,14 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
       yield* check
       for (const turn of turnIds) {
         if (turn === undefined) continue
+        checker.counted("liveness")
         const record = yield* turnStore.get(turn).pipe(Effect.orElseSucceed(() => Option.none()))
         if (Option.isSome(record) && (record.value.status === "queued" || record.value.status === "running")) {
           checker.violations.push(`liveness: ${turn} still ${record.value.status} 9 minutes after faults stopped`)
         }
       }
       const daemon = world.daemon()
+      checker.counted("liveness")
       if (daemon !== undefined && stuckCount(ledger, daemon.proc) > 0) {
         checker.violations.push(`liveness: ${stuckCount(ledger, daemon.proc)} Executors still preparing, running or closing natively at quiescence`)
       }
@@ -331,8 +350,10 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
       trace,
       violations: [...checker.violations],
       failedAtStep,
-      checks: checker.checks(),
+      checks: checker.checks() + ledger.counts.turns,
+      checksBy: { ...checker.checksBy(), ownership: checker.checksBy().ownership + ledger.counts.turns },
       faults,
+      exercised,
       turns: turnIds.filter((t) => t !== undefined).length
     } satisfies SimResult
   })

@@ -9,6 +9,9 @@
  *   `untrusted`/`on-request`); the follow-up request (tool output after the last user message) gets text.
  * - `DYN:<name>`: a call of the dynamic (function) tool `<name>` with `{"q":"x"}`; follow-up: text.
  * - `RUI`: a `request_user_input` call with one question and two options; follow-up: text.
+ * - `SPAWN:<task>`: a `multi_agent_v1` `spawn_agent` call with `<task>` as the child's message, then (after its
+ *   output) a `wait_agent` call on the spawned agent, then text. The child's own request (its user message is
+ *   `<task>`) is answered like any other, so a `<task>` without keywords is echoed.
  * - `E429`, `E500`, `ECTX`: HTTP 429 rate limit, HTTP 500, HTTP 400 `context_length_exceeded`.
  * - otherwise: the user text echoed in two deltas, usage 100 in / 10 cached / 20 out / 5 reasoning.
  *
@@ -49,13 +52,16 @@ const textOf = (item: Item): string => {
     .join("")
 }
 
-/** The index of the last real user message (skipping Codex's `<environment_context>` and `<turn_aborted>`). */
+/**
+ * The index of the last real user message (skipping Codex's `<environment_context>`, `<turn_aborted>` and the
+ * `<subagent_notification>` it injects when a sub-agent finishes).
+ */
 const lastUserIndex = (input: ReadonlyArray<Item>): number => {
   for (let i = input.length - 1; i >= 0; i--) {
     const item = input[i]!
     if (item["role"] !== "user") continue
     const text = textOf(item)
-    if (text.startsWith("<environment_context>") || text.startsWith("<turn_aborted>")) continue
+    if (text.startsWith("<environment_context>") || text.startsWith("<turn_aborted>") || text.startsWith("<subagent_notification>")) continue
     return i
   }
   return -1
@@ -90,8 +96,15 @@ const writeText = (res: Http.ServerResponse, n: number, fragments: ReadonlyArray
   })
 }
 
-const writeCall = (res: Http.ServerResponse, n: number, name: string, args: Record<string, unknown>) => {
-  const item = { type: "function_call", id: `fc_${n}`, call_id: `call_${n}`, name, arguments: JSON.stringify(args) }
+const writeCall = (res: Http.ServerResponse, n: number, name: string, args: Record<string, unknown>, namespace?: string) => {
+  const item = {
+    type: "function_call",
+    id: `fc_${n}`,
+    call_id: `call_${n}`,
+    name,
+    ...(namespace === undefined ? {} : { namespace }),
+    arguments: JSON.stringify(args)
+  }
   sse(res, "response.output_item.added", { output_index: 0, item: { ...item, arguments: "" } })
   sse(res, "response.output_item.done", { output_index: 0, item })
 }
@@ -115,6 +128,9 @@ export const makeFakeResponses: Effect.Effect<FakeResponses, never, Scope.Scope>
     const last = lastUserIndex(input)
     const text = last < 0 ? "" : textOf(input[last]!)
     const followUp = input.slice(last + 1).some((item) => item["type"] === "function_call_output")
+    /** The last tool call of this turn and its output (the sub-agent script reads them). */
+    const lastCall = input.slice(last + 1).filter((item) => item["type"] === "function_call").at(-1)
+    const lastOutput = input.slice(last + 1).filter((item) => item["type"] === "function_call_output").at(-1)
     if (text.includes("E429")) return httpError(res, 429, "rate_limit_exceeded", "rate_limit_exceeded")
     if (text.includes("E500")) return httpError(res, 500, "server_error", "server_error")
     if (text.includes("ECTX")) return httpError(res, 400, "invalid_request_error", "context_length_exceeded")
@@ -123,7 +139,15 @@ export const makeFakeResponses: Effect.Effect<FakeResponses, never, Scope.Scope>
     sse(res, "response.created", { response: { id } })
     const shell = /SHELL:(.+)$/m.exec(text)
     const dyn = /DYN:(\w+)/.exec(text)
-    if (!followUp && shell !== null) {
+    const spawn = /SPAWN:(.+)$/m.exec(text)
+    if (spawn !== null && !followUp) {
+      writeCall(res, n, "spawn_agent", { message: spawn[1]!.trim() }, "multi_agent_v1")
+    } else if (spawn !== null && lastCall?.["name"] === "spawn_agent") {
+      // Wait for the spawned agent (its id is in the spawn output) so the child's turn ends inside this one.
+      const output = String(lastOutput?.["output"] ?? "")
+      const agent = /"(?:agent_id|id)"\s*:\s*"([^"]+)"/.exec(output)?.[1] ?? output
+      writeCall(res, n, "wait_agent", { targets: [agent], timeout_ms: 30000 }, "multi_agent_v1")
+    } else if (!followUp && shell !== null) {
       writeCall(res, n, "exec_command", { cmd: shell[1]!.trim(), sandbox_permissions: "require_escalated", justification: "test" })
     } else if (!followUp && dyn !== null) {
       writeCall(res, n, dyn[1]!, { q: "x" })

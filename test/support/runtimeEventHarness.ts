@@ -5,15 +5,21 @@
  * `processLayer({ harnesses: [eventHarness(…)] })` and send a `prompt_request` for its kind.
  *
  * Its declaration supports what a direct `prompt_request` from the test helpers needs (the always-required
- * capabilities plus `environment_none`), nothing more.
+ * capabilities plus `environment_none`) and the test's `extra` capabilities, nothing more.
  */
 import { Deferred, Effect, Option } from "effect"
 import type { DonePayload } from "../../src/proto/RunEvents.js"
 import type { Harness, Settlement, Turn, TurnEvent } from "../../src/runtime/harness/Harness.js"
-import { alwaysRequiredOnly } from "./capabilities.js"
+import { alwaysRequiredOnly, type Overrides } from "./capabilities.js"
 
-export const eventHarness = (kind: string, events: ReadonlyArray<TurnEvent>, done: DonePayload): Harness => ({
-  declaration: { kind, available: true, version: "0.0.1", capabilities: alwaysRequiredOnly({ environment_none: true }) },
+export const eventHarness = (
+  kind: string,
+  events: ReadonlyArray<TurnEvent>,
+  done: DonePayload,
+  /** Further capabilities the test needs declared (e.g. `subagent_observations`). */
+  extra: Overrides = {}
+): Harness => ({
+  declaration: { kind, available: true, version: "0.0.1", capabilities: alwaysRequiredOnly({ environment_none: true, ...extra }) },
   prepare: () =>
     Effect.succeed({
       nativeSessionId: Effect.succeed(Option.none()),

@@ -21,17 +21,18 @@
  * `<data dir>/operator-token` (generated at first start, mode 0600). Only its file path is ever printed.
  * Exit codes: src/bin/Exit.ts (0 stopped by a signal after a clean shutdown, 2 usage/configuration).
  */
-import { Config, Console, Context, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { Config, Console, Context, Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import { HttpMiddleware } from "effect/http"
 import * as Os from "node:os"
 import { join } from "node:path"
 import * as DevCore from "../../core/dev/DevCore.js"
 import { DevIds } from "../../core/dev/DevIds.js"
+import * as FrameLog from "../../core/dev/FrameLog.js"
 import * as OperatorToken from "../../core/dev/OperatorToken.js"
 import * as PgStore from "../../core/dev/pg/PgStore.js"
 import * as Store from "../../core/dev/Store.js"
-import { CommandFailed, ExitCode } from "../Exit.js"
+import { CommandFailed, ExitCode, reportFailureAsJson } from "../Exit.js"
 import { examples } from "../Help.js"
 import { loggerFor } from "../Logging.js"
 import * as MetricsListener from "../MetricsListener.js"
@@ -195,7 +196,7 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
             HttpMiddleware.layerTracerDisabledForUrls([MetricsListener.MetricsPath])
           ))
         )
-      }).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])))
+      }).pipe(Effect.provide(Logger.layer([loggerFor(input.logFormat)])), reportFailureAsJson(input.logFormat))
   ).pipe(
     Command.withDescription(
       "Run the standalone dev Core: machine routes, the operator API and the web console (at /) over an embedded store. Exit codes: 0 stopped by a signal, 2 usage/configuration (data directory in use, port taken)."
@@ -217,7 +218,10 @@ export const makeCoreCommand = (options: { readonly homeDir: string }) => {
         const dataDir = dataDirOf(input.dataDir)
         const database = yield* resolveDatabase(input.database)
         const { source, token } = yield* resolveOperatorToken(dataDir, input.operatorTokenFile)
+        // A debug line per frame only when debug lines are on (otherwise the gateway does no tap work at all).
+        const frameLines = yield* LogLevel.isEnabled("Debug")
         const context = yield* Layer.build(DevCore.layer({
+          ...(frameLines ? { tap: FrameLog.logFrame } : {}),
           host: input.host,
           port: input.port,
           dataDir,

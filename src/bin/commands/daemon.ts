@@ -27,7 +27,7 @@ import { loggerFor } from "../Logging.js"
 import * as MetricsListener from "../MetricsListener.js"
 import * as Signals from "../Signals.js"
 import * as Telemetry from "../Telemetry.js"
-import { CommandFailed, ExitCode } from "../Exit.js"
+import { CommandFailed, ExitCode, reportFailureAsJson } from "../Exit.js"
 import { examples } from "../Help.js"
 
 const { env, EnvVars } = RuntimeConfig
@@ -326,7 +326,9 @@ export const makeDaemonCommand = (options: {
         }
         const proc = { pid: options.pid, metricsPort: Option.getOrUndefined(input.metricsPort) }
         return (options.run ?? ((c) => runDaemon(c, proc)))(config)
-      })
+      }),
+      // With json logs, the reason the daemon exits is a JSON line too (docs/operations.md "Logs").
+      reportFailureAsJson(Option.getOrElse(input.logFormat, () => "text" as const))
     )).pipe(
       Command.withDescription(
         "Run the Runtime daemon: bootstrap, connect to Core over WebSocket, serve Harness work, reconnect with backoff. --core-url, --device-id and a credential (--credential-file or AGENTWIRE_CREDENTIAL) are required (by flag, --config file or environment). Exit codes: 0 shutdown requested or signal (after confirmed cleanup), 2 usage/configuration, 3 permanently rejected by Core."

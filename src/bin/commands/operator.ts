@@ -325,9 +325,10 @@ export const makeOperatorCommands = (options: { readonly defaultDataDir: string 
     ])
   )
 
+  // A steer or cancel answers with `status`, an answer with `outcome` (applied, rejected, unknown).
   const result = (c: Connection, body: any) =>
     print(c, body, () => [
-      [body.status, body.position !== undefined && body.position !== null ? `position ${body.position}` : "", body.error_code ?? "", body.reason ?? ""].filter((x) => x !== "").join(" ")
+      [body.status ?? body.outcome, body.position !== undefined && body.position !== null ? `position ${body.position}` : "", body.error_code ?? "", body.reason ?? ""].filter((x) => x !== "").join(" ")
     ])
 
   const turn = Command.make("turn").pipe(

@@ -6,7 +6,7 @@
  *
  * Engine profiles are Core-side facts about a Harness engine (not wire facts). The dev Core knows two: the
  * `scripted` harness, which qualifies every public feature and declares both controls, `codex` (function
- * tools only, no control) and `claude_code`, which qualifies exactly what its declaration supports (function tools
+ * tools and multi-agent, no control) and `claude_code`, which qualifies exactly what its declaration supports (function tools
  * and images, no control: docs/harness-claude-code.md). Any other kind gets
  * a conservative profile (no controls, no qualified feature), so a feature it would need is refused with
  * `CapabilityUnsupported{source: "engine_profile"}` rather than guessed.
@@ -114,13 +114,14 @@ const claudeCodeProfile: EngineProfile = {
 
 /**
  * The engine profiles the dev Core knows. `codex` qualifies exactly what the Codex adapter's declaration
- * supports among the public features (function tools); it has neither engine control.
+ * supports among the public features (function tools, multi-agent with sub-agent observations); it has neither
+ * engine control.
  */
 export const engineProfileFor = (agentKind: string): EngineProfile =>
   agentKind === "scripted"
     ? { controls: { web_search: true, text_verbosity: true }, qualifies: new Set(publicFeatures) }
     : agentKind === "codex"
-    ? { controls: { web_search: false, text_verbosity: false }, qualifies: new Set(["function_tools"]) }
+    ? { controls: { web_search: false, text_verbosity: false }, qualifies: new Set(["function_tools", "multi_agent"]) }
     : agentKind === "claude_code"
     ? claudeCodeProfile
     : { controls: { web_search: false, text_verbosity: false }, qualifies: new Set() }

@@ -26,6 +26,13 @@ import type { CallId, ExecutorId, InputId, InteractionId, RunId, SessionId } fro
 import type { PermissionRequestPayload, QuestionAnswer, UserChoicePayload } from "../../proto/Interaction.js"
 import type { InputContent, MessageInput } from "../../proto/MessageInput.js"
 import type { DonePayload, ErrorPayload, OutputMessagePayload, ToolCallPayload, Usage } from "../../proto/RunEvents.js"
+import type {
+  SubagentCoordinationPayload,
+  SubagentIdentityPayload,
+  SubagentItemPayload,
+  SubagentLifecyclePayload,
+  SubagentTurnPayload
+} from "../../proto/Subagents.js"
 
 // ---------------------------------------------------------------------------------------------- declaration
 
@@ -57,6 +64,16 @@ export type TurnEvent =
   | { readonly type: "permission_cancel"; readonly interactionId: InteractionId }
   | { readonly type: "prompt_for_user_choice"; readonly payload: UserChoicePayload }
   | { readonly type: "function_call"; readonly payload: FunctionCallPayload }
+  /**
+   * Sub-agent observations (only when the Run opted in with `observe_subagent_identities`; the Runtime drops them
+   * otherwise). Identity first, then the child's lifecycle, Turns and items; coordination for each native
+   * multi-agent call.
+   */
+  | { readonly type: "subagent_identity"; readonly payload: SubagentIdentityPayload }
+  | { readonly type: "subagent_lifecycle"; readonly payload: SubagentLifecyclePayload }
+  | { readonly type: "subagent_turn"; readonly payload: SubagentTurnPayload }
+  | { readonly type: "subagent_item"; readonly payload: SubagentItemPayload }
+  | { readonly type: "subagent_coordination"; readonly payload: SubagentCoordinationPayload }
 
 /** The output of one Turn, owned by the Runtime. `emit` waits while the Run's bounded buffer is full. */
 export interface TurnSink {

@@ -354,8 +354,9 @@ describe("Turns", () => {
       assert.deepStrictEqual(detail.interactions.map((i) => [i.kind, i.status, i.outcome]), [["function_call", "answered", "applied"]])
     }).pipe(Effect.provide(services)))
 
-  it.effect("an answer without its receipt within 15 s is unknown, never applied", () =>
-    Effect.gen(function* () {
+  it.effect("an answer without its receipt within 15 s is unknown, never applied", () => {
+    const logs = captureLogs()
+    return Effect.gen(function* () {
       const runtime = yield* setup
       const turns = yield* Turns.Turns
       yield* startDelivered(runtime)
@@ -373,7 +374,14 @@ describe("Turns", () => {
         outcome: "unknown",
         reason: "no_receipt"
       })
-    }).pipe(Effect.provide(services)))
+      // The operator's line says the receipt ended unknown, as a warning (issue #20), never with the answer.
+      const lines = logs.lines.map((l) => JSON.parse(l)).filter((l) => l.message.includes("turn permission answer"))
+      assert.deepStrictEqual(
+        lines.map((l) => [l.level, l.annotations.turn_id, l.annotations.interaction_id, l.annotations.outcome, l.annotations.reason]),
+        [["Warn", "turn-1", "perm-1", "unknown", "no_receipt"]]
+      )
+    }).pipe(Effect.provide(Layer.merge(services, logs.layer)))
+  })
 
   it.effect("records a lost connection as event_stream_incomplete and never as completed", () =>
     Effect.gen(function* () {

@@ -4,7 +4,7 @@
  * unless a test says otherwise, so delays are exact: 500, 750, 1125, … ms, capped at 30 s.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Fiber, Queue, Random, Ref, Schedule, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Logger, Queue, Random, Ref, References, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { capabilityNames } from "../../../src/proto/Capabilities.js"
 import { Ids, type Messages } from "../../../src/proto/index.js"
@@ -155,6 +155,35 @@ describe("Daemon.run", () => {
       yield* expectRetryAfter(h, 2531)
       yield* Fiber.interrupt(h.fiber)
     }))
+
+  it.effect("logs each reconnect at info with the attempt number and the delay, and a lost connection as a warning", () => {
+    const lines: Array<{ readonly level: string; readonly message: unknown; readonly annotations: Record<string, unknown> }> = []
+    const capture = Layer.merge(
+      Logger.layer([Logger.make((options) => {
+        const message = Array.isArray(options.message) ? options.message.join(" ") : options.message
+        lines.push({ level: options.logLevel, message, annotations: { ...options.fiber.getRef(References.CurrentLogAnnotations) } })
+      })]),
+      Layer.succeed(References.MinimumLogLevel, "All")
+    )
+    const reconnects = () =>
+      lines.filter((l) => l.message === "reconnecting after backoff").map((l) => [l.level, l.annotations.attempt, l.annotations.delay_ms])
+    return Effect.gen(function* () {
+      const h = yield* start([networkDown, networkDown], { runConnection: drainUntilEnd })
+      assert.strictEqual(yield* Queue.take(h.attempts), 1)
+      yield* expectRetryAfter(h, 500)
+      yield* expectRetryAfter(h, 750)
+      const core = yield* Queue.take(h.opened)
+      yield* h.awaitState("connected")
+      yield* core.close(1011)
+      yield* expectRetryAfter(h, 1125)
+      assert.deepStrictEqual(reconnects(), [["Info", 2, 500], ["Info", 3, 750], ["Info", 4, 1125]])
+      const failed = lines.filter((l) => l.message === "connecting to Core failed")
+      assert.deepStrictEqual(failed.map((l) => l.level), ["Warn", "Warn"])
+      const ended = lines.find((l) => l.message === "connection to Core ended")!
+      assert.deepStrictEqual([ended.level, ended.annotations.close_code], ["Warn", 1011])
+      yield* Fiber.interrupt(h.fiber)
+    }).pipe(Effect.provide(capture))
+  })
 
   it.effect("records the last error and the next attempt time while in backoff", () =>
     Effect.gen(function* () {

@@ -10,7 +10,7 @@
  * A thread is started (`thread/start`) or, with `agent_session_id`, strictly resumed (`thread/resume`); an
  * unknown thread fails preparation with `history_unavailable` before any input.
  */
-import { Data, Deferred, Duration, Effect, Option, Queue, type Scope } from "effect"
+import { Data, Deferred, Duration, Effect, Option, Queue, Redacted, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { RunId } from "../../../proto/Ids.js"
@@ -39,8 +39,10 @@ export interface CodexLaunch {
   readonly prefix: ReadonlyArray<string>
   /** `-c KEY=VALUE` overrides forwarded to every app-server (values may hold no secret: env_key only). */
   readonly overrides: ReadonlyArray<string>
-  /** The environment of every app-server (the daemon's, without AGENTWIRE_* variables). */
+  /** The environment of every app-server (the daemon's, without AGENTWIRE_* variables and without `secrets`). */
   readonly env: Readonly<Record<string, string>>
+  /** The provider keys (the variables `env_key` overrides name), unwrapped only into a child's environment. */
+  readonly secrets: Readonly<Record<string, Redacted.Redacted<string>>>
   /** `<profile>/codex`: CODEX_HOME and scratch directories live below it. */
   readonly root: string
   /** Observer of every spawned app-server pid (leak tests); never affects behaviour. */
@@ -56,6 +58,14 @@ export const appServerArgs = (launch: CodexLaunch, extra: ReadonlyArray<string> 
   ...launch.overrides.flatMap((o) => ["-c", o]),
   ...extra.flatMap((o) => ["-c", o])
 ]
+
+/** The complete environment of one app-server: the launch environment, the unwrapped keys and its CODEX_HOME. */
+export const processEnv = (launch: CodexLaunch, home: string): Record<string, string> => {
+  const env: Record<string, string> = { ...launch.env }
+  for (const [k, v] of Object.entries(launch.secrets)) env[k] = Redacted.value(v)
+  env["CODEX_HOME"] = home
+  return env
+}
 
 /** The per-Session CODEX_HOME (kept: it holds the history `thread/resume` reads), or a per-Executor one. */
 const homeDir = (root: string, request: PrepareRequest) =>
@@ -103,7 +113,7 @@ export const prepareExecutor = (
       command: launch.command,
       args: appServerArgs(launch, extra),
       cwd: scratch,
-      env: { ...launch.env, CODEX_HOME: home.path },
+      env: processEnv(launch, home.path),
       grace: TermGrace
     }).pipe(Effect.mapError(() => prepareFailed(`could not start ${Path.basename(launch.command)}`)))
     launch.observeSpawn?.(proc.pid)

@@ -5,12 +5,12 @@
  * Discovery may only clear: an unusable binary (missing, older than `MinimumVersion`, or failing
  * `initialize`) registers `available: false` with the complete record and an `unavailableReason`.
  *
- * Secrets: a provider key reaches Codex only through the daemon's environment (`env_key`); an override that
- * would put a bearer token in argv is refused. Every `env_key` variable is excluded from the environment of the
+ * Secrets: a provider key reaches Codex only through the daemon's environment (`env_key`), held `Redacted` by
+ * the adapter until the spawn; an override that would put a bearer token in argv is refused. Every `env_key` variable is excluded from the environment of the
  * commands Codex runs and from its shell snapshots (`shell_environment_policy.exclude`), and no AGENTWIRE_*
  * variable (the daemon's own credential) is passed to Codex at all.
  */
-import { Data, type Duration, Effect, Option, type Scope } from "effect"
+import { Data, type Duration, Effect, Option, Redacted, type Scope } from "effect"
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import { createRequire } from "node:module"
@@ -18,7 +18,7 @@ import * as Path from "node:path"
 import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
 import type { Harness, HarnessDeclaration, PrepareRequest } from "../Harness.js"
 import { PrepareFailed } from "../Harness.js"
-import { appServerArgs, type CodexLaunch, prepareExecutor, ReconnectBudget } from "./CodexExecutor.js"
+import { appServerArgs, type CodexLaunch, prepareExecutor, processEnv, ReconnectBudget } from "./CodexExecutor.js"
 import { spawn } from "../process/NativeProcess.js"
 import * as P from "./CodexProtocol.js"
 import { makeRpcClient } from "./CodexRpc.js"
@@ -32,7 +32,7 @@ export const MinimumVersion = "0.171.0"
  * against the real binary proves it (docs/harness-codex.md); everything else is refused before any native call.
  */
 export const codexCapabilities: AgentKindCapabilities = {
-  subagent_observations: false,
+  subagent_observations: true,
   streaming: true,
   permissions: true,
   usage: true,
@@ -88,10 +88,16 @@ export class CodexConfigInvalid extends Data.TaggedError("CodexConfigInvalid")<{
 
 const unquote = (value: string) => value.trim().replace(/^"(.*)"$/, "$1").replace(/^'(.*)'$/, "$1")
 
+/** The environment variables named by `…env_key` overrides: the provider keys. */
+export const envKeyNames = (config: ReadonlyArray<string>): ReadonlyArray<string> =>
+  config.flatMap((entry) => {
+    const eq = entry.indexOf("=")
+    return eq > 0 && entry.slice(0, eq).trim().endsWith("env_key") ? [unquote(entry.slice(eq + 1))] : []
+  })
+
 /** Validates the overrides and adds the `env_key` exclusion. */
 export const overridesFor = (config: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>, CodexConfigInvalid> =>
   Effect.gen(function* () {
-    const envKeys: Array<string> = []
     for (const entry of config) {
       const eq = entry.indexOf("=")
       const key = eq < 0 ? entry.slice(0, 40) : entry.slice(0, eq).trim()
@@ -99,8 +105,8 @@ export const overridesFor = (config: ReadonlyArray<string>): Effect.Effect<Reado
       if (/(bearer_token|api_key|secret)$/i.test(key)) {
         return yield* new CodexConfigInvalid({ key, problem: "secrets never go on a command line; use env_key with an environment variable" })
       }
-      if (key.endsWith("env_key")) envKeys.push(unquote(entry.slice(eq + 1)))
     }
+    const envKeys = envKeyNames(config)
     const exclusion = envKeys.length === 0 ? [] : [`shell_environment_policy.exclude=${JSON.stringify(envKeys)}`]
     return [...config, ...exclusion]
   })
@@ -139,10 +145,24 @@ export const versionAtLeast = (a: string, b: string): boolean => {
   return true
 }
 
-const childEnv = (env: CodexSettings["env"]): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("AGENTWIRE_")) out[k] = v
-  return out
+/**
+ * The app-server environment as the daemon holds it: the daemon's variables without any AGENTWIRE_* one, and each
+ * provider key (a variable an `env_key` override names) apart and `Redacted`, unwrapped only into the child's
+ * environment at the spawn (`CodexExecutor.processEnv`).
+ */
+export const launchEnvironment = (
+  env: CodexSettings["env"],
+  config: ReadonlyArray<string>
+): Pick<CodexLaunch, "env" | "secrets"> => {
+  const keys = new Set(envKeyNames(config))
+  const plain: Record<string, string> = {}
+  const secrets: Record<string, Redacted.Redacted<string>> = {}
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined || k.startsWith("AGENTWIRE_")) continue
+    if (keys.has(k)) secrets[k] = Redacted.make(v)
+    else plain[k] = v
+  }
+  return { env: plain, secrets }
 }
 
 const readVersion = (command: string, prefix: ReadonlyArray<string>, env: Record<string, string>) =>
@@ -171,7 +191,7 @@ const discover = (launch: CodexLaunch) =>
         command: launch.command,
         args: appServerArgs(launch),
         cwd: home,
-        env: { ...launch.env, CODEX_HOME: home }
+        env: processEnv(launch, home)
       })
       const rpc = yield* makeRpcClient(proc)
       yield* rpc.call("initialize", { clientInfo: { name: "agentwire", version: "0.1.0" }, capabilities: { experimentalApi: true } }, P.InitializeResult, { timeout: "30 seconds" })
@@ -204,7 +224,7 @@ export const makeCodexHarness = (settings: CodexSettings): Effect.Effect<Harness
     const launch: CodexLaunch = {
       ...resolved.value,
       overrides: overrides.success,
-      env: childEnv(settings.env),
+      ...launchEnvironment(settings.env, settings.config),
       root,
       observeSpawn: settings.observeSpawn,
       reconnectBudget: settings.reconnectBudget ?? ReconnectBudget

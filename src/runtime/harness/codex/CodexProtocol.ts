@@ -111,6 +111,36 @@ export const WebSearchItem = Schema.Struct({
 export const ToolItem = Schema.Union([CommandExecutionItem, FileChangeItem, McpToolCallItem, DynamicToolCallItem, WebSearchItem])
 export type ToolItem = typeof ToolItem.Type
 export const decodeToolItem = Schema.decodeUnknownOption(ToolItem)
+
+/** A native multi-agent call (`spawnAgent`, `wait`, `sendInput`, …), with the last known state of its targets. */
+export const CollabAgentToolCallItem = Schema.Struct({
+  type: Schema.Literal("collabAgentToolCall"),
+  id: Str,
+  tool: Str,
+  status: Str,
+  senderThreadId: Str,
+  receiverThreadIds: Schema.Array(Str),
+  prompt: NullableStr,
+  model: NullableStr,
+  reasoningEffort: NullableStr,
+  agentsStates: Schema.optionalKey(Schema.Record(Str, Schema.Struct({ status: Str }))),
+  startedAtMs: NullableNum,
+  completedAtMs: NullableNum
+})
+export type CollabAgentToolCallItem = typeof CollabAgentToolCallItem.Type
+export const decodeCollabItem = Schema.decodeUnknownOption(CollabAgentToolCallItem)
+
+/** `turn/started` / `turn/completed` of any thread: a sub-agent's turn names the root turn (`rootTurnId`). */
+export const AnyTurnEvent = Schema.Struct({
+  threadId: Str,
+  turn: Schema.Struct({
+    id: Str,
+    status: Str,
+    rootTurnId: NullableStr,
+    startedAt: NullableNum,
+    completedAt: NullableNum
+  })
+})
 export const decodeAgentMessage = Schema.decodeUnknownOption(AgentMessageItem)
 
 // ---------------------------------------------------------------------------------------------- server requests

@@ -7,7 +7,9 @@
  * What each outcome proves: a steer's `written` runs when the line was flushed, success when the response names
  * the active turn; a JSON-RPC error is a definite rejection, no response within the budget is unknown. Usage
  * is rebased to this Run. Open messages stay open (no synthetic completion); open tool observations close as
- * `incomplete` when the turn ends. Errors are classified from `codexErrorInfo` only (CodexErrors.ts).
+ * `incomplete` when the turn ends. Errors are classified from `codexErrorInfo` only (CodexErrors.ts). With
+ * `observe_subagent_identities`, sub-agent threads and multi-agent calls become `subagent_*` events
+ * (CodexSubagents.ts); without it they are ignored like any other thread.
  */
 import { Deferred, Duration, Effect, Option, type Scope } from "effect"
 import type { PromptRequestPayload } from "../../../proto/Execution.js"
@@ -28,6 +30,7 @@ import { classify, turnErrorPayload } from "./CodexErrors.js"
 import { toolCall, toTokens, totalBefore, toUserInput } from "./CodexItems.js"
 import * as P from "./CodexProtocol.js"
 import { makeLedgers } from "./CodexLedgers.js"
+import { makeSubagents } from "./CodexSubagents.js"
 import type { Incoming, RpcClient } from "./CodexRpc.js"
 import { makeWatchdog, type Watchdog } from "./CodexWatchdog.js"
 
@@ -69,6 +72,7 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
   Effect.gen(function* () {
     const observeMessages = ctx.config.observe_messages === true
     const observeTools = ctx.config.observe_tool_observations === true
+    const observeSubagents = ctx.config.observe_subagent_identities === true
     const settled = yield* Deferred.make<Settlement, SettlementUnconfirmed>()
     let watchdog: Watchdog = { arm: Effect.void, reset: Effect.void, stop: Effect.void }
     const turnIdKnown = yield* Deferred.make<string>()
@@ -120,8 +124,14 @@ export const makeCodexTurn = (ctx: TurnContext): Effect.Effect<CodexTurn> =>
     const ours = (threadId: string, turnId: string) => threadId === ctx.threadId && state.turnId === turnId
     const ledgers = makeLedgers({ rpc: ctx.rpc, emit, ours, nextInteractionId: ctx.nextInteractionId })
 
+    const subagents = observeSubagents
+      ? makeSubagents({ threadId: ctx.threadId, turnId: () => state.turnId, emit, observeTools })
+      : undefined
+
     const onNotification = (method: string, params: unknown): Effect.Effect<boolean> =>
       Effect.gen(function* () {
+        // Sub-agents first: their turns and items carry other thread ids, multi-agent calls are root items.
+        if (subagents !== undefined && !state.ended && (yield* subagents.handle(method, params))) return true
         switch (method) {
           case "turn/started": {
             const p = P.decode(P.TurnCompleted)(params)

@@ -1,11 +1,19 @@
 /**
  * Codex engine error classification (reference harnesses.md §4.1): structured `codexErrorInfo` only, never
- * prose; unknown or malformed values stay unclassified. Also the launch-override rules (no secret on argv).
+ * prose; unknown or malformed values stay unclassified. Also the launch-override rules (no secret on argv) and
+ * the launch environment (provider keys held `Redacted` until the spawn).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Duration, Effect, Exit, Redacted } from "effect"
+import { inspect } from "node:util"
 import { classify, turnErrorPayload } from "../../../../src/runtime/harness/codex/CodexErrors.js"
-import { CodexConfigInvalid, overridesFor, versionAtLeast } from "../../../../src/runtime/harness/codex/CodexHarness.js"
+import { processEnv } from "../../../../src/runtime/harness/codex/CodexExecutor.js"
+import {
+  CodexConfigInvalid,
+  launchEnvironment,
+  overridesFor,
+  versionAtLeast
+} from "../../../../src/runtime/harness/codex/CodexHarness.js"
 
 describe("CodexErrors", () => {
   it("maps every codexErrorInfo variant of the table", () => {
@@ -68,6 +76,22 @@ describe("CodexHarness launch overrides", () => {
       assert.notInclude(JSON.stringify(exit), "sk-live-123")
       assert.isTrue(Exit.isFailure(yield* Effect.exit(overridesFor(["no-equals-sign"]))))
     }))
+
+  it("holds each provider key Redacted apart from the launch environment and unwraps it only for the child", () => {
+    const key = "sk-held-redacted-42"
+    const launch = launchEnvironment(
+      { PATH: "/bin", MY_KEY: key, AGENTWIRE_CREDENTIAL: "aw-cred", UNSET: undefined },
+      [`model_providers.p.env_key="MY_KEY"`, `model="m"`]
+    )
+    assert.deepStrictEqual(launch.env, { PATH: "/bin" })
+    assert.deepStrictEqual(Object.keys(launch.secrets), ["MY_KEY"])
+    assert.isTrue(Redacted.isRedacted(launch.secrets["MY_KEY"]))
+    for (const shown of [JSON.stringify(launch), String(launch.secrets["MY_KEY"]), inspect(launch, { depth: 5 })]) {
+      assert.notInclude(shown, key)
+    }
+    const child = processEnv({ command: "codex", prefix: [], overrides: [], root: "/p", reconnectBudget: Duration.seconds(30), ...launch }, "/p/home")
+    assert.deepStrictEqual(child, { PATH: "/bin", MY_KEY: key, CODEX_HOME: "/p/home" })
+  })
 
   it("compares versions numerically", () => {
     assert.isTrue(versionAtLeast("0.171.0", "0.171.0"))

@@ -1,6 +1,6 @@
 /**
  * The dev Core's `codex` engine profile against the Codex adapter's declaration: a default dev Core Session
- * (Environment none, multi-agent disabled) and one with function tools are admitted; every public feature the
+ * (Environment none, multi-agent disabled), one with function tools and one with multi-agent are admitted; every public feature the
  * declaration does not support is refused by the engine profile or the declaration, never guessed.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -30,10 +30,17 @@ describe("codex engine profile", () => {
     assert.isTrue(Result.isSuccess(admit(input({ function_tools: tools }), declaration)))
   })
 
+  it("admits multi-agent (sub-agent observations are declared and qualified)", () => {
+    assert.isTrue(Result.isSuccess(admit(input({ multi_agent: { enabled: true } }), declaration)))
+    const undeclared = Option.some({
+      kinds: new Map([["codex", { kind: "codex", available: true, version: "0.171.0", capabilities: { ...codexCapabilities, subagent_observations: false } }]])
+    })
+    assert.isTrue(Result.isFailure(admit(input({ multi_agent: { enabled: true } }), undeclared)))
+  })
+
   it("refuses what the declaration does not support", () => {
     for (const configuration of [
       { text_verbosity: "high" as const },
-      { multi_agent: { enabled: true } },
       { output_format: { type: "json_schema" as const, name: "x", schema: {} } },
       { disable_programmatic_tool_calling: true }
     ]) {
