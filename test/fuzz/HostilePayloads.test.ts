@@ -7,11 +7,13 @@
  *
  * - daemon: a refused request of a family with a defined refusal gets that refusal with the frame's id
  *   (`preparation_status`, `prompt_steer_ack`, `error` + `done`, `runtime_prepare_result`,
- *   `workspace_*_result`); anything else gets no reply at all. A frame over 4 MiB closes with 1009.
+ *   `workspace_*_result`); anything else gets no reply at all. A frame over 4 MiB closes with 1009. A refused
+ *   frame leaves nothing behind: no Run, admission or Executor on the status board (the issue's three
+ *   prompt_requests with 10,000-deep agent_options each get error + done and leave no Run active).
  * - Core: a Run frame of an ending family fails exactly its Run's observer with `invalid_run_frame` (a dropped
  *   family's Run goes on to its done); a heartbeat closes the connection
  *   with 1008 `invalid_heartbeat`; anything else is dropped and the connection stays. A frame over 4 MiB
- *   closes with 1009.
+ *   closes with 1009. A binary frame is refused even when it holds a valid envelope (over the real socket).
  *
  * Valid messages come from Effect's own `Arbitrary.schema` (decision T1), seeded per type; the hostile part
  * (nesting shape, depth, position, value count) from a seeded generator. Timers run on TestClock.
@@ -122,7 +124,7 @@ const startDaemon = (apiBase: string) =>
   Effect.gen(function*() {
     const id = Ids.unsafeMake.deviceId("dev-fuzz")
     const board = yield* StatusBoard.make({ daemonVersion: "0.1.0", wireVersion: "0.10.0", pid: 1, deviceId: id, coreUrl: apiBase })
-    return yield* Daemon.run({ deviceId: id, coreOrigin: apiBase }).pipe(
+    const fiber = yield* Daemon.run({ deviceId: id, coreOrigin: apiBase }).pipe(
       Effect.provide(
         Connector.layer({ apiBase, deviceId: id, credential: Redacted.make("cred-FUZZ"), userAgent: "agentwire/fuzz", transport: { livenessTimeout: false } })
       ),
@@ -131,7 +133,13 @@ const startDaemon = (apiBase: string) =>
       Effect.provideService(Random.Random, { nextDoubleUnsafe: () => 0.5, nextIntUnsafe: () => 0 }),
       Effect.forkChild
     )
+    return { daemon: fiber, board }
   })
+
+/** What a refused frame must not leave behind: no Run, admission or Executor on the daemon's status board. */
+const leftBehind = (board: StatusBoard["Service"]) =>
+  Effect.map(board.snapshot, (s) => ({ active_runs: s.active_runs, runs: s.runs, admissions: s.admissions, executors: s.executors }))
+const nothingLeft = { active_runs: 0, runs: [], admissions: [], executors: [] }
 
 let probes = 0
 /** Sends a valid workspace_read (always answered: R8) and returns every non-heartbeat frame up to its answer. */
@@ -151,7 +159,7 @@ describe("fuzz: hostile payloads to the daemon over loopback", () => {
   it.effect("every Core → Runtime type, deep and oversized: no crash, no hang, the documented refusal or none", () =>
     Effect.gen(function*() {
       const core = yield* FakeCore.make
-      const daemon = yield* startDaemon(core.apiBase)
+      const { board, daemon } = yield* startDaemon(core.apiBase)
       const connection = yield* core.nextConnection
       assert.strictEqual((yield* connection.received).type, "heartbeat")
       const samples = yield* samplesOf(Messages.coreToRuntime)
@@ -175,12 +183,42 @@ describe("fuzz: hostile payloads to the daemon over loopback", () => {
           assert.isUndefined(daemon.pollUnsafe(), `${context}: the daemon stopped`)
         }
       }
+      // Every refused frame left nothing behind.
+      assert.deepStrictEqual(yield* leftBehind(board), nothingLeft)
       // A frame over 4 MiB: the connection closes with 1009, the daemon keeps running (and reconnects).
       yield* connection.send(withHole(samples[0]![1], JSON.stringify("x".repeat(Limits.MaxFrameBytes)), 0))
       assert.strictEqual((yield* connection.closed).code, 1009)
       assert.isUndefined(daemon.pollUnsafe())
       yield* Fiber.interrupt(daemon)
     }), 90_000)
+
+  it.effect("three prompt_requests with 10,000-deep agent_options: each answered error then done, no Run left active", () =>
+    Effect.gen(function*() {
+      const core = yield* FakeCore.make
+      const { board, daemon } = yield* startDaemon(core.apiBase)
+      const connection = yield* core.nextConnection
+      assert.strictEqual((yield* connection.received).type, "heartbeat")
+      const ids = ["run-deep-1", "run-deep-2", "run-deep-3"]
+      for (const id of ids) {
+        const sample = coreToRuntimeSamples.prompt_request.message
+        const message = { ...sample, id, payload: { ...sample.payload, run_id: id, agent_options: { a: HOLE } } }
+        yield* connection.send(JSON.stringify(message).replace(JSON.stringify(HOLE), nest("mixed", 10_000)))
+      }
+      // Each refusal is error + done on its own id (sent in the background: the probe may overtake them).
+      const replies: Array<Messages.RuntimeToCore> = []
+      for (let probe = 0; probe < 8 && replies.length < 2 * ids.length; probe++) replies.push(...(yield* probeDaemon(connection)))
+      for (const id of ids) {
+        const own = replies.filter((r) => "id" in r && r.id === id)
+        assert.deepStrictEqual(own.map((r) => [r.type, "payload" in r ? r.payload : undefined]), [
+          ["error", { error: "invalid prompt_request" }],
+          ["done", { content: "" }]
+        ], id)
+      }
+      assert.strictEqual(replies.length, 2 * ids.length)
+      assert.deepStrictEqual(yield* leftBehind(board), nothingLeft)
+      assert.isUndefined(daemon.pollUnsafe())
+      yield* Fiber.interrupt(daemon)
+    }), 30_000)
 })
 
 // ---------------------------------------------------------------------------------------------- Core
@@ -268,6 +306,14 @@ describe("fuzz: hostile payloads to Core over loopback", () => {
       yield* Effect.scoped(Effect.gen(function*() {
         const { runtime, session } = yield* connectCore
         yield* probeCore(runtime, session as never)
+        // A binary WebSocket frame is refused even when its bytes are a valid envelope (one envelope per text
+        // frame): this heartbeat's new declaration is never taken, and the connection stays.
+        const encoded = Messages.encodeMessage(heartbeat([kind("claude_code")]))
+        assert.isTrue(encoded._tag === "Success")
+        yield* runtime.sendBinary(new TextEncoder().encode(encoded._tag === "Success" ? encoded.success : ""))
+        yield* probeCore(runtime, session as never)
+        const declared = Option.getOrThrow(yield* session.declaration)
+        assert.deepStrictEqual([...declared.kinds.keys()], ["codex"])
       }))
       // A 100,000-deep bootstrap body gets its 400 and nothing else happens.
       const { baseUrl } = yield* GatewayServer

@@ -21,9 +21,16 @@ export interface Proc {
   readonly exited: Promise<number | null>
 }
 
-/** Spawns `node dist/agentwire.mjs …args` and collects its output. */
-export const run = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}): Proc => {
-  const child = spawn(process.execPath, [binary, ...args], {
+/**
+ * Spawns `node dist/agentwire.mjs …args` and collects its output. With `nofile`, the process runs with that
+ * limit on open file descriptors (soft and hard; set by `sh`'s `ulimit -n`, which then execs node, so the child
+ * is the node process itself).
+ */
+export const run = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv = {}, options: { readonly nofile?: number } = {}): Proc => {
+  const command = options.nofile === undefined
+    ? [process.execPath, binary, ...args]
+    : ["sh", "-c", `ulimit -n ${options.nofile} && exec "$0" "$@"`, process.execPath, binary, ...args]
+  const child = spawn(command[0]!, command.slice(1), {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...env }
   })
@@ -101,10 +108,13 @@ export const startCore = async (
     readonly heartbeatSeconds?: number | null
     /** How long to wait for the URL (default 20 s). */
     readonly listenWithinMs?: number
+    /** A limit on Core's open file descriptors (`ulimit -n`). */
+    readonly nofile?: number
   } = {}
 ): Promise<CoreProc> => {
   const heartbeat = extra.heartbeatSeconds === null ? [] : ["--heartbeat-seconds", String(extra.heartbeatSeconds ?? 1)]
-  const proc = run(["core", "--port", String(port), "--data-dir", dataDir, ...heartbeat, ...(extra.args ?? [])], extra.env)
+  const args = ["core", "--port", String(port), "--data-dir", dataDir, ...heartbeat, ...(extra.args ?? [])]
+  const proc = run(args, extra.env, extra.nofile === undefined ? {} : { nofile: extra.nofile })
   const lines = await eventually(() => {
     const all = proc.stdout.split("\n")
     return all.length > 2 ? all : undefined

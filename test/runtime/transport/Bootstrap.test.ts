@@ -1,6 +1,6 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Redacted } from "effect"
+import { Duration, Effect, Fiber, Logger, Redacted, References } from "effect"
 import { TestClock } from "effect/testing"
 import { Ids } from "../../../src/proto/index.js"
 import { bootstrap, MaxBootstrapResponseBytes, sanitizeWsUrl } from "../../../src/runtime/transport/Bootstrap.js"
@@ -50,8 +50,14 @@ describe("Bootstrap", () => {
       assert.strictEqual(second.protocolVersion, undefined)
     }))
 
-  it.effect("clamps heartbeat_seconds to [1 s, 300 s]: 1 ms becomes 1 s, a day becomes 5 minutes", () =>
-    Effect.gen(function* () {
+  it.effect("clamps heartbeat_seconds to [1 s, 300 s] and logs each clamp: 1 ms becomes 1 s, a day becomes 5 minutes", () => {
+    const clamps: Array<unknown> = []
+    const logger = Logger.make((options) => {
+      if (String(options.message).includes("clamped")) {
+        clamps.push(options.fiber.getRef(References.CurrentLogAnnotations))
+      }
+    })
+    return Effect.gen(function* () {
       const core = yield* FakeCore.make
       yield* core.scriptBootstrap(
         { _tag: "default", heartbeat_seconds: 0.001 },
@@ -63,7 +69,13 @@ describe("Bootstrap", () => {
       assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(300))
       assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(1))
       assert.deepStrictEqual((yield* run(core.apiBase)).heartbeatInterval, Duration.seconds(300))
-    }))
+      // Only the two values outside the range were clamped, each with one log line naming both values.
+      assert.deepStrictEqual(clamps, [
+        { heartbeat_seconds: 0.001, used_seconds: 1 },
+        { heartbeat_seconds: 86_400, used_seconds: 300 }
+      ])
+    }).pipe(Effect.provide(Logger.layer([logger])))
+  })
 
   it.effect("401 and 403 are permanent rejections carrying Core's error code", () =>
     Effect.gen(function* () {
