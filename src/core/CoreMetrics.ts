@@ -99,8 +99,9 @@ export const frameUnsafe = (context: Context.Context<never>, direction: "in" | "
 
 export const heartbeatUnsafe = (context: Context.Context<never>): void => heartbeats.updateUnsafe(1, context)
 
-/** Counts one inbound frame of `bytes` that failed to decode (`reason`: the invalid-frame code). */
-export const invalidFrameUnsafe = (context: Context.Context<never>, bytes: number, reason: string): void => {
-  frameUnsafe(context, "in", bytes)
+/**
+ * Counts one decode failure (`reason`: the invalid-frame code). The frame itself is counted once, by
+ * `frameUnsafe`, where it was read, whether or not it decodes.
+ */
+export const decodeFailureUnsafe = (context: Context.Context<never>, reason: string): void =>
   Metric.withAttributes(decodeFailures, { reason }).updateUnsafe(1, context)
-}

@@ -34,7 +34,7 @@ const handlers: Handlers = {
 }
 
 const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Effect<void> => {
-  CoreMetrics.invalidFrameUnsafe(state.metricContext, error.bytes, error.code)
+  CoreMetrics.decodeFailureUnsafe(state.metricContext, error.code)
   if (state.tapQueue !== undefined) {
     state.tapFrame({
       direction: "runtime→core",
@@ -68,8 +68,9 @@ const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Ef
 export const handleFrame = (state: SessionState, frame: string | Uint8Array): Effect.Effect<void> | undefined => {
   // One envelope per text frame: a binary frame is refused as the daemon refuses it.
   const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
+  // Every frame read is counted once here; one that fails to decode also counts as a decode failure.
+  CoreMetrics.frameUnsafe(state.metricContext, "in", Result.isFailure(raw) ? raw.failure.bytes : raw.success.bytes)
   if (Result.isFailure(raw)) return onInvalid(state, raw.failure)
-  CoreMetrics.frameUnsafe(state.metricContext, "in", raw.success.bytes)
   const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
   if (Result.isFailure(decoded)) return onInvalid(state, decoded.failure)
   const message = decoded.success
@@ -155,6 +156,8 @@ export const listen = (state: SessionState, fork: (effect: Effect.Effect<void>) 
   state.transport.listen({
     onFrame: (frame) => onFrame(state, frame),
     onEnd: (error) => {
+      // A frame over 4 MiB is refused by the transport, unread: it still counts as a decode failure.
+      if (error.reason === "frame_too_large") CoreMetrics.decodeFailureUnsafe(state.metricContext, "frame_too_large")
       if (state.terminate("disconnected")) {
         fork(Effect.logInfo("connection ended").pipe(Effect.annotateLogs({ cause: describeEnd(error) })))
       }

@@ -93,6 +93,10 @@ export const framesUnsafe = (context: Context.Context<never>, direction: "in" | 
   }
 }
 
+/** Counts one decode failure by its invalid-frame code (`frame_too_large`: refused unread by the socket). */
+export const decodeFailureUnsafe = (context: Context.Context<never>, reason: string): void =>
+  Metric.withAttributes(decodeFailures, { reason }).updateUnsafe(1, context)
+
 /** Counts one received frame (decoded or not) and, for an invalid one, its decode failure by code. */
 export const inboundUnsafe = (
   context: Context.Context<never>,
@@ -100,5 +104,5 @@ export const inboundUnsafe = (
 ): void => {
   if (item._tag === "Message") return frameUnsafe(context, "in", item.bytes)
   frameUnsafe(context, "in", item.error.bytes)
-  Metric.withAttributes(decodeFailures, { reason: item.error.code }).updateUnsafe(1, context)
+  decodeFailureUnsafe(context, item.error.code)
 }

@@ -4,7 +4,10 @@
  * a steer, usage, done) must produce ONE connected trace across both processes — Core's `Turn` span, its
  * phases, the daemon's handler spans as children of the phase that sent the frame, and the Harness calls below
  * those — and no span or resource attribute may carry the device credential, the operator token, the prompt
- * text or the Session's `agent_options`. `/metrics` (Core, with the token, and the separate no-token listener)
+ * text or the Session's `agent_options`. The Turn span's parent is the operator request (`Turns.start` below the
+ * HTTP server span); a second, cancelled Turn puts `Turn.cancel` → `Runtime.prompt_cancel` → `Harness.cancel` in
+ * its trace and moves the cancel counters; a third, whose preparation fails, moves the admission counters by
+ * outcome and code. `/metrics` (Core, with the token, and the separate no-token listener)
  * and `agentwire status --metrics` (daemon) are parsed with a strict Prometheus text parser, and the counters
  * must move as the Turn runs. Real processes and sockets: every wait is for an event, bounded by the timeout.
  */
@@ -141,6 +144,10 @@ describe("observability (issue #22)", () => {
       const have = new Set(trace.map((s) => `${s.service}/${s.name}`))
       const wanted = [
         ...names.map((n) => `agentwire-core/${n}`),
+        "agentwire-core/POST",
+        "agentwire-core/Turns.start",
+        "agentwire-core/Delivery.deliverPrepared",
+        "agentwire-core/Turn.steer",
         "agentwire-daemon/Runtime.execution_prepare",
         "agentwire-daemon/Runtime.execution_start",
         "agentwire-daemon/Runtime.prompt_steer",
@@ -157,10 +164,22 @@ describe("observability (issue #22)", () => {
       assert.strictEqual(found.length, 1, `${service}/${name}`)
       return found[0]!
     }
-    // Core's phases are children of the Turn span.
-    for (const name of names.slice(1)) {
-      assert.include(ancestors(one("agentwire-core", name), byId).map((s) => s.spanId), turn.root.spanId, name)
+    // The Turn span continues the operator request that started it: Turns.start below the HTTP server span.
+    const request = ancestors(turn.root, byId)
+    assert.deepStrictEqual(request.map((s) => s.name), ["Turns.start", "POST"])
+    assert.strictEqual(request[1]!.attributes["http.route"], "/api/v1/operator/sessions/:session_id/turns")
+    assert.isUndefined(request[1]!.parentSpanId)
+    // Delivery is a child of the Turn; preparation, start and events are phases of the delivery.
+    const delivery = one("agentwire-core", "Delivery.deliverPrepared")
+    assert.strictEqual(delivery.parentSpanId, turn.root.spanId)
+    for (const name of ["Turn.prepare", "Turn.start", "Turn.events"]) {
+      assert.strictEqual(one("agentwire-core", name).parentSpanId, delivery.spanId, name)
     }
+    assert.strictEqual(one("agentwire-core", "Turn.settle").parentSpanId, turn.root.spanId)
+    // The steer (its own operator request) runs below the Turn's span, so the daemon's handler joins the trace.
+    const steer = one("agentwire-core", "Turn.steer")
+    assert.strictEqual(steer.parentSpanId, turn.root.spanId)
+    assert.include(ancestors(one("agentwire-daemon", "Runtime.prompt_steer"), byId).map((s) => s.spanId), steer.spanId)
     // The daemon's handler spans continue the phase that sent their frame (through the frame's traceparent).
     assert.strictEqual(one("agentwire-daemon", "Runtime.execution_prepare").parentSpanId, one("agentwire-core", "Turn.prepare").spanId)
     assert.strictEqual(one("agentwire-daemon", "Runtime.execution_start").parentSpanId, one("agentwire-core", "Turn.start").spanId)
@@ -207,7 +226,9 @@ describe("observability (issue #22)", () => {
     assert.strictEqual(delta("agentwire_core_runs_finished_total", { status: "completed" }), 1)
     assert.strictEqual(valueOf(after, "agentwire_core_runs_active"), 0)
     assert.strictEqual(delta("agentwire_core_admissions_total", { outcome: "ready", code: "none" }), 1)
+    assert.strictEqual(delta("agentwire_core_input_receipts_total", { phase: "written", outcome: "accepted" }), 1)
     assert.strictEqual(delta("agentwire_core_input_receipts_total", { phase: "applied", outcome: "accepted" }), 1)
+    assert.strictEqual(delta("agentwire_core_input_receipts_total"), 2)
     assert.isAbove(delta("agentwire_core_frames_total", { direction: "in" }), 4)
     assert.isAbove(delta("agentwire_core_frame_bytes_total", { direction: "out" }), 100)
     assert.isAbove(delta("agentwire_core_journal_batch_size_count"), 0)
@@ -237,7 +258,9 @@ describe("observability (issue #22)", () => {
     assert.strictEqual(delta("agentwire_daemon_runs_finished_total", { status: "completed" }), 1)
     assert.strictEqual(valueOf(after, "agentwire_daemon_runs_active"), 0)
     assert.strictEqual(delta("agentwire_daemon_admissions_total", { outcome: "ready", code: "none" }), 1)
+    assert.strictEqual(delta("agentwire_daemon_input_receipts_total", { phase: "written", outcome: "accepted" }), 1)
     assert.strictEqual(delta("agentwire_daemon_input_receipts_total", { phase: "applied", outcome: "accepted" }), 1)
+    assert.strictEqual(delta("agentwire_daemon_input_receipts_total"), 2)
     assert.isAbove(delta("agentwire_daemon_frames_total", { direction: "out" }), 4)
     assert.isAbove(sumOf(after, "agentwire_daemon_heartbeats_total"), 0)
     assert.strictEqual(valueOf(after, "agentwire_daemon_connection_state", { state: "connected" }), 1)
@@ -254,4 +277,95 @@ describe("observability (issue #22)", () => {
       return names.has("agentwire_core_runs_started_total") && names.has("agentwire_daemon_runs_started_total") ? true : undefined
     }, 10_000, "OTLP metrics from both processes")
   })
+  it("a cancelled Turn: Turn.cancel → Runtime.prompt_cancel → Harness.cancel in the Turn's trace, cancel outcomes counted", async () => {
+    const before = { core: await scrapeCore(), daemon: await scrapeDaemon() }
+    const session = await api.post("/sessions", { agent_kind: "scripted" })
+    assert.strictEqual(session.status, 201, JSON.stringify(session.body))
+    const started = await api.post(`/sessions/${session.body.session_id}/turns`, {
+      input: [{ content: [{ type: "input_text", text: JSON.stringify({ script: [{ delta: `x ${PromptMarker}` }, { hang: true }] }) }] }]
+    })
+    assert.strictEqual(started.status, 202, JSON.stringify(started.body))
+    const id: string = started.body.turn_id
+    let cancel: { status: number; body: any } | undefined
+    const events = await readSse(core.url, token, id, async (event) => {
+      if (cancel === undefined && event.event === "frame" && JSON.parse(event.data).type === "delta") {
+        cancel = await api.post(`/turns/${id}/cancel`, {})
+      }
+    })
+    assert.strictEqual(cancel?.status, 200)
+    assert.strictEqual(cancel?.body.status, "cancelled", JSON.stringify(cancel?.body))
+    assert.strictEqual(JSON.parse(events[events.length - 1]!.data).outcome.status, "cancelled")
+
+    const tree = await eventually(() => {
+      const spans = receiver.spans()
+      const root = spans.find((s) => s.name === "Turn" && s.attributes["agentwire.turn_id"] === id)
+      if (root === undefined) return undefined
+      const trace = spans.filter((s) => s.traceId === root.traceId)
+      const names = new Set(trace.map((s) => `${s.service}/${s.name}`))
+      const wanted = ["agentwire-core/Turn.cancel", "agentwire-core/Turn.settle", "agentwire-daemon/Runtime.prompt_cancel", "agentwire-daemon/Harness.cancel"]
+      return wanted.every((w) => names.has(w)) ? { root, trace } : undefined
+    }, 20_000, "the cancelled Turn's trace")
+    const byId = new Map(tree.trace.map((s) => [s.spanId, s]))
+    const named = (service: string, name: string) => {
+      const found = tree.trace.filter((s) => s.service === service && s.name === name)
+      assert.strictEqual(found.length, 1, `${service}/${name}`)
+      return found[0]!
+    }
+    const turnCancel = named("agentwire-core", "Turn.cancel")
+    assert.strictEqual(turnCancel.parentSpanId, tree.root.spanId)
+    const handler = named("agentwire-daemon", "Runtime.prompt_cancel")
+    assert.include(ancestors(handler, byId).map((s) => s.spanId), turnCancel.spanId)
+    const native = named("agentwire-daemon", "Harness.cancel")
+    assert.include(ancestors(native, byId).map((s) => s.spanId), handler.spanId)
+    assert.strictEqual(native.attributes["agentwire.wire.type"], "prompt_cancel")
+    assert.strictEqual(native.attributes["agentwire.harness.operation"], "cancel")
+    assert.strictEqual(named("agentwire-core", "Turn.settle").attributes["agentwire.status"], "cancelled")
+    for (const span of tree.trace) {
+      for (const value of attributeStrings(span)) assert.notInclude(value, PromptMarker, span.name)
+    }
+
+    const after = { core: await scrapeCore(), daemon: await scrapeDaemon() }
+    const delta = (side: "core" | "daemon", name: string, labels: Record<string, string> = {}) =>
+      sumOf(after[side], name, labels) - sumOf(before[side], name, labels)
+    assert.strictEqual(delta("core", "agentwire_core_cancels_total", { outcome: "applied" }), 1)
+    assert.strictEqual(delta("core", "agentwire_core_cancels_total"), 1)
+    assert.strictEqual(delta("core", "agentwire_core_runs_finished_total", { status: "cancelled" }), 1)
+    assert.strictEqual(valueOf(after.core, "agentwire_core_runs_active"), 0)
+    assert.strictEqual(delta("daemon", "agentwire_daemon_cancels_total", { outcome: "applied" }), 1)
+    assert.strictEqual(delta("daemon", "agentwire_daemon_cancels_total"), 1)
+    assert.strictEqual(delta("daemon", "agentwire_daemon_runs_finished_total", { status: "cancelled" }), 1)
+    assert.strictEqual(valueOf(after.daemon, "agentwire_daemon_runs_active"), 0)
+  }, 60_000)
+
+  it("a failed preparation is counted by outcome and code on both sides", async () => {
+    const before = { core: await scrapeCore(), daemon: await scrapeDaemon() }
+    const session = await api.post("/sessions", {
+      agent_kind: "scripted",
+      configuration: { agent_options: { scripted: { prepare: "fail" } } }
+    })
+    assert.strictEqual(session.status, 201, JSON.stringify(session.body))
+    const started = await api.post(`/sessions/${session.body.session_id}/turns`, { input: [{ content: [{ type: "input_text", text: "hi" }] }] })
+    assert.strictEqual(started.status, 202, JSON.stringify(started.body))
+    const events = await readSse(core.url, token, started.body.turn_id, async () => {})
+    const outcome = JSON.parse(events[events.length - 1]!.data).outcome
+    assert.strictEqual(outcome.status, "failed")
+    assert.strictEqual(outcome.preparation_error_code, "preparation_failed")
+    const after = { core: await scrapeCore(), daemon: await scrapeDaemon() }
+    for (const side of ["core", "daemon"] as const) {
+      const delta = (name: string, labels: Record<string, string> = {}) => sumOf(after[side], name, labels) - sumOf(before[side], name, labels)
+      assert.strictEqual(delta(`agentwire_${side}_admissions_total`, { outcome: "failed", code: "preparation_failed" }), 1, side)
+      assert.strictEqual(delta(`agentwire_${side}_admissions_total`), 1, side)
+      assert.strictEqual(delta(`agentwire_${side}_runs_started_total`), 0, side)
+    }
+  }, 60_000)
+  it("both processes report their event-loop delay (quantiles 0.5, 0.99, 1) once a 5 s window ended", async () => {
+    for (const [side, scrape] of [["core", scrapeCore], ["daemon", scrapeDaemon]] as const) {
+      const samples = await eventually(async () => {
+        const found = (await scrape()).families.get(`agentwire_${side}_event_loop_delay_seconds`)
+        return found !== undefined && found.samples.length === 3 ? found.samples : undefined
+      }, 20_000, `${side} event-loop delay`)
+      assert.deepStrictEqual(samples.map((s) => s.labels.quantile).sort(), ["0.5", "0.99", "1"])
+      for (const sample of samples) assert.isTrue(Number.isFinite(sample.value) && sample.value >= 0, side)
+    }
+  }, 60_000)
 })

@@ -4,7 +4,8 @@
  * (reads, TestClock advances), and the per-connection modules touch the board where their state moves.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { Effect, Exit, Fiber, Metric, Scope, Stream } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSignals.js"
 import { TestClock } from "effect/testing"
 import { type ConnectionStatus, StatusBoard } from "../../src/runtime/StatusBoard.js"
@@ -24,6 +25,7 @@ import {
   startFrame,
   until
 } from "../support/runtimeTestWire.js"
+import { parsePrometheusText, valueOf } from "../support/prometheusText.js"
 
 const makeBoard = StatusBoard.make({ daemonVersion: "t", wireVersion: "0.10.0", pid: 1, deviceId: "device-1", coreUrl: "http://core" })
 
@@ -203,4 +205,28 @@ describe("StatusBoard changes from a connection", () => {
       same((yield* board.snapshot).unconfirmed, [])
       same((yield* board.snapshot).executors, [])
     }).pipe(Effect.provide(processLayer())))
+  it.effect("the metrics follow the board: cleanups_unconfirmed while a close is retried, connection_state 1 for the current state (issue #22)", () =>
+    Effect.gen(function* () {
+      const board = yield* StatusBoard
+      const gauge = (name: string, labels: Record<string, string> = {}) =>
+        Effect.map(PrometheusMetrics.format(), (text) => valueOf(parsePrometheusText(text), name, labels))
+      yield* board.setConnection(connected)
+      assert.strictEqual(yield* gauge("agentwire_daemon_connection_state", { state: "connected" }), 1)
+      for (const other of ["starting", "connecting", "backoff", "stopped"]) {
+        assert.strictEqual(yield* gauge("agentwire_daemon_connection_state", { state: other }), 0, other)
+      }
+      const { core } = yield* connect()
+      yield* core.toRuntime(promptFrame("run-1", script([{ close_fails: 2 }, { delta: "x" }])))
+      yield* until(core, "done")
+      yield* adjust(0)
+      assert.strictEqual(yield* gauge("agentwire_daemon_cleanups_unconfirmed"), 1)
+      yield* adjust(500) // second failed attempt: still one resource unconfirmed
+      assert.strictEqual(yield* gauge("agentwire_daemon_cleanups_unconfirmed"), 1)
+      yield* adjust(750) // confirmed
+      same((yield* board.snapshot).unconfirmed, [])
+      assert.strictEqual(yield* gauge("agentwire_daemon_cleanups_unconfirmed"), 0)
+      yield* board.setConnection({ ...connected, state: "backoff" })
+      assert.strictEqual(yield* gauge("agentwire_daemon_connection_state", { state: "connected" }), 0)
+      assert.strictEqual(yield* gauge("agentwire_daemon_connection_state", { state: "backoff" }), 1)
+    }).pipe(Effect.provide(processLayer()), Effect.provideService(Metric.MetricRegistry, new Map())))
 })

@@ -113,6 +113,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       heard = true
     },
     onEnd: (end) => {
+      if (end.frameTooLarge === true) RuntimeMetrics.decodeFailureUnsafe(metrics, "frame_too_large")
       endWith(!end.error && end.code !== undefined ? endToClosed(end) : writeFailure ?? endToClosed(end))
       ended.openUnsafe()
     }

@@ -4,7 +4,8 @@
  * events and Deferreds; the only timers are TestClock's.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Option, Result, Scope, Stream } from "effect"
+import { Clock, Context, Effect, Exit, Fiber, Layer, Metric, Option, Result, Scope, Stream } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
 import { DeviceCredentials } from "../../../src/core/DeviceCredentials.js"
 import { ObservationLost } from "../../../src/core/Errors.js"
@@ -12,6 +13,7 @@ import { Gateway, type GatewayEvent } from "../../../src/core/Gateway.js"
 import { GatewayServer } from "../../../src/core/server/GatewayServer.js"
 import { EncodedFrame, Ids, Limits, type Messages } from "../../../src/proto/index.js"
 import { deviceId, dialOk, frames, heartbeat, runId } from "../../support/coreScriptedRuntime.js"
+import { parsePrometheusText, sumOf } from "../../support/prometheusText.js"
 import { collect } from "./helpers.js"
 
 const CREDENTIAL = "awdc_live-credential-0123456789"
@@ -126,7 +128,11 @@ describe("GatewayServer over loopback", () => {
       yield* runtime.sendRaw(`{"type":"heartbeat","payload":{"pad":"${"x".repeat(Limits.MaxFrameBytes)}"}}`)
       assert.strictEqual((yield* runtime.closedByCore).code, 1009)
       assert.deepStrictEqual(yield* session.closed, new ObservationLost({ reason: "disconnected" }))
-    }).pipe(Effect.provide(serverLayer)))
+      // Refused by the server's maxPayload before it is read, and still counted as a decode failure (issue #22).
+      const metrics = parsePrometheusText(yield* PrometheusMetrics.format())
+      assert.strictEqual(sumOf(metrics, "agentwire_core_decode_failures_total", { reason: "frame_too_large" }), 1)
+      assert.strictEqual(sumOf(metrics, "agentwire_core_decode_failures_total"), 1)
+    }).pipe(Effect.provide(serverLayer), Effect.provideService(Metric.MetricRegistry, new Map())))
 
   it.effect("shutting the server down ends every session with gateway_shutdown without waiting for a grace period", () =>
     Effect.gen(function*() {

@@ -3,7 +3,8 @@
  * Timers (handshake budget) run on the TestClock; I/O is synchronized through the fake Core's queues.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Redacted, Result, Scope, Stream } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Metric, Redacted, Result, Scope, Stream } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
 import { InvalidFrame } from "../../../src/proto/Envelope.js"
 import { encodeChunkFrame } from "../../../src/proto/EncodedFrame.js"
@@ -12,6 +13,7 @@ import { ConnectFailed, ConnectRejected } from "../../../src/runtime/transport/C
 import { Connector } from "../../../src/runtime/transport/Connector.js"
 import { TransportClosed } from "../../../src/runtime/transport/Transport.js"
 import { dial, dialUrl } from "../../../src/runtime/transport/WebSocketTransport.js"
+import { parsePrometheusText, sumOf } from "../../support/prometheusText.js"
 import { FakeCore, reply } from "../../support/runtimeFakeCore.js"
 
 const credential = Redacted.make("cred-DIAL-51c9")
@@ -132,7 +134,11 @@ describe("WebSocketTransport.dial", () => {
         yield* Effect.flip(Stream.runDrain(transport.inbound)),
         new TransportClosed({ reason: "read_failed" })
       )
-    }))
+      // Refused unread by the socket's maxPayload, and still counted as a decode failure (issue #22).
+      const metrics = parsePrometheusText(yield* PrometheusMetrics.format())
+      assert.strictEqual(sumOf(metrics, "agentwire_daemon_decode_failures_total", { reason: "frame_too_large" }), 1)
+      assert.strictEqual(sumOf(metrics, "agentwire_daemon_decode_failures_total"), 1)
+    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())))
 
   it.effect("a refused upgrade maps 426/401/403 to ConnectRejected with Core's code, others to ConnectFailed", () =>
     Effect.gen(function* () {

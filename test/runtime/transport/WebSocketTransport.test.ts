@@ -3,7 +3,8 @@
  * when Core closes and when a pong arrives. Real-socket behaviour is in WebSocketDial.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope, Stream } from "effect"
+import { Effect, Exit, Fiber, Metric, Scope, Stream } from "effect"
+import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
 import { InvalidFrame } from "../../../src/proto/Envelope.js"
 import { Ids, Messages } from "../../../src/proto/index.js"
@@ -15,6 +16,7 @@ import {
   fromSocket,
   type TransportOptions
 } from "../../../src/runtime/transport/WebSocketTransport.js"
+import { parsePrometheusText, sumOf } from "../../support/prometheusText.js"
 
 interface Write {
   readonly text: string
@@ -325,6 +327,35 @@ describe("WebSocketTransport.fromSocket", () => {
         error: new InvalidFrame({ code: "not_json", bytes: cancel.length })
       })
     }))
+
+  it.effect("counts frames and bytes each way, and each inbound decode failure by its reason (issue #22 metrics)", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const next = yield* reader(transport.inbound)
+      const scrape = Effect.map(PrometheusMetrics.format(), parsePrometheusText)
+      assert.strictEqual(sumOf(yield* scrape, "agentwire_daemon_decode_failures_total"), 0)
+      const cancel = JSON.stringify({ type: "prompt_cancel", id: "run-9", payload: {} })
+      const frames = [cancel, "{\"type\": nope", JSON.stringify({ type: "prompt_cancel", id: "run-9", payload: { nope: 1 } }), JSON.stringify({ type: "no_such_type" })]
+      for (const frame of frames) fake.frame(frame)
+      fake.binary(new TextEncoder().encode(cancel))
+      for (let i = 0; i < 5; i++) yield* next
+      const sent = yield* Effect.forkChild(transport.send(delta("hello")))
+      yield* Effect.yieldNow
+      fake.writes[0]!.written()
+      yield* Fiber.join(sent)
+      const after = yield* scrape
+      const failures = (labels: Record<string, string>) => sumOf(after, "agentwire_daemon_decode_failures_total", labels)
+      assert.strictEqual(failures({ reason: "not_json" }), 2) // the garbage text and the binary frame
+      assert.strictEqual(failures({ reason: "invalid_payload" }), 1)
+      assert.strictEqual(failures({ reason: "unknown_type" }), 1)
+      assert.strictEqual(failures({}), 4)
+      assert.strictEqual(sumOf(after, "agentwire_daemon_frames_total", { direction: "in" }), 5)
+      const inBytes = frames.reduce((n, f) => n + f.length, 0) + cancel.length
+      assert.strictEqual(sumOf(after, "agentwire_daemon_frame_bytes_total", { direction: "in" }), inBytes)
+      assert.strictEqual(sumOf(after, "agentwire_daemon_frames_total", { direction: "out" }), 1)
+      assert.strictEqual(sumOf(after, "agentwire_daemon_frame_bytes_total", { direction: "out" }), fake.writes[0]!.text.length)
+    }).pipe(Effect.provideService(Metric.MetricRegistry, new Map())))
 
   it.effect("pauses the socket when the inbound buffer is full and resumes once it is drained", () =>
     Effect.gen(function* () {

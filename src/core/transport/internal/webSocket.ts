@@ -86,7 +86,13 @@ class WsTransport implements DeviceTransport {
 
   constructor(private readonly ws: WebSocket, private readonly capacity: number, private readonly maxFrameBytes: number) {
     ws.on("close", (code: number) => this.end(new TransportEnded({ reason: "closed_by_peer", code })))
-    ws.on("error", () => this.end(new TransportEnded({ reason: "read_failed" })))
+    // `ws` enforces the server's `maxPayload` itself: it reports an oversized frame as this error, then closes 1009.
+    ws.on("error", (error: { readonly code?: unknown } | undefined) =>
+      this.end(
+        error?.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH"
+          ? new TransportEnded({ reason: "frame_too_large", code: 1009 })
+          : new TransportEnded({ reason: "read_failed" })
+      ))
     // Nothing is read before `listen`.
     ws.pause()
   }

@@ -10,6 +10,8 @@ export interface FrameSocketEnd {
   readonly code?: number
   /** True when the connection failed (socket error, protocol violation, abnormal closure) rather than closed. */
   readonly error: boolean
+  /** True when it failed because the peer sent a frame over the socket's maximum size (refused unread). */
+  readonly frameTooLarge?: boolean
 }
 
 export interface FrameListener {

@@ -68,6 +68,7 @@ const adapt = (ws: WebSocket): FrameSocket => {
   let listener: FrameListener | undefined
   let buffered: Array<Buffered> = []
   let failed = false
+  let tooLarge = false
   let ended = false
   const deliver = (event: Buffered) => {
     if (listener === undefined) {
@@ -80,15 +81,17 @@ const adapt = (ws: WebSocket): FrameSocket => {
   }
   ws.on("message", (data, isBinary) => deliver({ _tag: "frame", data: toBytes(data), isBinary }))
   ws.on("pong", () => deliver({ _tag: "pong" }))
-  ws.on("error", () => {
+  ws.on("error", (error: { readonly code?: unknown }) => {
     failed = true
+    // `ws` enforces `maxPayload` itself: an oversized frame is this error, then a 1009 close.
+    if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") tooLarge = true
   })
   ws.on("close", (code) => {
     if (ended) return
     ended = true
     // 1006: no close frame (abnormal); 1005: a close frame without a code.
     const end: FrameSocketEnd = failed || code === 1006
-      ? { error: true }
+      ? (tooLarge ? { error: true, frameTooLarge: true } : { error: true })
       : code === 1005
       ? { error: false }
       : { code, error: false }
