@@ -28,7 +28,6 @@ import type { EngineFailureCode } from "../../src/proto/ErrorCodes.js"
 import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import type { MessageInput } from "../../src/proto/MessageInput.js"
-import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
 import type {
   Executor,
   HarnessDeclaration,
@@ -38,6 +37,7 @@ import type {
   Turn,
   TurnEvent
 } from "../../src/runtime/harness/Harness.js"
+import { isRunning } from "../support/processAlive.js"
 
 /**
  * The adapter contract as the suite uses it: preparation runs in a Scope (the Runtime's Executor child scope),
@@ -169,17 +169,6 @@ export const nextMatching = <T extends TurnEvent["type"]>(started: Started, type
       if (event.type === type) return event as Extract<TurnEvent, { type: T }>
     }
   })
-
-/** Running: a zombie waiting for a reaper runs nothing and counts as gone. */
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  const state = processStat(pid)?.state
-  return state !== "Z" && state !== "X"
-}
 
 const text = (s: Started) => s.seen.flatMap((e) => (e.type === "delta" ? [e.delta] : [])).join("")
 
@@ -388,9 +377,9 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         const executor = yield* prepared(harness)
         yield* settle(yield* start(executor, fixture.inputs.text))
         const pids = fixture.nativePids(executor)
-        for (const pid of pids) assert.isTrue(alive(pid), `pid ${pid} alive before close`)
+        for (const pid of pids) assert.isTrue(isRunning(pid), `pid ${pid} alive before close`)
         yield* Effect.orDie(executor.close)
-        for (const pid of pids) assert.isFalse(alive(pid), `pid ${pid} gone after close`)
+        for (const pid of pids) assert.isFalse(isRunning(pid), `pid ${pid} gone after close`)
         yield* Effect.orDie(executor.close)
         const exit = yield* Effect.exit(executor.startTurn(nextRunId(), fixture.inputs.text, { emit: () => Effect.void }))
         assert.isTrue(Exit.isFailure(exit), "a closed Executor starts no Turn")
@@ -413,7 +402,7 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         yield* Scope.close(scope, Exit.void)
         const spawned = (yield* fixture.spawnedPids).filter((pid) => !before.has(pid))
         if (fixture.nature === "real") assert.isTrue(spawned.length > 0, "the preparation was interrupted after a spawn")
-        for (const pid of spawned) assert.isFalse(alive(pid), `pid ${pid} gone after the interrupted preparation`)
+        for (const pid of spawned) assert.isFalse(isRunning(pid), `pid ${pid} gone after the interrupted preparation`)
       }))
   })
 }

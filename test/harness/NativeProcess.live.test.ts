@@ -7,17 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Queue, Scope } from "effect"
 import { LineTooLong, spawn } from "../../src/runtime/harness/process/NativeProcess.js"
 import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
+import { isRunning } from "../support/processAlive.js"
 
-/** Running (a zombie waiting for a reaper runs nothing and counts as gone). */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  const state = processStat(pid)?.state
-  return state !== "Z" && state !== "X"
-}
 const sh = (script: string) => ({ command: "/bin/sh", args: ["-c", script], cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, grace: "300 millis" as const })
 
 describe("NativeProcess", () => {
@@ -29,7 +20,7 @@ describe("NativeProcess", () => {
       assert.strictEqual(yield* Effect.orDie(Queue.take(proc.lines)), "got one")
       assert.strictEqual(yield* Effect.orDie(Queue.take(proc.lines)), "got two")
       const exit = yield* proc.terminate
-      assert.isFalse(alive(proc.pid))
+      assert.isFalse(isRunning(proc.pid))
       assert.isTrue(exit.code !== undefined)
     }))
 
@@ -49,18 +40,18 @@ describe("NativeProcess", () => {
       assert.isAtMost(tail.length, 4096, "the kept stderr is bounded")
       assert.isTrue(tail.endsWith("tail-of-stderr"))
       yield* proc.terminate
-      assert.isFalse(alive(proc.pid))
+      assert.isFalse(isRunning(proc.pid))
     }))
 
   it.live("kills a process that ignores SIGTERM after the grace period, with its descendants", () =>
     Effect.gen(function* () {
       const proc = yield* spawn(sh("trap '' TERM; sleep 30 & echo $!; wait"))
       const child = Number(yield* Effect.orDie(Queue.take(proc.lines)))
-      assert.isTrue(alive(child))
+      assert.isTrue(isRunning(child))
       const exit = yield* proc.terminate
       assert.strictEqual(exit.signal, "SIGKILL")
-      assert.isFalse(alive(proc.pid))
-      assert.isFalse(alive(child), "the grandchild in the same group is gone too")
+      assert.isFalse(isRunning(proc.pid))
+      assert.isFalse(isRunning(child), "the grandchild in the same group is gone too")
       // Idempotent.
       assert.deepStrictEqual(yield* proc.terminate, exit)
     }))
@@ -70,20 +61,20 @@ describe("NativeProcess", () => {
       // Codex starts its shell snapshot this way: a new session, so a signal to the leader's group misses it.
       const proc = yield* spawn(sh("setsid sh -c 'echo $$; exec sleep 30' & cat > /dev/null"))
       const detached = Number(yield* Effect.orDie(Queue.take(proc.lines)))
-      assert.isTrue(alive(detached))
+      assert.isTrue(isRunning(detached))
       assert.notStrictEqual(processStat(detached)?.pgrp, proc.pid)
       const exit = yield* proc.stop("5 seconds")
       assert.deepStrictEqual(exit, { code: 0, signal: null }, "the leader left on EOF, no signal was needed for it")
-      assert.isFalse(alive(detached), "the process in its own session is gone too")
+      assert.isFalse(isRunning(detached), "the process in its own session is gone too")
     }))
 
   it.live("the Scope's release stops the process when its owner is interrupted", () =>
     Effect.gen(function* () {
       const scope = yield* Scope.make()
       const proc = yield* spawn(sh("sleep 30")).pipe(Scope.provide(scope))
-      assert.isTrue(alive(proc.pid))
+      assert.isTrue(isRunning(proc.pid))
       yield* Scope.close(scope, Exit.interrupt(0))
-      assert.isFalse(alive(proc.pid))
+      assert.isFalse(isRunning(proc.pid))
     }))
 
   it.live("stop lets a process that exits on stdin EOF leave by itself: no signal is sent", () =>
@@ -91,7 +82,7 @@ describe("NativeProcess", () => {
       const proc = yield* spawn(sh("cat > /dev/null; exit 7"))
       const exit = yield* proc.stop("5 seconds")
       assert.deepStrictEqual(exit, { code: 7, signal: null })
-      assert.isFalse(alive(proc.pid))
+      assert.isFalse(isRunning(proc.pid))
       // A process that ignores EOF is terminated once the voluntary grace ran out.
       const stubborn = yield* spawn(sh("trap '' HUP; while true; do sleep 1; done"))
       const stopped = yield* stubborn.stop("200 millis")

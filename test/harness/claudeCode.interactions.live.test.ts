@@ -18,10 +18,10 @@ import type { MessageInput } from "../../src/proto/MessageInput.js"
 import type { ClaudeCodeExecutor } from "../../src/runtime/harness/claude_code/ClaudeCodeExecutor.js"
 import type { ClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import type { PrepareFailed, TurnEvent } from "../../src/runtime/harness/Harness.js"
-import { processStat } from "../../src/runtime/harness/process/ProcessTable.js"
 import { claudeCodeAgainstFake, spawnedClaudePids } from "../support/claudeCodeFixture.js"
 import type { FakeAnthropic } from "../support/fakeAnthropic.js"
 import { nextMatching, start } from "./HarnessLifecycleSuite.js"
+import { isRunning } from "../support/processAlive.js"
 
 const say = (text: string): MessageInput => [{ content: [{ type: "input_text", text }] }]
 const base: PromptRequestPayload = {
@@ -64,16 +64,6 @@ const lastToolResult = (fake: FakeAnthropic, toolUseId: string): Block | undefin
   (bodies(fake).at(-1)?.messages ?? []).flatMap((m) => (typeof m.content === "string" ? [] : m.content))
     .find((b) => b.type === "tool_result" && b.tool_use_id === toolUseId)
 const textOf = (block: Block | undefined) => JSON.stringify(block?.content ?? null)
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  const state = processStat(pid)?.state
-  return state !== "Z" && state !== "X"
-}
 
 describe("ClaudeCode interactions and ownership (real binary)", () => {
   it.live("a permission allowed with an updated input runs the updated input; a denial's message reaches the model", () =>
@@ -195,7 +185,7 @@ describe("ClaudeCode interactions and ownership (real binary)", () => {
       const nativeId = settled.done.metadata?.agent_session_id
       assert.isString(nativeId)
       yield* Effect.orDie(executor.close)
-      assert.isFalse(alive(executor.pid))
+      assert.isFalse(isRunning(executor.pid))
       assert.isFalse(Fs.existsSync(scratch), "the scratch directory is removed on confirmed close")
       const stored = Fs.readdirSync(Path.join(configDir, "projects"), { recursive: true }).map(String)
       assert.isTrue(stored.some((f) => f.endsWith(`${nativeId}.jsonl`)), "the Session's native history is kept")
@@ -214,9 +204,9 @@ describe("ClaudeCode interactions and ownership (real binary)", () => {
       assert.strictEqual(spawned.length, 1, "the process was started before the deadline")
       const scratchRoot = Path.join(profileDir, "claude-code", "scratch")
       assert.strictEqual(Fs.readdirSync(scratchRoot).length, 1, "ownership is kept until the Scope closes")
-      assert.isTrue(alive(spawned[0]!), "the process is still owned (not abandoned) until the Scope closes")
+      assert.isTrue(isRunning(spawned[0]!), "the process is still owned (not abandoned) until the Scope closes")
       yield* Scope.close(scope, exit)
-      assert.isFalse(alive(spawned[0]!), "the process is gone after the Scope's close")
+      assert.isFalse(isRunning(spawned[0]!), "the process is gone after the Scope's close")
       assert.deepStrictEqual(Fs.readdirSync(scratchRoot), [])
     }), 60_000)
 })
