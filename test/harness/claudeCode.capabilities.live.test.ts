@@ -9,21 +9,12 @@ import { Effect, Option } from "effect"
 import * as fs from "node:fs/promises"
 import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
-import type { MessageInput } from "../../src/proto/MessageInput.js"
 import type { ClaudeCodeExecutor } from "../../src/runtime/harness/claude_code/ClaudeCodeExecutor.js"
 import type { ClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import type { TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { nextMatching, start } from "./HarnessLifecycleSuite.js"
-import { claudeCodeAgainstFake } from "../support/claudeCodeFixture.js"
+import { baseRequest as base, claudeCodeAgainstFake, say } from "../support/claudeCodeFixture.js"
 
-const say = (text: string): MessageInput => [{ content: [{ type: "input_text", text }] }]
-const base: PromptRequestPayload = {
-  agent_kind: "claude_code",
-  conversation_id: "",
-  run_id: "",
-  agent_options: { model: "fake-model" },
-  observe_tool_observations: true
-}
 let executors = 0
 const prepare = (harness: ClaudeCodeHarness, sessionId: string, overrides: Partial<PromptRequestPayload> = {}) =>
   Effect.orDie(harness.prepare({

@@ -14,23 +14,14 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { PromptRequestPayload } from "../../src/proto/Execution.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
-import type { MessageInput } from "../../src/proto/MessageInput.js"
 import type { ClaudeCodeExecutor } from "../../src/runtime/harness/claude_code/ClaudeCodeExecutor.js"
 import type { ClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import type { PrepareFailed, TurnEvent } from "../../src/runtime/harness/Harness.js"
-import { claudeCodeAgainstFake, spawnedClaudePids } from "../support/claudeCodeFixture.js"
+import { baseRequest as base, claudeCodeAgainstFake, say, spawnedClaudePids } from "../support/claudeCodeFixture.js"
 import type { FakeAnthropic } from "../support/fakeAnthropic.js"
 import { nextMatching, start } from "./HarnessLifecycleSuite.js"
 import { isRunning } from "../support/processAlive.js"
 
-const say = (text: string): MessageInput => [{ content: [{ type: "input_text", text }] }]
-const base: PromptRequestPayload = {
-  agent_kind: "claude_code",
-  conversation_id: "",
-  run_id: "",
-  agent_options: { model: "fake-model" },
-  observe_tool_observations: true
-}
 let executors = 0
 const prepareIn = (harness: ClaudeCodeHarness, sessionId: string, overrides: Partial<PromptRequestPayload> = {}) =>
   harness.prepare({

@@ -7,11 +7,25 @@ import { Effect, Option, Redacted } from "effect"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
+import type { PromptRequestPayload } from "../../src/proto/Execution.js"
+import type { MessageInput } from "../../src/proto/MessageInput.js"
 import { makeClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import { type ClaudeCodeSettings, settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { makeFakeAnthropic } from "./fakeAnthropic.js"
 
 /** Every Claude Code pid the fixtures started (leak checks). */
+/** A one-text input. */
+export const say = (text: string): MessageInput => [{ content: [{ type: "input_text", text }] }]
+
+/** The request configuration the Claude Code tests start from (the fake server's model, tool observations on). */
+export const baseRequest: PromptRequestPayload = {
+  agent_kind: "claude_code",
+  conversation_id: "",
+  run_id: "",
+  agent_options: { model: "fake-model" },
+  observe_tool_observations: true
+}
+
 export const spawnedClaudePids: Array<number> = []
 
 /** A temp daemon state directory for the enclosing Scope. */
