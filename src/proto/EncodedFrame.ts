@@ -132,3 +132,13 @@ export const encodeChunkFrame = <M extends ChunkCarrier>(
   }
   return Result.succeed({ type: message.type, id: idOf(message), encoded: text.slice(0, cut) + data + text.slice(cut), message: full })
 }
+
+const utf8 = new TextEncoder()
+
+/**
+ * What a WebSocket library gets to send one text frame (with `binary: false`, so still a text frame, byte for
+ * byte the same): a long text as its UTF-8 bytes from `TextEncoder`, a short one as is. `ws` converts a string
+ * with Node's UTF-8 conversion, about 140 µs for an 87 KiB chunk frame on Node 24 against 3–10 µs for
+ * `TextEncoder`'s encoder; below 2 KiB the difference is lost in the rest of a send. Both sides' transports use it.
+ */
+export const textFramePayload = (text: string): string | Uint8Array => (text.length < 2048 ? text : utf8.encode(text))

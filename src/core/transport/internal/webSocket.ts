@@ -21,19 +21,12 @@ import { Effect } from "effect"
 // leaves package imports to its host, which has `@effect/platform-node` and, through it, `ws`.
 import { WebSocket } from "@effect/platform-node/NodeWS"
 import type { RawData } from "@effect/platform-node/NodeWS"
-import { Limits } from "../../../proto/index.js"
+import { EncodedFrame, Limits } from "../../../proto/index.js"
 import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
 
 const textFrame = { binary: false } as const
-const utf8 = new TextEncoder()
-
-/**
- * What `ws.send` gets for one text frame: a long text as its UTF-8 bytes from `TextEncoder` (sent with
- * `binary: false`, so still a text frame, byte for byte the same), a short one as is. `ws` writes a string through
- * Node's UTF-8 conversion, which costs about 140 µs for an 87 KiB chunk frame on Node 24 against 3–10 µs for
- * `TextEncoder`'s encoder; below 2 KiB the difference is lost in the rest of a send.
- */
-const payloadOf = (text: string): string | Uint8Array => (text.length < 2048 ? text : utf8.encode(text))
+// Long texts go to `ws` as UTF-8 bytes (EncodedFrame.textFramePayload).
+const payloadOf = EncodedFrame.textFramePayload
 
 /** Upgraded `ws` sockets by the TCP socket they run on (entries go with the TCP socket). */
 const upgraded = new WeakMap<object, WebSocket>()
