@@ -7,12 +7,13 @@
  * `--expose-gc`, so a measurement starts from a collected heap. Event-loop delay is sampled all along
  * (`monitorEventLoopDelay`, 1 ms resolution) and reported per measurement since the previous one.
  */
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { monitorEventLoopDelay } from "node:perf_hooks"
+import { Session } from "node:inspector/promises"
 import { writeHeapSnapshot } from "node:v8"
 import { WebSocketServer } from "ws"
 import { type BenchDevice, type Core, startCore } from "../support/core.js"
@@ -39,6 +40,8 @@ export type HostCommand =
   | { readonly op: "measure"; readonly collect: boolean }
   /** Writes a heap snapshot (diagnostics: docs/performance.md). */
   | { readonly op: "snapshot"; readonly path: string }
+  /** Starts a CPU profile of this process's main thread, or stops it and writes it to `path` (`{op: "profiled"}`). */
+  | { readonly op: "profile"; readonly path?: string }
   | { readonly op: "exit" }
 
 export interface HostMeasurement {
@@ -79,6 +82,7 @@ export const gatewayHost = async (): Promise<void> => {
   let dataDir: string | undefined
   let raw: { server: Server; wss: WebSocketServer } | undefined
   let frames = 0
+  let profiler: Session | undefined
   const loop = monitorEventLoopDelay({ resolution: 1 })
   loop.enable()
   process.on("message", async (message: HostCommand) => {
@@ -156,6 +160,22 @@ export const gatewayHost = async (): Promise<void> => {
         case "snapshot": {
           collect()
           process.send?.({ op: "snapshot-written", path: writeHeapSnapshot(message.path) })
+          return
+        }
+        case "profile": {
+          // Diagnostics: a CPU profile of a chosen window only (not the start-up or the connecting phase).
+          if (message.path === undefined) {
+            profiler = new Session()
+            profiler.connect()
+            await profiler.post("Profiler.enable")
+            await profiler.post("Profiler.start")
+          } else if (profiler !== undefined) {
+            const { profile } = await profiler.post("Profiler.stop")
+            writeFileSync(message.path, JSON.stringify(profile))
+            profiler.disconnect()
+            profiler = undefined
+          }
+          process.send?.({ op: "profiled" })
           return
         }
         case "exit": {

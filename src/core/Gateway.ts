@@ -45,6 +45,12 @@ export type GatewayEvent =
     readonly deviceId: Ids.DeviceId
     readonly connectionNumber: number
     readonly declaration: DeviceSession.Declaration
+    /**
+     * False when the declaration is this connection's previous one (daemon version, kinds, availability,
+     * versions and capabilities unchanged: only `ts`, active requests and arrival moved). The first heartbeat of
+     * a connection is always a change.
+     */
+    readonly changed: boolean
   }
   | {
     readonly _tag: "Disconnected"
@@ -135,9 +141,11 @@ const make = Effect.gen(function*() {
       transport,
       config,
       tap,
-      onDeclared: (declaration) => {
-        if (registered !== undefined && registry.get(deviceId) === registered) kinds.declare(registered, declaration.kinds.keys())
-        PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration })
+      onDeclared: (declaration, changed) => {
+        if (changed && registered !== undefined && registry.get(deviceId) === registered) {
+          kinds.declare(registered, declaration.kinds.keys())
+        }
+        PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration, changed })
       },
       interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected",
       liveness,

@@ -7,8 +7,8 @@
  * These are gateway-wide functions of the connection's state record (SessionServices.ts), not a service built
  * per connection (issue 18).
  */
-import { Effect, type Fiber, Result } from "effect"
-import { Envelope, Messages } from "../proto/index.js"
+import { Effect, type Fiber, Option, Result } from "effect"
+import { Capabilities, Envelope, Messages } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
 import { failNamedObserver } from "./internal/malformedFrames.js"
@@ -16,19 +16,45 @@ import type { Declaration, SessionState } from "./SessionServices.js"
 import type { TransportEnded } from "./transport/DeviceTransport.js"
 import { logVerdict } from "./transport/internal/invalidFrames.js"
 
+/**
+ * True when a heartbeat declares exactly what `previous` holds: the same daemon version and the same kinds, each
+ * with the same availability, version and capabilities. Only the liveness facts (`ts`, active requests, arrival)
+ * may differ. A payload listing a kind twice never matches (it is refused by the codec anyway).
+ */
+export const sameDeclaration = (
+  previous: Declaration,
+  payload: Messages.MessageOfType<"heartbeat">["payload"]
+): boolean => {
+  if (previous.daemonVersion !== payload.daemon_version) return false
+  const kinds = payload.supported_agent_kinds ?? []
+  if (kinds.length !== previous.kinds.size) return false
+  for (const kind of kinds) {
+    const before = previous.kinds.get(kind.kind)
+    if (before === undefined || before.available !== kind.available || before.version !== kind.version) return false
+    for (const name of Capabilities.capabilityNames) {
+      if (before.capabilities[name] !== kind.capabilities[name]) return false
+    }
+  }
+  return true
+}
+
 const handlers: Handlers = {
   ...routeHandlers,
   heartbeat: (state, message) => {
     CoreMetrics.heartbeatUnsafe(state.metricContext)
     const payload = message.payload
+    const previous = Option.getOrUndefined(state.declared)
+    // An unchanged declaration keeps its kinds map and is reported as such, so observers skip re-deriving it
+    // (issue 18: a heartbeat that only proves liveness costs no digest, no map and no index update).
+    const changed = previous === undefined || !sameDeclaration(previous, payload)
     const next: Declaration = {
-      kinds: new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])),
+      kinds: changed ? new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])) : previous.kinds,
       daemonVersion: payload.daemon_version,
       activeRequests: payload.active_requests,
       ts: payload.ts,
       receivedAtMs: state.clock.currentTimeMillisUnsafe()
     }
-    state.declare(next)
+    state.declare(next, changed)
     return undefined
   }
 }

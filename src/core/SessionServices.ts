@@ -43,8 +43,12 @@ export interface SessionOptions {
   readonly transport: DeviceTransport
   readonly config: GatewayConfigShape
   readonly tap: FrameTapShape
-  /** Called on the read side for every valid heartbeat; must not block (e.g. publish to an unbounded PubSub). */
-  readonly onDeclared: (declaration: Declaration) => void
+  /**
+   * Called on the read side for every valid heartbeat; must not block (e.g. publish to an unbounded PubSub).
+   * `changed` is false when the declaration is the connection's previous one (same daemon version, kinds,
+   * availability, versions and capabilities: only the liveness facts moved).
+   */
+  readonly onDeclared: (declaration: Declaration, changed: boolean) => void
   /** The reason recorded when the connection fiber is interrupted from outside (server or gateway shutdown). */
   readonly interruptedReason: () => ObservationLostReason
   /** The gateway's shared liveness timer; without one the connection runs a timer of its own. */
@@ -123,9 +127,9 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   }
 
   /** Replaces the snapshot with a valid heartbeat's declaration and reports it (`onDeclared`). Synchronous. */
-  declare(next: Declaration): void {
+  declare(next: Declaration, changed: boolean): void {
     this.declared = Option.some(next)
-    this.options.onDeclared(next)
+    this.options.onDeclared(next, changed)
   }
 
   /**

@@ -64,9 +64,16 @@ export const makeTracker = () => {
   const apply = (event: GatewayEvent): boolean => {
     switch (event._tag) {
       case "Declared": {
-        const digest = declarationDigest(event.declaration)
         const known = stored.get(event.deviceId)
-        if (known !== undefined && known.digest === digest && known.connectionNumber === event.connectionNumber) {
+        // What is stored for this connection is its previous declaration's digest (every change of the
+        // connection set it): an unchanged declaration needs no digest (issue 18, heartbeat CPU).
+        const same = known !== undefined && known.connectionNumber === event.connectionNumber
+        if (same && !event.changed) {
+          unstored.set(event.deviceId, { connectionNumber: event.connectionNumber, declaration: event.declaration })
+          return false
+        }
+        const digest = declarationDigest(event.declaration)
+        if (same && known.digest === digest) {
           unstored.set(event.deviceId, { connectionNumber: event.connectionNumber, declaration: event.declaration })
           return false
         }

@@ -40,10 +40,10 @@ import { Runs } from "../Runs.js"
 import { StatusBoard } from "../StatusBoard.js"
 import { EnvironmentBinding } from "../workspace/EnvironmentBinding.js"
 import { Workspace } from "../workspace/Workspace.js"
-import { beginRefusal, carriesBytes, commitAction, openBody } from "./Steps.js"
+import { WorkspaceFs } from "../workspace/WorkspaceFs.js"
+import { beginRefusal, type Body, carriesBytes, commitAction, openBody } from "./Steps.js"
 import { TransferSettings } from "./TransferSettings.js"
 import * as SerialWorker from "../workspace/internal/serialWorker.js"
-import type { StagedBody } from "./internal/staging.js"
 
 /** How long a transfer's end waits for its staging removal before replying anyway. */
 const StagingRemovalWait = Duration.seconds(1)
@@ -60,7 +60,7 @@ interface ActiveTransfer {
   readonly hash: ReturnType<typeof createHash>
   readonly leave: Effect.Effect<void>
   readonly deadline: number
-  body: StagedBody | undefined
+  body: Body | undefined
   received: number
   ended: boolean
   timer: Fiber.Fiber<void> | undefined
@@ -88,6 +88,7 @@ const makeTransfer = Effect.gen(function* () {
   const workspace = yield* Workspace
   const binding = (yield* EnvironmentBinding).binding
   const settings = yield* TransferSettings
+  const fs = yield* WorkspaceFs
   const ownership = observed(yield* Ownership, (yield* StatusBoard).touch)
   const policy = yield* RuntimePolicy
   const parent = yield* Effect.scope
@@ -128,7 +129,7 @@ const makeTransfer = Effect.gen(function* () {
       if (carriesBytes(t.header)) {
         const root = Option.getOrThrow(binding).root
         const tag = createHash("sha256").update(t.id).digest("hex").slice(0, 16)
-        const opened = yield* openBody(root, t.header, tag)
+        const opened = yield* openBody(fs, root, t.header, tag)
         if (opened._tag === "Failure") return yield* finish(t, opened.failure)
         const body = opened.success
         t.body = body
@@ -136,7 +137,7 @@ const makeTransfer = Effect.gen(function* () {
         yield* ownership.acquire(resource, "transfer")
         yield* Scope.addFinalizer(
           t.scope,
-          closeUntilConfirmed(resource, Effect.tryPromise({ try: () => body.discard(), catch: () => "io" }), (r) => `staging removal failed: ${r}`).pipe(
+          closeUntilConfirmed(resource, Effect.mapError(body.discard, () => "io"), (r) => `staging removal failed: ${r}`).pipe(
             Effect.provideService(Ownership, ownership),
             Effect.provideService(RuntimePolicy, policy)
           )
@@ -198,7 +199,7 @@ const makeTransfer = Effect.gen(function* () {
         { offset: p.offset ?? 0, length: data.length }
       )
       if (total._tag === "Failure") return yield* finish(t, invalid)
-      const written = yield* Effect.try(() => body.write(data, t.received)).pipe(Effect.result)
+      const written = yield* body.write(data, t.received).pipe(Effect.result)
       if (written._tag === "Failure") return yield* finish(t, { outcome: "rejected", error_code: "runtime_preparation_rejected" })
       t.hash.update(data)
       t.received = total.success

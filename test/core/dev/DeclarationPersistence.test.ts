@@ -30,11 +30,12 @@ const decl = (ts: number, options: { readonly streaming?: boolean; readonly acti
   ts,
   receivedAtMs: ts * 1000
 })
-const declared = (ts: number, connectionNumber = 1, options?: Parameters<typeof decl>[1]): GatewayEvent => ({
+const declared = (ts: number, connectionNumber = 1, options?: Parameters<typeof decl>[1], changed = true): GatewayEvent => ({
   _tag: "Declared",
   deviceId: device,
   connectionNumber,
-  declaration: decl(ts, options)
+  declaration: decl(ts, options),
+  changed
 })
 const disconnected = (connectionNumber: number, reason: "disconnected" | "invalid_heartbeat" = "disconnected"): GatewayEvent => ({
   _tag: "Disconnected",
@@ -58,6 +59,22 @@ describe("DeclarationPersistence tracker", () => {
     assert.strictEqual(changed[0]!._tag === "Record" && changed[0]!.declaration.ts, 101)
     // the same declaration on a new connection: written whole
     assert.isTrue(t.apply(declared(102, 2, { streaming: false })))
+    assert.deepStrictEqual(t.take().map((c) => c._tag), ["Record"])
+  })
+
+  it("keeps a heartbeat the gateway reports unchanged in memory without a digest, but writes it on a new connection", () => {
+    const t = DeclarationPersistence.makeTracker()
+    assert.isTrue(t.apply(declared(1, 1)))
+    t.take()
+    // unchanged on the same connection: liveness only (the stored digest is this connection's previous one)
+    assert.isFalse(t.apply(declared(2, 1, { active: 3 }, false)))
+    assert.deepStrictEqual(t.take(), [])
+    assert.isTrue(t.apply(disconnected(1)))
+    assert.deepStrictEqual(t.take(), [
+      { _tag: "Liveness", deviceId: device, activeRequests: 3, heartbeatTs: 2, receivedAtMs: 2000 }
+    ] satisfies Array<DeclarationChange>)
+    // a first heartbeat of a new connection is written whole even if the event says unchanged
+    assert.isTrue(t.apply(declared(3, 2, {}, false)))
     assert.deepStrictEqual(t.take().map((c) => c._tag), ["Record"])
   })
 
@@ -101,7 +118,8 @@ describe("DeclarationPersistence batch bound", () => {
       _tag: "Declared",
       deviceId: Ids.unsafeMake.deviceId(`dev-${i}`),
       connectionNumber,
-      declaration: decl(1)
+      declaration: decl(1),
+      changed: true
     }))
 
   it("takes at most the limit, oldest first, and the rest later", () => {

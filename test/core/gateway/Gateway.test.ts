@@ -14,9 +14,11 @@ import {
   deviceId,
   frames,
   heartbeat,
+  kind,
   requestId,
   runId
 } from "../../support/coreScriptedRuntime.js"
+import { allSupported } from "../../support/capabilities.js"
 import { collect, gatewayLayer, settle } from "./helpers.js"
 
 const lost = (reason: ObservationLost["reason"]) => new ObservationLost({ reason })
@@ -83,6 +85,29 @@ describe("Gateway replacement", () => {
       assert.strictEqual(replaced?._tag === "Disconnected" ? replaced.reason : undefined, "replaced")
       assert.strictEqual(dropped?._tag === "Disconnected" ? dropped.reason : undefined, "disconnected")
       assert.deepStrictEqual(yield* gateway.session(deviceId("dev-1")), Option.none())
+    }).pipe(Effect.provide(gatewayLayer())))
+
+  it.effect("reports whether a heartbeat changed the declaration; an unchanged one keeps the kinds map", () =>
+    Effect.gen(function*() {
+      const gateway = yield* Gateway
+      const events = yield* gateway.events
+      const seen = yield* Stream.filter(events, (e) => e._tag === "Declared").pipe(Stream.take(6), Stream.runCollect, Effect.forkChild)
+      const conn = yield* connectMemory(device("dev-1"))
+      const off = { ...allSupported(), streaming: false }
+      yield* conn.runtime.send(heartbeat([kind("codex")], { ts: 1, daemonVersion: "1" }))
+      yield* conn.runtime.send(heartbeat([kind("codex")], { ts: 2, daemonVersion: "1", activeRequests: 3 }))
+      yield* conn.runtime.send(heartbeat([kind("codex", { capabilities: off })], { ts: 3, daemonVersion: "1" }))
+      yield* conn.runtime.send(heartbeat([kind("codex", { available: false, capabilities: off })], { ts: 4, daemonVersion: "1" }))
+      yield* conn.runtime.send(heartbeat([kind("codex", { available: false, capabilities: off })], { ts: 5, daemonVersion: "2" }))
+      yield* conn.runtime.send(heartbeat([kind("codex", { available: false, capabilities: off }), kind("claude")], { ts: 6, daemonVersion: "2" }))
+      const all = (yield* Fiber.join(seen)) as ReadonlyArray<GatewayEvent>
+      const declared = all.flatMap((e) => e._tag === "Declared" ? [e] : [])
+      assert.deepStrictEqual(declared.map((e) => [e.declaration.ts, e.changed]), [
+        [1, true], [2, false], [3, true], [4, true], [5, true], [6, true]
+      ])
+      assert.strictEqual(declared[1]!.declaration.kinds, declared[0]!.declaration.kinds)
+      assert.strictEqual(declared[1]!.declaration.activeRequests, 3)
+      assert.strictEqual(declared[2]!.declaration.kinds.get("codex")?.capabilities.streaming, false)
     }).pipe(Effect.provide(gatewayLayer())))
 
   it.effect("lists one current session per connected device", () =>

@@ -22,6 +22,7 @@ import {
   skillBegin
 } from "../../support/prepareFrames.js"
 import { buildZip, skillZip } from "../../support/zipWriter.js"
+import type { WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceFs.js"
 
 type Core = Effect.Success<ReturnType<typeof connect>>["core"]
 
@@ -72,6 +73,42 @@ describe("runtime_prepare file", () => {
         noStaging(ws)
         assert.isTrue(yield* silent(core))
       }).pipe(Effect.provide(processLayer({ environment: ws.binding })))
+    }))
+
+  it.effect("a file goes through the process's WorkspaceFs staging: a failed rename is a rejection, a failed directory sync unknown", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("keep.txt"), "keep me")
+      const fail = { rename: false, syncDirectory: false }
+      const staged: Array<string> = []
+      const wrap = (fs: WorkspaceFsShape): WorkspaceFsShape => ({
+        ...fs,
+        openStaging: (path, tempName) =>
+          Effect.map(fs.openStaging(path, tempName), (s) => {
+            staged.push(path)
+            return {
+              ...s,
+              rename: fail.rename ? Effect.fail("io" as const) : s.rename,
+              syncDirectory: Effect.andThen(s.syncDirectory, fail.syncDirectory ? Effect.fail("io" as const) : Effect.void)
+            }
+          })
+      })
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        fail.rename = true
+        same(yield* transfer(core, fileBegin("w-1", ws.local.id, "/workspace/keep.txt", "new"), Buffer.from("new")), refused)
+        same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "keep me")
+        fail.rename = false
+        fail.syncDirectory = true
+        same(yield* transfer(core, fileBegin("w-2", ws.local.id, "/workspace/keep.txt", "new"), Buffer.from("new")), {
+          outcome: "unknown",
+          error_code: "runtime_preparation_unconfirmed"
+        })
+        same(Fs.readFileSync(ws.at("keep.txt"), "utf8"), "new")
+        assert.deepStrictEqual(staged, ["keep.txt", "keep.txt"])
+        yield* settle
+        noStaging(ws)
+      }).pipe(Effect.provide(processLayer({ environment: ws.binding, wrapWorkspaceFs: wrap })))
     }))
 
   it.effect("nothing is installed from a mismatched, short, out-of-order or oversized transfer", () =>

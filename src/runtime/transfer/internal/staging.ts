@@ -2,8 +2,7 @@
  * Where the bytes of a `runtime_prepare` transfer are staged and how they are installed (Linux, below the bound
  * workspace root, every directory reached through `safeFs`'s verified descriptor chain):
  *
- * - `file`: a staging file beside the destination (`safeFs.createStaging`), installed by an atomic rename
- *   (`safeFs.installStaging`) exactly like `workspace_write`.
+ * - `file`: not here: the process's `WorkspaceFs.openStaging` (the staging file of `workspace_write`; Steps.ts).
  * - `skill` / `plugin`: a staging directory `.agentwire/staging/<tag>/` holding the body (`body`); at commit the
  *   archive is checked and extracted into `tree/` (zipReader.ts, limits counted while inflating), its manifest
  *   checked against the metadata, and its single root renamed into `.agentwire/skills/<name>` or
@@ -15,18 +14,7 @@
  */
 import * as FsP from "node:fs/promises"
 import type { SourceMetadata } from "../../../proto/Execution.js"
-import {
-  attempt,
-  createStaging,
-  DestinationRefused,
-  discardStaging,
-  fdPath,
-  installStaging,
-  openDirectoryChain,
-  SafeFsError,
-  type Staging,
-  verifyInside
-} from "../../workspace/internal/safeFs.js"
+import { attempt, fdPath, openDirectoryChain, verifyInside } from "../../workspace/internal/safeFs.js"
 import { writeAllSync } from "../../workspace/internal/stagingWrite.js"
 import { CapabilityArchiveLimits, manifestOf, pluginMatches, skillMatches } from "./capabilityRules.js"
 import { ArchiveRefused, extract, readDirectory } from "./zipReader.js"
@@ -34,7 +22,7 @@ import { ArchiveRefused, extract, readDirectory } from "./zipReader.js"
 export type InstallOutcome = "installed" | "refused" | "unconfirmed"
 
 /** Why a staging area could not be opened (the transfer is refused before `ready`). */
-export type OpenIssue = "invalid_path" | "destination" | "io"
+export type OpenIssue = "invalid_path" | "io"
 
 export class OpenRefused extends Error {
   constructor(readonly issue: OpenIssue) {
@@ -62,31 +50,6 @@ const idempotent = (f: () => Promise<void>): (() => Promise<void>) => {
     if (done) return
     await f()
     done = true
-  }
-}
-
-/** `file`: a staging file beside `/workspace/<relative>`. */
-export const openFileBody = async (root: string, relative: string, tempName: string): Promise<StagedBody> => {
-  let staging: Staging
-  try {
-    staging = await createStaging(root, relative, tempName)
-  } catch (e) {
-    if (e instanceof DestinationRefused) throw new OpenRefused("destination")
-    if (e instanceof SafeFsError && e.reason === "invalid_path") throw new OpenRefused("invalid_path")
-    throw new OpenRefused("io")
-  }
-  return {
-    write: (data, offset) => writeAllSync(staging.file.fd, data, offset),
-    install: async () => {
-      const progress = { renamed: false }
-      try {
-        await installStaging(staging, progress)
-        return "installed"
-      } catch {
-        return progress.renamed ? "unconfirmed" : "refused"
-      }
-    },
-    discard: idempotent(() => discardStaging(staging))
   }
 }
 
