@@ -1,7 +1,8 @@
 /**
- * Help and usage errors of the real binary: an unknown flag is one line on stderr with a hint (and a
- * suggestion when one is close), nothing on stdout, exit 2; `agentwire help CMD` prints that command's help;
- * required flags are marked; durations take the short forms.
+ * Help and usage errors of the real binary: an unknown flag is one line on stderr with a hint (and a suggestion
+ * when one is close), nothing on stdout, exit 2; `agentwire help CMD` prints that command's help; required flags
+ * are marked; durations take the short forms. Every command's help is checked in process over the same command
+ * tree (test/bin/Help.test.ts), which spares the 35 start-ups of the binary.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { runToEnd } from "../support/devcoreLive.js"
@@ -37,24 +38,4 @@ describe("agentwire help and usage errors (end to end)", () => {
     assert.strictEqual(bad.stdout, "")
     assert.match(bad.stderr, /^agentwire conformance runtime: .*--connect-timeout.*; see agentwire help conformance runtime\n$/)
   })
-
-  it("every command's help has examples, and the required flags are marked", async () => {
-    const paths = [
-      [], ["daemon"], ["status"], ["core"], ["core", "credential"], ["core", "credential", "create"], ["core", "credential", "revoke"],
-      ["demo"], ["conformance"], ["conformance", "runtime"], ["conformance", "core"], ["devices"], ["devices", "list"], ["devices", "show"],
-      ["sessions"], ["sessions", "list"], ["sessions", "show"], ["sessions", "create"], ["turns"], ["turns", "list"], ["turns", "show"],
-      ["turn"], ["turn", "start"], ["turn", "steer"], ["turn", "cancel"], ["turn", "answer"], ["turn", "watch"], ["help"],
-      ["files"], ["files", "list"], ["files", "read"], ["files", "write"], ["files", "export"]
-    ]
-    for (const path of paths) {
-      const help = await runToEnd(["help", ...path])
-      assert.strictEqual(help.code, 0, path.join(" "))
-      assert.match(help.stdout, /\nEXAMPLES\n(?: {2}#.*\n)? {2}agentwire /, `agentwire help ${path.join(" ")}`)
-    }
-    const daemon = await runToEnd(["help", "daemon"])
-    for (const flag of ["core-url", "device-id", "credential-file"]) assert.match(daemon.stdout, new RegExp(`--${flag}\\s.*\\(required`))
-    assert.match(daemon.stdout, /--config string/)
-    const conformance = await runToEnd(["help", "conformance", "core"])
-    assert.match(conformance.stdout, /--url\s.*\(required\)/)
-  }, 120_000)
 })

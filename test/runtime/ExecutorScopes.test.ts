@@ -2,7 +2,8 @@
  * Ownership as nested scopes: a Harness that creates real native state (a temporary directory) inside
  * `prepare` and is interrupted mid-preparation — by `execution_release`, by `device_shutdown`, by the connection
  * ending, or by a direct Run stopped before its Turn — leaves nothing behind, and the adapter's last-resort
- * release is a no-op after a confirmed close. (Admission expiry starts only at `ready`, after the preparation
+ * release is a no-op after a confirmed close. A connection still open when its Scope closes closes its Executors
+ * (confirmed) before the Scope's earlier releases run. (Admission expiry starts only at `ready`, after the preparation
  * returned, so no expiry interrupts one: an expired admission hands its Executor back to the idle pool.)
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -141,4 +142,24 @@ describe("Executor scopes", () => {
       assert.strictEqual(closedOnce.closed, 1)
       assert.strictEqual(closedOnce.removedByRelease, 0)
     }).pipe(Effect.provide(processLayer({ harnesses: [nativeHarness(closedOnce, true)] }))))
+
+  const atScopeEnd = probe()
+  it.effect("a connection still open when its Scope closes closes its Executors before the Scope's earlier releases", () =>
+    Effect.gen(function* () {
+      // What the earlier release (e.g. removing the daemon's state directory) saw when it ran.
+      const seen: Array<{ readonly closed: number; readonly dirExists: boolean }> = []
+      let dir = ""
+      yield* Effect.gen(function* () {
+        yield* Effect.addFinalizer(() =>
+          Effect.sync(() => void seen.push({ closed: atScopeEnd.closed, dirExists: existsSync(dir) })))
+        const c = yield* connect()
+        yield* c.core.toRuntime(prepareFrame("prep-1", { agent_kind: "native" }))
+        same((yield* next(c.core, "preparation_status")).payload.state, "preparing")
+        same((yield* next(c.core, "preparation_status")).payload.state, "ready")
+        dir = yield* Deferred.await(atScopeEnd.created)
+        // The test ends here with the Executor open: no release, no disconnect.
+      }).pipe(Effect.scoped, Effect.provide(processLayer({ harnesses: [nativeHarness(atScopeEnd, true)] })))
+      same(seen, [{ closed: 1, dirExists: false }])
+      assert.strictEqual(atScopeEnd.removedByRelease, 0)
+    }))
 })

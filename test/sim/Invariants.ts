@@ -8,7 +8,9 @@ import { Effect, Option, Result } from "effect"
 import type { TurnStore } from "../../src/core/dev/TurnStore.js"
 import { Messages } from "../../src/proto/index.js"
 import type { FrameEvent } from "./MemoryLink.js"
+import type { WorkspaceLedger } from "./MemoryWorkspace.js"
 import { activeCount, type NativeLedger, nativeExecutor } from "./NativeLedger.js"
+import * as WorkspaceInvariants from "./WorkspaceInvariants.js"
 
 export interface Secrets {
   /** Strings that must never appear in a frame, a log line or an error. */
@@ -35,9 +37,18 @@ const withoutTrace = (frame: Record<string, unknown>): Record<string, unknown> =
 const count = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
 
 /** The invariant families of issue #21; every check performed is counted under one (a family never checked proves nothing). */
-export type Family = "no_invented_terminal" | "no_replay" | "ownership" | "receipts" | "secrets" | "liveness" | "codec"
+export type Family = "no_invented_terminal" | "no_replay" | "ownership" | "receipts" | "secrets" | "liveness" | "codec" | "workspace"
 
-export const families: ReadonlyArray<Family> = ["no_invented_terminal", "no_replay", "ownership", "receipts", "secrets", "liveness", "codec"]
+export const families: ReadonlyArray<Family> = [
+  "no_invented_terminal",
+  "no_replay",
+  "ownership",
+  "receipts",
+  "secrets",
+  "liveness",
+  "codec",
+  "workspace"
+]
 
 export interface Checker {
   readonly violations: Array<string>
@@ -53,9 +64,11 @@ export interface Checker {
   readonly cancelAsked: (turnId: string) => void
   readonly store: (turns: ReadonlyArray<string>, turnStore: TurnStore["Service"]) => Effect.Effect<void>
   readonly capacity: (proc: number, maxActive: number) => void
+  /** Writes, transfers, installs and reservations (WorkspaceInvariants.ts). */
+  readonly workspace: WorkspaceInvariants.WorkspaceChecker
 }
 
-export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
+export const make = (ledger: NativeLedger, secrets: Secrets, ws: WorkspaceLedger, exercise: (key: string) => void): Checker => {
   const violations: Array<string> = []
   const byFamily = Object.fromEntries(families.map((f) => [f, 0])) as Record<Family, number>
   const tick = (family: Family, n = 1) => {
@@ -81,6 +94,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
   const acceptedReceipts = new Set<string>()
   const cancels = new Set<string>()
   const terminal = new Map<string, string>()
+  const workspace = WorkspaceInvariants.make(ws, fail, tick, exercise)
 
   const scan = (where: string, text: string, allowFramesOnly: boolean) => {
     tick("secrets")
@@ -125,6 +139,8 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
         if (m.type === "function_result") deliveriesDelivered.add(`${run}|${delivery}`)
       } else if (m.type === "prompt_cancel" && event.delivered && m.payload.delivery_id !== undefined) {
         deliveriesDelivered.add(`${run}|${m.payload.delivery_id}`)
+      } else if ((m.type === "workspace_write" || m.type === "runtime_prepare") && event.delivered) {
+        workspace.received(m.type, run, m.payload, event.connection)
       }
       return
     }
@@ -236,6 +252,7 @@ export const make = (ledger: NativeLedger, secrets: Secrets): Checker => {
       const active = activeCount(ledger, proc)
       if (active > maxActive) fail(`ownership: ${active} Executors active natively in process ${proc}, bound ${maxActive}`)
       for (const v of ledger.violations.splice(0)) fail(v)
-    }
+    },
+    workspace
   }
 }

@@ -12,7 +12,14 @@
 import { Deferred, Duration, Effect, Exit } from "effect"
 import type { Executor, Harness, Settlement, Turn } from "../../src/runtime/harness/Harness.js"
 
-export type Broken = "none" | "freeOnCancelTimeout"
+/**
+ * The deliberately broken builds (negative controls): `freeOnCancelTimeout` (below) and
+ * `replayWriteAfterReconnect` (World.ts: Core sends the last `workspace_write` frame of an earlier connection
+ * again on the next one, as a Core that replays a write after a reconnect would).
+ */
+export type Broken = "none" | "freeOnCancelTimeout" | "replayWriteAfterReconnect"
+
+export const brokenBuilds: ReadonlyArray<Broken> = ["freeOnCancelTimeout", "replayWriteAfterReconnect"]
 
 interface NativeExecutor {
   readonly key: string

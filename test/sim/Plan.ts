@@ -4,6 +4,7 @@
  * exist (yet) does nothing, so any subset of a plan is itself a valid plan — which is what lets a failing schedule
  * be minimized by dropping steps.
  */
+import type { InstallFault } from "./MemoryWorkspace.js"
 import type { Prng } from "./Prng.js"
 
 export type FaultKind =
@@ -20,6 +21,9 @@ export type FaultKind =
   | "harness_cancel_never_settles"
   | "harness_write_hangs"
   | "harness_prepare_residue"
+  | "workspace_install_fails"
+  | "workspace_install_hangs"
+  | "workspace_install_unconfirmed"
 
 export const faultKinds: ReadonlyArray<FaultKind> = [
   "drop",
@@ -34,11 +38,32 @@ export const faultKinds: ReadonlyArray<FaultKind> = [
   "harness_close_hangs",
   "harness_cancel_never_settles",
   "harness_write_hangs",
-  "harness_prepare_residue"
+  "harness_prepare_residue",
+  "workspace_install_fails",
+  "workspace_install_hangs",
+  "workspace_install_unconfirmed"
 ]
 
+/** A file of a workspace step: its relative path, size and install fault (bytes are a function of path and size). */
+export interface PlannedFile {
+  readonly path: string
+  readonly size: number
+  readonly fault?: InstallFault
+}
+
 export type Step =
-  | { readonly k: "session"; readonly options: Record<string, unknown> }
+  | {
+    readonly k: "session"
+    readonly options: Record<string, unknown>
+    /** Bound to the device's Environment (`self_hosted`), with these initialization files (`runtime_prepare`). */
+    readonly workspace?: { readonly init: ReadonlyArray<PlannedFile> }
+  }
+  /** An operator file write on the n-th self_hosted Session (`Files.write`). */
+  | { readonly k: "write"; readonly session: number; readonly file: PlannedFile }
+  /** An operator file read on the n-th self_hosted Session (`Files.read`). */
+  | { readonly k: "read"; readonly session: number; readonly path: string }
+  /** The operator settles the n-th self_hosted Session's write left `unknown`, as the workspace shows it. */
+  | { readonly k: "settle"; readonly session: number }
   | { readonly k: "turn"; readonly session: number; readonly script: ReadonlyArray<unknown> }
   | { readonly k: "steer"; readonly turn: number }
   | { readonly k: "cancel"; readonly turn: number }
@@ -65,7 +90,13 @@ export interface Workload {
 export const describe = (step: Step): string => {
   switch (step.k) {
     case "session":
-      return `create session options=${JSON.stringify(step.options)}`
+      return `create session options=${JSON.stringify(step.options)}${step.workspace === undefined ? "" : ` self_hosted init=${JSON.stringify(step.workspace.init)}`}`
+    case "write":
+      return `write ${JSON.stringify(step.file)} on self_hosted session#${step.session}`
+    case "read":
+      return `read ${step.path} on self_hosted session#${step.session}`
+    case "settle":
+      return `settle unknown write of self_hosted session#${step.session}`
     case "turn":
       return `start turn on session#${step.session} script=${JSON.stringify(step.script)}`
     case "steer":
@@ -168,6 +199,16 @@ const sessionOptions = (rng: Prng, faults: Array<FaultKind>): Record<string, unk
   return {}
 }
 
+/** Write sizes from empty to 200 KiB (several 64 KiB chunks). */
+const writeSizes = [0, 1, 100, 65_536, 65_537, 150_000, 204_800]
+
+const installFault = (rng: Prng, faults: Array<FaultKind>, p: number): InstallFault | undefined => {
+  if (!rng.chance(p)) return undefined
+  const fault = rng.pick(["install_fails", "install_hangs", "install_unconfirmed"] as const)
+  faults.push(`workspace_${fault}`)
+  return fault
+}
+
 export interface PlanOptions {
   readonly steps: number
   /** Probability that a step is a fault rather than workload or time. */
@@ -182,10 +223,22 @@ export const generate = (rng: Prng, options: PlanOptions): Workload => {
   const faultRate = options.faultRate ?? rng.pick([0.05, 0.1, 0.2, 0.3])
   let sessions = 0
   let turns = 0
+  let hosted = 0
+  const paths: Array<string> = []
   /** Mostly one of the last three Turns (the ones likely still running). */
   const recent = (n: number) => Math.max(0, n - 1 - rng.int(Math.min(n, 3)))
   const newSession = () => {
-    steps.push({ k: "session", options: sessionOptions(rng, faults) })
+    const options = sessionOptions(rng, faults)
+    if (rng.chance(0.5)) {
+      const init: Array<PlannedFile> = []
+      const files = rng.pick([0, 0, 1, 2])
+      for (let i = 0; i < files; i++) {
+        const fault = installFault(rng, faults, 0.15)
+        init.push({ path: `init/s${sessions + 1}-${i + 1}.txt`, size: rng.pick([0, 10, 70_000]), ...(fault === undefined ? {} : { fault }) })
+      }
+      steps.push({ k: "session", options, workspace: { init } })
+      hosted++
+    } else steps.push({ k: "session", options })
     sessions++
   }
   newSession()
@@ -216,6 +269,16 @@ export const generate = (rng: Prng, options: PlanOptions): Workload => {
     else if (w < 56) steps.push({ k: "answer", turn: recent(turns), approve: rng.chance(0.7) })
     else if (w < 57) steps.push({ k: "signal", name: rng.pick(signalNames) })
     else if (w < 59 && sessions < 4) newSession()
+    else if (w < 69 && hosted > 0) {
+      const fault = installFault(rng, faults, 0.3)
+      const path = rng.chance(0.2) ? `dir/w${steps.length}.bin` : `w${steps.length}.bin`
+      paths.push(path)
+      steps.push({ k: "write", session: rng.int(hosted), file: { path, size: rng.pick(writeSizes), ...(fault === undefined ? {} : { fault }) } })
+      // A Core restart while the install hangs: the reservation is `committing` (the commit may have been sent).
+      if (fault === "install_hangs" && rng.chance(0.6)) steps.push({ k: "advance", ms: 100 }, { k: "core_restart" })
+    } else if (w < 73 && hosted > 0) {
+      steps.push({ k: "read", session: rng.int(hosted), path: paths.length > 0 && rng.chance(0.8) ? rng.pick(paths) : "missing.bin" })
+    } else if (w < 75 && hosted > 0) steps.push({ k: "settle", session: rng.int(hosted) })
     else steps.push({ k: "advance", ms: rng.pick([1, 10, 100, 500, 1_000, 2_500, 5_000]) })
   }
   return { steps, harnessFaults: faults }

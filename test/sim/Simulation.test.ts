@@ -41,7 +41,21 @@ const namedWorkload = [
   "→runtime execution_release",
   "→runtime device_shutdown",
   "→core done",
-  "→core error"
+  "→core error",
+  // Workspace: operator writes (multi-chunk), reads, and initialization files as runtime_prepare transfers.
+  "→runtime workspace_write",
+  "→core workspace_write_result",
+  "→runtime workspace_read",
+  "→core workspace_read_result",
+  "→runtime runtime_prepare",
+  "→core runtime_prepare_result",
+  "workspace_write chunk after the first",
+  "runtime_prepare chunk after the first",
+  // Their settlements as Core recorded them, each checked against the in-memory workspace.
+  "workspace write completed",
+  "workspace write rejected",
+  "workspace write unknown",
+  "initialization file completed"
 ]
 
 describe("deterministic simulation", () => {
@@ -72,6 +86,17 @@ describe("deterministic simulation", () => {
         assert.strictEqual(second.trace.join("\n"), first.trace.join("\n"))
       }
     }), 60_000)
+
+  it.effect("catches the broken build that sends a workspace write's frame again after a reconnect", () =>
+    Effect.gen(function* () {
+      const summary = yield* runSeeds({ seeds: fixedSeeds, broken: "replayWriteAfterReconnect", maxFailures: 1, minimize: false })
+      assert.strictEqual(summary.failures.length, 1)
+      const failure = summary.failures[0]!
+      assert.match(failure.violations[0]!, /^no replay: (the begin|a (chunk|commit)) of write operation-\d+ reached the Runtime /)
+      assert.strictEqual(failure.reproduce, `npm run sim -- --seed ${failure.seed} --broken replayWriteAfterReconnect`)
+      const correct = yield* runSchedule({ seed: failure.seed })
+      assert.deepStrictEqual(correct.violations, [])
+    }), 120_000)
 
   it.effect("catches the broken build that frees an Executor when a cancel waiter times out", () =>
     Effect.gen(function* () {

@@ -13,10 +13,12 @@ import { TurnStore } from "../../src/core/dev/TurnStore.js"
 import { MessageInput } from "../../src/proto/index.js"
 import * as Invariants from "./Invariants.js"
 import type { FrameEvent } from "./MemoryLink.js"
+import { makeWorkspaceLedger, releaseHangs } from "./MemoryWorkspace.js"
 import { type Broken, makeLedger, stuckCount } from "./NativeLedger.js"
 import { allSignals, budgetsMs, describe, type FaultKind, faultKinds, generate, type Step } from "./Plan.js"
 import * as Prng from "./Prng.js"
 import * as World from "./World.js"
+import * as WorkspaceSteps from "./WorkspaceSteps.js"
 
 export interface SimOptions {
   readonly seed: number
@@ -61,6 +63,14 @@ const fnv = (text: string): string => {
  */
 const withoutTrace = (text: string): string => text.replace(/,"trace":"[^"]*"/, "")
 
+/** Random UUIDs (Core's transfer ids) in a frame's text, replaced by their order of first appearance. */
+const uuids = (seen: Map<string, string>) => (text: string): string =>
+  text.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (u) => {
+    let n = seen.get(u)
+    if (n === undefined) seen.set(u, n = `uuid#${seen.size + 1}`)
+    return n
+  })
+
 const flush = Effect.repeat(Effect.yieldNow, { times: 10 }).pipe(Effect.asVoid)
 const advance = (ms: number) => Effect.andThen(TestClock.adjust(ms), flush)
 
@@ -90,7 +100,7 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
   const ledger = makeLedger()
   const agentSecret = `sk-sim-${options.seed}-agent-secret`
   const secrets: { everywhere: Array<string>; framesOnly: Array<string> } = { everywhere: [], framesOnly: [agentSecret] }
-  const checker = Invariants.make(ledger, secrets)
+  const ws = makeWorkspaceLedger()
   const faults = Object.fromEntries(faultKinds.map((k) => [k, 0])) as Record<FaultKind, number>
   for (const f of generated?.harnessFaults ?? []) faults[f]++
   const traceFrames = options.traceFrames ?? true
@@ -98,6 +108,8 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
   const exercise = (key: string) => {
     exercised[key] = (exercised[key] ?? 0) + 1
   }
+  const checker = Invariants.make(ledger, secrets, ws, exercise)
+  const normalize = uuids(new Map())
 
   const logger = Logger.make((o) => {
     const annotations = o.fiber.getRef(References.CurrentLogAnnotations)
@@ -117,7 +129,7 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
         if (!traceFrames) return
         const id = /"id":"([^"]{0,60})"/.exec(event.text)
         trace.push(
-          `  c${event.connection} ${event.direction === "toCore" ? "→core" : "→runtime"} ${m?.[1] ?? "?"} ${id?.[1] ?? ""} ${options.frameText === true ? withoutTrace(event.text) : fnv(withoutTrace(event.text))}${event.delivered ? "" : " LOST"}`
+          `  c${event.connection} ${event.direction === "toCore" ? "→core" : "→runtime"} ${m?.[1] ?? "?"} ${normalize(id?.[1] ?? "")} ${options.frameText === true ? normalize(withoutTrace(event.text)) : fnv(normalize(withoutTrace(event.text)))}${event.delivered ? "" : " LOST"}`
         )
       },
       processExited: (proc, alive) => {
@@ -125,12 +137,13 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
         if (alive.length > 0) checker.violations.push(`ownership: process ${proc} exited with native Executors not confirmed closed: ${alive.join(", ")}`)
       }
     }
-    const world = yield* World.make({ ledger, broken: options.broken ?? "none", rng: linkRng, hooks, advance })
+    const world = yield* World.make({ ledger, workspace: ws, broken: options.broken ?? "none", rng: linkRng, hooks, advance })
     secrets.everywhere.push(world.credential)
     const turnStore = Context.get(world.storeContext, TurnStore)
     const sessions: Array<string> = []
     const turnIds: Array<string | undefined> = []
-    const operatorScope = () => world.core()?.scope
+    const operatorScope = () => world.core()?.operators
+    const hosted: Array<string> = []
 
     /** Runs an operator action in the background, in Core's scope (a restart interrupts it), tracing its result. */
     const operate = <A, E>(label: string, action: Effect.Effect<A, E>) =>
@@ -177,14 +190,17 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
         const core = world.core()
         switch (step.k) {
           case "session": {
-            const id = `s${sessions.length + 1}`
+            // A self_hosted Session's id is a canonical UUID (Core's workspace write validator requires one).
+            const id = step.workspace === undefined ? `s${sessions.length + 1}` : World.hostedSessionId(sessions.length + 1)
             sessions.push(id)
+            const configuration = { agent_options: { scripted: step.options, api_key: agentSecret } }
+            if (step.workspace !== undefined) return yield* WorkspaceSteps.createHosted(ctx, id, configuration, step.workspace.init)
             yield* Effect.flatMap(Effect.service(SessionStoreTag), (store) =>
               store.create({
                 sessionId: id,
                 agentKind: "scripted",
                 environmentType: "none",
-                configuration: { agent_options: { scripted: step.options, api_key: agentSecret } },
+                configuration,
                 deviceId: undefined
               })).pipe(Effect.provideContext(world.storeContext), Effect.orDie)
             return
@@ -243,12 +259,18 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
             return world.storm(step.drops)
           case "core_restart":
             faults.core_restart++
+            yield* WorkspaceSteps.check(ctx, hosted)
+            checker.workspace.coreRestarting()
             yield* world.stopCore
             return yield* world.startCore
           case "runtime_sigterm":
             faults.runtime_sigterm++
             yield* world.stopDaemon
             return yield* world.startDaemon
+          case "write":
+          case "read":
+          case "settle":
+            return yield* WorkspaceSteps.execute(ctx, step)
           case "device_shutdown": {
             const link = world.link()
             if (link === undefined) return
@@ -271,8 +293,10 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
         return yield* operate(`function ${turn}/${id}`, core.turns.functionResult(turn, id, approve ? { output: "result" } : { error: "failed" }))
       })
 
+    const ctx: WorkspaceSteps.WorkspaceContext = { world, ws, checker, hosted, trace: (line) => void trace.push(line), operate }
     const check = Effect.gen(function* () {
       yield* checker.store(turnIds.filter((t): t is string => t !== undefined), turnStore)
+      yield* WorkspaceSteps.check(ctx, hosted)
       const d = world.daemon()
       if (d !== undefined) checker.capacity(d.proc, World.MaxActive)
       else for (const v of ledger.violations.splice(0)) checker.violations.push(v)
@@ -298,6 +322,7 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
     if (failedAtStep === undefined) {
       // Quiescence: faults stop, the operator cancels every Turn and answers everything; all must settle.
       trace.push(`quiescence @${yield* Clock.currentTimeMillis}`)
+      releaseHangs(ws)
       world.link()?.release("toCore")
       world.link()?.release("toRuntime")
       if (yield* world.reapDaemon) yield* world.startDaemon
@@ -333,6 +358,7 @@ export const runSchedule = (options: SimOptions): Effect.Effect<SimResult> => {
           checker.violations.push(`liveness: ${turn} still ${record.value.status} 9 minutes after faults stopped`)
         }
       }
+      checker.workspace.quiescence()
       const daemon = world.daemon()
       checker.counted("liveness")
       if (daemon !== undefined && stuckCount(ledger, daemon.proc) > 0) {

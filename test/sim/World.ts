@@ -9,6 +9,11 @@
  */
 import { Context, Duration, Effect, Exit, Fiber, Layer, Option, Redacted, Scope } from "effect"
 import { DevIds, type IdKind } from "../../src/core/dev/DevIds.js"
+import * as Files from "../../src/core/dev/Files.js"
+import * as Initialization from "../../src/core/dev/Initialization.js"
+import * as InitializationStore from "../../src/core/dev/InitializationStore.js"
+import { SessionLocks } from "../../src/core/dev/SessionLocks.js"
+import * as WriteReservations from "../../src/core/dev/WriteReservations.js"
 import { DeviceStore } from "../../src/core/dev/DeviceStore.js"
 import { recoverUnfinishedTurns } from "../../src/core/dev/Recovery.js"
 import * as Store from "../../src/core/dev/Store.js"
@@ -26,12 +31,23 @@ import { StatusBoard } from "../../src/runtime/StatusBoard.js"
 import { ConnectFailed } from "../../src/runtime/transport/ConnectError.js"
 import { Connector } from "../../src/runtime/transport/Connector.js"
 import * as MemoryLink from "./MemoryLink.js"
+import { memoryFs, type WorkspaceLedger, WorkspaceRoot } from "./MemoryWorkspace.js"
 import { aliveExecutors, type Broken, type NativeLedger, observe } from "./NativeLedger.js"
 import type { Prng } from "./Prng.js"
 
 export const DeviceId = "dev-1"
 /** The daemon's active bound in the simulation (small, so capacity is contended). */
 export const MaxActive = 2
+/**
+ * How long the daemon keeps an idle Executor (production: 10 minutes). Shorter here, so a workspace write or
+ * transfer — refused while any Executor is retained — meets an idle daemon within a schedule.
+ */
+export const IdleExecutorTtlMs = 60_000
+/** The device's Environment (a canonical UUID, as Core requires), bound on the daemon at `WorkspaceRoot`. */
+export const EnvironmentId = "00000000-0000-4000-8000-00000000e001"
+/** The id of the n-th Session when it is self_hosted. */
+export const hostedSessionId = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")}`
+export const selfHosted = { type: "self_hosted" as const, id: EnvironmentId, workspace_directory: WorkspaceRoot }
 
 /** Ids that keep counting across Core restarts (a restarted Core must not reuse a stored id). */
 const simIds = (counters: Map<IdKind, number>) =>
@@ -45,12 +61,19 @@ const simIds = (counters: Map<IdKind, number>) =>
   }))
 
 type StoreContext = Context.Context<Store.StoreServices | DevIds>
-type CoreServices = Turns.Turns | Gateway | GatewayConfig
+type CoreServices = Turns.Turns | Files.Files | Gateway | GatewayConfig
 
 interface CoreGeneration {
   readonly generation: number
   readonly scope: Scope.Closeable
+  /**
+   * Where operator actions run: closed after the generation's connections (as production's HTTP handlers end
+   * after its Runtime connections), so an operation waiting on the Runtime — an uninterruptible write — meets
+   * the connection's end instead of holding the shutdown.
+   */
+  readonly operators: Scope.Closeable
   readonly turns: Turns.Turns["Service"]
+  readonly files: Files.Files["Service"]
   readonly gateway: Gateway["Service"]
   readonly config: GatewayConfig["Service"]
 }
@@ -71,6 +94,7 @@ export interface WorldHooks {
 
 export const make = (options: {
   readonly ledger: NativeLedger
+  readonly workspace: WorkspaceLedger
   readonly broken: Broken
   readonly rng: Prng
   readonly hooks: WorldHooks
@@ -96,24 +120,41 @@ export const make = (options: {
     let connections = 0
     let current: MemoryLink.MemoryLink | undefined
     let stormLeft = 0
+    /** The broken build `replayWriteAfterReconnect`: the last workspace_write frame Core sent, to send again. */
+    let replayable: string | undefined
 
-    const coreLayer = Turns.layer({}).pipe(
+    // The dev Core's services as DevCore.ts wires them for SQLite: Turns and Files over the Session locks, the
+    // write reservations (unsettled ones reconciled at start, as a restarted production Core does) and Session
+    // initialization.
+    const recoverWrites = Layer.effectDiscard(Effect.orDie(Effect.flatMap(WriteReservations.WriteReservations, (w) => w.recover)))
+    const initialization = Initialization.layer({}).pipe(Layer.provideMerge(InitializationStore.layer))
+    const coreLayer = Layer.mergeAll(Turns.layer({}), Files.layer).pipe(
       Layer.provideMerge(TurnJournal.layer),
+      Layer.provideMerge(SessionLocks.layer),
+      Layer.provideMerge(recoverWrites.pipe(Layer.provideMerge(WriteReservations.layer))),
+      Layer.provideMerge(initialization),
       Layer.provideMerge(Layer.effectDiscard(Effect.orDie(recoverUnfinishedTurns))),
       Layer.provideMerge(Gateway.layer),
       Layer.provideMerge(GatewayConfig.layer({ publicUrl: "http://core.sim" })),
       Layer.provideMerge(Layer.succeedContext(storeContext))
     ) as Layer.Layer<CoreServices | Store.StoreServices, never>
+    /** Stores a Session's initialization (the operator's create; only the store is involved). */
+    const initStore = yield* Layer.build(initialization.pipe(Layer.provide(Layer.succeedContext(storeContext))))
+    const sessionInitialization = Context.get(initStore, Initialization.SessionInitialization)
+    const initializationStore = Context.get(initStore, InitializationStore.InitializationStore)
 
     const startCore = Effect.gen(function* () {
       if (core !== undefined) return
       const scope = yield* Scope.fork(worldScope)
       const context = yield* Layer.buildWithScope(coreLayer, scope).pipe(Effect.orDie)
+      const operators = yield* Scope.fork(scope)
       generations++
       core = {
         generation: generations,
         scope,
+        operators,
         turns: Context.get(context, Turns.Turns),
+        files: Context.get(context, Files.Files),
         gateway: Context.get(context, Gateway),
         config: Context.get(context, GatewayConfig)
       }
@@ -148,7 +189,12 @@ export const make = (options: {
           const n = ++connections
           const link = yield* MemoryLink.make({
             connection: n,
-            observe: (event) => hooks.frame(event, proc),
+            observe: (event) => {
+              if (event.direction === "toRuntime" && event.delivered && event.text.includes(`"type":"workspace_write"`)) {
+                replayable = event.connection === n ? event.text : replayable
+              }
+              hooks.frame(event, proc)
+            },
             onEnd: (by, code) => hooks.trace(`c${n} ended by ${by} (${code})`)
           })
           current = link
@@ -167,6 +213,10 @@ export const make = (options: {
             c.scope
           )
           hooks.trace(`c${n} connected (process ${proc}, core generation ${c.generation})`)
+          if (options.broken === "replayWriteAfterReconnect" && replayable !== undefined) {
+            link.inject(replayable)
+            replayable = undefined
+          }
           return { transport: link.transport, heartbeatInterval: Duration.seconds(15), coreVersion: Version.ProtocolVersion }
         })
       })
@@ -180,7 +230,13 @@ export const make = (options: {
             ...registry,
             get: (kind) => Effect.map(registry.get(kind), Option.map((h) => observe(h, ledger, proc, options.broken)))
           }))
-      ).pipe(Layer.provideMerge(RuntimeProcess.layer({ maxActive: MaxActive, ids: "sequential" })))
+      ).pipe(Layer.provideMerge(RuntimeProcess.layer({
+        maxActive: MaxActive,
+        ids: "sequential",
+        idleExecutorTtl: Duration.millis(IdleExecutorTtlMs),
+        environment: { environmentId: EnvironmentId, root: WorkspaceRoot, configured: WorkspaceRoot, networkAccess: "disabled" },
+        wrapWorkspaceFs: () => memoryFs(options.workspace)
+      })))
 
     const startDaemon = Effect.gen(function* () {
       if (daemon !== undefined) return
@@ -224,6 +280,8 @@ export const make = (options: {
     return {
       credential: Redacted.value(credential),
       storeContext,
+      sessionInitialization,
+      initializationStore,
       core: () => core,
       daemon: () => daemon,
       link: () => (current !== undefined && current.isOpen() ? current : undefined),

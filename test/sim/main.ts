@@ -1,5 +1,5 @@
 /**
- * `npm run sim -- [--seeds N] [--seed S] [--steps K] [--broken freeOnCancelTimeout] [--trace] [--frames] [--json FILE]`
+ * `npm run sim -- [--seeds N] [--seed S] [--steps K] [--broken freeOnCancelTimeout|replayWriteAfterReconnect] [--trace] [--frames] [--json FILE]`
  *
  * - `--seeds N --seed S`: runs N schedules with seeds S, S+1, … (default S = 1, N = 100).
  * - `--seed S` alone: runs that one schedule and prints its whole trace (the reproduction of a failing seed).
@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import { writeFileSync } from "node:fs"
-import type { Broken } from "./NativeLedger.js"
+import { type Broken, brokenBuilds } from "./NativeLedger.js"
 import { formatFailure, formatSummary, runSeeds } from "./Runner.js"
 import { runSchedule } from "./Simulator.js"
 
@@ -36,8 +36,8 @@ const main = async () => {
   const seed = int("seed")
   const steps = int("steps")
   const broken = (arg("broken") ?? "none") as Broken
-  if (broken !== "none" && broken !== "freeOnCancelTimeout") {
-    console.error("--broken must be freeOnCancelTimeout")
+  if (broken !== "none" && !brokenBuilds.includes(broken)) {
+    console.error(`--broken must be one of ${brokenBuilds.join(", ")}`)
     process.exit(2)
   }
   if (seed !== undefined && seeds === undefined) {

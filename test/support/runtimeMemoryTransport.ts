@@ -19,7 +19,7 @@
  * Usage:
  * ```ts
  * const core = yield* MemoryTransport.make()
- * const fiber = yield* Connection.run.pipe(Effect.provide(core.layer), …, Effect.forkChild)
+ * const fiber = yield* Connection.run.pipe(Effect.provide(core.layer), …, Effect.forkScoped)
  * const first = yield* core.fromRuntime            // e.g. the heartbeat
  * yield* core.toRuntime({ type: "prompt_cancel", id: runId, payload: {} })
  * yield* core.close(4001)                          // Core closes: inbound fails with TransportClosed{closed_by_peer, 4001}

@@ -30,6 +30,12 @@ export type ConnectionUnderTest = Effect.Success<ReturnType<typeof connect>>
 /**
  * Starts `Connection.run` over a fresh in-memory transport and takes the first heartbeat. The heartbeat
  * interval defaults to an hour so heartbeats do not interleave with the frames a test expects.
+ *
+ * The connection runs in the enclosing Scope, as the daemon runs it (Daemon.ts): when that Scope closes, the
+ * connection is interrupted and returns only after every Executor it owns closed until confirmed (processes
+ * reaped), and that happens before the Scope's earlier releases (a state directory, a fake server) run. A
+ * child fiber of the test would instead outlive the Scope and be interrupted only when the test's fiber ends,
+ * after those releases: a native process still writing into a directory being removed (ENOTEMPTY).
  */
 export const connect = (options: { readonly heartbeatInterval?: Duration.Input; readonly connectionNumber?: number } = {}) =>
   Effect.gen(function* () {
@@ -41,7 +47,7 @@ export const connect = (options: { readonly heartbeatInterval?: Duration.Input; 
         connectionNumber: options.connectionNumber ?? 1,
         heartbeatInterval: Duration.fromInputUnsafe(options.heartbeatInterval ?? "1 hour")
       })),
-      Effect.forkChild
+      Effect.forkScoped
     )
     const heartbeat = yield* core.fromRuntime
     return { core, fiber, heartbeat }
