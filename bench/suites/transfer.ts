@@ -6,7 +6,8 @@
  * stages, hashes and installs the file.
  *
  * Baseline: raw `ws` between the same two processes with the same roles and request / receipt pattern: this
- * process's server sends a JSON frame with 64 KiB of base64 data (unmasked, as Core's gateway does), the child's
+ * process's server sends a JSON frame with 64 KiB of base64 data (unmasked, as Core's gateway does; built as Core
+ * builds its chunk frames, `support/rawFrames.ts`), the child's
  * client decodes it and answers with a small JSON receipt (masked, as the daemon's are); the next chunk only after
  * it; the same body size. Target: ≥ 100 MB/s (decimal) on the median. Beside it, not judged: both processes' CPU
  * per byte of each contender (MB per CPU-second), which the machine's load moves less than wall-clock.
@@ -23,6 +24,7 @@ import { figure, type Figure } from "../lib/figures.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
 import { makeDevices, sessionOf, startCore, watchDeclared } from "../support/core.js"
 import { op, spawnChild, withTimeout } from "../support/processes.js"
+import { chunkFrame, textFrame } from "../support/rawFrames.js"
 
 const Chunk = 64 * 1024
 const EnvironmentId = "a2d4f6e8-1b3c-4d5e-9f70-8a9b0c1d2e3f"
@@ -38,18 +40,19 @@ const startRawCore = async () => {
       peer = socket
       resolve()
     }))
-  const roundTrip = (text: string) =>
+  const roundTrip = (frame: string | Buffer) =>
     new Promise<void>((resolve) => {
       peer!.once("message", () => resolve())
-      peer!.send(text)
+      peer!.send(frame, textFrame)
     })
   return {
     url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}`,
     connected,
     transfer: async (body: Uint8Array) => {
       for (let offset = 0; offset < body.length; offset += Chunk) {
-        const data = Buffer.from(body.buffer, body.byteOffset + offset, Math.min(Chunk, body.length - offset)).toString("base64")
-        await roundTrip(JSON.stringify({ type: "runtime_prepare", id: "t", payload: { step: "chunk", offset, data } }))
+        // Built as Core builds its chunk frames (`rawFrames.ts`).
+        const part = body.subarray(offset, Math.min(body.length, offset + Chunk))
+        await roundTrip(chunkFrame({ type: "runtime_prepare", id: "t", payload: { step: "chunk", offset } }, part))
       }
       await roundTrip(JSON.stringify({ type: "runtime_prepare", id: "t", payload: { step: "commit" } }))
     },

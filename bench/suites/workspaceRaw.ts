@@ -16,6 +16,9 @@
  * and Core's are not: export chunks are masked by the sender and unmasked by the receiver on both paths, write
  * chunks on neither.
  *
+ * Chunk frames (write chunks, export chunks) are built as the daemon path builds its own (`support/rawFrames.ts`:
+ * base64 written into the frame's bytes, no `JSON.stringify` of the 87 KiB text).
+ *
  * `repeat: 3` is the negative control: every chunk is moved and processed three times (sent, decoded, hashed or read,
  * written, acknowledged), i.e. a path known to do three times the work per byte.
  */
@@ -24,6 +27,7 @@ import * as FsP from "node:fs/promises"
 import type { AddressInfo } from "node:net"
 import * as Path from "node:path"
 import { WebSocket, WebSocketServer } from "ws"
+import { chunkFrame, textFrame } from "../support/rawFrames.js"
 
 const Chunk = 64 * 1024
 
@@ -61,6 +65,9 @@ const serve = (socket: WebSocket, writeDir: string, exportRoot: string) => {
   let staging: { file: FsP.FileHandle; temp: string; dest: string; hash: Hash; received: number; size: number; sha256: string } | undefined
   let exporting: { files: Array<string>; file: FsP.FileHandle | undefined; position: number; sent: number; repeat: number } | undefined
   const reply = (payload: Record<string, unknown>) => socket.send(JSON.stringify({ type: "result", id: "raw", payload }))
+  /** A chunk reply, built as the daemon builds its export chunks (`rawFrames.ts`). */
+  const replyChunk = (payload: Record<string, unknown>, bytes: Uint8Array) =>
+    socket.send(chunkFrame({ type: "result", id: "raw", payload }, bytes), textFrame)
 
   /** The next ≤ 64 KiB of file data, or undefined at the end of the tree. */
   const nextExportChunk = async (): Promise<Buffer | undefined> => {
@@ -132,11 +139,11 @@ const serve = (socket: WebSocket, writeDir: string, exportRoot: string) => {
         for (let i = 1; i < e.repeat; i++) {
           const copy = Buffer.allocUnsafe(chunk.length)
           await e.file!.read(copy, 0, chunk.length, e.position - chunk.length)
-          reply({ outcome: "chunk", offset: e.sent, data: copy.toString("base64"), again: true })
+          replyChunk({ outcome: "chunk", offset: e.sent, again: true }, copy)
         }
         const offset = e.sent
         e.sent += chunk.length
-        return reply({ outcome: "chunk", offset, data: chunk.toString("base64") })
+        return replyChunk({ outcome: "chunk", offset }, chunk)
       }
     }
   }
@@ -177,15 +184,19 @@ export const startRawWorkspace = async (writeDir: string, exportRoot: string): P
       coreEnd.send(JSON.stringify({ type: "request", id: "raw", payload }))
     })
 
+  /** Sends one chunk request (built as Core builds its write chunks, `rawFrames.ts`) and resolves with its receipt. */
+  const chunkTrip = (offset: number, part: Uint8Array) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      onReply = resolve
+      coreEnd.send(chunkFrame({ type: "request", id: "raw", payload: { step: "chunk", offset } }, part), textFrame)
+    })
+
   const write = async (path: string, body: Uint8Array, repeat: number) => {
     const sha256 = createHash("sha256").update(body).digest("hex")
     await roundTrip({ step: "begin", path, size: body.length, sha256 })
     for (let offset = 0; offset < body.length; offset += Chunk) {
       const part = body.subarray(offset, Math.min(body.length, offset + Chunk))
-      for (let i = 0; i < repeat; i++) {
-        const data = Buffer.from(part.buffer, part.byteOffset, part.length).toString("base64")
-        await roundTrip({ step: "chunk", offset, data })
-      }
+      for (let i = 0; i < repeat; i++) await chunkTrip(offset, part)
     }
     const done = await roundTrip({ step: "commit" })
     if (done["outcome"] !== "completed") throw new Error("raw write not completed")

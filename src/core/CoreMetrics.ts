@@ -81,10 +81,15 @@ export const frame = (direction: "in" | "out", bytes: number) =>
 
 
 // Synchronous updates for the connection's read loop and send path (no effect allocated per frame).
-const framesIn = Metric.withAttributes(frames, { direction: "in" })
-const framesOut = Metric.withAttributes(frames, { direction: "out" })
-const bytesIn = Metric.withAttributes(frameBytes, { direction: "in" })
-const bytesOut = Metric.withAttributes(frameBytes, { direction: "out" })
+// One counter instance per series (the same names, so the same registry series as `frames` / `frameBytes`): a
+// metric caches the key of the last attribute set it saw, so one instance shared by "in" and "out" recomputed its
+// series key (a sort and a JSON.stringify) on every frame of a request / receipt exchange.
+const directed = (name: string, description: string, direction: "in" | "out") =>
+  Metric.withAttributes(counter(name, description), { direction })
+const framesIn = directed(frames.id, frames.description ?? "", "in")
+const framesOut = directed(frames.id, frames.description ?? "", "out")
+const bytesIn = directed(frameBytes.id, frameBytes.description ?? "", "in")
+const bytesOut = directed(frameBytes.id, frameBytes.description ?? "", "out")
 
 /** Counts one frame of `bytes` in `direction` in the registry of `context` (the session's, captured once). */
 export const frameUnsafe = (context: Context.Context<never>, direction: "in" | "out", bytes: number): void => {

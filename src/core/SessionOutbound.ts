@@ -19,11 +19,13 @@ const withCallerTrace = (message: Messages.CoreToRuntime): Effect.Effect<Message
 /** A frame encoded earlier (`EncodedFrame.encodeChunkFrame`), with the message it encodes. */
 export type EncodedCoreFrame = EncodedMessage<Messages.CoreToRuntime>
 
-const enqueue = (state: SessionState, message: Messages.CoreToRuntime, earlier?: string): Effect.Effect<void, NotSent> => {
+const enqueue = (state: SessionState, message: Messages.CoreToRuntime, earlier?: string | Uint8Array): Effect.Effect<void, NotSent> => {
   if (state.ended !== undefined) {
     return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
   }
-  const encoded = earlier === undefined ? Messages.encodeMessage(message) : Result.succeed(earlier)
+  const encoded: Result.Result<string | Uint8Array, Messages.OutgoingFrameRejected> = earlier === undefined
+    ? Messages.encodeMessage(message)
+    : Result.succeed(earlier)
   if (Result.isFailure(encoded)) {
     return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))
   }
@@ -33,7 +35,7 @@ const enqueue = (state: SessionState, message: Messages.CoreToRuntime, earlier?:
       new NotSent({ type: message.type, reason: offered === "full" ? "queue_full" : "connection_closed" })
     )
   }
-  const bytes = Buffer.byteLength(encoded.success, "utf8")
+  const bytes = typeof encoded.success === "string" ? Buffer.byteLength(encoded.success, "utf8") : encoded.success.byteLength
   CoreMetrics.frameUnsafe(state.metricContext, "out", bytes)
   if (state.tapQueue !== undefined) {
     const id = "id" in message ? message.id : undefined
@@ -50,5 +52,5 @@ const enqueue = (state: SessionState, message: Messages.CoreToRuntime, earlier?:
  */
 export const send = (state: SessionState, message: Messages.CoreToRuntime | EncodedCoreFrame): Effect.Effect<void, NotSent> =>
   "encoded" in message
-    ? Effect.suspend(() => enqueue(state, message.message, message.encoded))
+    ? Effect.suspend(() => enqueue(state, message.message, message.bytes ?? message.encoded))
     : Effect.flatMap(withCallerTrace(message), (message) => Effect.suspend(() => enqueue(state, message)))

@@ -18,7 +18,9 @@
  *   Node 24, the largest single cost of sending one). The message with an empty `data` goes through
  *   `encodeMessage` (every rule of the codec), and the base64 text, made here from `bytes` (so only the characters
  *   `A–Z a–z 0–9 + / =`, none of which JSON escapes), takes the empty string's place: the text is byte-identical to
- *   `encodeMessage` of the message with its data (`test/proto/EncodedFrame.test.ts`, every chunk family).
+ *   `encodeMessage` of the message with its data (`test/proto/EncodedFrame.test.ts`, every chunk family). The
+ *   frame's UTF-8 bytes are built at the same time (`bytes`: the base64 text is written into them once), so a
+ *   transport hands them to the socket without flattening, measuring or converting the 87 KiB text again.
  */
 import { Result } from "effect"
 import { utf8ByteLength } from "./Checks.js"
@@ -27,12 +29,19 @@ import { encode as encodeBase64 } from "./internal/base64.js"
 import { MaxFrameBytes } from "./Limits.js"
 import { encodeMessage, type Message, OutgoingFrameRejected, type RuntimeToCore } from "./Messages.js"
 
+const utf8 = new TextEncoder()
+
 /** One frame's text, already encoded and valid, with the type and correlation id a log line may carry. */
 export interface EncodedFrame {
   readonly type: string
   readonly id: string | undefined
   /** The frame's JSON text (one WebSocket text frame). */
   readonly encoded: string
+  /**
+   * The same frame as its UTF-8 bytes, when the encoder built them directly (`encodeChunkFrame`): a transport
+   * sends these (as a text frame) instead of converting `encoded`, which then is never flattened or copied.
+   */
+  readonly bytes?: Uint8Array
 }
 
 /** A frame to send: a message the transport encodes, or a frame encoded earlier. */
@@ -54,6 +63,13 @@ export const encodeFrame = (message: RuntimeToCore): Result.Result<EncodedFrame,
 /** The text of a frame to send: the earlier encoding, or the codec's. */
 export const frameText = (frame: Outgoing): Result.Result<string, OutgoingFrameRejected> =>
   isEncoded(frame) ? Result.succeed(frame.encoded) : encodeMessage(frame)
+
+/**
+ * What a transport writes for a frame to send (one text frame either way): its UTF-8 bytes when the encoder built
+ * them (`EncodedFrame.bytes`), otherwise its text (`frameText`).
+ */
+export const frameData = (frame: Outgoing): Result.Result<string | Uint8Array, OutgoingFrameRejected> =>
+  isEncoded(frame) && frame.bytes !== undefined ? Result.succeed(frame.bytes) : frameText(frame)
 
 /** Encodes one `delta` frame of a Run: `item_id` only when the Run observes messages. */
 export type DeltaEncoder = (
@@ -126,19 +142,29 @@ export const encodeChunkFrame = <M extends ChunkCarrier>(
       : Result.succeed({ type: message.type, id: idOf(message), encoded: encoded.success, message: full })
   }
   const cut = at + EmptyData.length - 1
-  if (text.length + data.length > MaxFrameBytes / 3) {
-    const size = utf8ByteLength(text) + data.length // base64 is ASCII: one byte per character
-    if (size > MaxFrameBytes) return Result.fail(new OutgoingFrameRejected({ type: message.type, reason: "frame_too_large", bytes: size }))
-  }
-  return Result.succeed({ type: message.type, id: idOf(message), encoded: text.slice(0, cut) + data + text.slice(cut), message: full })
+  const head = utf8.encode(text.slice(0, cut))
+  const tail = utf8.encode(text.slice(cut))
+  const size = head.length + data.length + tail.length // base64 is ASCII: one byte per character
+  if (size > MaxFrameBytes) return Result.fail(new OutgoingFrameRejected({ type: message.type, reason: "frame_too_large", bytes: size }))
+  const utf8Frame = new Uint8Array(size)
+  utf8Frame.set(head, 0)
+  utf8.encodeInto(data, utf8Frame.subarray(head.length, head.length + data.length))
+  utf8Frame.set(tail, head.length + data.length)
+  return Result.succeed({
+    type: message.type,
+    id: idOf(message),
+    encoded: text.slice(0, cut) + data + text.slice(cut),
+    bytes: utf8Frame,
+    message: full
+  })
 }
-
-const utf8 = new TextEncoder()
 
 /**
  * What a WebSocket library gets to send one text frame (with `binary: false`, so still a text frame, byte for
  * byte the same): a long text as its UTF-8 bytes from `TextEncoder`, a short one as is. `ws` converts a string
  * with Node's UTF-8 conversion, about 140 µs for an 87 KiB chunk frame on Node 24 against 3–10 µs for
- * `TextEncoder`'s encoder; below 2 KiB the difference is lost in the rest of a send. Both sides' transports use it.
+ * `TextEncoder`'s encoder; below 2 KiB the difference is lost in the rest of a send. Bytes (`frameData` of a frame
+ * with `bytes`) pass as they are. Both sides' transports use it.
  */
-export const textFramePayload = (text: string): string | Uint8Array => (text.length < 2048 ? text : utf8.encode(text))
+export const textFramePayload = (text: string | Uint8Array): string | Uint8Array =>
+  typeof text !== "string" || text.length < 2048 ? text : utf8.encode(text)

@@ -78,14 +78,14 @@ export const parentOf = (value: string | undefined): Option.Option<Tracer.Extern
  * never becomes an attribute and never affects the result of `self`.
  */
 export const withReceivedTrace: {
-  (name: string, value: string | undefined, options?: Tracer.SpanOptionsNoTrace): <A, E, R>(
+  (name: string, value: string | undefined, options?: Tracer.SpanOptions): <A, E, R>(
     self: Effect.Effect<A, E, R>
   ) => Effect.Effect<A, E, R>
   <A, E, R>(
     self: Effect.Effect<A, E, R>,
     name: string,
     value: string | undefined,
-    options?: Tracer.SpanOptionsNoTrace
+    options?: Tracer.SpanOptions
   ): Effect.Effect<A, E, R>
 } = Function.dual(
   (args) => Effect.isEffect(args[0]),
@@ -93,7 +93,7 @@ export const withReceivedTrace: {
     self: Effect.Effect<A, E, R>,
     name: string,
     value: string | undefined,
-    options?: Tracer.SpanOptionsNoTrace
+    options?: Tracer.SpanOptions
   ): Effect.Effect<A, E, R> => {
     const parent = parentOf(value)
     return Option.isSome(parent)

@@ -91,6 +91,9 @@ export interface DispatcherShape {
   readonly handlers: Handlers
 }
 
+/** Options of the per-request span (see `route`). */
+const routeSpan = { captureStackTrace: false } as const
+
 const makeDispatcher = Effect.gen(function* () {
   const outbound = yield* Outbound
   const admission = yield* Admission
@@ -191,12 +194,15 @@ const makeDispatcher = Effect.gen(function* () {
    * Runs the handler in a span (`Runtime.<type>`) whose parent is Core's span when the frame's trace is a valid
    * traceparent, and a local span otherwise (protocol "Envelope and identity": missing or invalid trace data
    * creates a local trace). One span per received request, none per Run event; the trace never becomes an id.
+   * The span captures no stack trace: it would always name this line (the handler is the span's name), and
+   * capturing one costs an `Error` per received frame (every 64 KiB chunk of a write or transfer).
    */
   const route = <K extends Messages.CoreToRuntimeType>(message: MessageOf<K>): Effect.Effect<void> =>
     withReceivedTrace(
       (handlers[message.type as K] as (m: MessageOf<K>) => Effect.Effect<void>)(message),
       spanNames[message.type],
-      message.trace
+      message.trace,
+      routeSpan
     )
 
   return Dispatcher.of({

@@ -109,6 +109,8 @@ describe("encodeChunkFrame", () => {
     { type: "workspace_write", id: operationId, payload: { step: "chunk", offset: 65536 } },
     { type: "runtime_prepare", id: transferId, payload: { step: "chunk" } },
     { type: "runtime_prepare", id: transferId, payload: { step: "chunk", offset: 131072 } },
+    // Multi-byte UTF-8 before the data (the bytes are not the text's UTF-16 length).
+    { type: "runtime_prepare", id: unsafeMake.transferId("überträgung-😀"), payload: { step: "chunk", offset: 0 } },
     { type: "workspace_export_result", id: operationId, payload: { outcome: "chunk", offset: 0 } },
     { type: "workspace_read_result", id: operationId, payload: { outcome: "completed", close_acknowledged: true } }
   ]
@@ -134,6 +136,8 @@ describe("encodeChunkFrame", () => {
           assert.isTrue(Result.isSuccess(direct), `${message.type}: refused`)
           if (Result.isFailure(direct) || Result.isFailure(codec)) continue
           assert.strictEqual(direct.success.encoded, codec.success)
+          // The bytes a transport writes are exactly the UTF-8 of that text.
+          assert.deepStrictEqual(Buffer.from(direct.success.bytes!), Buffer.from(codec.success, "utf8"))
           assert.deepStrictEqual(direct.success.message, full)
           assert.strictEqual(direct.success.type, message.type)
           assert.strictEqual(direct.success.id, "id" in message ? message.id : undefined)
@@ -168,7 +172,10 @@ describe("encodeChunkFrame", () => {
       const bytes = new Uint8Array(size)
       const codec = Messages.encodeMessage(withData(message, bytes))
       const direct = encodeChunkFrame(message, bytes)
-      if (Result.isSuccess(codec)) assert.isTrue(Result.isSuccess(direct) && direct.success.encoded === codec.success)
+      if (Result.isSuccess(codec)) {
+        assert.isTrue(Result.isSuccess(direct) && direct.success.encoded === codec.success)
+        assert.isTrue(Result.isSuccess(direct) && direct.success.bytes!.byteLength === Buffer.byteLength(codec.success))
+      }
       else {
         assert.strictEqual(codec.failure.reason, "frame_too_large")
         assert.deepStrictEqual(direct, Result.fail(codec.failure))

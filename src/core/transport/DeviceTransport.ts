@@ -60,7 +60,7 @@ export interface DeviceTransport {
    * Puts one encoded frame in the bounded send queue without waiting. "queued" proves only that; "full" and
    * "closed" mean nothing will be sent.
    */
-  readonly offer: (frame: string) => OfferResult
+  readonly offer: (frame: string | Uint8Array) => OfferResult
   /** Closes the connection with a close code. Idempotent; queued frames not yet written are dropped. */
   readonly close: (code: number, reason: string) => Effect.Effect<void>
 }

@@ -16,7 +16,7 @@ import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, ty
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
-import { frameText, type Outgoing } from "../../proto/EncodedFrame.js"
+import { frameData, type Outgoing } from "../../proto/EncodedFrame.js"
 import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
@@ -221,13 +221,14 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       if (frames.length === 0) return Effect.void
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written.
-      const texts: Array<string> = new Array(frames.length)
+      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes.
+      const texts: Array<string | Uint8Array> = new Array(frames.length)
       let bytes = 0
       for (let i = 0; i < frames.length; i++) {
-        const text = frameText(frames[i]!)
+        const text = frameData(frames[i]!)
         if (Result.isFailure(text)) return Effect.fail(text.failure)
         texts[i] = text.success
-        bytes += Buffer.byteLength(text.success, "utf8")
+        bytes += typeof text.success === "string" ? Buffer.byteLength(text.success, "utf8") : text.success.byteLength
       }
       RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
       return texts.length === 1

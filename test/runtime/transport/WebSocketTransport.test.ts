@@ -40,17 +40,21 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
   /** Every frame handed to the socket, in order, whichever way. */
   const order: Array<string> = []
   const calls: Array<string> = []
+  // A frame handed over as its UTF-8 bytes (a chunk frame) is recorded as its text.
+  const asText = (frame: string | Uint8Array) => (typeof frame === "string" ? frame : new TextDecoder().decode(frame))
   const socket: FrameSocket = {
-    send: (text, written) => {
+    send: (frame, written) => {
       if (closeFrameCode !== undefined) written(new Error("socket not open"))
       else {
+        const text = asText(frame)
         writes.push({ text, written })
         order.push(text)
       }
     },
-    sendAll: (texts, written) => {
+    sendAll: (frames, written) => {
       if (closeFrameCode !== undefined) written(new Error("socket not open"))
       else {
+        const texts = frames.map(asText)
         batches.push({ texts, written })
         order.push(...texts)
       }

@@ -27,6 +27,8 @@ export interface SocketTransportOptions {
   readonly maxFrameBytes?: number
 }
 
+const utf8 = new TextDecoder()
+
 const fromSocketError = (error: Socket.SocketError): TransportEnded => {
   const reason = error.reason
   return reason._tag === "SocketCloseError"
@@ -122,7 +124,14 @@ export const fromSocket = (
       resume: () => {
         if (listening) reading.openUnsafe()
       },
-      offer: (frame: string): OfferResult => endedWith !== undefined ? "closed" : Queue.offerUnsafe(queue, frame) ? "queued" : "full",
+      // `effect/socket` writes a byte array as a binary frame: a frame given as its UTF-8 bytes (a chunk frame,
+      // `EncodedFrame.bytes`) is queued as its text, so it stays a text frame.
+      offer: (frame: string | Uint8Array): OfferResult =>
+        endedWith !== undefined
+          ? "closed"
+          : Queue.offerUnsafe(queue, typeof frame === "string" ? frame : utf8.decode(frame))
+          ? "queued"
+          : "full",
       close: (code: number, reason: string) =>
         Effect.andThen(
           Effect.sync(() => end(new TransportEnded({ reason: "closed_locally", code }))),

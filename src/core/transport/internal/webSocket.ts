@@ -90,7 +90,7 @@ class WsTransport implements DeviceTransport {
   private handlers: InboundHandlers | undefined = undefined
   private endedWith: TransportEnded | undefined = undefined
   private closeSent = false
-  private queue: Array<string> = []
+  private queue: Array<string | Uint8Array> = []
   private flushScheduled = false
   private readonly flush = () => this.flushQueue()
 
@@ -130,7 +130,7 @@ class WsTransport implements DeviceTransport {
     if (this.endedWith === undefined && this.handlers !== undefined) this.ws.resume()
   }
 
-  offer(frame: string): OfferResult {
+  offer(frame: string | Uint8Array): OfferResult {
     if (this.endedWith !== undefined) return "closed"
     if (this.queue.length >= this.capacity) return "full"
     this.queue.push(frame)

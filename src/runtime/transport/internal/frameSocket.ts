@@ -25,15 +25,16 @@ export interface FrameListener {
 
 export interface FrameSocket {
   /**
-   * Queues one text frame. `written` fires once: without an error when the write completed locally (handed to the
+   * Queues one text frame (its text or its UTF-8 bytes). `written` fires once: without an error when the write completed locally (handed to the
    * operating system), with one when it did not. Frames are written in call order.
    */
-  readonly send: (text: string, written: (error?: Error) => void) => void
+  readonly send: (text: string | Uint8Array, written: (error?: Error) => void) => void
   /**
-   * Queues several text frames in order, in one go. `written` fires once, after the last frame's write
-   * finished: without an error only when every frame of the batch was written locally.
+   * Queues several text frames in order, in one go, each given as its text or as its UTF-8 bytes (still a text
+   * frame). `written` fires once, after the last frame's write finished: without an error only when every frame
+   * of the batch was written locally.
    */
-  readonly sendAll: (texts: ReadonlyArray<string>, written: (error?: Error) => void) => void
+  readonly sendAll: (texts: ReadonlyArray<string | Uint8Array>, written: (error?: Error) => void) => void
   /** Starts the closing handshake with a close frame (sent after every queued frame). */
   readonly close: (code: number, reason: string) => void
   /** Destroys the connection at once, without a closing handshake. */
