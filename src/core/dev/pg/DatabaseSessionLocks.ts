@@ -16,15 +16,24 @@
  *   exactly as when held on this node. A Turn start (`forStart`) first waits for the Session's **start** lock
  *   (a second key), so two nodes starting on one Session serialize as two starts on one node do: the second
  *   sees the first's Turn and is refused `turn_active`.
+ * - The start key is a **session-level** advisory lock, released (`pg_advisory_unlock`) only after `COMMIT`
+ *   returned. PostgreSQL does not release a transaction's locks atomically: `COMMIT` frees them one lock
+ *   partition at a time and wakes each lock's waiters as it goes, so a start waiting for the start key could be
+ *   granted it while the same transaction's session key was still held, and be refused `session_busy` although
+ *   no Files operation ran (seen under load). `COMMIT` returns only after every lock of its transaction is
+ *   free, so a start key freed after it proves the session key free.
+ * - The lock connection goes back to the pool holding nothing: when the transaction's end or the unlock fails,
+ *   the connection ends its own backend (`pg_terminate_backend(pg_backend_pid())`: PostgreSQL drops every lock
+ *   of a backend that exits) and the pool replaces it.
  *
  * Keys are `hashtextextended(schema || '/session/' (or '/start/') || session id, 0)`: advisory locks are per
  * database, the schema (an identifier, no '/') keeps two stores of one database apart. A hash collision only
  * serializes two Sessions.
  */
 import { Effect, Layer, Semaphore } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlConnection } from "effect/sql"
 import { OperatorConflict, OperatorUnavailable } from "../OperatorErrors.js"
-import { type InnerSessionLock, SessionLocks } from "../SessionLocks.js"
+import { type InnerSessionLock, type LockMode, SessionLocks } from "../SessionLocks.js"
 
 export interface DatabaseSessionLocksOptions {
   /** Lock connections held at once (default 3). */
@@ -36,7 +45,20 @@ const lockFailed = () => new OperatorUnavailable({ operation: "session_lock" })
 const key = (what: string) => `hashtextextended(current_schema() || '/${what}/' || $1, 0)`
 const WaitSession = `SELECT true AS got, pg_advisory_xact_lock(${key("session")})`
 const TrySession = `SELECT pg_try_advisory_xact_lock(${key("session")}) AS got`
-const WaitStart = `SELECT pg_advisory_xact_lock(${key("start")})`
+const WaitStart = `SELECT pg_advisory_lock(${key("start")})`
+const FreeStart = `SELECT pg_advisory_unlock(${key("start")})`
+const EndBackend = "SELECT pg_terminate_backend(pg_backend_pid())"
+
+/**
+ * Ends the lock transaction (every lock of it is free when `COMMIT` returns), then frees a start's
+ * session-level start key. Either failing leaves the connection's locks unknown: it ends its own backend, so it
+ * never returns to the pool holding a lock (its own error — the backend went away — is the expected outcome).
+ */
+const release = (conn: SqlConnection.Connection, sessionId: string, mode: LockMode) =>
+  Effect.gen(function* () {
+    yield* conn.executeUnprepared("COMMIT", [], undefined)
+    if (mode === "start") yield* conn.execute(FreeStart, [sessionId], undefined)
+  }).pipe(Effect.catch(() => Effect.ignore(conn.executeUnprepared(EndBackend, [], undefined))))
 
 /** The database lock, taken inside the in-process ones, on a reserved connection of its own. */
 export const databaseLock = (sql: SqlClient.SqlClient, slots: Semaphore.Semaphore): InnerSessionLock =>
@@ -46,7 +68,7 @@ export const databaseLock = (sql: SqlClient.SqlClient, slots: Semaphore.Semaphor
       const run = (statement: string) => Effect.mapError(conn.execute(statement, [sessionId], undefined), lockFailed)
       yield* Effect.acquireRelease(
         Effect.mapError(conn.executeUnprepared("BEGIN", [], undefined), lockFailed),
-        () => Effect.ignore(conn.executeUnprepared("COMMIT", [], undefined))
+        () => release(conn, sessionId, mode)
       )
       if (mode === "start") yield* run(WaitStart)
       const rows = yield* run(mode === "wait" ? WaitSession : TrySession)
