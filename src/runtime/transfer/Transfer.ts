@@ -29,7 +29,8 @@ import { Clock, Context, Duration, Effect, Exit, Fiber, Layer, Option, Scope } f
 import type { TransferId } from "../../proto/Ids.js"
 import { StatusSendBudget, TransferBudget } from "../../proto/Limits.js"
 import { type RuntimePreparePayload, type RuntimePrepareResultPayload, validateRequest } from "../../proto/RuntimePrepare.js"
-import { checkChunk, checkCommit, decodeChunkData } from "../../proto/Transfer.js"
+import { checkChunk, checkCommit } from "../../proto/Transfer.js"
+import { chunkBytes } from "../transport/ChunkData.js"
 import { MaxTransferBytes } from "../../proto/Limits.js"
 import { Background, Drain, WorkspaceGate } from "../ConnectionServices.js"
 import { Executors } from "../Executors.js"
@@ -191,7 +192,7 @@ const makeTransfer = Effect.gen(function* () {
     Effect.gen(function* () {
       if (t.ended) return
       const body = t.body
-      const bytes = p.data === undefined ? undefined : decodeChunkData(p.data)
+      const bytes = chunkBytes(p)
       if (body === undefined || bytes === undefined || bytes._tag === "Failure") return yield* finish(t, invalid)
       const data = bytes.success
       const total = checkChunk(

@@ -14,6 +14,7 @@ import { Context, Duration, type Effect, Result, Schema, type Stream } from "eff
 import type { Outgoing } from "../../proto/EncodedFrame.js"
 import { Envelope, Messages } from "../../proto/index.js"
 import type { DeviceId } from "../../proto/Ids.js"
+import { detach } from "./ChunkData.js"
 
 /** The connection ended. `code` is the WebSocket close code when one was received. */
 export class TransportClosed extends Schema.TaggedError<TransportClosed>()("TransportClosed", {
@@ -99,7 +100,12 @@ export const decodeInbound = (frame: string | Uint8Array): Inbound => {
   const raw = Envelope.decodeEnvelope(frame)
   if (Result.isFailure(raw)) return { _tag: "Invalid", error: raw.failure }
   const decoded = Messages.decodeCoreToRuntimeEnvelope(raw.success)
-  return Result.isFailure(decoded)
-    ? { _tag: "Invalid", error: decoded.failure }
-    : { _tag: "Message", message: decoded.success, bytes: raw.success.bytes }
+  if (Result.isFailure(decoded)) return { _tag: "Invalid", error: decoded.failure }
+  return { _tag: "Message", message: detachChunk(decoded.success), bytes: raw.success.bytes }
 }
+
+/** A chunk's base64 text is decoded here and dropped from the message (ChunkData.ts). */
+const detachChunk = (message: Messages.CoreToRuntime): Messages.CoreToRuntime =>
+  message.type === "workspace_write" || message.type === "runtime_prepare"
+    ? { ...message, payload: detach(message.payload) } as Messages.CoreToRuntime
+    : message

@@ -29,7 +29,7 @@ import { Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
 import type { WriteErrorCode } from "../../proto/ErrorCodes.js"
 import type { OperationId } from "../../proto/Ids.js"
 import { MaxChunkBytes, StatusSendBudget, TransferBudget } from "../../proto/Limits.js"
-import { decodeChunkData } from "../../proto/Transfer.js"
+import { chunkBytes } from "../transport/ChunkData.js"
 import { validateWriteRequest, type WorkspaceWritePayload, type WorkspaceWriteResultPayload } from "../../proto/Workspace.js"
 import { Background, Drain, WorkspaceGate } from "../ConnectionServices.js"
 import { Executors } from "../Executors.js"
@@ -165,7 +165,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
       Effect.gen(function* () {
         if (w.ended) return
         const staging = w.staging
-        const bytes = p.data === undefined ? undefined : decodeChunkData(p.data)
+        const bytes = chunkBytes(p)
         if (
           staging === undefined || (p.offset ?? 0) !== w.received || bytes === undefined || bytes._tag === "Failure" ||
           bytes.success.length < 1 || bytes.success.length > MaxChunkBytes || w.received + bytes.success.length > w.size

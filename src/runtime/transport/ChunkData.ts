@@ -1,0 +1,41 @@
+/**
+ * A received chunk's data, decoded at the transport boundary. A `workspace_write` or `runtime_prepare` chunk
+ * carries up to 64 KiB as an 87 KiB base64 string (from the frame's `JSON.parse`). Kept on the decoded message,
+ * that string outlived the chunk's handling: every one survived the young generation's scavenges and was
+ * promoted to the old generation (about 82 KB promoted per chunk, a third of the daemon's CPU per chunk), although
+ * nothing reachable held it after a full GC. So the transport decodes it to bytes (strict base64, the same
+ * `decodeChunkData` the handlers used) as soon as the frame is decoded, and the message goes on with `data: ""`
+ * and the decoded result under a symbol key (never serialized, never logged). The handlers take the result with
+ * `chunkBytes`, and fall back to decoding `data` for a payload that did not come through `decodeInbound`.
+ * Every check is unchanged: a chunk step still has `data` (validators see `""`), and bad base64 or an empty chunk
+ * is still refused by the handler from the result.
+ */
+import type { Result } from "effect"
+import { decodeChunkData } from "../../proto/Transfer.js"
+
+const Decoded: unique symbol = Symbol.for("agentwire/runtime/ChunkData")
+
+type ChunkResult = Result.Result<Uint8Array, "bad_base64">
+
+interface ChunkPayload {
+  readonly step: string
+  readonly data?: string
+}
+
+interface Detached {
+  readonly [Decoded]?: ChunkResult
+}
+
+/** `payload` with a chunk's `data` decoded and its text dropped; any other payload unchanged. */
+export const detach = <P extends ChunkPayload>(payload: P): P => {
+  if (payload.step !== "chunk" || payload.data === undefined) return payload
+  const detached: P & Detached = { ...payload, data: "", [Decoded]: decodeChunkData(payload.data) }
+  return detached
+}
+
+/** The chunk's decoded data: from `detach` when it ran, otherwise decoded from `data`; undefined without data. */
+export const chunkBytes = (payload: ChunkPayload): ChunkResult | undefined => {
+  const decoded = (payload as Detached)[Decoded]
+  if (decoded !== undefined) return decoded
+  return payload.data === undefined ? undefined : decodeChunkData(payload.data)
+}
