@@ -21,21 +21,20 @@
  * | interaction_decision_ack when matched)                          | operation's outcome is unknown                       |
  * | anything without a usable type and id                           | is dropped                                           |
  *
- * This file declares the contract; the implementation (`make`) follows it below the types. The session is ONE
+ * This file declares the contract; the implementation (`start`) follows it below the types. The session is ONE
  * plain record (`SessionState`, SessionServices.ts) built fresh per connection, and the gateway-wide functions
  * of SessionInbound.ts and SessionOutbound.ts take it as their argument (issue 18: no per-connection layer,
  * MemoMap or Context; see docs/architecture.md, "Core session"). Routing
  * of inbound frames: Run-scoped types to the subscriber of their Run (permission_cancel through the interaction → Run
  * map), preparation_status to its request's subscription, reply families to the one Correlator, heartbeats to
- * the declaration snapshot. The read loop does no work beyond decode + route; it waits only for room in a full
+ * the declaration snapshot. The read side does no work beyond decode + route; it waits only for room in a full
  * Run subscriber (backpressure: nothing more is read from the socket meanwhile, and the liveness deadline
  * does not run), at most `subscriberStallTimeout` without progress (Subscriptions.ts).
  */
-import { Clock, Effect, type Option, Queue, type Scope, type Stream } from "effect"
+import { Clock, Context, Effect, type Fiber, type Option, Queue, References, type Scope, type Stream } from "effect"
 import type { Messages, Ids } from "../proto/index.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
-import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
-import * as LivenessWheel from "./LivenessWheel.js"
+import type { TappedFrame } from "./FrameTap.js"
 import type { ReplyFamilies, ReplyFamily } from "./ReplyFamilies.js"
 import type { RunEvent } from "./RunEvent.js"
 import * as SessionInbound from "./SessionInbound.js"
@@ -121,63 +120,72 @@ const sessionOf = (state: SessionState): DeviceSession => ({
   close: (code, reason) => Effect.sync(() => void state.terminate(reason, code))
 })
 
-/** A built session and the effect that runs its connection. */
-export interface SessionRunner {
+/** A built session, and `begin`: start reading and watching liveness (once; nothing is read before). */
+export interface StartedSession {
   readonly session: DeviceSession
-  /**
-   * Reads and routes frames until the connection ends, then closes the transport. Returns the reason only
-   * after every observer of this connection has ended with it. Interrupting it ends the connection with
-   * `interruptedReason()`.
-   */
-  readonly run: Effect.Effect<ObservationLost>
-}
-
-/** The tap's bounded buffer and the fiber (in the connection's scope) that drains it into the tap. */
-const startTap = (state: SessionState, tap: FrameTapShape, capacity: number) =>
-  Effect.gen(function*() {
-    const queue = yield* Queue.dropping<TappedFrame>(capacity)
-    yield* Queue.take(queue).pipe(
-      Effect.flatMap((frame) => tap.onFrame(frame)),
-      Effect.catchCause((cause) => Effect.logWarning("frame tap failed", cause)),
-      Effect.forever,
-      Effect.forkScoped
-    )
-    state.tapQueue = queue
-  })
-
-const run = (state: SessionState): Effect.Effect<ObservationLost> => {
-  const { connectionNumber, deviceId, interruptedReason, transport } = state.options
-  return Effect.gen(function*() {
-    // Reads are transport callbacks routed synchronously; only work the read side must wait for runs on a fiber,
-    // in this connection's context (its log annotations).
-    const runFork = Effect.runForkWith(yield* Effect.context<never>())
-    SessionInbound.listen(state, (effect) => runFork(effect))
-    const wheel = state.options.liveness ?? (yield* LivenessWheel.make)
-    yield* wheel.watch(state)
-    return yield* state.closed
-  }).pipe(
-    Effect.scoped,
-    Effect.ensuring(
-      Effect.suspend(() => {
-        state.terminate(interruptedReason())
-        state.holdFiber?.interruptUnsafe()
-        const ended = state.ended!
-        return transport.close(ended.code, ended.lost.reason)
-      })
-    ),
-    Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
-  )
+  readonly begin: () => void
 }
 
 /**
- * Builds the session of one authenticated connection in the caller's scope (the connection's scope: closing it
- * stops the frame tap's fiber). Nothing is read until `run` starts; `send` and the subscription entry points
- * work at once (subscribe before sending).
+ * Builds the session of one authenticated connection. Once `begin` is called it reads (transport callbacks, no
+ * fiber of its own while idle; issue 18), watched by the gateway's liveness wheel. When the connection ends (any reason:
+ * `close`, the peer, liveness, an invalid heartbeat), one fiber closes the transport with the end's code and then
+ * runs `onEnded` with the reason every observer got. `send` and the subscription entry points work at once.
+ * Read-side work and the end run in the caller's context, annotated with the device and connection.
  */
-export const make = (options: SessionOptions): Effect.Effect<SessionRunner, never, Scope.Scope> =>
+export const start = (
+  options: SessionOptions,
+  onEnded: (lost: ObservationLost) => Effect.Effect<void>
+): Effect.Effect<StartedSession> =>
   Effect.gen(function*() {
     const clock = yield* Clock.Clock
-    const state = new SessionState(options, clock, options.metricContext ?? (yield* Effect.context<never>()))
-    if (options.tap.enabled) yield* startTap(state, options.tap, options.config.tapBuffer)
-    return { session: sessionOf(state), run: run(state) }
+    // Read-side work and the end run in the gateway's context with the caller's loggers, minimum level and log
+    // annotations (e.g. the route's connection id) plus the device and connection: the caller's whole context is
+    // not kept for the connection's lifetime (a map of ~60 services apiece; issue 18).
+    const caller = yield* Effect.context<never>()
+    const context = options.metricContext ?? caller
+    const state = new SessionState(options, clock, context)
+    const loggers = Context.get(caller, References.CurrentLoggers)
+    const minimumLevel = Context.get(caller, References.MinimumLogLevel)
+    const annotations = {
+      ...Context.get(caller, References.CurrentLogAnnotations),
+      device_id: options.deviceId,
+      connection: options.connectionNumber
+    }
+    const runFork = Effect.runForkWith(context)
+    const fork = (effect: Effect.Effect<void>) =>
+      runFork(effect.pipe(
+        Effect.provideService(References.CurrentLogAnnotations, annotations),
+        Effect.provideService(References.MinimumLogLevel, minimumLevel),
+        Effect.provideService(References.CurrentLoggers, loggers)
+      ))
+    let tapFiber: Fiber.Fiber<void> | undefined
+    if (options.tap.enabled) {
+      const queue = yield* Queue.dropping<TappedFrame>(options.config.tapBuffer)
+      const tap = options.tap
+      tapFiber = fork(
+        Queue.take(queue).pipe(
+          Effect.flatMap((frame) => tap.onFrame(frame)),
+          Effect.catchCause((cause) => Effect.logWarning("frame tap failed", cause)),
+          Effect.forever
+        )
+      )
+      state.tapQueue = queue
+    }
+    let unwatch: (() => void) | undefined
+    state.onTerminated = () => {
+      unwatch?.()
+      state.holdFiber?.interruptUnsafe()
+      tapFiber?.interruptUnsafe()
+      const ended = state.ended!
+      fork(Effect.andThen(options.transport.close(ended.code, ended.lost.reason), onEnded(ended.lost)))
+    }
+    const begin = () => {
+      if (state.ended !== undefined || state.fork !== undefined) return
+      // The deadline counts from the connection's acceptance (the state's creation), not from here.
+      unwatch = options.liveness.add(state)
+      // Reads are transport callbacks routed synchronously; only work the read side must wait for runs on a fiber.
+      SessionInbound.listen(state, fork)
+    }
+    return { session: sessionOf(state), begin }
   })

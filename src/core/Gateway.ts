@@ -17,7 +17,7 @@
  * ordered: a replaced connection's `Disconnected` precedes its successor's `Connected`, and a connection
  * publishes nothing after its `Disconnected`.
  */
-import { Context, Deferred, Effect, Layer, Option, PubSub, type Scope, Stream } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Option, PubSub, type Scope, Stream } from "effect"
 import type { Ids } from "../proto/index.js"
 import type { DeviceRecord } from "./DeviceCredentials.js"
 import * as CoreMetrics from "./CoreMetrics.js"
@@ -87,6 +87,14 @@ export interface GatewayShape {
    */
   readonly accept: (device: DeviceRecord, transport: DeviceTransport) => Effect.Effect<ObservationLost>
   /**
+   * `accept` without waiting (issue 18, per-connection cost): registers the connection, publishes `Connected`
+   * and starts reading, then returns. The connection then holds no fiber while idle; its end (close, peer,
+   * liveness, replacement, shutdown) closes the transport, unregisters it and publishes `Disconnected` on a
+   * fiber of its own. The transport must outlive the caller (the route's upgrade scope is released by the
+   * transport's end, not by the caller's).
+   */
+  readonly open: (device: DeviceRecord, transport: DeviceTransport) => Effect.Effect<void>
+  /**
    * Refuses new connections and closes every session with `ObservationLost("gateway_shutdown")`, waiting
    * until each has ended. Idempotent; also runs when the gateway's layer scope closes.
    */
@@ -95,7 +103,7 @@ export interface GatewayShape {
 
 interface Entry {
   readonly session: DeviceSession.DeviceSession
-  readonly finished: Deferred.Deferred<void>
+  readonly finished: Deferred.Deferred<ObservationLost>
   disconnected: boolean
 }
 
@@ -127,15 +135,28 @@ const make = Effect.gen(function*() {
       )
     })
 
-  const accept = Effect.fn("Gateway.accept")(function*(device: DeviceRecord, transport: DeviceTransport) {
+  /** Registers and starts one connection; its end runs `ended` (on the session's end fiber). No fiber while idle. */
+  const start = Effect.fn("Gateway.open")(function*(device: DeviceRecord, transport: DeviceTransport) {
     const deviceId = device.deviceId as Ids.DeviceId
+    const finished = Deferred.makeUnsafe<ObservationLost>()
     if (shuttingDown) {
       yield* transport.close(closeCodeFor("gateway_shutdown"), "gateway_shutdown")
-      return new ObservationLost({ reason: "gateway_shutdown" })
+      Deferred.doneUnsafe(finished, Exit.succeed(new ObservationLost({ reason: "gateway_shutdown" })))
+      return { finished, session: undefined }
     }
     const connectionNumber = ++connections
     let registered: Entry | undefined
-    const { run, session } = yield* DeviceSession.make({
+    const ended = (lost: ObservationLost) =>
+      Effect.gen(function*() {
+        const entry = registered
+        if (entry === undefined) return
+        if (registry.get(deviceId) === entry) registry.delete(deviceId)
+        kinds.remove(entry)
+        if (live.delete(entry)) yield* CoreMetrics.connection("closed")
+        yield* publishDisconnected(entry, lost.reason)
+        Deferred.doneUnsafe(finished, Exit.succeed(lost))
+      })
+    const { begin, session } = yield* DeviceSession.start({
       deviceId,
       connectionNumber,
       transport,
@@ -147,46 +168,48 @@ const make = Effect.gen(function*() {
         }
         PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration, changed })
       },
-      interruptedReason: () => shuttingDown ? "gateway_shutdown" : "disconnected",
       liveness,
       metricContext
-    })
-    const entry: Entry = { session, finished: yield* Deferred.make<void>(), disconnected: false }
-    return yield* Effect.gen(function*() {
-      // Fence: the registry moves to this connection before the previous one is closed, so no caller can
-      // obtain the old session once the new one is registered.
-      const previous = registry.get(deviceId)
-      registry.set(deviceId, entry)
-      registered = entry
-      if (previous !== undefined) kinds.remove(previous)
-      live.add(entry)
-      yield* CoreMetrics.connection("accepted")
-      if (previous !== undefined) {
-        yield* previous.session.close(closeCodeFor("replaced"), "replaced")
-        yield* Effect.logInfo("connection replaced by a newer one").pipe(
-          Effect.annotateLogs({ device_id: deviceId, connection: previous.session.connectionNumber, by: connectionNumber })
-        )
-        yield* publishDisconnected(previous, "replaced")
-      }
-      const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-      PubSub.publishUnsafe(events, { _tag: "Connected", deviceId, workspaceId: device.workspaceId, connectionNumber, at })
-      yield* Effect.logInfo("runtime connected").pipe(
-        Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
+    }, ended)
+    const entry: Entry = { session, finished, disconnected: false }
+    registered = entry
+    // Fence: the registry moves to this connection before the previous one is closed, so no caller can
+    // obtain the old session once the new one is registered.
+    const previous = registry.get(deviceId)
+    registry.set(deviceId, entry)
+    if (previous !== undefined) kinds.remove(previous)
+    live.add(entry)
+    yield* CoreMetrics.connection("accepted")
+    if (previous !== undefined) {
+      yield* previous.session.close(closeCodeFor("replaced"), "replaced")
+      yield* Effect.logInfo("connection replaced by a newer one").pipe(
+        Effect.annotateLogs({ device_id: deviceId, connection: previous.session.connectionNumber, by: connectionNumber })
       )
-      return yield* run
-    }).pipe(
-      Effect.onExit((exit) =>
-        Effect.gen(function*() {
-          if (registry.get(deviceId) === entry) registry.delete(deviceId)
-          kinds.remove(entry)
-          if (live.delete(entry)) yield* CoreMetrics.connection("closed")
-          const reason = exit._tag === "Success" ? exit.value.reason : shuttingDown ? "gateway_shutdown" : "disconnected"
-          yield* publishDisconnected(entry, reason)
-          yield* Deferred.succeed(entry.finished, undefined)
-        })
-      )
+      yield* publishDisconnected(previous, "replaced")
+    }
+    const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+    PubSub.publishUnsafe(events, { _tag: "Connected", deviceId, workspaceId: device.workspaceId, connectionNumber, at })
+    yield* Effect.logInfo("runtime connected").pipe(
+      Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
     )
-  }, Effect.scoped) // the connection's scope: the session's layer lives in it
+    begin()
+    return { finished, session }
+  }, Effect.uninterruptible)
+
+  const open = (device: DeviceRecord, transport: DeviceTransport) => Effect.asVoid(start(device, transport))
+
+  const accept = (device: DeviceRecord, transport: DeviceTransport) =>
+    Effect.flatMap(start(device, transport), ({ finished, session }) =>
+      Deferred.await(finished).pipe(
+        Effect.onInterrupt(() =>
+          session === undefined
+            ? Effect.void
+            : Effect.suspend(() => {
+              const reason = shuttingDown ? "gateway_shutdown" : "disconnected"
+              return Effect.andThen(session.close(closeCodeFor(reason), reason), Deferred.await(finished))
+            })
+        )
+      ))
 
   const shutdown = Effect.gen(function*() {
     shuttingDown = true
@@ -214,6 +237,7 @@ const make = Effect.gen(function*() {
     counts: Effect.sync(() => ({ connected: registry.size, declared: kinds.declared() })),
     events: Effect.map(PubSub.subscribe(events), Stream.fromSubscription),
     accept,
+    open,
     shutdown
   })
 })

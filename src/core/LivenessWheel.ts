@@ -9,7 +9,7 @@
  * remaining time has passed. So a deadline is met to the millisecond on any Clock (TestClock in tests), and a busy
  * connection costs the wheel one heap operation per deadline period, not per frame.
  */
-import { Clock, Deferred, Duration, Effect, type Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, type Scope } from "effect"
 
 export interface LivenessWatch {
   /** Milliseconds left to the connection's deadline (≤ 0: it passed). */
@@ -21,6 +21,12 @@ export interface LivenessWatch {
 export interface LivenessWheel {
   /** Watches a connection from now until the caller's scope closes (or its deadline passes). */
   readonly watch: (entry: LivenessWatch) => Effect.Effect<void, never, Scope.Scope>
+  /**
+   * Watches a connection from now until the returned function is called (or its deadline passes): `watch`
+   * without a scope, for a connection that runs on callbacks (issue 18). Synchronous; calling the function again
+   * does nothing.
+   */
+  readonly add: (entry: LivenessWatch) => () => void
   /** Connections being watched (tests, metrics). */
   readonly size: () => number
 }
@@ -119,23 +125,21 @@ export const make: Effect.Effect<LivenessWheel, never, Scope.Scope> = Effect.gen
   })
   yield* Effect.forkScoped(Effect.forever(step))
 
-  const watch = (entry: LivenessWatch) =>
-    Effect.acquireRelease(
-      Effect.gen(function*() {
-        const slot: Slot = { at: clock.currentTimeMillisUnsafe() + Math.max(0, entry.remaining()), entry, removed: false }
-        heap.push(slot)
-        watched++
-        if (slot.at < sleepingUntil) yield* Deferred.succeed(wake, undefined)
-        return slot
-      }),
-      (slot) =>
-        Effect.sync(() => {
-          if (!slot.removed) {
-            slot.removed = true
-            watched--
-          }
-        })
-    ).pipe(Effect.asVoid)
+  const add = (entry: LivenessWatch): () => void => {
+    const slot: Slot = { at: clock.currentTimeMillisUnsafe() + Math.max(0, entry.remaining()), entry, removed: false }
+    heap.push(slot)
+    watched++
+    if (slot.at < sleepingUntil) Deferred.doneUnsafe(wake, Exit.void)
+    return () => {
+      if (!slot.removed) {
+        slot.removed = true
+        watched--
+      }
+    }
+  }
 
-  return { watch, size: () => watched }
+  const watch = (entry: LivenessWatch) =>
+    Effect.acquireRelease(Effect.sync(() => add(entry)), (remove) => Effect.sync(remove)).pipe(Effect.asVoid)
+
+  return { watch, add, size: () => watched }
 })

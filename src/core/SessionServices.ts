@@ -49,10 +49,8 @@ export interface SessionOptions {
    * availability, versions and capabilities: only the liveness facts moved).
    */
   readonly onDeclared: (declaration: Declaration, changed: boolean) => void
-  /** The reason recorded when the connection fiber is interrupted from outside (server or gateway shutdown). */
-  readonly interruptedReason: () => ObservationLostReason
-  /** The gateway's shared liveness timer; without one the connection runs a timer of its own. */
-  readonly liveness?: LivenessWheel.LivenessWheel
+  /** The gateway's shared liveness timer (the session adds itself when it starts and leaves at its end). */
+  readonly liveness: LivenessWheel.LivenessWheel
   /** The context metrics are recorded in (the gateway's); the connection fiber's when absent. */
   readonly metricContext?: Context.Context<never>
 }
@@ -64,7 +62,7 @@ export interface Ended {
 }
 
 /**
- * One connection's state. Built by `DeviceSession.make`; the read side routes into `runs`, `preparations` and
+ * One connection's state. Built by `DeviceSession.start`; the read side routes into `runs`, `preparations` and
  * `replies`, the send side refuses once `ended` is set.
  *
  * Liveness (protocol "Heartbeats and liveness"): the connection ends with `liveness_timeout` when no inbound
@@ -93,8 +91,10 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   fork: ((effect: Effect.Effect<void>) => Fiber.Fiber<void>) | undefined = undefined
   private budget: InvalidFrameBudget | undefined = undefined
   private readonly closeSignal: Deferred.Deferred<ObservationLost>
-  /** The tap's bounded buffer (drained by a fiber of the connection's scope); undefined for the no-op tap. */
+  /** The tap's bounded buffer (drained by a fiber of the connection, ended with it); undefined for the no-op tap. */
   tapQueue: Queue.Queue<TappedFrame> | undefined = undefined
+  /** Runs once, synchronously, right after `terminate` decided the end (the session's end sequence). */
+  onTerminated: (() => void) | undefined = undefined
 
   constructor(
     readonly options: SessionOptions,
@@ -146,6 +146,7 @@ export class SessionState implements LivenessWheel.LivenessWatch {
     this.preparations.close(lost)
     this.replies.close(lost)
     Deferred.doneUnsafe(this.closeSignal, Exit.succeed(lost))
+    this.onTerminated?.()
     return true
   }
 

@@ -22,7 +22,7 @@
  * the header and never appears in a URL, a log line, a span or an error detail; peer text echoed in a detail
  * (the daemon's version) is bounded and reduced to printable ASCII.
  */
-import { ByteSize, type Cause, Duration, Effect, Layer, Option, Redacted, Result, Schema, type Scope } from "effect"
+import { ByteSize, type Cause, Duration, Effect, Exit, Layer, Option, Redacted, Result, Schema, Scope } from "effect"
 import { Socket } from "effect/socket"
 import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { type ErrorCodes, Ids, Limits, Version } from "../../proto/index.js"
@@ -39,7 +39,7 @@ import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape
 import type { DeviceTransport } from "../transport/DeviceTransport.js"
 import { markAuthenticated } from "../transport/internal/connectionGuard.js"
 import { fromSocket } from "../transport/internal/socket.js"
-import { fromWebSocket, TrackedWebSocket, upgradedWebSocket } from "../transport/internal/webSocket.js"
+import { dropReaderListeners, fromWebSocket, TrackedWebSocket, upgradedWebSocket } from "../transport/internal/webSocket.js"
 
 /** The HTTP server factory with Core's connection bounds (header, request and pending-connection limits). */
 export { type ConnectionLimits, createGuardedServer, defaultConnectionLimits, markAuthenticated } from "../transport/internal/connectionGuard.js"
@@ -310,13 +310,25 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
     const socket = yield* request.upgrade.pipe(
       Effect.mapError(() => errorResponse(500, "internal", "the upgrade failed"))
     )
-    yield* Effect.scoped(Effect.gen(function*() {
-      const transport = yield* directTransport(socket, request, deps.config)
-      yield* deps.gateway.accept(device, transport)
-    })).pipe(
+    // Over the `ws` socket (`detached`) the connection is opened and this handler returns at once: no fiber,
+    // scope or context is kept per idle connection (issue 18). The upgrade's scope is then left unclosed for the
+    // garbage collector: its finalizers would remove effect/socket's listeners (gone already, see
+    // `directTransport`) and close the `ws` socket, which the transport does itself at the connection's end.
+    // Over effect/socket's wrapper the handler runs the connection to its end and closes the scope, as before.
+    const scope = yield* Scope.make()
+    yield* directTransport(socket, request, deps.config).pipe(
+      Scope.provide(scope),
+      Effect.flatMap(({ detached, transport }) =>
+        detached
+          ? deps.gateway.open(device, transport)
+          : deps.gateway.accept(device, transport).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
+      ),
       Effect.catch((error) =>
-        Effect.logInfo("websocket closed before the handshake completed").pipe(
-          Effect.annotateLogs({ device_id: Ids.printable(device.deviceId), reason: error.reason._tag })
+        Effect.andThen(
+          Scope.close(scope, Exit.void),
+          Effect.logInfo("websocket closed before the handshake completed").pipe(
+            Effect.annotateLogs({ device_id: Ids.printable(device.deviceId), reason: error.reason._tag })
+          )
         )
       )
     )
@@ -325,27 +337,30 @@ const websocket = (deps: Deps) => (request: HttpServerRequest.HttpServerRequest)
 
 /**
  * The connection's transport: the upgraded `ws` socket itself when the server made it a `TrackedWebSocket`
- * (`websocketServerOptions`; no fiber per connection, no copy per frame), else `effect/socket`'s wrapper.
- * Acquiring the socket's reader completes the handshake (the 101); the wrapper's own listener is then removed
- * from the `ws` socket at once, in the same step, so every frame is read by the transport alone.
+ * (`websocketServerOptions`; no fiber per connection, no copy per frame: `detached`), else `effect/socket`'s
+ * wrapper. Acquiring the socket's reader completes the handshake (the 101); over the `ws` socket the reader's
+ * listeners are then removed at once, in the same step, so every frame is read by the transport alone and
+ * nothing keeps the reader (and the context it captured) alive.
  */
 const directTransport = (
   socket: Socket.Socket,
   request: HttpServerRequest.HttpServerRequest,
   config: GatewayConfigShape
-): Effect.Effect<DeviceTransport, Socket.SocketError, Scope.Scope> =>
+): Effect.Effect<{ readonly transport: DeviceTransport; readonly detached: boolean }, Socket.SocketError, Scope.Scope> =>
   Effect.gen(function*() {
     const source = request.source as { readonly socket?: unknown } | null | undefined
     const reader = yield* socket.reader
     const ws = upgradedWebSocket(typeof source === "object" && source !== null ? source.socket : undefined)
     if (ws === undefined) {
-      return yield* fromSocket(Socket.make({ reader: Effect.succeed(reader), writer: socket.writer }), {
+      const transport = yield* fromSocket(Socket.make({ reader: Effect.succeed(reader), writer: socket.writer }), {
         capacity: config.sendQueueCapacity,
         writeDeadline: config.writeDeadline
       })
+      return { transport, detached: false }
     }
-    ws.removeAllListeners("message")
-    return fromWebSocket(ws, { capacity: config.sendQueueCapacity })
+    const transport = fromWebSocket(ws, { capacity: config.sendQueueCapacity })
+    dropReaderListeners(ws)
+    return { transport, detached: true }
   })
 
 // ---------------------------------------------------------------------------------------------- layer

@@ -50,6 +50,24 @@ describe("LivenessWheel", () => {
       assert.strictEqual(wheel.size(), 0)
     }))
 
+  it.effect("add watches without a scope until its remove function is called (twice does nothing more)", () =>
+    Effect.gen(function*() {
+      const wheel = yield* LivenessWheel.make
+      const kept = yield* connection(60_000)
+      const left = yield* connection(60_000)
+      wheel.add(kept.watch)
+      const remove = wheel.add(left.watch)
+      assert.strictEqual(wheel.size(), 2)
+      remove()
+      remove()
+      assert.strictEqual(wheel.size(), 1)
+      yield* TestClock.adjust("60 seconds")
+      yield* yieldTimes(10)
+      assert.strictEqual(kept.state.expiredAt, 60_000)
+      assert.isUndefined(left.state.expiredAt)
+      assert.strictEqual(wheel.size(), 0)
+    }))
+
   it.effect("a deadline moved by inbound frames is checked again instead of expiring", () =>
     Effect.gen(function*() {
       const wheel = yield* LivenessWheel.make

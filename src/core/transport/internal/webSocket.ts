@@ -62,6 +62,23 @@ const byteLength = (data: RawData): number =>
   Array.isArray(data) ? data.reduce((n, b) => n + b.byteLength, 0) : data.byteLength
 
 /**
+ * Removes every listener added to `ws` through its EventTarget API (`addEventListener`, which marks its wrappers
+ * with ws's `kListener` symbol): effect/socket's reader registers its `message`, `error` and `close` handlers
+ * that way, and once the transport reads the socket they would only keep the reader, its closures and the
+ * context it captured alive for the connection's lifetime (issue 18). Listeners added with `on` (the transport's,
+ * the WebSocket server's client tracking) stay.
+ */
+export const dropReaderListeners = (ws: WebSocket): void => {
+  for (const type of ["message", "error", "close", "open"] as const) {
+    for (const listener of ws.listeners(type)) {
+      if (Object.getOwnPropertySymbols(listener).some((symbol) => symbol.description === "kListener")) {
+        ws.removeListener(type, listener as (...args: Array<unknown>) => void)
+      }
+    }
+  }
+}
+
+/**
  * The transport over an open `ws` socket. Every other reader of its messages must be gone (the route removes
  * `effect/socket`'s); nothing is read until `listen`.
  */
