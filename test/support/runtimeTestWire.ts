@@ -129,6 +129,27 @@ export const silent = (core: MemoryTransport) =>
 /** Advances the clock by `d` and lets woken fibers run. */
 export const adjust = (d: Duration.Input) => Effect.andThen(TestClock.adjust(d), settle)
 
+/** One turn of the real event loop, so real I/O that a woken fiber started (a file close) can complete. */
+const realIoTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+
+/**
+ * Advances the clock in `step`s, up to `limit` in all, until the Runtime has sent a frame: for waits where a
+ * retry performs real I/O before it sleeps again (a single `adjust` would pass the next retry's deadline before
+ * its sleep is registered). Returns the time advanced, so a test can still check a lower bound.
+ */
+export const adjustUntilSent = (core: MemoryTransport, limit: Duration.Input, step: Duration.Input = "1 second") =>
+  Effect.gen(function* () {
+    const end = Duration.toMillis(Duration.fromInputUnsafe(limit))
+    const by = Duration.toMillis(Duration.fromInputUnsafe(step))
+    let advanced = 0
+    while (advanced < end && (yield* core.pending) === 0 && bufferOf(core).length === 0) {
+      yield* adjust(by)
+      advanced += by
+      for (let i = 0; i < 3 && (yield* core.pending) === 0; i++) yield* realIoTurn
+    }
+    return advanced
+  })
+
 /** The configuration Core sends with execution_prepare for the scripted kind. */
 export const preparedConfiguration = (overrides: Partial<PromptRequestPayload> = {}): PromptRequestPayload => ({
   agent_kind: "scripted",
