@@ -20,7 +20,7 @@
 import { Effect, Result } from "effect"
 import type { RuntimePreparePayload, RuntimePrepareResultPayload } from "../../proto/RuntimePrepare.js"
 import type { Binding } from "../workspace/EnvironmentBinding.js"
-import type { NativeStaging, WorkspaceFsShape } from "../workspace/WorkspaceFs.js"
+import { installStaging, type NativeStaging, type WorkspaceFsShape } from "../workspace/WorkspaceFs.js"
 import { CapabilityArchiveLimits, validSkillName } from "./internal/capabilityRules.js"
 import { type InstallOutcome, openArchiveBody, OpenRefused, type StagedBody } from "./internal/staging.js"
 import { initializationRefusal, runFinalize, runInitialization } from "./Initialize.js"
@@ -73,13 +73,7 @@ const archiveBody = (body: StagedBody): Body => ({
 /** `file`: the workspace's staging file; a failure before the rename changed nothing, one after it is unproven. */
 const fileBody = (staging: NativeStaging): Body => ({
   write: staging.write,
-  install: staging.sync.pipe(
-    Effect.andThen(staging.rename),
-    Effect.matchEffect({
-      onFailure: () => Effect.succeed("refused" as const),
-      onSuccess: () => Effect.as(staging.syncDirectory, "installed" as const).pipe(Effect.orElseSucceed(() => "unconfirmed" as const))
-    })
-  ),
+  install: installStaging(staging).pipe(Effect.orElseSucceed(() => "refused" as const)),
   discard: staging.discard
 })
 

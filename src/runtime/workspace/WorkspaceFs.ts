@@ -74,6 +74,17 @@ export interface NativeStaging {
   readonly discard: NativeClose
 }
 
+/**
+ * The install of a complete staging file (the same for `workspace_write` and a `runtime_prepare` file): sync,
+ * rename over the destination, sync the directory. A failure means nothing changed (the old file is intact);
+ * `unconfirmed` means the rename happened but its durability is unproven.
+ */
+export const installStaging = (staging: NativeStaging): Effect.Effect<"installed" | "unconfirmed", StagingFailure> =>
+  staging.sync.pipe(
+    Effect.andThen(staging.rename),
+    Effect.andThen(Effect.as(staging.syncDirectory, "installed" as const).pipe(Effect.orElseSucceed(() => "unconfirmed" as const)))
+  )
+
 export interface WorkspaceFsShape {
   /** The workspace root (absent: the daemon has no Environment binding; every operation is unavailable). */
   readonly root: Option.Option<string>

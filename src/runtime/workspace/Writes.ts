@@ -40,7 +40,7 @@ import { Runs } from "../Runs.js"
 import { StatusBoard } from "../StatusBoard.js"
 import { EnvironmentBinding } from "./EnvironmentBinding.js"
 import * as SerialWorker from "./internal/serialWorker.js"
-import { type NativeStaging, type StagingFailure, WorkspaceFs } from "./WorkspaceFs.js"
+import { installStaging, type NativeStaging, type StagingFailure, WorkspaceFs } from "./WorkspaceFs.js"
 
 /** How long a write's end waits for its staging removal before replying anyway. */
 const StagingRemovalWait = Duration.seconds(1)
@@ -191,12 +191,9 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
           error_code: "write_rejected",
           ...(f === "destination_directory" || f === "unsafe_destination" ? { reason: f } : {})
         })
-        const synced = yield* staging.sync.pipe(Effect.result)
-        if (synced._tag === "Failure") return yield* finish(w, rejected(synced.failure))
-        const renamed = yield* staging.rename.pipe(Effect.result)
-        if (renamed._tag === "Failure") return yield* finish(w, rejected(renamed.failure))
-        const durable = yield* staging.syncDirectory.pipe(Effect.result)
-        if (durable._tag === "Failure") return yield* finish(w, { outcome: "unknown", error_code: "write_unconfirmed" })
+        const installed = yield* installStaging(staging).pipe(Effect.result)
+        if (installed._tag === "Failure") return yield* finish(w, rejected(installed.failure))
+        if (installed.success === "unconfirmed") return yield* finish(w, { outcome: "unknown", error_code: "write_unconfirmed" })
         yield* finish(w, { outcome: "completed", size_bytes: w.size })
       })
 
