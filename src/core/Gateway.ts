@@ -79,6 +79,13 @@ export interface GatewayShape {
    */
   readonly events: Effect.Effect<Stream.Stream<GatewayEvent>, never, Scope.Scope>
   /**
+   * Calls `listener` with every gateway event from now until the caller's scope closes, synchronously as it is
+   * published (in publish order, on the publisher: a connection's read side for `Declared`). For bookkeeping of
+   * every heartbeat without a fiber woken per heartbeat (issue 18): the listener must be quick, must not block
+   * and must not throw.
+   */
+  readonly listen: (listener: (event: GatewayEvent) => void) => Effect.Effect<void, never, Scope.Scope>
+  /**
    * Runs one authenticated connection until it ends: registers it as the device's session (replacing and
    * fencing a previous one), publishes `Connected`, reads and routes frames, and on the end unregisters it
    * (only if it is still the device's session) and publishes `Disconnected`. Returns the reason after every
@@ -111,6 +118,12 @@ const make = Effect.gen(function*() {
   const config = yield* GatewayConfig
   const tap = yield* FrameTap
   const events = yield* PubSub.unbounded<GatewayEvent>()
+  /** Synchronous observers of every event (`listen`). */
+  const listeners = new Set<(event: GatewayEvent) => void>()
+  const publish = (event: GatewayEvent): void => {
+    PubSub.publishUnsafe(events, event)
+    for (const listener of listeners) listener(event)
+  }
   const registry = new Map<string, Entry>()
   const live = new Set<Entry>()
   /** Registered entries by the kinds their latest declaration advertises. */
@@ -129,7 +142,7 @@ const make = Effect.gen(function*() {
       entry.disconnected = true
       const { connectionNumber, deviceId } = entry.session
       const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-      PubSub.publishUnsafe(events, { _tag: "Disconnected", deviceId, connectionNumber, reason, at })
+      publish({ _tag: "Disconnected", deviceId, connectionNumber, reason, at })
       yield* Effect.logInfo("runtime disconnected").pipe(
         Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber, reason })
       )
@@ -166,7 +179,7 @@ const make = Effect.gen(function*() {
         if (changed && registered !== undefined && registry.get(deviceId) === registered) {
           kinds.declare(registered, declaration.kinds.keys())
         }
-        PubSub.publishUnsafe(events, { _tag: "Declared", deviceId, connectionNumber, declaration, changed })
+        publish({ _tag: "Declared", deviceId, connectionNumber, declaration, changed })
       },
       liveness,
       metricContext
@@ -188,7 +201,7 @@ const make = Effect.gen(function*() {
       yield* publishDisconnected(previous, "replaced")
     }
     const at = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-    PubSub.publishUnsafe(events, { _tag: "Connected", deviceId, workspaceId: device.workspaceId, connectionNumber, at })
+    publish({ _tag: "Connected", deviceId, workspaceId: device.workspaceId, connectionNumber, at })
     yield* Effect.logInfo("runtime connected").pipe(
       Effect.annotateLogs({ device_id: deviceId, connection: connectionNumber })
     )
@@ -236,6 +249,16 @@ const make = Effect.gen(function*() {
       }),
     counts: Effect.sync(() => ({ connected: registry.size, declared: kinds.declared() })),
     events: Effect.map(PubSub.subscribe(events), Stream.fromSubscription),
+    listen: (listener) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          // A wrapper per call, so the same function listening twice is two listeners.
+          const entry = (event: GatewayEvent) => listener(event)
+          listeners.add(entry)
+          return entry
+        }),
+        (entry) => Effect.sync(() => listeners.delete(entry))
+      ).pipe(Effect.asVoid),
     accept,
     open,
     shutdown

@@ -148,11 +148,19 @@ export const makeTracker = () => {
 }
 
 /**
- * Follows `events` and persists declarations as described above, in fibers of the caller's scope. The
- * subscription must already be in place (`Gateway.events`), so nothing published after it is missed.
+ * Registers a synchronous observer of gateway events for the caller's scope (`Gateway.listen`).
+ */
+export type Listen = (listener: (event: GatewayEvent) => void) => Effect.Effect<void, never, Scope.Scope>
+
+/**
+ * Follows `events` and persists declarations as described above, in fibers of the caller's scope. `events` is
+ * either a stream whose subscription is already in place (`Gateway.events`), or `Gateway.listen`: each event is
+ * then applied to the bookkeeping as it is published, so a heartbeat that changes nothing wakes no fiber
+ * (issue 18: a woken subscriber fiber per heartbeat was the largest cost the dev Core added to a heartbeat).
+ * Either way nothing published after the call is missed.
  */
 export const start = (
-  events: Stream.Stream<GatewayEvent>,
+  events: Stream.Stream<GatewayEvent> | Listen,
   store: DeviceStore["Service"],
   options: DeclarationPersistenceOptions = {}
 ): Effect.Effect<void, never, Scope.Scope> =>
@@ -188,8 +196,14 @@ export const start = (
       )
     )
     yield* Queue.take(wake).pipe(Effect.andThen(writeBatch), Effect.forever, Effect.forkScoped)
-    yield* events.pipe(
-      Stream.runForEach((event) => (tracker.apply(event) ? Queue.offer(wake, undefined) : Effect.void)),
-      Effect.forkScoped
-    )
+    if (typeof events === "function") {
+      yield* events((event) => {
+        if (tracker.apply(event)) Queue.offerUnsafe(wake, undefined)
+      })
+    } else {
+      yield* events.pipe(
+        Stream.runForEach((event) => (tracker.apply(event) ? Queue.offer(wake, undefined) : Effect.void)),
+        Effect.forkScoped
+      )
+    }
   })

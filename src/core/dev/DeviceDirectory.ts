@@ -88,7 +88,7 @@ const make = Effect.gen(function* () {
 
   // Declaration changes are persisted durably in batches, liveness stays in memory (DeclarationPersistence.ts);
   // a store failure is logged and retried, never a stop of the gateway.
-  yield* DeclarationPersistence.start(yield* gateway.events, store)
+  yield* DeclarationPersistence.start(gateway.listen, store)
 
   const view = (device: StoredDevice) =>
     Effect.gen(function* () {

@@ -201,4 +201,42 @@ describe("DeclarationPersistence over the store", () => {
       const final = Option.getOrThrow(Option.getOrThrow(yield* real.get("dev-a")).declaration)
       assert.deepStrictEqual([final.connectionNumber, final.heartbeatTs, final.activeRequests], [2, 301, 7])
     }).pipe(Effect.provide(memory)))
+
+  it.effect("following Gateway.listen: the same writes, each event applied as it is published", () =>
+    Effect.gen(function* () {
+      const real = yield* DeviceStore
+      yield* (yield* DeviceCredentials).issue("dev-a")
+      const batches: Array<ReadonlyArray<string>> = []
+      const store = DeviceStore.of({
+        ...real,
+        persistDeclarations: (changes) =>
+          Effect.suspend(() => {
+            batches.push(changes.map((c) => c._tag))
+            return real.persistDeclarations(changes)
+          })
+      })
+      const listeners = new Set<(event: GatewayEvent) => void>()
+      const listen: DeclarationPersistence.Listen = (listener) =>
+        Effect.acquireRelease(Effect.sync(() => listeners.add(listener)), () => Effect.sync(() => listeners.delete(listener)))
+      const publish = (event: GatewayEvent) => listeners.forEach((listener) => listener(event))
+      yield* Effect.scoped(Effect.gen(function* () {
+        yield* DeclarationPersistence.start(listen, store)
+        assert.strictEqual(listeners.size, 1)
+        for (let ts = 1; ts <= 200; ts++) publish(declared(ts, 1, { active: ts % 2 }, ts === 1))
+        yield* TestClock.adjust("10 millis")
+        assert.deepStrictEqual(batches, [["Record"]])
+        publish(disconnected(1))
+        yield* TestClock.adjust("10 millis")
+        assert.deepStrictEqual(batches, [["Record"], ["Liveness"]])
+        const last = Option.getOrThrow(Option.getOrThrow(yield* real.get("dev-a")).declaration)
+        assert.deepStrictEqual([last.heartbeatTs, last.activeRequests], [200, 0])
+        publish(declared(300, 2))
+        publish(declared(301, 2, { active: 7 }, false))
+        yield* TestClock.adjust("10 millis")
+      }))
+      // The listener is gone with the scope; the last liveness was written at its close.
+      assert.strictEqual(listeners.size, 0)
+      const final = Option.getOrThrow(Option.getOrThrow(yield* real.get("dev-a")).declaration)
+      assert.deepStrictEqual([final.connectionNumber, final.heartbeatTs, final.activeRequests], [2, 301, 7])
+    }).pipe(Effect.provide(memory)))
 })

@@ -110,6 +110,29 @@ describe("Gateway replacement", () => {
       assert.strictEqual(declared[2]!.declaration.kinds.get("codex")?.capabilities.streaming, false)
     }).pipe(Effect.provide(gatewayLayer())))
 
+  it.effect("listen calls a listener with every event as it is published, until the listener's scope closes", () =>
+    Effect.gen(function*() {
+      const gateway = yield* Gateway
+      const seen: Array<[GatewayEvent["_tag"], number]> = []
+      const listening = yield* Scope.make()
+      yield* Scope.provide(listening)(gateway.listen((e) => void seen.push([e._tag, e.connectionNumber])))
+      const first = yield* connectMemory(device("dev-1"))
+      yield* first.runtime.send(heartbeat([kind("codex")], { ts: 1 }))
+      yield* settle(first)
+      // Synchronous: the unchanged heartbeat is seen once its frame was routed, with no fiber in between.
+      yield* first.runtime.send(heartbeat([kind("codex")], { ts: 2 }))
+      yield* settle(first)
+      const n = first.session.connectionNumber
+      assert.deepStrictEqual(seen, [["Connected", n], ["Declared", n], ["Declared", n]])
+      const second = yield* connectMemory(device("dev-1"))
+      yield* settle(second)
+      assert.deepStrictEqual(seen.slice(3), [["Disconnected", n], ["Connected", second.session.connectionNumber]])
+      yield* Scope.close(listening, Exit.void)
+      yield* second.runtime.send(heartbeat())
+      yield* settle(second)
+      assert.strictEqual(seen.length, 5)
+    }).pipe(Effect.provide(gatewayLayer())))
+
   it.effect("lists one current session per connected device", () =>
     Effect.gen(function*() {
       const gateway = yield* Gateway
