@@ -1,9 +1,10 @@
 /**
  * An Executor's directories (the Claude Code and Codex scratch directories, a per-Executor CODEX_HOME) are owned
  * until their removal is confirmed (OwnedDirectory.ts). A removal that fails is never a defect: after a failed or
- * interrupted preparation the Executor's close reports `unconfirmed` at once (status `cleanup_unconfirmed`, the
- * directory listed as `scratch:<executor id>`), keeps the directory and its capacity, retries on the cleanup
- * backoff and completes once the removal succeeds. A removal that succeeds leaves nothing.
+ * interrupted preparation the Executor's close reports `unconfirmed` at once (the admission answers `failed` /
+ * `executor_cleanup_unconfirmed`, status `cleanup_unconfirmed`, the directory listed as `scratch:<executor id>`),
+ * keeps the directory and its capacity, retries on the cleanup backoff and completes once the removal succeeds
+ * (then `released`). A removal that succeeds leaves nothing.
  *
  * No real Harness binary: a missing binary (the preparation fails after the scratch directory exists) or a
  * stand-in that reads stdin and never answers (the preparation waits until interrupted); the removal is injected
@@ -29,7 +30,8 @@ import { ownedDirectory, type RemoveDirectory, removeRecursively } from "../../.
 import { Ownership } from "../../../src/runtime/Ownership.js"
 import { RuntimePolicy } from "../../../src/runtime/RuntimePolicy.js"
 import { isRunning } from "../../support/processAlive.js"
-import { preparedConfiguration, same, settle } from "../../support/runtimeTestWire.js"
+import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
+import { connect, next, prepareFrame, preparedConfiguration, processLayer, same, settle } from "../../support/runtimeTestWire.js"
 
 const layer = Layer.mergeAll(Ownership.layer, RuntimePolicy.layer())
 
@@ -306,4 +308,37 @@ describe("an Executor's directories whose removal succeeds", () => {
       same(list(Path.join(dir, "codex", "homes")), [])
       same(yield* ownership.owned, [])
     }).pipe(Effect.scoped, Effect.provide(layer)))
+})
+
+describe("through the admission", () => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "agentwire-scratch-wire-"))
+  const { removal, remove } = switchable()
+  it.effect("a failed preparation whose scratch removal fails answers `failed` / executor_cleanup_unconfirmed at once, then `released` once removed", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.toRuntime(prepareFrame("prep-1", { agent_kind: "claude_code" }))
+      same((yield* next(core, "preparation_status")).payload.state, "preparing")
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 2, state: "failed", error_code: "executor_cleanup_unconfirmed"
+      })
+      const board = yield* StatusBoard
+      const snapshot = yield* board.snapshot
+      same(snapshot.executors.map((e) => e.state), ["cleanup_unconfirmed"])
+      same(snapshot.unconfirmed.map((u) => [u.resource, u.kind, u.last_error]), [
+        ["scratch:executor-1", "executor", "cannot remove the scratch directory (EBUSY)"]
+      ])
+      assert.strictEqual(list(Path.join(dir, "claude-code", "scratch")).length, 1)
+
+      removal.fail = false
+      yield* settle
+      yield* TestClock.adjust(500)
+      same((yield* next(core, "preparation_status")).payload, {
+        executor_id: "executor-1", handle: "handle-1", revision: 3, state: "released"
+      })
+      same(list(Path.join(dir, "claude-code", "scratch")), [])
+      same((yield* board.snapshot).executors, [])
+    }).pipe(
+      Effect.provide(processLayer({ harnesses: [claudeHarness(dir, Path.join(dir, "missing-claude"), remove, [])] })),
+      Effect.ensuring(Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
+    ))
 })
