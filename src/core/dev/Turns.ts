@@ -244,13 +244,11 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     input: MessageInput.MessageInput,
     presetTurnId: string | undefined
   ) {
-    // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile).
-    const current = yield* unavailable(sessions.get(sessionId))
-    if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    const session = current
-    // Two index probes in one statement, however many Turns the Session has (issue 18: Turn start is O(1) in
-    // earlier Turns).
+    // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile), with two index
+    // probes, in one statement however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     const checks = yield* unavailable(store.startChecks(sessionId))
+    const session = checks.session
+    if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     if (checks.unfinished) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }
