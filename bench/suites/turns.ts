@@ -219,6 +219,13 @@ export const turnsSuite: Suite = {
       await turnsRound(host, peer, client, serial, 2)
       await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, coreSysUs: 0, daemonCpuUs: 0, daemonSysUs: 0, events: 200, journalCommits: 20, postMs: [] })
 
+      // Diagnostics (docs/performance.md "Turns through the operator API"): BENCH_TURNS_PROFILE=<file> writes a CPU
+      // profile of the dev Core's main thread over the measured rounds; BENCH_TURNS_NO_GROWTH=1 skips the growth part.
+      const profileTo = process.env["BENCH_TURNS_PROFILE"]
+      if (profileTo) {
+        host.send({ op: "profile" })
+        await host.next(op("profiled"))
+      }
       const figureRounds: Array<Round> = []
       const rawRounds: Array<RawRound> = []
       const controlRounds: Array<Round> = []
@@ -238,11 +245,16 @@ export const turnsSuite: Suite = {
         )
       }
 
+      if (profileTo) {
+        host.send({ op: "profile", path: profileTo })
+        await host.next(op("profiled"), 60_000)
+      }
+
       // ---------------------------------------------------------------- growth: POST /turns at L earlier Turns
       const growth = await createSession(client)
       const levels: Array<{ readonly level: number; readonly postMs: Array<number>; readonly cpuUs: Array<number> }> = []
       let have = 0
-      for (const level of p.levels) {
+      for (const level of process.env["BENCH_TURNS_NO_GROWTH"] ? [] : p.levels) {
         host.send({ op: "seed-turns", sessionId: growth, count: level - 1 - have })
         await host.next(op("seeded"), 300_000)
         have = level - 1
@@ -308,22 +320,21 @@ export const turnsSuite: Suite = {
         }),
         ...levels.map((l) =>
           figure({ suite: "turns", name: `POST /turns @ Turn ${l.level} of one Session`, unit: "ms", samples: l.postMs })),
-        figure({
+        ...(levels.length === 0 ? [] : [figure({
           suite: "turns",
           name: `POST /turns @ Turn ${levels[top]!.level} vs @ Turn ${levels[mid]!.level}`,
           unit: "×",
           samples: levels[top]!.postMs.map((x) => lastVsMiddle([median(levels[mid]!.postMs), x])),
           target: { on: "value", op: "<=", value: 1.1 },
           note: "each POST's response time at the last level over the median at the middle level; flat = within 10 %"
-        }),
-        figure({
+        }), figure({
           suite: "turns",
           name: `Core CPU per Turn @ Turn ${levels[top]!.level} vs @ Turn ${levels[mid]!.level}`,
           unit: "×",
           samples: levels[top]!.cpuUs.map((x) => lastVsMiddle([median(levels[mid]!.cpuUs), x])),
           target: { on: "value", op: "<=", value: 1.1 },
           note: "Core's CPU per Turn (groups of 5 Turns) at the last level over the median at the middle level"
-        })
+        })])
       ]
       const notes = [
         `turns: ${p.rounds} interleaved rounds of ${p.concurrency} Sessions × ${p.perSession} one-delta scripted Turns (POST, then ` +

@@ -219,13 +219,14 @@ export const makeTurn = (
       )
     }
 
-    const notActive = new Outcome.TurnNotActive({ run_id: runId })
+    // Made when an operation finds the Turn inactive (an error captures a stack: not a cost of every Turn).
+    const notActive = () => new Outcome.TurnNotActive({ run_id: runId })
 
     const steer: Turn["steer"] = (inputId, input) =>
       Effect.gen(function*() {
         const channel = steering
-        if (channel === undefined || Projection.isResolved(state())) return yield* notActive
-        if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive
+        if (channel === undefined || Projection.isResolved(state())) return yield* notActive()
+        if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive()
         const work = channel.deliver(inputId, input).pipe(
           Effect.tap(() => Effect.andThen(CoreMetrics.receipt("applied", "accepted"), record({ _tag: "InputAccepted", input_id: inputId }))),
           Effect.tapError((e) => {
@@ -262,17 +263,17 @@ export const makeTurn = (
           }
           return "cancel" as const
         })
-        if (decision === "inactive") return yield* notActive
+        if (decision === "inactive") return yield* notActive()
         if (decision === "abandon") {
           yield* Deferred.succeed(d.abandon, undefined)
           const resolution = yield* Deferred.await(settled)
           if (resolution._tag === "Settled" && resolution.outcome.status === "cancelled") {
             return { _tag: "Abandoned" } satisfies CancelResult
           }
-          return yield* notActive
+          return yield* notActive()
         }
         // The cancellation must follow the start in the send queue.
-        if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive
+        if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive()
         const work = Cancellation.cancel(session, runId, deliveryId, {
           onDispatched: record({ _tag: "Dispatched", type: "prompt_cancel", delivery_id: deliveryId })
         }).pipe(

@@ -25,7 +25,7 @@
  * `status_delivery_failed` (its reservation is released). Preparation and start run in connection-owned
  * fibers, never in the receive loop.
  */
-import { Clock, Context, Duration, Effect, FiberMap, FiberSet, Latch, Layer, Option } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, FiberMap, FiberSet, Latch, Layer, Option } from "effect"
 import type { PreparationErrorCode } from "../proto/ErrorCodes.js"
 import {
   requiredCapabilities,
@@ -213,7 +213,9 @@ const makeAdmission = Effect.gen(function* () {
           if (Option.isSome(owner)) {
             const entry = owner.value
             if (entry.closing) {
-              const unconfirmed = (yield* ownership.unconfirmed).some((u) => u.resource === entry.id)
+              // The Executor's close, or a resource it owns (its scratch directory), failed a cleanup attempt.
+              const unconfirmed = (yield* ownership.unconfirmed).some((u) => u.resource === entry.id) ||
+                (yield* Deferred.isDone(entry.cleanupFailed))
               return yield* reply(unconfirmed ? "executor_cleanup_unconfirmed" : "resource_unavailable")
             }
             if (entry.environmentId !== config.local_environment?.id || entry.configFingerprint !== configFp) {

@@ -8,7 +8,8 @@
  * state the adapter acquires there (`Effect.acquireRelease`) is owned from the moment it exists; once the
  * preparation returned, `closeUntilConfirmed(executor.close)` is registered in the same scope in one
  * uninterruptible step. Closing an Executor closes its scope: the confirmed close first (retried until it
- * confirms), then the adapter's own last-resort releases. An `execution_release`, shutdown or expiry that
+ * confirms), then the adapter's own last-resort releases (a fallible one, such as a directory removal, closes
+ * until confirmed too, with this table's `Ownership`: its failed attempts count as the Executor's). An `execution_release`, shutdown or expiry that
  * interrupts a preparation after the native side was created therefore still stops it. The table below is a
  * view of the open scopes: an entry is removed only after its scope closed.
  *
@@ -65,7 +66,10 @@ export interface ExecutorEntry {
   closing: boolean
   /** Completes when the close was confirmed (and the entry removed). */
   readonly closed: Deferred.Deferred<void>
-  /** Completes at the first close attempt that failed or timed out (cleanup unconfirmed; still owned). */
+  /**
+   * Completes at the first cleanup attempt that failed or timed out, of the Executor's close or of a resource its
+   * adapter owns in its scope (cleanup unconfirmed; still owned).
+   */
   readonly cleanupFailed: Deferred.Deferred<void>
 }
 
@@ -183,16 +187,21 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
     })
 
   /**
-   * The confirmed close of one native owner, registered in its Executor's scope. Its first failed attempt
-   * completes the entry's `cleanupFailed`, so an admission can report unconfirmed cleanup while it retries.
+   * The connection's ownership records, where a failed cleanup attempt of anything the Executor owns (its
+   * confirmed close, or a resource its adapter closes in a release: `OwnedDirectory.ts`) also completes the
+   * entry's `cleanupFailed`, so an admission can report unconfirmed cleanup while it retries.
    */
+  const reporting = (entry: ExecutorEntry) =>
+    Ownership.of({
+      ...ownership,
+      attemptFailed: (resource, cause) =>
+        Effect.andThen(ownership.attemptFailed(resource, cause), Deferred.succeed(entry.cleanupFailed, undefined))
+    })
+
+  /** The confirmed close of one native owner, registered in its Executor's scope. */
   const confirmedClose = (entry: ExecutorEntry, close: Executor["close"]) =>
     closeUntilConfirmed(entry.id, close, (e) => e.reason).pipe(
-      Effect.provideService(Ownership, Ownership.of({
-        ...ownership,
-        attemptFailed: (resource, cause) =>
-          Effect.andThen(ownership.attemptFailed(resource, cause), Deferred.succeed(entry.cleanupFailed, undefined))
-      })),
+      Effect.provideService(Ownership, reporting(entry)),
       Effect.provideService(RuntimePolicy, policy)
     )
 
@@ -211,6 +220,8 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       // MCP: the request's public servers and the installed ones become the Executor's transient bindings.
       restore(harness.prepare({ ...request, mcpServers: resolveMcpBindings(request.configuration, []) })).pipe(
         Scope.provide(entry.scope),
+        Effect.provideService(Ownership, reporting(entry)),
+        Effect.provideService(RuntimePolicy, policy),
         Effect.tap((native) =>
           Effect.andThen(
             Scope.addFinalizer(entry.scope, confirmedClose(entry, native.close)),
@@ -352,7 +363,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
         executor_id: e.id,
         session_id: e.sessionId ?? "",
         kind: e.kind,
-        state: viewState(e, unconfirmed.has(e.id))
+        state: viewState(e, unconfirmed.has(e.id) || Deferred.isDoneUnsafe(e.cleanupFailed))
       }))
     })
   }

@@ -38,6 +38,9 @@ import type {
   TurnEvent
 } from "../../src/runtime/harness/Harness.js"
 import { isRunning } from "../support/processAlive.js"
+import { withPreparationServices } from "../support/preparationServices.js"
+import type { Ownership } from "../../src/runtime/Ownership.js"
+import type { RuntimePolicy } from "../../src/runtime/RuntimePolicy.js"
 
 /**
  * The adapter contract as the suite uses it: preparation runs in a Scope (the Runtime's Executor child scope),
@@ -45,7 +48,9 @@ import { isRunning } from "../support/processAlive.js"
  */
 export interface Harness {
   readonly declaration: HarnessDeclaration
-  readonly prepare: (request: PrepareRequest) => Effect.Effect<Executor, PrepareFailed, Scope.Scope>
+  readonly prepare: (
+    request: PrepareRequest
+  ) => Effect.Effect<Executor, PrepareFailed, Scope.Scope | Ownership | RuntimePolicy>
 }
 
 export interface LifecycleInputs {
@@ -149,7 +154,7 @@ const nextSessionId = () => unsafeMake.sessionId(`00000000-0000-4000-8000-${Stri
 let currentSession = nextSessionId()
 
 export const prepare = (harness: Harness, configuration: PromptRequestPayload) =>
-  harness.prepare({ executorId: nextExecutorId(), sessionId: currentSession, configuration, declaration: harness.declaration })
+  withPreparationServices(harness.prepare({ executorId: nextExecutorId(), sessionId: currentSession, configuration, declaration: harness.declaration }))
 
 export const start = (executor: Executor, input: MessageInput) =>
   Effect.gen(function* () {

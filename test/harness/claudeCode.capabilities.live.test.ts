@@ -14,15 +14,16 @@ import type { ClaudeCodeHarness } from "../../src/runtime/harness/claude_code/Cl
 import type { TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { nextMatching, start } from "./HarnessLifecycleSuite.js"
 import { baseRequest as base, claudeCodeAgainstFake, say } from "../support/claudeCodeFixture.js"
+import { withPreparationServices } from "../support/preparationServices.js"
 
 let executors = 0
 const prepare = (harness: ClaudeCodeHarness, sessionId: string, overrides: Partial<PromptRequestPayload> = {}) =>
-  Effect.orDie(harness.prepare({
+  Effect.orDie(withPreparationServices(harness.prepare({
     executorId: unsafeMake.executorId(`exec-cap-${++executors}`),
     sessionId: unsafeMake.sessionId(sessionId),
     configuration: { ...base, ...overrides },
     declaration: harness.declaration
-  }))
+  })))
 const settle = (s: { readonly turn: { readonly awaitSettlement: Effect.Effect<unknown, unknown> } }) =>
   Effect.orDie(s.turn.awaitSettlement) as Effect.Effect<{ readonly outcome: string; readonly done: { readonly content: string; readonly metadata?: { readonly agent_session_id?: string } } }>
 const ofType = <T extends TurnEvent["type"]>(seen: ReadonlyArray<TurnEvent>, type: T) =>

@@ -21,15 +21,16 @@ import { baseRequest as base, claudeCodeAgainstFake, say, spawnedClaudePids } fr
 import type { FakeAnthropic } from "../support/fakeAnthropic.js"
 import { nextMatching, start } from "./HarnessLifecycleSuite.js"
 import { isRunning } from "../support/processAlive.js"
+import { withPreparationServices } from "../support/preparationServices.js"
 
 let executors = 0
 const prepareIn = (harness: ClaudeCodeHarness, sessionId: string, overrides: Partial<PromptRequestPayload> = {}) =>
-  harness.prepare({
+  withPreparationServices(harness.prepare({
     executorId: unsafeMake.executorId(`exec-int-${++executors}`),
     sessionId: unsafeMake.sessionId(sessionId),
     configuration: { ...base, ...overrides },
     declaration: harness.declaration
-  }) as Effect.Effect<ClaudeCodeExecutor, PrepareFailed, Scope.Scope>
+  })) as Effect.Effect<ClaudeCodeExecutor, PrepareFailed, Scope.Scope>
 const prepare = (harness: ClaudeCodeHarness, sessionId: string, overrides: Partial<PromptRequestPayload> = {}) =>
   Effect.orDie(prepareIn(harness, sessionId, overrides))
 const settle = (s: { readonly turn: { readonly awaitSettlement: Effect.Effect<unknown, unknown> } }) =>

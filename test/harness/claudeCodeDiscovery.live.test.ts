@@ -10,6 +10,7 @@ import * as Path from "node:path"
 import { claudeCodeCapabilities, makeClaudeCodeHarness } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import { resolveBinary, settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { validateDeclaration } from "../../src/runtime/harness/HarnessRegistry.js"
+import { withPreparationServices } from "../support/preparationServices.js"
 
 const base = settingsFromEnv({ PATH: process.env.PATH, ANTHROPIC_API_KEY: "sk-ant-discovery" }, {
   profileDir: "/nonexistent-profile",
@@ -43,12 +44,12 @@ describe("ClaudeCode discovery", () => {
       assert.strictEqual(noKey.declaration.version, "2.1.332")
       assert.include(noKey.declaration.unavailableReason!, "ANTHROPIC_API_KEY")
       assert.include(missing.declaration.unavailableReason!, "--claude-code-path")
-      const exit = yield* Effect.exit(Effect.scoped(noKey.prepare({
+      const exit = yield* Effect.exit(Effect.scoped(withPreparationServices(noKey.prepare({
         executorId: "e" as never,
         sessionId: undefined,
         configuration: { agent_kind: "claude_code", conversation_id: "", run_id: "" },
         declaration: noKey.declaration
-      })))
+      }))))
       assert.strictEqual(exit._tag, "Failure")
     }), 60_000)
 

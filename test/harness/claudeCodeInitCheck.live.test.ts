@@ -18,6 +18,7 @@ import { prepareExecutor } from "../../src/runtime/harness/claude_code/ClaudeCod
 import { claudeCodeCapabilities } from "../../src/runtime/harness/claude_code/ClaudeCodeHarness.js"
 import { settingsFromEnv } from "../../src/runtime/harness/claude_code/ClaudeCodeSettings.js"
 import { start } from "./HarnessLifecycleSuite.js"
+import { withPreparationServices } from "../support/preparationServices.js"
 
 const speaker = (init: { readonly capabilities: ReadonlyArray<string>; readonly tools: ReadonlyArray<string> }) => `#!${process.execPath}
 const rl = require("node:readline").createInterface({ input: process.stdin })
@@ -47,12 +48,12 @@ const turnAgainst = (init: { readonly capabilities: ReadonlyArray<string>; reado
     const binary = Path.join(dir, "claude")
     Fs.writeFileSync(binary, speaker(init), { mode: 0o700 })
     const settings = settingsFromEnv({ PATH: process.env.PATH }, { profileDir: dir, binaryPath: Option.some(binary) })
-    const executor = yield* Effect.orDie(prepareExecutor(settings, binary, {
+    const executor = yield* Effect.orDie(withPreparationServices(prepareExecutor(settings, binary, {
       executorId: unsafeMake.executorId("exec-init-check"),
       sessionId: unsafeMake.sessionId("0a0b0c0d-0000-4000-8000-00000000000f"),
       configuration: { ...base, ...config },
       declaration: { kind: "claude_code", available: true, version: "2.1.332", capabilities: claudeCodeCapabilities }
-    }))
+    })))
     const started = yield* start(executor, [{ content: [{ type: "input_text", text: "hello" }] }])
     const settlement = yield* Effect.exit(started.turn.awaitSettlement)
     const next = yield* Effect.exit(executor.startTurn(unsafeMake.runId("run-after"), [{ content: [{ type: "input_text", text: "again" }] }], { emit: () => Effect.void }))

@@ -8,6 +8,7 @@ import { Deferred, Effect, Exit } from "effect"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import type { TurnEvent } from "../../src/runtime/harness/Harness.js"
 import { codexFixture, prepareRequest, recorder, text } from "../support/fakeResponsesCodex.js"
+import { withPreparationServices } from "../support/preparationServices.js"
 
 const run = (id: string) => unsafeMake.runId(id)
 const is = <T extends TurnEvent["type"]>(type: T) => (e: TurnEvent): e is Extract<TurnEvent, { type: T }> => e.type === type
@@ -17,7 +18,7 @@ describe("CodexHarness interactions (real binary)", () => {
   it.live("steers the active turn: written once on flush, accepted for that turn, and the model sees the input", () =>
     Effect.gen(function* () {
       const { fake, harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-s"), text("SLOW please"), r.sink)
       yield* r.waitFor(is("delta"))
@@ -46,7 +47,7 @@ describe("CodexHarness interactions (real binary)", () => {
   it.live("cancels by turn/interrupt: settles cancelled with the partial output, and the Executor stays usable", () =>
     Effect.gen(function* () {
       const { harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-c"), text("SLOW please"), r.sink)
       yield* r.waitFor(is("delta"))
@@ -67,7 +68,7 @@ describe("CodexHarness interactions (real binary)", () => {
   it.live("a denied permission fails the command and the Turn still completes; a pending one is withdrawn by cancel", () =>
     Effect.gen(function* () {
       const { harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-d"), text("SHELL:echo denied"), r.sink)
       const asked = yield* r.waitFor(is("permission_request"))
@@ -97,7 +98,7 @@ describe("CodexHarness interactions (real binary)", () => {
   it.live("asks the user through request_user_input and applies the answer", () =>
     Effect.gen(function* () {
       const { fake, harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-u"), text("RUI please"), r.sink)
       const ask = yield* r.waitFor(is("prompt_for_user_choice"))
@@ -119,7 +120,7 @@ describe("CodexHarness interactions (real binary)", () => {
   it.live("exposes function tools natively and delivers the result under the native call id", () =>
     Effect.gen(function* () {
       const { fake, harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness, { function_tools: [lookupTool] }))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness, { function_tools: [lookupTool] })))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-f"), text("DYN:lookup"), r.sink)
       const call = yield* r.waitFor(is("function_call"))

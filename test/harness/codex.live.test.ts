@@ -22,6 +22,7 @@ import {
   text
 } from "../support/fakeResponsesCodex.js"
 import { fakeUsage } from "../support/fakeResponses.js"
+import { withPreparationServices } from "../support/preparationServices.js"
 
 /** A loopback port nobody listens on (bound, then released). */
 const freePort = () =>
@@ -78,7 +79,7 @@ describe("CodexHarness (real binary)", () => {
   it.live("runs text Turns with reasoning, message items, rebased usage and the thread as native session", () =>
     Effect.gen(function* () {
       const { fake, harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness, { disable_subagents: true }))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness, { disable_subagents: true })))
       const first = recorder()
       const turn = yield* executor.startTurn(run("run-1"), text("hello REASON"), first.sink)
       const settled = yield* turn.awaitSettlement
@@ -113,11 +114,11 @@ describe("CodexHarness (real binary)", () => {
   it.live("resumes the thread in a new process with its history, and refuses an unknown thread before input", () =>
     Effect.gen(function* () {
       const { fake, harness } = yield* codexFixture
-      const a = yield* harness.prepare(prepareRequest(harness))
+      const a = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       yield* Effect.flatMap(a.startTurn(run("run-a"), text("remember PLUM"), recorder().sink), (t) => t.awaitSettlement)
       const thread = Option.getOrThrow(yield* a.nativeSessionId)
       yield* a.close
-      const b = yield* harness.prepare(prepareRequest(harness, { agent_session_id: thread }))
+      const b = yield* withPreparationServices(harness.prepare(prepareRequest(harness, { agent_session_id: thread })))
       assert.deepStrictEqual(yield* b.nativeSessionId, Option.some(thread))
       const settled = yield* Effect.flatMap(b.startTurn(run("run-b"), text("what was it"), recorder().sink), (t) => t.awaitSettlement)
       assert.strictEqual(settled.done.metadata?.agent_session_id, thread)
@@ -126,7 +127,7 @@ describe("CodexHarness (real binary)", () => {
       assert.include(JSON.stringify(last.body.input), "remember PLUM")
       yield* b.close
       const unknown = yield* Effect.exit(
-        harness.prepare(prepareRequest(harness, { agent_session_id: "01a23224-0000-7000-8000-000000000000" }))
+        withPreparationServices(harness.prepare(prepareRequest(harness, { agent_session_id: "01a23224-0000-7000-8000-000000000000" })))
       )
       assert.deepStrictEqual(unknown, Exit.fail(new PrepareFailed({ reason: "codex has no history for that thread", code: "history_unavailable" })))
     }), 60_000)
@@ -134,7 +135,7 @@ describe("CodexHarness (real binary)", () => {
   it.live("classifies engine errors from codexErrorInfo and always settles with done", () =>
     Effect.gen(function* () {
       const { harness } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const errorOf = (prompt: string, id: string) =>
         Effect.gen(function* () {
           const r = recorder()
@@ -160,7 +161,7 @@ describe("CodexHarness (real binary)", () => {
         profileDir: profile,
         reconnectBudget: Duration.seconds(3)
       })
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-down"), text("hello"), r.sink)
       const settled = yield* turn.awaitSettlement
@@ -175,13 +176,13 @@ describe("CodexHarness (real binary)", () => {
   it.live("leaves no process after close, and none after a preparation interrupted while the process starts", () =>
     Effect.gen(function* () {
       const { harness, profile } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       assert.isAbove(codexProcesses(profile).length, 0)
       yield* executor.close
       assert.deepStrictEqual(codexProcesses(profile), [])
       // The Runtime's contract: preparation runs in the Executor's own scope, closed when it is interrupted.
       const scope = yield* Scope.make()
-      const fiber = yield* Effect.forkChild(harness.prepare(prepareRequest(harness)).pipe(Scope.provide(scope)))
+      const fiber = yield* Effect.forkChild(withPreparationServices(harness.prepare(prepareRequest(harness))).pipe(Scope.provide(scope)))
       while (codexProcesses(profile).length === 0) yield* Effect.sleep("5 millis")
       yield* Fiber.interrupt(fiber)
       yield* Scope.close(scope, Exit.void)
@@ -191,7 +192,7 @@ describe("CodexHarness (real binary)", () => {
   it.live("keeps the provider key out of the profile files and out of the commands Codex runs", () =>
     Effect.gen(function* () {
       const { fake, harness, profile } = yield* codexFixture
-      const executor = yield* harness.prepare(prepareRequest(harness))
+      const executor = yield* withPreparationServices(harness.prepare(prepareRequest(harness)))
       const r = recorder()
       const turn = yield* executor.startTurn(run("run-k"), text(`SHELL:echo key=$${keyVar} cred=$AGENTWIRE_CREDENTIAL`), r.sink)
       const asked = yield* r.waitFor(is("permission_request"))

@@ -25,17 +25,18 @@ export const make = <A, E>(
   Effect.gen(function* () {
     const buffer = yield* Queue.unbounded<A, E | FollowerLagging | Cause.Done>()
     const weight = yield* Ref.make(0)
-    const lagging = new FollowerLagging({ maxWeight })
+    // Made only when the reader falls behind (an error captures a stack: not a cost of every follower).
+    let lagging: FollowerLagging | undefined
     yield* source.pipe(
       Stream.runForEach((item) =>
         Ref.updateAndGet(weight, (w) => w + weigh(item)).pipe(
-          Effect.flatMap((w) => (w > maxWeight ? Effect.fail(lagging) : Queue.offer(buffer, item)))
+          Effect.flatMap((w) => (w > maxWeight ? Effect.fail(lagging ??= new FollowerLagging({ maxWeight })) : Queue.offer(buffer, item)))
         )
       ),
       Effect.matchCauseEffect({
         onSuccess: () => Queue.end(buffer),
         onFailure: (cause) =>
-          cause.reasons.some((reason) => reason._tag === "Fail" && reason.error === lagging)
+          lagging !== undefined && cause.reasons.some((reason) => reason._tag === "Fail" && reason.error === lagging)
             ? Effect.andThen(onLagging, Queue.fail(buffer, lagging))
             : Queue.failCause(buffer, cause)
       }),

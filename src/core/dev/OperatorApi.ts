@@ -190,10 +190,11 @@ export const layer = (
         }
       }
 
+      const tokenMatches = OperatorToken.matcher(token)
       const authorized = (request: HttpServerRequest.HttpServerRequest): boolean => {
         const header = request.headers["authorization"]
         if (header === undefined || !header.startsWith("Bearer ")) return false
-        return OperatorToken.matches(token, header.slice("Bearer ".length).trim())
+        return tokenMatches(header.slice("Bearer ".length).trim())
       }
 
       /** Wraps a handler: authorization first, then the typed errors as JSON answers. */

@@ -75,3 +75,12 @@ const digest = (value: string) => createHash("sha256").update(value, "utf8").dig
 /** Constant-time check of a presented bearer token against the operator token. */
 export const matches = (expected: Redacted.Redacted<string>, presented: string): boolean =>
   timingSafeEqual(digest(Redacted.value(expected)), digest(presented))
+
+/**
+ * `matches` against one operator token, its digest taken once (issue 18: one hash per request, not two); the
+ * check stays constant-time.
+ */
+export const matcher = (expected: Redacted.Redacted<string>): (presented: string) => boolean => {
+  const want = digest(Redacted.value(expected))
+  return (presented) => timingSafeEqual(want, digest(presented))
+}

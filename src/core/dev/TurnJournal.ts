@@ -223,9 +223,13 @@ const make = Effect.gen(function* () {
         if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {
           return buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > afterSeq))
         }
-        const turn = yield* store.get(turnId)
-        if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
-          return yield* replayFinished(turnId, afterSeq, turn.value)
+        // A writer of this process holds the journal and has not published the outcome: the outcome comes on the
+        // subscription (after every stored entry), so the Turn row need not be read again (issue 18).
+        if (live.finished || live.lastSeq === undefined) {
+          const turn = yield* store.get(turnId)
+          if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
+            return yield* replayFinished(turnId, afterSeq, turn.value)
+          }
         }
         const stored = yield* store.events(turnId, afterSeq)
         const last = stored.length > 0 ? stored[stored.length - 1]!.seq : afterSeq

@@ -16,6 +16,7 @@ import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { commitJournal } from "./JournalCommit.js"
 import { settleTurn } from "./TurnSettle.js"
+import { type StartChecks, startChecks } from "./TurnStartChecks.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
 import { StoreFailed, storeFailed, toInt, toIntOrUndefined } from "./StoreErrors.js"
@@ -60,11 +61,10 @@ export class TurnStore extends Context.Service<TurnStore, {
   readonly listBySession: (sessionId: string) => Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
   /** The Session's unfinished (queued or running) Turn, if any: one index probe, however many Turns it has. */
   readonly unfinishedOf: (sessionId: string) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
-  /**
-   * Whether a Turn of the Session (other than `exceptTurnId`) was ever dispatched: one index probe, however
-   * many Turns it has.
-   */
+  /** Whether a Turn of the Session (other than `exceptTurnId`) was ever dispatched: one index probe. */
   readonly hasDispatched: (sessionId: string, exceptTurnId?: string) => Effect.Effect<boolean, StoreFailed>
+  /** `unfinishedOf` and `hasDispatched` of a Turn start in one statement (TurnStartChecks.ts). */
+  readonly startChecks: (sessionId: string) => Effect.Effect<StartChecks, StoreFailed>
   /** Turns not in a terminal state (queued or running). */
   readonly listUnfinished: Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
   /**
@@ -252,6 +252,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
           Effect.map((rows) => rows.length > 0),
           storeFailed("list_turns")
         ),
+    startChecks: startChecks(sql),
     listUnfinished: sql`SELECT * FROM turns WHERE status IN ('queued', 'running') ORDER BY created_at_ms, turn_id`.pipe(
       Effect.map((rows) => rows.map(readTurn)),
       storeFailed("list_unfinished_turns")

@@ -220,7 +220,8 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    if (Option.isSome(initialization)) {
+    // Only a self_hosted Session can have an initialization (Operator.ts creates one for no other): no read.
+    if (Option.isSome(initialization) && session.value.environment.type === "self_hosted") {
       const blocked = yield* unavailable(initialization.value.blocked(sessionId))
       if (Option.isSome(blocked)) {
         return yield* new OperatorConflict({
@@ -247,11 +248,13 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const current = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     const session = current
-    // Two index probes, however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
-    if (Option.isSome(yield* unavailable(store.unfinishedOf(sessionId)))) {
+    // Two index probes in one statement, however many Turns the Session has (issue 18: Turn start is O(1) in
+    // earlier Turns).
+    const checks = yield* unavailable(store.startChecks(sessionId))
+    if (checks.unfinished) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }
-    const hasStartedTurn = yield* unavailable(store.hasDispatched(sessionId))
+    const hasStartedTurn = checks.dispatched
     const configuration = session.value.configuration as SessionConfiguration
     // Decrypted only here, into Redacted values the request builder sends as bearer_token (McpSecrets.ts).
     const mcpBearers = yield* sessionBearers(secrets, sessionId, sealedBearerIndexes(configuration)).pipe(

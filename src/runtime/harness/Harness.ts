@@ -19,6 +19,8 @@
  */
 import type { McpBinding } from "./McpBindings.js"
 import { Context, Data, Effect, Layer, Option, type Scope } from "effect"
+import type { Ownership } from "../Ownership.js"
+import type { RuntimePolicy } from "../RuntimePolicy.js"
 import type { AgentKindCapabilities, CapabilityName } from "../../proto/Capabilities.js"
 import type { PromptRequestPayload } from "../../proto/Execution.js"
 import type { FunctionCallPayload } from "../../proto/Functions.js"
@@ -244,10 +246,15 @@ export interface Harness {
    * from the connection scope) and closes that scope only after `Executor.close` was confirmed
    * (`closeUntilConfirmed`), or when preparation failed or was interrupted. Acquire native state here with
    * `Effect.acquireRelease` in that scope: the release is the last-resort kill or removal (it runs when
-   * preparation is interrupted after a process spawned) and must be a no-op after a confirmed close.
+   * preparation is interrupted after a process spawned) and must be a no-op after a confirmed close. A release
+   * that can fail (removing a directory) closes with `closeUntilConfirmed` under its own resource
+   * (`OwnedDirectory.ts`): the Runtime provides an `Ownership` that also reports its failed attempts as the
+   * Executor's unconfirmed cleanup, and its `RuntimePolicy`. Never a defect in a release.
    * `PrepareFailed.residue` is still honoured for compatibility; new adapters rely on the scope instead.
    */
-  readonly prepare: (request: PrepareRequest) => Effect.Effect<Executor, PrepareFailed, Scope.Scope>
+  readonly prepare: (
+    request: PrepareRequest
+  ) => Effect.Effect<Executor, PrepareFailed, Scope.Scope | Ownership | RuntimePolicy>
 }
 
 /**

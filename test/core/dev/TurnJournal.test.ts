@@ -83,8 +83,29 @@ describe("TurnJournal", () => {
       const written = yield* store.settle("t1", { status: "completed", content: "d1d2" })
       yield* writer.finish(Option.getOrUndefined(written))
       assert.deepStrictEqual(describeItems(yield* Fiber.join(follower)), ["1:frame:delta", "2:frame:delta", "outcome:completed"])
-      assert.deepStrictEqual(slow.reads, { events: 1, get: 2, lastSeq: 1 })
+      // The Turn row is not read a second time: this process's writer publishes the outcome (issue 18).
+      assert.deepStrictEqual(slow.reads, { events: 1, get: 1, lastSeq: 1 })
     }).pipe(Effect.provide(slow.layer)))
+
+  const settling = countedReads()
+  it.effect("a follower that starts after the outcome was stored but before it was published gets it once, after the entries", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1)
+      yield* writer.record(delta(1))
+      yield* writer.record(delta(2))
+      const written = yield* store.settle("t1", { status: "completed", content: "d1d2" })
+      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 1)))
+      yield* yieldTimes(50)
+      yield* writer.finish(Option.getOrUndefined(written))
+      assert.deepStrictEqual(describeItems(yield* Fiber.join(follower)), ["2:frame:delta", "outcome:completed"])
+      assert.deepStrictEqual(settling.reads, { events: 1, get: 1, lastSeq: 1 })
+      // Once published, a new follower reads the finished Turn from the store.
+      assert.deepStrictEqual(describeItems(yield* Stream.runCollect(journal.follow("t1", 0))), ["1:frame:delta", "2:frame:delta", "outcome:completed"])
+    }).pipe(Effect.provide(settling.layer)))
 
   it.effect("a later writer continues after what the store holds, not after an earlier writer's seq in this process", () =>
     Effect.gen(function* () {

@@ -3,18 +3,20 @@
  * harnesses.md §3.1), prepared without model input and reused across settled Turns.
  *
  * Preparation runs in the Executor's Scope (the Harness contract): the scratch working directory (0700, the
- * Environment `none` home) and the process are acquired with `Effect.acquireRelease`, so an interruption after
- * the spawn still kills the process group and removes the directory. Preparation is bounded by
- * `prepareTimeout` (spawn + `initialize` handshake); on expiry it fails and the Scope's owner closes what was
- * acquired. `close` is the confirmed close: SIGTERM to the group, SIGKILL after the grace period, exit reaped,
- * scratch directory removed; it fails (and the Runtime retries) while anything is left. After a confirmed close
- * the Scope's finalizers are no-ops.
+ * Environment `none` home; owned as `scratch:<executor id>`, OwnedDirectory.ts) and the process are acquired
+ * with `Effect.acquireRelease`, so a failed or interrupted preparation still kills the process group (released
+ * first) and then removes the directory; a removal that fails there is retried until confirmed and reported as
+ * the Executor's unconfirmed cleanup, never a defect. Preparation is bounded by `prepareTimeout` (spawn +
+ * `initialize` handshake); on expiry it fails and the Scope's owner closes what was acquired. `close` is the
+ * confirmed close: SIGTERM to the group, SIGKILL after the grace period, exit reaped, scratch directory removed;
+ * it fails with `CloseFailed` (and the Runtime retries) while anything is left. After a confirmed close the
+ * Scope's finalizers are no-ops.
  *
  * Native state: `CLAUDE_CONFIG_DIR` is per Core Session under the daemon profile
  * (`<profile>/claude-code/sessions/<session>/config`), so a later Executor of the same Session can resume its
  * native history; it is kept after close (it is the Session's history, not Executor residue).
  */
-import { Deferred, Effect, Exit, Option, Queue, Scope } from "effect"
+import { Deferred, Effect, Option, Queue, type Scope } from "effect"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { randomUUID } from "node:crypto"
@@ -32,6 +34,9 @@ import {
   type TurnSink
 } from "../Harness.js"
 import { spawn } from "../process/NativeProcess.js"
+import { ownedDirectory } from "../OwnedDirectory.js"
+import type { Ownership } from "../../Ownership.js"
+import type { RuntimePolicy } from "../../RuntimePolicy.js"
 import { type ClaudeCodeTurn, makeTurn } from "./ClaudeCodeTurn.js"
 import { type FunctionCall, FunctionsServer, nativeToolName, onMcpMessage } from "./FunctionServer.js"
 import { childEnv, type ClaudeCodeSettings, requiredNativeCapabilities } from "./ClaudeCodeSettings.js"
@@ -101,7 +106,7 @@ export const prepareExecutor = (
   settings: ClaudeCodeSettings,
   binary: string,
   request: PrepareRequest
-): Effect.Effect<ClaudeCodeExecutor, PrepareFailed, Scope.Scope> =>
+): Effect.Effect<ClaudeCodeExecutor, PrepareFailed, Scope.Scope | Ownership | RuntimePolicy> =>
   Effect.gen(function* () {
     const config = request.configuration
     const io = <A>(reason: string, f: () => Promise<A>) =>
@@ -116,10 +121,13 @@ export const prepareExecutor = (
 
     const scratchRoot = path.join(settings.stateDir, "scratch")
     yield* io("cannot create the scratch root", () => fs.mkdir(scratchRoot, { recursive: true, mode: 0o700 }))
-    const scratch = yield* Effect.acquireRelease(
-      io("cannot create the scratch directory", () => fs.mkdtemp(path.join(scratchRoot, "exec-"))),
-      (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
-    )
+    const scratchDir = yield* ownedDirectory({
+      resource: `scratch:${request.executorId}`,
+      label: "the scratch directory",
+      create: io("cannot create the scratch directory", () => fs.mkdtemp(path.join(scratchRoot, "exec-"))),
+      removeDirectory: settings.removeDirectory
+    })
+    const scratch = scratchDir.path
     const tmpDir = path.join(scratch, "tmp")
     yield* io("cannot create the scratch tmp directory", () => fs.mkdir(tmpDir, { mode: 0o700 }))
 
@@ -285,10 +293,7 @@ export const prepareExecutor = (
         Effect.mapError((e) => new CloseFailed({ reason: `${e.count} native processes outlived SIGKILL` }))
       )
       yield* lost("executor closed")
-      yield* Effect.tryPromise({
-        try: () => fs.rm(scratch, { recursive: true, force: true }),
-        catch: () => new CloseFailed({ reason: "cannot remove the scratch directory" })
-      })
+      yield* scratchDir.remove
     })
 
     return {
@@ -298,23 +303,3 @@ export const prepareExecutor = (
       close
     } satisfies ClaudeCodeExecutor
   })
-
-/** Runs a scoped preparation in its own Scope, for a registry that predates scoped preparation. */
-export const inOwnScope = <A extends Executor>(
-  prepare: Effect.Effect<A, PrepareFailed, Scope.Scope>
-): Effect.Effect<A, PrepareFailed> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function* () {
-      const scope = yield* Scope.make()
-      const exit = yield* Effect.exit(restore(Scope.provide(prepare, scope)))
-      if (Exit.isFailure(exit)) {
-        yield* Scope.close(scope, Exit.void)
-        return yield* exit
-      }
-      const executor = exit.value
-      return {
-        ...executor,
-        close: Effect.andThen(executor.close, Scope.close(scope, Exit.void))
-      }
-    })
-  )

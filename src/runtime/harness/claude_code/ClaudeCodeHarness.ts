@@ -9,6 +9,8 @@ import { Effect, Scope } from "effect"
 import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
 import type { HarnessDeclaration, PrepareFailed, PrepareRequest } from "../Harness.js"
 import { PrepareFailed as PrepareFailedError } from "../Harness.js"
+import type { Ownership } from "../../Ownership.js"
+import type { RuntimePolicy } from "../../RuntimePolicy.js"
 import { type ClaudeCodeExecutor, prepareExecutor } from "./ClaudeCodeExecutor.js"
 import { ClaudeCodeKind, type ClaudeCodeSettings, type Discovery, discover } from "./ClaudeCodeSettings.js"
 
@@ -53,7 +55,9 @@ export const claudeCodeCapabilities: AgentKindCapabilities = {
 /** The adapter contract with scoped preparation (the Runtime runs it in the Executor's child Scope). */
 export interface ClaudeCodeHarness {
   readonly declaration: HarnessDeclaration
-  readonly prepare: (request: PrepareRequest) => Effect.Effect<ClaudeCodeExecutor, PrepareFailed, Scope.Scope>
+  readonly prepare: (
+    request: PrepareRequest
+  ) => Effect.Effect<ClaudeCodeExecutor, PrepareFailed, Scope.Scope | Ownership | RuntimePolicy>
 }
 
 /** The kind's constructor: discovery once (at daemon start), then preparations. */

@@ -16,6 +16,7 @@ import { execFile } from "node:child_process"
 import { accessSync, constants } from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import type { RemoveDirectory } from "../OwnedDirectory.js"
 
 export const ClaudeCodeKind = "claude_code"
 export const minimumVersion = "2.1.332"
@@ -40,6 +41,8 @@ export interface ClaudeCodeSettings {
   readonly grace: Duration.Duration
   /** Observer of every spawned pid (diagnostics and leak tests); never affects behaviour. */
   readonly observeSpawn?: ((pid: number) => void) | undefined
+  /** Test-only: replaces the scratch directory's removal (fault injection: a removal that fails). */
+  readonly removeDirectory?: RemoveDirectory | undefined
 }
 
 const nonEmpty = (v: string | undefined): Option.Option<string> =>

@@ -2,22 +2,29 @@
  * One Codex Executor = one `codex app-server` process with its own `CODEX_HOME` and a private scratch working
  * directory (Environment `none`), holding one native thread (reference harnesses.md §2.2, §6).
  *
- * `prepareExecutor` runs inside the Executor's scope: the scratch directory, the process and the client's
- * reader are acquired there with `Effect.acquireRelease`, so an interrupted or failed preparation releases
- * them (the process is stopped TERM → KILL and reaped). `close` is the confirmed close: it stops the process
- * and waits for its exit, then removes the scratch directory; the scope's releases are then no-ops.
+ * `prepareExecutor` runs inside the Executor's scope: the scratch directory (owned as `scratch:<executor id>`),
+ * a per-Executor CODEX_HOME (`home:<executor id>`; a Session's home is kept), the process and the client's reader
+ * are acquired there with `Effect.acquireRelease`, so an interrupted or failed preparation releases them in
+ * reverse: the process is stopped TERM → KILL and reaped first, then the directories are removed. A removal
+ * that fails there is retried until confirmed and reported as the Executor's unconfirmed cleanup
+ * (OwnedDirectory.ts), never a defect. `close` is the confirmed close: it stops the process and waits for its
+ * exit, then removes the scratch directory and a per-Executor home (one attempt each; `CloseFailed` while one
+ * is left, and the Runtime retries the close); the scope's releases are then no-ops.
  *
  * A thread is started (`thread/start`) or, with `agent_session_id`, strictly resumed (`thread/resume`); an
  * unknown thread fails preparation with `history_unavailable` before any input.
  */
-import { Data, Deferred, Duration, Effect, Option, Queue, Redacted, type Scope } from "effect"
-import * as Fs from "node:fs"
+import { Deferred, Duration, Effect, Option, Queue, Redacted, type Scope } from "effect"
+import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import type { RunId } from "../../../proto/Ids.js"
 import { unsafeMake } from "../../../proto/Ids.js"
 import type { MessageInput } from "../../../proto/MessageInput.js"
 import { CloseFailed, type Executor, PrepareFailed, type PrepareRequest, StartFailed, type TurnSink } from "../Harness.js"
 import { type NativeProcess, spawn } from "../process/NativeProcess.js"
+import { type OwnedDirectory, ownedDirectory, type RemoveDirectory } from "../OwnedDirectory.js"
+import type { Ownership } from "../../Ownership.js"
+import type { RuntimePolicy } from "../../RuntimePolicy.js"
 import * as P from "./CodexProtocol.js"
 import { bounded, makeRpcClient, type RpcClient } from "./CodexRpc.js"
 import { toUserInput } from "./CodexItems.js"
@@ -49,6 +56,8 @@ export interface CodexLaunch {
   readonly observeSpawn?: ((pid: number) => void) | undefined
   /** How long a Turn may keep reconnecting to an unreachable model endpoint (`ReconnectBudget`). */
   readonly reconnectBudget: Duration.Duration
+  /** Test-only: replaces the removal of an Executor's directories (fault injection: a removal that fails). */
+  readonly removeDirectory?: RemoveDirectory | undefined
 }
 
 /** The app-server arguments for a launch. */
@@ -73,34 +82,38 @@ const homeDir = (root: string, request: PrepareRequest) =>
     ? { path: Path.join(root, "homes", `executor-${request.executorId}`), keep: false }
     : { path: Path.join(root, "homes", `session-${request.sessionId}`), keep: true }
 
-class DirFailed extends Data.TaggedError("DirFailed")<{ readonly reason: string }> {}
-
-/** A directory created for the scope (mode 0700) and removed (recursively) when the scope closes, unless kept. */
-const scopedDir = (path: string, keep: boolean) =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () => {
-        Fs.mkdirSync(path, { recursive: true, mode: 0o700 })
-        return path
-      },
-      catch: () => new DirFailed({ reason: "could not create a Codex directory under the profile" })
-    }),
-    (dir) => (keep ? Effect.void : Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
-  )
-
 const prepareFailed = (reason: string) => new PrepareFailed({ reason })
+
+/** Creates a directory (mode 0700) under the profile. */
+const makeDir = (path: string) =>
+  Effect.tryPromise({
+    try: () => Fs.mkdir(path, { recursive: true, mode: 0o700 }).then(() => path),
+    catch: () => prepareFailed("could not create a Codex directory under the profile")
+  })
+
+/** A directory the Executor owns until its removal is confirmed (OwnedDirectory.ts). */
+const executorDir = (launch: CodexLaunch, resource: string, label: string, path: string) =>
+  ownedDirectory({ resource, label, create: makeDir(path), removeDirectory: launch.removeDirectory })
 
 /** Prepares an Executor inside the caller's scope (the Executor's own child scope). */
 export const prepareExecutor = (
   launch: CodexLaunch,
   request: PrepareRequest
-): Effect.Effect<CodexExecutor, PrepareFailed, Scope.Scope> =>
+): Effect.Effect<CodexExecutor, PrepareFailed, Scope.Scope | Ownership | RuntimePolicy> =>
   Effect.gen(function* () {
     const config = request.configuration
     const home = homeDir(launch.root, request)
-    const scratch = Path.join(launch.root, "scratch", request.executorId)
-    yield* scopedDir(home.path, home.keep).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
-    yield* scopedDir(scratch, false).pipe(Effect.mapError((e) => prepareFailed(e.reason)))
+    // A Session's home holds its history (kept); a per-Executor one is removed with the Executor.
+    const ownedHome = home.keep
+      ? yield* Effect.as(makeDir(home.path), undefined)
+      : yield* executorDir(launch, `home:${request.executorId}`, "the Executor's CODEX_HOME", home.path)
+    const scratchDir = yield* executorDir(
+      launch,
+      `scratch:${request.executorId}`,
+      "the scratch directory",
+      Path.join(launch.root, "scratch", request.executorId)
+    )
+    const scratch = scratchDir.path
     const extra = [
       ...(config.execution_controls?.web_search === "enabled" ? [] : [`web_search="disabled"`]),
       // subagent_control: no multi-agent tool at all.
@@ -150,14 +163,23 @@ export const prepareExecutor = (
           }))
         })
       }, P.ThreadResult, { timeout: RequestBudget }).pipe(Effect.mapError(mapRpc("thread/start")))
-    return yield* makeExecutor({ rpc, proc, threadId: thread.thread.id, scratch, fresh: resumeId === undefined || resumeId === "", config, reconnectBudget: launch.reconnectBudget })
+    return yield* makeExecutor({
+      rpc,
+      proc,
+      threadId: thread.thread.id,
+      dirs: ownedHome === undefined ? [scratchDir] : [scratchDir, ownedHome],
+      fresh: resumeId === undefined || resumeId === "",
+      config,
+      reconnectBudget: launch.reconnectBudget
+    })
   })
 
 interface ExecutorParts {
   readonly rpc: RpcClient
   readonly proc: NativeProcess
   readonly threadId: string
-  readonly scratch: string
+  /** The directories the confirmed close removes (the scratch directory, a per-Executor home). */
+  readonly dirs: ReadonlyArray<OwnedDirectory>
   readonly fresh: boolean
   readonly config: PrepareRequest["configuration"]
   readonly reconnectBudget: Duration.Duration
@@ -256,10 +278,8 @@ const makeExecutor = (parts: ExecutorParts): Effect.Effect<CodexExecutor, never,
       yield* proc.stop(ExitGrace).pipe(
         Effect.mapError((e) => new CloseFailed({ reason: `${e.count} native processes outlived SIGKILL` }))
       )
-      yield* Effect.try({
-        try: () => Fs.rmSync(parts.scratch, { recursive: true, force: true }),
-        catch: () => new CloseFailed({ reason: "the scratch directory could not be removed" })
-      })
+      // After the exit: nothing writes into them any more.
+      for (const dir of parts.dirs) yield* dir.remove
     })
 
     return {

@@ -13,6 +13,7 @@
 import { Data, type Duration, Effect, Option, Redacted, type Scope } from "effect"
 import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
+import * as FsAsync from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type { AgentKindCapabilities } from "../../../proto/Capabilities.js"
@@ -20,6 +21,7 @@ import type { Harness, HarnessDeclaration, PrepareRequest } from "../Harness.js"
 import { PrepareFailed } from "../Harness.js"
 import { appServerArgs, type CodexLaunch, prepareExecutor, processEnv, ReconnectBudget } from "./CodexExecutor.js"
 import { spawn } from "../process/NativeProcess.js"
+import { type RemoveDirectory, removeRecursively } from "../OwnedDirectory.js"
 import * as P from "./CodexProtocol.js"
 import { makeRpcClient } from "./CodexRpc.js"
 
@@ -77,6 +79,8 @@ export interface CodexSettings {
   readonly observeSpawn?: ((pid: number) => void) | undefined
   /** The reconnect deadline of a Turn (default `ReconnectBudget`, 30 s; tests shorten it). */
   readonly reconnectBudget?: Duration.Duration | undefined
+  /** Test-only: replaces the removal of Codex directories (fault injection: a removal that fails). */
+  readonly removeDirectory?: RemoveDirectory | undefined
 }
 
 /** A `--codex-config` entry is malformed or would expose a secret. The entry's value is never echoed. */
@@ -182,10 +186,17 @@ const discover = (launch: CodexLaunch) =>
       return { version: version.value, reason: `codex ${version.value} is older than the minimum ${MinimumVersion}` }
     }
     const home = Path.join(launch.root, "discovery")
+    const removeDirectory = launch.removeDirectory ?? removeRecursively
     const ok = yield* Effect.scoped(Effect.gen(function* () {
+      // Not an Executor's directory (no connection exists yet): one removal attempt, a failure logged. Retrying
+      // until confirmed here would keep the daemon from starting; the path is fixed, so the next discovery
+      // reuses it and removes it again (at most one is ever left).
       yield* Effect.acquireRelease(
-        Effect.sync(() => Fs.mkdirSync(home, { recursive: true, mode: 0o700 })),
-        () => Effect.sync(() => Fs.rmSync(home, { recursive: true, force: true }))
+        Effect.tryPromise(() => FsAsync.mkdir(home, { recursive: true, mode: 0o700 })),
+        () =>
+          Effect.tryPromise(() => removeDirectory(home)).pipe(
+            Effect.catch(() => Effect.logWarning("codex: the discovery CODEX_HOME was not removed; the next discovery removes it"))
+          )
       )
       const proc = yield* spawn({
         command: launch.command,
@@ -227,7 +238,8 @@ export const makeCodexHarness = (settings: CodexSettings): Effect.Effect<Harness
       ...launchEnvironment(settings.env, settings.config),
       root,
       observeSpawn: settings.observeSpawn,
-      reconnectBudget: settings.reconnectBudget ?? ReconnectBudget
+      reconnectBudget: settings.reconnectBudget ?? ReconnectBudget,
+      removeDirectory: settings.removeDirectory
     }
     const found = yield* discover(launch)
     const declaration = codexDeclaration(found.version, found.reason)

@@ -161,8 +161,11 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.isTrue(yield* turns.hasDispatched("s1"))
       assert.isFalse(yield* turns.hasDispatched("s1", "t1"))
       assert.isFalse(yield* turns.hasDispatched("s2"))
+      assert.deepStrictEqual(yield* turns.startChecks("s1"), { unfinished: true, dispatched: true })
+      assert.deepStrictEqual(yield* turns.startChecks("s2"), { unfinished: false, dispatched: false })
       yield* turns.complete("t1", { status: "completed" } as never)
       assert.isTrue(Option.isNone(yield* turns.unfinishedOf("s1")))
+      assert.deepStrictEqual(yield* turns.startChecks("s1"), { unfinished: false, dispatched: true })
     }).pipe(Effect.provide(store)))
 
   it.effect("advances the input cursor only on acceptance, once per input", () =>
