@@ -5,7 +5,17 @@
  * directory, declaration persistence) with every device in its store; mode `raw` runs the baseline, a plain
  * `ws` server on a Node HTTP server that accepts every upgrade and only takes each frame as text. Runs with
  * `--expose-gc`, so a measurement starts from a collected heap. Event-loop delay is sampled all along
- * (`monitorEventLoopDelay`, 1 ms resolution) and reported per measurement since the previous one.
+ * (`monitorEventLoopDelay`, 1 ms resolution) and reported per measurement since the previous one, as the delay
+ * itself: Node's histogram records the interval between two runs of its timer, i.e. the resolution plus the
+ * delay (an idle process reads p50 1.1 / 10.1 / 20.2 ms at resolutions 1 / 10 / 20 ms), so the resolution is
+ * taken out of every reading.
+ *
+ * A memory reading with `collect` gives RSS twice: after a full GC (`rss`), and then after a memory-reducing one
+ * (`rssReduced`, V8's "last resort" collection, as under memory pressure). The difference is mostly V8's young
+ * generation: it grows (doubling, up to a size V8 derives from the machine's memory: 2 × 64 MiB on the 24 GiB
+ * bench machine) while a burst of connections allocates, and a full GC does not shrink it, so it is a
+ * per-process cost that lands in whichever step of connections V8 happened to grow it in (docs/performance.md,
+ * "Core at scale"); the memory-reducing GC shrinks it and compacts the old generation.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, request, type Server } from "node:http"
@@ -49,12 +59,14 @@ export interface HostMeasurement {
   readonly rss: number
   readonly heapUsed: number
   readonly external: number
+  /** RSS after a memory-reducing GC that followed the `rss` reading (`collect` only; else `rss`). */
+  readonly rssReduced: number
   /** Process CPU time so far (user + system, every thread), microseconds. */
   readonly cpuMicros: number
   /** The system (kernel) part of `cpuMicros`. */
   readonly systemMicros: number
   readonly frames: number
-  /** Event-loop delay since the previous measurement: p99 and max, milliseconds. */
+  /** Event-loop delay since the previous measurement (the monitor's resolution taken out): p99 and max, ms. */
   readonly loopP99Ms: number
   readonly loopMaxMs: number
 }
@@ -64,7 +76,7 @@ export interface HostGot {
   readonly ms: number
   readonly status: number
   readonly bytes: number
-  /** The largest event-loop delay seen while the request ran, milliseconds. */
+  /** The largest event-loop delay seen while the request ran (resolution taken out), milliseconds. */
   readonly loopMaxMs: number
 }
 
@@ -76,6 +88,16 @@ const collect = () => {
   }
 }
 
+type Gc = (options?: { readonly type: "major"; readonly execution: "sync"; readonly flavor: "last-resort" }) => void
+
+/** A memory-reducing full GC (shrinks the young generation, compacts the old one). */
+const collectReducing = () => (globalThis as { gc?: Gc }).gc?.({ type: "major", execution: "sync", flavor: "last-resort" })
+
+/** The event-loop monitor's timer period, ms. */
+const LoopResolutionMs = 1
+/** A reading of the monitor's histogram (the interval between its timer runs, ns) as the delay, ms. */
+const loopDelayMs = (intervalNs: number): number => Math.max(0, intervalNs / 1e6 - LoopResolutionMs)
+
 export const gatewayHost = async (): Promise<void> => {
   let core: Core | undefined
   let devCore: BenchDevCore | undefined
@@ -83,7 +105,7 @@ export const gatewayHost = async (): Promise<void> => {
   let raw: { server: Server; wss: WebSocketServer } | undefined
   let frames = 0
   let profiler: Session | undefined
-  const loop = monitorEventLoopDelay({ resolution: 1 })
+  const loop = monitorEventLoopDelay({ resolution: LoopResolutionMs })
   loop.enable()
   process.on("message", async (message: HostCommand) => {
     try {
@@ -118,11 +140,12 @@ export const gatewayHost = async (): Promise<void> => {
             rss: memory.rss,
             heapUsed: memory.heapUsed,
             external: memory.external,
+            rssReduced: message.collect ? (collectReducing(), process.memoryUsage().rss) : memory.rss,
             cpuMicros: cpu.user + cpu.system,
             systemMicros: cpu.system,
             frames,
-            loopP99Ms: loop.percentile(99) / 1e6,
-            loopMaxMs: loop.max / 1e6
+            loopP99Ms: loopDelayMs(loop.percentile(99)),
+            loopMaxMs: loopDelayMs(loop.max)
           } satisfies HostMeasurement)
           loop.reset()
           return
@@ -142,7 +165,7 @@ export const gatewayHost = async (): Promise<void> => {
             req.end()
           })
           const ms = performance.now() - t0
-          process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loop.max / 1e6 } satisfies HostGot)
+          process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
           loop.reset()
           return
         }

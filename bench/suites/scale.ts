@@ -6,7 +6,9 @@
  * store; or the raw `ws` baseline server), `load` holds the connections (bootstrap + dial + heartbeats, as a
  * daemon does).
  *
- * Per level: memory after a full GC (RSS and per-device growth over the same process before any connection),
+ * Per level: memory after a full GC (RSS and per-device growth over the same process before any connection;
+ * judged after a memory-reducing GC, which gives back V8's young generation, a per-process buffer that a burst
+ * of connections grows once and a full GC keeps: gatewayHost.ts),
  * then CPU over consecutive windows at the real 15 s heartbeat cadence (full runs): the measured share of a
  * core (minus the process's idle CPU) and that CPU divided by the heartbeats sent in the window. "Flat" is the
  * last level against the middle one (the first carries one-time costs).
@@ -27,6 +29,10 @@ interface Level {
   readonly rss: Array<number>
   /** (RSS − RSS with no connection) / devices, bytes, per memory sample. */
   readonly perDevice: Array<number>
+  /** The same after a memory-reducing GC (V8's young generation shrunk, the old one compacted), on both sides. */
+  readonly perDeviceReduced: Array<number>
+  /** RSS after a memory-reducing GC, bytes, per memory sample. */
+  readonly rssAfterReducing: Array<number>
   /** The same for the JS heap in use (the rest of the growth is native: sockets, buffers, code). */
   readonly heapPerDevice: Array<number>
   /** Host CPU per heartbeat sent, microseconds, per window, after the idle process's own CPU is taken out. */
@@ -56,7 +62,7 @@ const runMode = async (
   devices: ReadonlyArray<BenchDevice>,
   levels: ReadonlyArray<number>,
   p: { readonly heartbeatSeconds: number; readonly windows: number; readonly windowMs: number; readonly settleMs: number }
-): Promise<{ readonly levels: Array<Level>; readonly emptyRss: number }> => {
+): Promise<{ readonly levels: Array<Level>; readonly emptyRss: number; readonly emptyRssReduced: number }> => {
   const host = spawnChild(ctx.self, "gateway-host", { execArgv: ["--expose-gc"] })
   const load = spawnChild(ctx.self, "load")
   try {
@@ -66,6 +72,7 @@ const runMode = async (
     await sleep(p.settleMs)
     const empty = await measure(host, true)
     const emptyRss = empty.rss
+    const emptyRssReduced = empty.rssReduced
     // The process's own CPU with no connection (timers, GC), per millisecond: taken out of every window.
     const idleFrom = await measure(host, false)
     const idleAt = performance.now()
@@ -92,6 +99,8 @@ const runMode = async (
         connectRate,
         rss: [],
         perDevice: [],
+        perDeviceReduced: [],
+        rssAfterReducing: [],
         heapPerDevice: [],
         cpuPerHeartbeat: [],
         cpuShare: [],
@@ -103,6 +112,8 @@ const runMode = async (
         const m = await measure(host, true)
         level.rss.push(m.rss)
         level.perDevice.push((m.rss - emptyRss) / n)
+        level.rssAfterReducing.push(m.rssReduced)
+        level.perDeviceReduced.push((m.rssReduced - emptyRssReduced) / n)
         level.heapPerDevice.push((m.heapUsed - empty.heapUsed) / n)
       }
       await memory()
@@ -133,7 +144,7 @@ const runMode = async (
       await memory()
       out.push(level)
     }
-    return { levels: out, emptyRss }
+    return { levels: out, emptyRss, emptyRssReduced }
   } finally {
     await load.stop()
     await host.stop()
@@ -141,15 +152,17 @@ const runMode = async (
 }
 
 
+const formatMiB = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`
+
 const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)]!
 
 /**
- * Per memory sample: RSS growth per added device over the last step, over the growth per device over the
- * middle step (the first step, from 0, carries the process's one-time costs).
+ * Per memory sample: RSS growth (after a memory-reducing GC) per added device over the last step, over the growth
+ * per device over the middle step (the first step, from 0, carries the process's one-time costs).
  */
-const marginalRatios = (run: { readonly levels: ReadonlyArray<Level>; readonly emptyRss: number }): Array<number> =>
-  run.levels[0]!.rss.map((_, i) =>
-    marginalLastVsMiddle(run.levels.map((l) => l.devices), run.levels.map((l) => l.rss[i]!), run.emptyRss))
+const marginalRatios = (run: { readonly levels: ReadonlyArray<Level>; readonly emptyRssReduced: number }): Array<number> =>
+  run.levels[0]!.rssAfterReducing.map((_, i) =>
+    marginalLastVsMiddle(run.levels.map((l) => l.devices), run.levels.map((l) => l.rssAfterReducing[i]!), run.emptyRssReduced))
 
 export const scaleSuite: Suite = {
   name: "scale",
@@ -178,7 +191,17 @@ export const scaleSuite: Suite = {
             unit: "KiB",
             samples: kib(g.perDevice),
             baseline: { name: "raw ws", samples: kib(r.perDevice) },
-            ...(label === "dev Core" && i === top ? { target: { on: "value", op: "<=", value: 16 } } : {})
+            note: "RSS growth per device after a full GC, V8's young generation included"
+          }),
+          figure({
+            suite: "scale",
+            name: `${label}: memory per idle device after a memory-reducing GC @ ${g.devices}`,
+            unit: "KiB",
+            samples: kib(g.perDeviceReduced),
+            baseline: { name: "raw ws", samples: kib(r.perDeviceReduced) },
+            ...(label === "dev Core" && i === top ? { target: { on: "value", op: "<=", value: 16 } } : {}),
+            note: `after a full GC, then a memory-reducing one: ${g.rss.length > 0 ? formatMiB(g.rss[g.rss.length - 1]! - g.rssAfterReducing[g.rssAfterReducing.length - 1]!) : "?"} ` +
+              `(RSS given back by the memory-reducing GC: mostly V8's young generation, a per-process buffer a burst of allocation grows once and a full GC keeps)`
           }),
           figure({
             suite: "scale",
@@ -222,7 +245,7 @@ export const scaleSuite: Suite = {
           unit: "×",
           samples: marginalRatios(run),
           target: { on: "value", op: "<=", value: 1.25 },
-          note: `RSS growth per added device from ${levels[top - 1]} to ${levels[top]} devices over the growth per device from ` +
+          note: `RSS growth (after a memory-reducing GC) per added device from ${levels[top - 1]} to ${levels[top]} devices over the growth per device from ` +
             `${levels[0]} to ${levels[top - 1]}; flat = within 25 %`
         }),
         figure({
