@@ -152,18 +152,17 @@ const make = Effect.gen(function* () {
     const writer: JournalWriter = {
       turnId,
       attempt,
+      // Per fact (issue 18): one store append and, once it committed, the seq, the announcement and the publish
+      // in one step (`publishUnsafe`: the hub is unbounded, so it always takes the item).
       record: (fact, options) =>
         lock.withPermit(Effect.suspend(() => {
           const next = current() + 1
           const entry = toEntry(fact)
-          return store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options).pipe(
-            Effect.andThen(Effect.suspend(() => {
-              live.lastSeq = next
-              return announce(turnId)
-            })),
-            Effect.andThen(PubSub.publish(live.hub, { _tag: "entry", seq: next, ...entry })),
-            Effect.as(next)
-          )
+          return Effect.flatMap(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options), () => {
+            live.lastSeq = next
+            PubSub.publishUnsafe(live.hub, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
+            return Option.isSome(feed) ? Effect.as(feed.value.appended(turnId), next) : Effect.succeed(next)
+          })
         })),
       recordAll: (facts) =>
         lock.withPermit(Effect.gen(function* () {
