@@ -286,7 +286,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
     // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
-    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
+    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input, fresh: true })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
   })
