@@ -158,11 +158,12 @@ const make = Effect.gen(function* () {
         lock.withPermit(Effect.suspend(() => {
           const next = current() + 1
           const entry = toEntry(fact)
-          return Effect.flatMap(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options), () => {
+          const stored = Effect.map(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options), () => {
             live.lastSeq = next
             PubSub.publishUnsafe(live.hub, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
-            return Option.isSome(feed) ? Effect.as(feed.value.appended(turnId), next) : Effect.succeed(next)
+            return next
           })
+          return Option.isSome(feed) ? Effect.tap(stored, () => feed.value.appended(turnId)) : stored
         })),
       recordAll: (facts) =>
         lock.withPermit(Effect.gen(function* () {
