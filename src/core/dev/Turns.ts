@@ -337,10 +337,18 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       ? feed.value.follow(turnId, afterSeq)
       : journal.follow(turnId, afterSeq, onLagging),
   followChecked: (turnId, afterSeq, onLagging) =>
-    Effect.map(getRecord(turnId), (turn) =>
-      Option.isSome(feed) && Option.isNone(runner.active(turnId))
-        ? feed.value.follow(turnId, afterSeq)
-        : journal.follow(turnId, afterSeq, onLagging, turn)),
+    Effect.suspend(() => {
+      // Its runner here, not settling: the Turn exists and has no outcome yet; no read (issue 18). Should it settle
+      // meanwhile, the follower gets the outcome published or reads the finished Turn (TurnJournal.follow).
+      const running = runner.active(turnId)
+      if (Option.isSome(running) && running.value.settling !== true) {
+        return Effect.succeed(journal.follow(turnId, afterSeq, onLagging, "running"))
+      }
+      return Effect.map(getRecord(turnId), (turn) =>
+        Option.isSome(feed) && Option.isNone(runner.active(turnId))
+          ? feed.value.follow(turnId, afterSeq)
+          : journal.follow(turnId, afterSeq, onLagging, turn))
+    }),
   awaitOutcome,
   ...operations,
   ...(Option.isSome(routing) ? routing.value : {}),
