@@ -4,8 +4,9 @@
  *
  * - figure: `T` Turns journal their deltas concurrently, each through its own `JournalWriter.record` (encode
  *   the frame, append through the store's group commit, publish to live readers), one fact in flight per Turn as
- *   in `TurnRunner` (the next fact waits for the previous one's commit). Events per second (wall clock) and CPU
- *   µs per event (this process's CPU time over the run).
+ *   in `TurnRunner` (the next fact waits for the previous one's commit). Judged: events per CPU-second of this
+ *   process ("per core": 1e6 / CPU µs per event, the worker thread included) and CPU µs per event; the wall-clock
+ *   events/s is reported beside them, not judged (on these VMs the disk's fsync per commit bounds it).
  * - baseline (same work below the framework): the same rows (the same encoded frame bodies) inserted with raw
  *   `node:sqlite` into the same schema in the same durability (WAL, `synchronous=FULL`), in as many transactions
  *   as the group commit made in the same round (so the number of commits, i.e. of WAL fsyncs, is equal), with
@@ -235,17 +236,29 @@ export const durableSuite: Suite = {
       rmSync(dir, { recursive: true, force: true })
     }
     const rowsPerCommit = group.map((g) => g.events / Math.max(1, g.commits))
+    // The judged figure (issue 18, "≥ 50k durable events/s per core"): events per CPU-second of the Core process
+    // (worker thread included), i.e. 1e6 / CPU µs per event. The wall-clock rate is reported beside it, not judged:
+    // on this VM it is bounded by the disk's fsync (one per commit), not by the code.
+    const perCpuSecond = (r: RunResult) => r.events / (r.cpuUs / 1e6)
     const figures: Array<Figure> = [
       figure({
         suite: "durable",
-        name: `durable events/s, ${p.turns} Turns, every commit fsynced`,
+        name: `durable events per CPU-second of Core ("per core"), ${p.turns} Turns, every commit fsynced`,
+        unit: "events/CPU-s",
+        samples: group.map(perCpuSecond),
+        baseline: { name: "raw node:sqlite, same rows, same commits, synchronous=FULL", samples: raw.map(perCpuSecond) },
+        target: { on: "value", op: ">=", value: 50_000 },
+        control: { name: "one transaction per fact (no group commit)", samples: control.map(perCpuSecond) },
+        note: `group commit: ${formatNumber(Math.min(...rowsPerCommit))}–${formatNumber(Math.max(...rowsPerCommit))} facts per commit; ` +
+          "fsyncs equal to commits on both sides (WAL, synchronous=FULL); CPU = process.cpuUsage over the run"
+      }),
+      figure({
+        suite: "durable",
+        name: `durable events/s (wall clock, not judged: bounded by fsync), ${p.turns} Turns`,
         unit: "events/s",
         samples: group.map(perSecond),
         baseline: { name: "raw node:sqlite, same rows, same commits, synchronous=FULL", samples: raw.map(perSecond) },
-        target: { on: "value", op: ">=", value: 50_000 },
-        control: { name: "one transaction per fact (no group commit)", samples: control.map(perSecond) },
-        note: `group commit: ${formatNumber(Math.min(...rowsPerCommit))}–${formatNumber(Math.max(...rowsPerCommit))} facts per commit; ` +
-          "fsyncs equal to commits on both sides (WAL, synchronous=FULL)"
+        note: `one commit per fact (the control): ${formatNumber(median(control.map(perSecond)))} events/s`
       }),
       figure({
         suite: "durable",
@@ -263,14 +276,15 @@ export const durableSuite: Suite = {
     figures.push(
       figure({
         suite: "durable",
-        name: `durable events/s, ${p.wideTurns} Turns in flight, every commit fsynced`,
-        unit: "events/s",
-        samples: wide.map(perSecond),
-        baseline: { name: "raw node:sqlite, same rows, same commits, synchronous=FULL", samples: wideRaw.map(perSecond) },
+        name: `durable events per CPU-second of Core, ${p.wideTurns} Turns in flight, every commit fsynced`,
+        unit: "events/CPU-s",
+        samples: wide.map(perCpuSecond),
+        baseline: { name: "raw node:sqlite, same rows, same commits, synchronous=FULL", samples: wideRaw.map(perCpuSecond) },
         target: { on: "value", op: ">=", value: 50_000 },
-        control: { name: "one transaction per fact (no group commit)", samples: control.map(perSecond) },
+        control: { name: "one transaction per fact (no group commit)", samples: control.map(perCpuSecond) },
         note: `group commit: ${formatNumber(Math.min(...wideRows))}–${formatNumber(Math.max(...wideRows))} facts per commit ` +
-          "(maxBatch 256); the acknowledgement still waits for its batch's commit"
+          `(maxBatch 256); the acknowledgement still waits for its batch's commit; wall clock ` +
+          `${formatNumber(median(wide.map(perSecond)))} events/s (raw ${formatNumber(median(wideRaw.map(perSecond)))}), not judged`
       }),
       figure({
         suite: "durable",

@@ -38,9 +38,22 @@ export interface Subscriber<A> {
   readonly stream: Stream.Stream<A, SubscriptionError>
 }
 
+/** The queue behind each subscriber's stream (see `queueOf`). */
+const queues = new WeakMap<object, Queue.Queue<unknown, SubscriptionError | Cause.Done>>()
+
+/**
+ * The queue behind a subscriber's `stream`, for a consumer that takes one item at a time on its own fiber (a reply
+ * waiter, `core/workspace/internal/replies.ts`) instead of running the stream on a fiber that pumps it: no
+ * hand-off between two fibers per item. Taking from it is reading the stream. Undefined for any other stream.
+ */
+export const queueOf = <A>(stream: Stream.Stream<A, SubscriptionError>): Queue.Queue<A, SubscriptionError | Cause.Done> | undefined =>
+  queues.get(stream) as Queue.Queue<A, SubscriptionError | Cause.Done> | undefined
+
 /** A subscriber buffering at most `capacity` items. */
 export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>> =>
   Effect.map(Queue.bounded<A, SubscriptionError | Cause.Done>(capacity), (queue) => {
+    const stream = Stream.fromQueue(queue)
+    queues.set(stream, queue as Queue.Queue<unknown, SubscriptionError | Cause.Done>)
     const fail = (error: SubscriptionError) => {
       Queue.failCauseUnsafe(queue, Cause.fail(error))
     }
@@ -65,6 +78,6 @@ export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>
       shutdown: () => {
         Queue.shutdownUnsafe(queue)
       },
-      stream: Stream.fromQueue(queue)
+      stream
     }
   })

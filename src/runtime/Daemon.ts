@@ -194,7 +194,9 @@ export const run = (
         sendAll: (frames: ReadonlyArray<Outgoing>) =>
           Effect.tap(transport.sendAll(frames), () => whenDebug(() => Effect.forEach(frames, frameSent, { discard: true }))),
         send: (message: RuntimeToCore) =>
-          Effect.tap(sendObserved(message), () => whenDebug(() => frameSent(message)))
+          Effect.tap(sendObserved(message), () => whenDebug(() => frameSent(message))),
+        post: (frame: Outgoing, unconfirmed: () => void) =>
+          Effect.tap(transport.post(frame, unconfirmed), () => whenDebug(() => frameSent(frame)))
       })
     }
 

@@ -36,9 +36,32 @@ export interface OutboundShape {
    * (`EncodedFrame`, e.g. a chunk built by `encodeChunkFrame`), which is written as it is.
    */
   readonly sendWithin: (message: Outgoing, budget: Duration.Duration) => Effect.Effect<SendOutcome>
+  /**
+   * Hands one frame to the transport in order with every other send and returns without waiting for its write
+   * (`Transport.post`): for a reply whose outcome nobody acts on, such as a chunk's `received` receipt. Never
+   * fails; logs what `sendWithin` would report other than `Sent`: `NotSent` at once, and `Unknown`
+   * (`connection_lost`) when the write later fails or misses the transport's 10 s write deadline (which ends the
+   * connection). Nothing waits for the write, so no send budget applies.
+   */
+  readonly post: (message: Outgoing) => Effect.Effect<void>
 }
 
 const idOf = (message: Outgoing): string | undefined => (isEncoded(message) ? message.id : "id" in message ? message.id : undefined)
+
+/** Logs an outcome other than `Sent` (type, id and outcome; never the payload). */
+const logOutcome = (message: Outgoing, outcome: Exclude<SendOutcome, { _tag: "Sent" }>, budget: Duration.Duration | undefined) =>
+  (outcome._tag === "NotSent"
+    ? outcome.reason === "refused"
+      ? Effect.logError("own frame refused by the codec; nothing sent")
+      : Effect.logInfo("frame not sent: the connection had already ended")
+    : Effect.logWarning("frame not confirmed written")).pipe(
+      Effect.annotateLogs({
+        type: message.type,
+        id: idOf(message) ?? "",
+        outcome: outcome._tag === "Unknown" ? outcome.reason : `not_sent_${outcome.reason}`,
+        ...(budget === undefined ? {} : { budget_ms: Duration.toMillis(budget) })
+      })
+    )
 
 export const make = (transport: Transport["Service"]): OutboundShape => ({
   send: transport.send,
@@ -57,21 +80,23 @@ export const make = (transport: Transport["Service"]): OutboundShape => ({
         duration: budget,
         orElse: () => Effect.succeed<SendOutcome>({ _tag: "Unknown", reason: "timeout" })
       }),
-      Effect.tap((outcome) =>
-        outcome._tag === "Sent"
-          ? Effect.void
-          : (outcome._tag === "NotSent"
-            ? outcome.reason === "refused"
-              ? Effect.logError("own frame refused by the codec; nothing sent")
-              : Effect.logInfo("frame not sent: the connection had already ended")
-            : Effect.logWarning("frame not confirmed written")).pipe(
-            Effect.annotateLogs({
-              type: message.type,
-              id: idOf(message) ?? "",
-              outcome: outcome._tag === "Unknown" ? outcome.reason : `not_sent_${outcome.reason}`,
-              budget_ms: Duration.toMillis(budget)
-            })
-          )
+      Effect.tap((outcome) => (outcome._tag === "Sent" ? Effect.void : logOutcome(message, outcome, budget)))
+    ),
+  post: (message) =>
+    Effect.withFiber((fiber) =>
+      transport.post(message, () => {
+        // Later, from the write's callback: logged with the poster's log context.
+        Effect.runForkWith(fiber.context)(logOutcome(message, { _tag: "Unknown", reason: "connection_lost" }, undefined))
+      }).pipe(
+        Effect.catchTags({
+          OutgoingFrameRejected: () => logOutcome(message, { _tag: "NotSent", reason: "refused" }, undefined),
+          TransportClosed: (closed) =>
+            logOutcome(
+              message,
+              closed.unsent === true ? { _tag: "NotSent", reason: "connection_closed" } : { _tag: "Unknown", reason: "connection_lost" },
+              undefined
+            )
+        })
       )
     )
 })

@@ -5,7 +5,7 @@
  * over — the codec refused it, or the connection had already ended — is a definite `NotSent`, never `Unknown`.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber } from "effect"
+import { Duration, Effect, Fiber, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import type { Messages } from "../../src/proto/index.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
@@ -42,5 +42,40 @@ describe("Outbound.sendWithin", () => {
       const outbound = Outbound.make(core.transport)
       const invalid = { type: "delta", id: "run-1", payload: { delta: "x", sequence: -1 } } as unknown as Messages.RuntimeToCore
       assert.deepStrictEqual(yield* outbound.sendWithin(invalid, Duration.seconds(5)), { _tag: "NotSent", reason: "refused" })
+    }))
+})
+
+describe("Outbound.post", () => {
+  it.effect("returns before the write completes, never fails, and logs what is known: NotSent at once, Unknown on a later loss", () =>
+    Effect.gen(function* () {
+      const lines: Array<{ readonly message: string; readonly outcome: unknown }> = []
+      const logger = Logger.make<unknown, void>(({ fiber, message }) => {
+        lines.push({ message: String(Array.isArray(message) ? message[0] : message), outcome: fiber.getRef(References.CurrentLogAnnotations)["outcome"] })
+      })
+      yield* Effect.gen(function* () {
+        const core = yield* MemoryTransport.make
+        const outbound = Outbound.make(core.transport)
+        yield* core.holdWrites
+        // Handed over; its write is held, and post does not wait for it.
+        yield* outbound.post(delta("a"))
+        assert.strictEqual(yield* core.pending, 0)
+        yield* core.releaseWrites
+        yield* settle
+        assert.strictEqual((yield* core.fromRuntime).type, "delta")
+        assert.deepStrictEqual(lines, [])
+        yield* core.holdWrites
+        yield* outbound.post(delta("b"))
+        yield* core.close(1006)
+        yield* core.releaseWrites
+        yield* settle
+        assert.deepStrictEqual(lines, [{ message: "frame not confirmed written", outcome: "connection_lost" }])
+        yield* outbound.post(delta("c"))
+        const invalid = { type: "delta", id: "run-1", payload: { delta: "x", sequence: -1 } } as unknown as Messages.RuntimeToCore
+        yield* outbound.post(invalid)
+        assert.deepStrictEqual(lines.slice(1), [
+          { message: "frame not sent: the connection had already ended", outcome: "not_sent_connection_closed" },
+          { message: "own frame refused by the codec; nothing sent", outcome: "not_sent_refused" }
+        ])
+      }).pipe(Effect.provide(Logger.layer([logger])))
     }))
 })

@@ -122,6 +122,8 @@ export const make = (options: LinkOptions): Effect.Effect<MemoryLink> =>
     const transport = Transport.of({
       send: (message) => write([message]),
       sendAll: write,
+      // A write here completes as it is handed over: nothing is left to wait for.
+      post: (frame) => write([frame]),
       inbound: Stream.fromQueue(runtimeInbound),
       close: (code, reason) => Effect.sync(() => end("runtime", code, reason))
     })

@@ -118,9 +118,23 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
   const sendAll = (messages: ReadonlyArray<Outgoing>) =>
     Effect.andThen(Effect.sync(() => batches.push(messages.length)), write(messages))
 
+  /**
+   * Hands the frame over without waiting for its write: refusals are known at once; the write itself runs in
+   * order with every other send (held by `holdWrites` like them) on a fiber of its own.
+   */
+  const post = (frame: Outgoing, unconfirmed: () => void) =>
+    Effect.gen(function* () {
+      const text = frameText(frame)
+      if (Result.isFailure(text)) return yield* text.failure
+      const ended = yield* Ref.get(closed)
+      if (ended !== undefined) return yield* refusedAfterEnd(ended)
+      yield* Effect.forkDetach(write([frame]).pipe(Effect.catch(() => Effect.sync(unconfirmed))), { startImmediately: true })
+    })
+
   const transport = Transport.of({
     send,
     sendAll,
+    post,
     inbound: Stream.fromQueue(inbound),
     close: (code, reason) =>
       Deferred.succeed(localClose, { code, reason }).pipe(

@@ -8,8 +8,8 @@
  * `maxBatch` writes (256 by default), else it opens the next one. The writer takes the first queued batch,
  * yields once (the next tick: writes submitted in the same turn of the scheduler join it), seals it and commits
  * it. No timer is involved: while a commit runs (an fsync under `synchronous=FULL`), new writes join the next
- * batch, so batches grow with load and a lone write waits for nothing but its own commit. A batch has one
- * completion for all its writes (issue 18: no `Deferred` and queue offer per write).
+ * batch, so batches grow with load and a lone write waits for nothing but its own commit. A write is one callback
+ * that the batch resumes when it is settled (issue 18: no `Deferred` or queue offer per write).
  *
  * Failure: when a batch of several writes fails, each of its writes is committed again alone, so one bad write
  * (a constraint, a fenced Turn) fails only its own caller; every other caller gets its own result. A caller
@@ -19,7 +19,7 @@
  * writer commits uninterruptibly, so a batch is either committed and acknowledged or failed and reported. The
  * writer runs in the scope that made it; writes still queued when it closes fail their callers with a defect.
  */
-import { Clock, Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommitOptions {
   /** Most writes committed in one transaction (default 256). */
@@ -39,15 +39,14 @@ export interface GroupCommit<W, E> {
 }
 
 /**
- * The writes of one batch and ONE completion for all of them (not a `Deferred` per write): while a batch is
- * open (queued, not yet taken by the writer) new writes join it; `failures` is set only when the batch
- * failed and its writes were committed again one by one.
+ * The writes of one batch and their callers' resumptions (no `Deferred` per write or per batch): while a batch is
+ * open (queued, not yet taken by the writer) new writes join it. When the batch is settled, each caller is resumed
+ * with its own result: success, or the failure of its write committed alone after the batch failed.
  */
 interface Batch<W, E> {
   readonly writes: Array<W>
+  readonly waiters: Array<(result: Effect.Effect<void, E>) => void>
   readonly openedAtNanos: bigint
-  readonly done: Deferred.Deferred<void>
-  failures: ReadonlyArray<Exit.Exit<void, E>> | undefined
 }
 
 /**
@@ -76,18 +75,19 @@ export const make = <W, E>(
     const commitBatch = (batch: Batch<W, E>) =>
       Effect.gen(function* () {
         const exit = yield* Effect.exit(commit(batch.writes, { size: batch.writes.length, openedAtNanos: batch.openedAtNanos }))
-        if (Exit.isFailure(exit)) {
-          if (batch.writes.length === 1) batch.failures = [exit]
-          else {
-            // The batch failed: commit each write alone, so only a write that fails by itself fails its caller.
-            const failures: Array<Exit.Exit<void, E>> = []
-            for (const write of batch.writes) {
-              failures.push(yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos })))
-            }
-            batch.failures = failures
+        if (Exit.isSuccess(exit)) {
+          for (const resume of batch.waiters) resume(Effect.void)
+        } else if (batch.writes.length === 1) {
+          batch.waiters[0]!(exit)
+        } else {
+          // The batch failed: commit each write alone, so only a write that fails by itself fails its caller. Every
+          // caller is resumed once all of them are settled (as with one completion for the batch).
+          const results: Array<Exit.Exit<void, E>> = []
+          for (const write of batch.writes) {
+            results.push(yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos })))
           }
+          batch.waiters.forEach((resume, i) => resume(results[i]!))
         }
-        yield* Deferred.done(batch.done, Exit.void)
       })
 
     const writer = Effect.gen(function* () {
@@ -102,29 +102,36 @@ export const make = <W, E>(
       }
     })
 
+    let closed = false
+    const closedDefect = () => Effect.die(new Error("group commit closed"))
     yield* Effect.addFinalizer(() =>
       Effect.gen(function* () {
+        closed = true
         open = undefined
         const left = yield* Queue.clear(queue)
-        yield* Effect.forEach(left, (b) => Deferred.die(b.done, new Error("group commit closed")), { discard: true })
+        for (const batch of left) for (const resume of batch.waiters) resume(closedDefect())
       }))
     yield* Effect.forkScoped(writer)
 
-    const awaitOwn = (batch: Batch<W, E>, index: number): Effect.Effect<void, E> =>
-      Effect.flatMap(Deferred.await(batch.done), () => batch.failures === undefined ? Effect.void : batch.failures[index]!)
-
     return {
+      // One callback per write (issue 18: the fewest steps per fact): the write joins the open batch or opens the
+      // next one, and its caller is resumed when that batch is settled.
       submit: (write: W) =>
-        Effect.suspend(() => {
-          const joined = open
-          if (joined !== undefined && joined.writes.length < maxBatch) {
-            return awaitOwn(joined, joined.writes.push(write) - 1)
-          }
-          return Effect.flatMap(Clock.currentTimeNanos, (openedAtNanos) => {
-            const batch: Batch<W, E> = { writes: [write], openedAtNanos, done: Deferred.makeUnsafe<void>(), failures: undefined }
+        Effect.clockWith((clock) =>
+          Effect.callback<void, E>((resume) => {
+            if (closed) {
+              resume(closedDefect())
+              return
+            }
+            const joined = open
+            if (joined !== undefined && joined.writes.length < maxBatch) {
+              joined.writes.push(write)
+              joined.waiters.push(resume)
+              return
+            }
+            const batch: Batch<W, E> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
             open = batch
-            return Effect.andThen(Queue.offer(queue, batch), awaitOwn(batch, 0))
-          })
-        })
+            Queue.offerUnsafe(queue, batch)
+          }))
     }
   })

@@ -23,77 +23,46 @@ export interface JournalWrite {
   readonly markDispatched?: boolean | undefined
 }
 
-/** Most rows per INSERT statement inside one group-commit transaction (stays far below SQLite's parameter limit). */
-const rowsPerStatement = 256
-
 const columns = ["turn_id", "seq", "attempt", "kind", "type", "body_json", "received_at_ms"] as const
-
-/**
- * The text of an INSERT of `rows` journal rows (a power of two), built once per row count and dialect and then reused (issue 18:
- * not compiled again through the statement builder for every batch; the worker keeps the prepared statement
- * of each text). Parameters are placeholders: `?` (SQLite) or `$n` (PostgreSQL).
- */
-const insertTexts = (numbered: boolean) => {
-  const texts = new Map<number, string>()
-  return (rows: number): string => {
-    let text = texts.get(rows)
-    if (text === undefined) {
-      const tuples: Array<string> = []
-      for (let r = 0; r < rows; r++) {
-        tuples.push(`(${columns.map((_, c) => numbered ? `$${r * columns.length + c + 1}` : "?").join(", ")})`)
-      }
-      text = `INSERT INTO turn_events (${columns.join(", ")}) VALUES ${tuples.join(", ")}`
-      texts.set(rows, text)
-    }
-    return text
-  }
-}
 
 /**
  * Commits journal appends of any Turns in one transaction (the group commit of `appendEvents`): every row of
  * every write is stored, or none; an append that dispatched its Run sets the Turn's `dispatched_at_ms` in the
- * same transaction. Metrics are recorded per transaction, not per append. Exported for tests that wrap it (a
- * slow or failing commit).
+ * same transaction. The rows go as one flat array of values (`SqlBatch.insertRows`: with the worker store, one
+ * message, and INSERTs of 256, 128, …, 1 rows prepared once per row count in the worker). Metrics are recorded
+ * per transaction, not per append. Exported for tests that wrap it (a slow or failing commit).
  */
 export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"] = SqlBatch.fromClient(sql)) => {
-  const insertText = insertTexts(sql.onDialectOrElse({ pg: () => true, orElse: () => false }))
+  const toStatements = SqlBatch.rowStatements(sql)
   return (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo): Effect.Effect<void, StoreFailed | LeaseLost> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
-      const values: Array<unknown> = []
+      const values: Array<SqlBatch.RowValue> = []
       const dispatched: Array<string> = []
+      let fenced = false
       for (const write of writes) {
         if (write.markDispatched === true) dispatched.push(write.turnId)
+        if (write.fence !== undefined) fenced = true
         for (const event of write.events) {
           values.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)
         }
       }
-      const total = values.length / columns.length
-      // Rows in chunks of 256, 128, …, 1 (a batch of 100 rows is 64 + 32 + 4): at most 9 distinct statement
-      // texts, so the worker's prepared-statement cache keeps them all.
-      const statements: Array<Statement.Statement<unknown>> = []
-      let from = 0
-      for (let size = rowsPerStatement; size >= 1; size = size >> 1) {
-        while (total - from >= size) {
-          statements.push(sql.unsafe(insertText(size), values.slice(from * columns.length, (from + size) * columns.length)))
-          from += size
-        }
-      }
-      if (dispatched.length > 0) {
-        statements.push(sql`UPDATE turns SET dispatched_at_ms = ${at}
-          WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`)
-      }
-      const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
-      if (fences.length === 0) {
-        yield* statements.length === 1 ? statements[0]! : batch.transaction(statements)
+      const rows: SqlBatch.RowsInsert = { table: "turn_events", columns, values }
+      const then: Array<Statement.Statement<unknown>> = dispatched.length === 0 ? [] : [
+        sql`UPDATE turns SET dispatched_at_ms = ${at}
+          WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`
+      ]
+      if (!fenced) {
+        yield* batch.insertRows(rows, then)
       } else {
+        const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
         yield* sql.withTransaction(Effect.andThen(
           probeFences(sql, fences),
-          Effect.forEach(statements, (statement) => statement, { discard: true })
+          Effect.forEach([...toStatements(rows), ...then], (statement) => statement, { discard: true })
         ))
       }
       yield* Metric.update(TurnTelemetry.journalTransactionWrites, writes.length)
-      yield* Metric.update(TurnTelemetry.journalBatchSize, total)
+      yield* Metric.update(TurnTelemetry.journalBatchSize, values.length / columns.length)
       if (info !== undefined) {
         const end = yield* Clock.currentTimeNanos
         yield* Metric.update(TurnTelemetry.journalCommitSeconds, Number(end - info.openedAtNanos) / 1e9)

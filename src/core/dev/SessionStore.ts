@@ -41,7 +41,8 @@ export class SessionStore extends Context.Service<SessionStore, {
   readonly setNativeSessionId: (sessionId: string, nativeSessionId: string) => Effect.Effect<void, StoreFailed>
 }>()("agentwire/core/dev/SessionStore") {}
 
-const read = (row: Record<string, unknown>): SessionRecord => ({
+/** A `sessions` row as its record (also read with a Turn start's checks, TurnStartChecks.ts). */
+export const readSession = (row: Record<string, unknown>): SessionRecord => ({
   sessionId: String(row.session_id),
   agentKind: String(row.agent_kind),
   environmentType: String(row.environment_type) === "self_hosted" ? "self_hosted" : "none",
@@ -76,11 +77,11 @@ const make = Effect.gen(function* () {
     }),
     get: (sessionId) =>
       sql`SELECT * FROM sessions WHERE session_id = ${sessionId}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), read)),
+        Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), readSession)),
         storeFailed("get_session")
       ),
     list: sql`SELECT * FROM sessions ORDER BY created_at_ms, session_id`.pipe(
-      Effect.map((rows) => rows.map(read)),
+      Effect.map((rows) => rows.map(readSession)),
       storeFailed("list_sessions")
     ),
     listPage: (after, limit) =>
@@ -91,7 +92,7 @@ const make = Effect.gen(function* () {
             WHERE created_at_ms > ${k.createdAtMs} OR (created_at_ms = ${k.createdAtMs} AND session_id > ${k.sessionId})
             ORDER BY created_at_ms, session_id LIMIT ${limit}`
       }).pipe(
-        Effect.map((rows) => rows.map(read)),
+        Effect.map((rows) => rows.map(readSession)),
         storeFailed("list_sessions")
       ),
     bindDevice: (sessionId, deviceId) =>

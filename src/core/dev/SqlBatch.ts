@@ -6,22 +6,111 @@
  * (`JournalCommit.ts`) writes each batch through it, so a batch costs one round trip to the worker, not one per
  * statement.
  *
+ * `insertRows` is the journal's hot path (issue 18): many rows of one table as one flat array of values, then
+ * a few more statements, in one transaction. The worker client sends the values as they are and its worker runs
+ * them through prepared `INSERT`s of 256, 128, …, 1 rows (cached per row count); other clients get the same
+ * `INSERT`s as statements (`rowStatements`). No `effect/sql` statement is built or compiled per batch for the
+ * rows on the worker path.
+ *
  * Only for statements whose results are not needed (inserts, updates). Success proves the transaction committed;
  * `SqlError` means it did not (the worker rolled it back), as with `withTransaction`.
  */
 import { Context, Effect, Option } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 
+/** A value of a row for `insertRows`: already in the driver's form (no booleans, no `undefined`). */
+export type RowValue = string | number | bigint | null
+
+/**
+ * Rows of one table: `INSERT INTO <table> (<columns>) VALUES (…), (…)`. `table` and `columns` are identifiers
+ * written in our code (never from a peer); `values` holds the rows one after another, `columns.length` each.
+ */
+export interface RowsInsert {
+  readonly table: string
+  readonly columns: ReadonlyArray<string>
+  readonly values: ReadonlyArray<RowValue>
+}
+
 export class SqlBatch extends Context.Service<SqlBatch, {
   /** Runs `statements` in one transaction; inside an open transaction of the caller, on that transaction. */
   readonly transaction: (statements: ReadonlyArray<Statement.Statement<unknown>>) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Inserts `rows`, then runs `then`, in one transaction (a single statement in all runs alone); inside an open
+   * transaction of the caller, on that transaction.
+   */
+  readonly insertRows: (
+    rows: RowsInsert,
+    then: ReadonlyArray<Statement.Statement<unknown>>
+  ) => Effect.Effect<void, SqlError.SqlError>
 }>()("agentwire/core/dev/SqlBatch") {}
 
-/** Any client: the statements inside `sql.withTransaction`, one after another. */
-export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] =>
-  SqlBatch.of({
-    transaction: (statements) => sql.withTransaction(Effect.forEach(statements, (statement) => statement, { discard: true }))
+/** Most rows per `INSERT` (stays far below SQLite's and PostgreSQL's parameter limits for a few columns). */
+export const maxRowsPerInsert = 256
+
+/**
+ * The row counts of the `INSERT`s that carry `rows` rows: 256 while at least 256 are left, then the powers of two
+ * of the rest (100 rows are 64 + 32 + 4), so at most 9 distinct statement texts per table exist.
+ */
+export const insertSizes = (rows: number): Array<number> => {
+  const sizes: Array<number> = []
+  let left = rows
+  for (let size = maxRowsPerInsert; size >= 1; size = size >> 1) {
+    while (left >= size) {
+      sizes.push(size)
+      left -= size
+    }
+  }
+  return sizes
+}
+
+/** `INSERT INTO table (columns) VALUES` and `rows` tuples of placeholders: `?` or, numbered, `$n`. */
+export const insertText = (table: string, columns: ReadonlyArray<string>, rows: number, numbered: boolean): string => {
+  const tuples: Array<string> = []
+  for (let r = 0; r < rows; r++) {
+    tuples.push(`(${columns.map((_, c) => numbered ? `$${r * columns.length + c + 1}` : "?").join(", ")})`)
+  }
+  return `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${tuples.join(", ")}`
+}
+
+/**
+ * The `INSERT`s of `rows` as `effect/sql` statements, for any client. Their texts are built once per table, columns,
+ * row count and dialect and then reused (the drivers keep the prepared statement of each text).
+ */
+export const rowStatements = (sql: SqlClient.SqlClient) => {
+  const numbered = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const texts = new Map<string, string>()
+  return (rows: RowsInsert): Array<Statement.Statement<unknown>> => {
+    const width = rows.columns.length
+    const statements: Array<Statement.Statement<unknown>> = []
+    let from = 0
+    for (const size of insertSizes(rows.values.length / width)) {
+      const key = `${rows.table}(${rows.columns.join(",")})${size}`
+      let text = texts.get(key)
+      if (text === undefined) {
+        text = insertText(rows.table, rows.columns, size, numbered)
+        texts.set(key, text)
+      }
+      statements.push(sql.unsafe(text, rows.values.slice(from * width, (from + size) * width)))
+      from += size
+    }
+    return statements
+  }
+}
+
+/** Any client: the statements inside `sql.withTransaction`, one after another (one statement runs alone). */
+export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
+  const transaction = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
+    sql.withTransaction(Effect.forEach(statements, (statement) => statement, { discard: true }))
+  const toStatements = rowStatements(sql)
+  return SqlBatch.of({
+    transaction,
+    insertRows: (rows, then) =>
+      Effect.suspend(() => {
+        const statements = [...toStatements(rows), ...then]
+        return statements.length === 1 ? Effect.asVoid(statements[0]!) : transaction(statements)
+      })
   })
+}
 
 /** The batch writer of the current store: its own when the driver provides one, else `fromClient`. */
 export const current: Effect.Effect<SqlBatch["Service"], never, SqlClient.SqlClient> = Effect.gen(function* () {

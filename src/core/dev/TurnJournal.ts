@@ -58,13 +58,14 @@ export class TurnJournal extends Context.Service<TurnJournal, {
   /**
    * Stored entries after `afterSeq`, then live items, ending with the outcome. The stream fails with
    * `StoreFailed` when the store cannot be read; it ends without an outcome only for an unknown Turn. `known`:
-   * the Turn's record as the caller just read it (not read again).
+   * the Turn's record as the caller just read it (not read again), or `"running"` when the caller knows the Turn
+   * exists and its outcome is not recorded yet (its runner here is not settling: no read at all).
    */
   readonly follow: (
     turnId: string,
     afterSeq: number,
     onLagging?: Effect.Effect<void>,
-    known?: TurnRecord
+    known?: TurnRecord | "running"
   ) => Stream.Stream<JournalItem, StoreFailed | FollowerLagging>
 }>()("agentwire/core/dev/TurnJournal") {}
 
@@ -152,18 +153,18 @@ const make = Effect.gen(function* () {
     const writer: JournalWriter = {
       turnId,
       attempt,
+      // Per fact (issue 18): one store append and, once it committed, the seq, the announcement and the publish
+      // in one step (`publishUnsafe`: the hub is unbounded, so it always takes the item).
       record: (fact, options) =>
         lock.withPermit(Effect.suspend(() => {
           const next = current() + 1
           const entry = toEntry(fact)
-          return store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options).pipe(
-            Effect.andThen(Effect.suspend(() => {
-              live.lastSeq = next
-              return announce(turnId)
-            })),
-            Effect.andThen(PubSub.publish(live.hub, { _tag: "entry", seq: next, ...entry })),
-            Effect.as(next)
-          )
+          const stored = Effect.map(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options), () => {
+            live.lastSeq = next
+            PubSub.publishUnsafe(live.hub, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
+            return next
+          })
+          return Option.isSome(feed) ? Effect.tap(stored, () => feed.value.appended(turnId)) : stored
         })),
       recordAll: (facts) =>
         lock.withPermit(Effect.gen(function* () {
@@ -199,13 +200,15 @@ const make = Effect.gen(function* () {
     turnId: string,
     afterSeq: number,
     onLagging: Effect.Effect<void> = Effect.void,
-    known?: TurnRecord
+    known?: TurnRecord | "running"
   ): Stream.Stream<JournalItem, StoreFailed | FollowerLagging> =>
     Stream.unwrap(
       Effect.gen(function* () {
-        const first = known !== undefined ? Option.some(known) : yield* store.get(turnId)
-        if (Option.isNone(first)) return Stream.empty
-        if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
+        if (known !== "running") {
+          const first = known !== undefined ? Option.some(known) : yield* store.get(turnId)
+          if (Option.isNone(first)) return Stream.empty
+          if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
+        }
         // Subscribe before reading the store, so nothing published in between is missed. The hub is created
         // here when the Turn's writer has not opened it yet.
         const live = yield* liveFor(turnId)

@@ -69,6 +69,8 @@ export interface TurnPlan {
   readonly deviceId: string
   readonly spec: ExecutionSpec
   readonly input: MessageInput.MessageInput
+  /** Created by a start here just now (nothing journaled): the first attempt's writer starts at seq 0 unread. */
+  readonly fresh?: boolean
 }
 
 /** A Turn whose runner is alive. The operations read it; only its runner writes `current`. */
@@ -170,15 +172,15 @@ const make = (options: TurnsOptions) =>
         )
       }).pipe(settleSpan(outcome))
 
+    /** A cancel of the queued Turn or the start of shutdown, whichever comes first. */
+    const cancelledOrStopping = (a: Active) =>
+      Effect.raceFirst(
+        Effect.as(Deferred.await(a.cancelQueued), "cancelled" as const),
+        Effect.as(Deferred.await(stopping), "stopping" as const)
+      )
     /** Waits `delay` unless the Turn is cancelled or shutdown begins first. */
     const pause = (a: Active, delay: Duration.Duration) =>
-      Effect.raceFirst(
-        Effect.raceFirst(
-          Effect.as(Deferred.await(a.cancelQueued), "cancelled" as const),
-          Effect.as(Deferred.await(stopping), "stopping" as const)
-        ),
-        Effect.as(Effect.sleep(delay), "retry" as const)
-      )
+      Effect.raceFirst(cancelledOrStopping(a), Effect.as(Effect.sleep(delay), "retry" as const))
 
     /**
      * The device's current connection, waiting for it while it is offline (or until a cancel or shutdown).
@@ -198,13 +200,7 @@ const make = (options: TurnsOptions) =>
           Stream.runHead,
           Effect.map(Option.getOrElse(() => "stopping" as const))
         )
-        return yield* Effect.raceFirst(
-          connected,
-          Effect.raceFirst(
-            Effect.as(Deferred.await(a.cancelQueued), "cancelled" as const),
-            Effect.as(Deferred.await(stopping), "stopping" as const)
-          )
-        )
+        return yield* Effect.raceFirst(connected, cancelledOrStopping(a))
       }))
 
     const abandonQueued = (a: Active) =>
@@ -232,6 +228,7 @@ const make = (options: TurnsOptions) =>
       Effect.gen(function* () {
         a.span = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
         let delay = retryDelay
+        let knownLastSeq = a.fresh === true ? 0 : undefined
         while (true) {
           if (Option.isSome(yield* Deferred.poll(a.cancelQueued))) return yield* abandonQueued(a)
           const found = yield* connection(a)
@@ -258,7 +255,8 @@ const make = (options: TurnsOptions) =>
             ? undefined
             : { nodeId: fence.nodeId, generation: a.fence.generation }
           const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId, owner))
-          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt))
+          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt, knownLastSeq))
+          knownLastSeq = undefined
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
           const resolution = yield* Effect.scoped(Effect.gen(function* () {
             const delivery = yield* Delivery.deliverPrepared(

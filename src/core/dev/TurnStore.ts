@@ -182,15 +182,13 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
 
   const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events, options) =>
     Arr.isReadonlyArrayNonEmpty(events)
-      ? Effect.gen(function* () {
-        const lease = yield* JournalFence
-        return yield* journal.submit({
+      ? Effect.flatMap(JournalFence, (lease) =>
+        journal.submit({
           turnId,
           events,
           fence: lease === undefined ? undefined : { deviceId: lease.deviceId, generation: lease.generation },
           markDispatched: options?.markDispatched === true
-        })
-      })
+        }))
       : Effect.void
 
   const settle = settleTurn(sql)

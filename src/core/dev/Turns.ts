@@ -244,13 +244,11 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     input: MessageInput.MessageInput,
     presetTurnId: string | undefined
   ) {
-    // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile).
-    const current = yield* unavailable(sessions.get(sessionId))
-    if (Option.isNone(current)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    const session = current
-    // Two index probes in one statement, however many Turns the Session has (issue 18: Turn start is O(1) in
-    // earlier Turns).
+    // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile), with two index
+    // probes, in one statement however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     const checks = yield* unavailable(store.startChecks(sessionId))
+    const session = checks.session
+    if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     if (checks.unfinished) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }
@@ -286,7 +284,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
     // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
-    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input })
+    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input, fresh: true })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
   })
@@ -339,10 +337,18 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       ? feed.value.follow(turnId, afterSeq)
       : journal.follow(turnId, afterSeq, onLagging),
   followChecked: (turnId, afterSeq, onLagging) =>
-    Effect.map(getRecord(turnId), (turn) =>
-      Option.isSome(feed) && Option.isNone(runner.active(turnId))
-        ? feed.value.follow(turnId, afterSeq)
-        : journal.follow(turnId, afterSeq, onLagging, turn)),
+    Effect.suspend(() => {
+      // Its runner here, not settling: the Turn exists and has no outcome yet; no read (issue 18). Should it settle
+      // meanwhile, the follower gets the outcome published or reads the finished Turn (TurnJournal.follow).
+      const running = runner.active(turnId)
+      if (Option.isSome(running) && running.value.settling !== true) {
+        return Effect.succeed(journal.follow(turnId, afterSeq, onLagging, "running"))
+      }
+      return Effect.map(getRecord(turnId), (turn) =>
+        Option.isSome(feed) && Option.isNone(runner.active(turnId))
+          ? feed.value.follow(turnId, afterSeq)
+          : journal.follow(turnId, afterSeq, onLagging, turn))
+    }),
   awaitOutcome,
   ...operations,
   ...(Option.isSome(routing) ? routing.value : {}),

@@ -204,7 +204,8 @@ const makeTransfer = Effect.gen(function* () {
       if (written._tag === "Failure") return yield* finish(t, { outcome: "rejected", error_code: "runtime_preparation_rejected" })
       t.hash.update(data)
       t.received = total.success
-      yield* send(t.id, { outcome: "received", offset: t.received }, t.trace)
+      // Handed over without waiting for the write (`Outbound.post`): the next chunk's step need not wait for it.
+      yield* outbound.post(withTrace({ type: "runtime_prepare_result", id: t.id, payload: { outcome: "received", offset: t.received } }, t.trace))
     })
 
   const commit = (t: ActiveTransfer) =>

@@ -63,6 +63,19 @@ export class Transport extends Context.Service<Transport, {
   readonly sendAll: (
     frames: ReadonlyArray<Outgoing>
   ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
+  /**
+   * Encodes one frame (unless encoded earlier: `EncodedFrame`) and hands it to the socket in order with `send` and
+   * `sendAll`, without waiting for its write: resolves once the frame is handed over, which proves nothing about
+   * the write. Fails like `send` when nothing was handed over (`OutgoingFrameRejected`, or `TransportClosed` with
+   * `unsent`). When the write then fails or misses the 10 s write deadline, the socket is destroyed (as after any
+   * failed write) and `unconfirmed` is called once (the frame may or may not have left); it is never called for a
+   * write that completed. For a frame whose write nobody needs to wait for: the write's completion is known only
+   * when the event loop next wakes (often the next frame from Core), so a wait for it holds its caller a round trip.
+   */
+  readonly post: (
+    frame: Outgoing,
+    unconfirmed: () => void
+  ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
   /** Inbound frames in arrival order. Ends (fails with `TransportClosed`) when the connection ends. */
   readonly inbound: Stream.Stream<Inbound, TransportClosed>
   /** Closes the connection with a WebSocket close code; idempotent. Settles nothing. */

@@ -142,24 +142,35 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
 
   /**
    * Writes handed to the socket whose callback has not fired yet, oldest first (writes complete in call order),
-   * each with its deadline on the Effect clock and the resumption of the fiber that waits for it. One watchdog
-   * fiber per connection enforces the deadlines (`watchdog` below): a write costs no fiber, timer or race of its
-   * own.
+   * each with its deadline on the Effect clock and what to do when it is settled (`failure` absent: written): the
+   * resumption of the fiber that waits for it (`send`, `sendAll`), or nothing but the failure's consequences for a
+   * `post`. One watchdog fiber per connection enforces the deadlines (`watchdog` below): a write costs no fiber,
+   * timer or race of its own.
    */
   interface PendingWrite {
     readonly deadline: number
-    readonly resume: (effect: Effect.Effect<void, TransportClosed>) => void
+    readonly resume: (failure: TransportClosed | undefined) => void
     settled: boolean
   }
   const pending: Array<PendingWrite> = []
   const writing = Latch.makeUnsafe(false)
   const clock = yield* Clock.Clock
-  const settle = (entry: PendingWrite, effect: Effect.Effect<void, TransportClosed>) => {
+  const settle = (entry: PendingWrite, failure: TransportClosed | undefined) => {
     if (entry.settled) return
     entry.settled = true
     const at = pending.indexOf(entry)
     if (at >= 0) pending.splice(at, 1)
-    entry.resume(effect)
+    entry.resume(failure)
+  }
+  const writeFailed = () => new TransportClosed({ reason: "write_failed" })
+
+  /** Hands frames to the socket now; `resume` runs once when the write is settled (see `PendingWrite`). */
+  const handOver = (write: (done: (error?: Error) => void) => void, resume: PendingWrite["resume"]): PendingWrite => {
+    const entry: PendingWrite = { deadline: clock.currentTimeMillisUnsafe() + writeDeadlineMs, resume, settled: false }
+    pending.push(entry)
+    if (pending.length === 1) writing.openUnsafe()
+    write((error) => settle(entry, error === undefined ? undefined : writeFailed()))
+    return entry
   }
 
   /**
@@ -168,14 +179,9 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
    */
   const written = (write: (done: (error?: Error) => void) => void): Effect.Effect<void, TransportClosed> =>
     Effect.callback<void, TransportClosed>((resume) => {
-      const entry: PendingWrite = { deadline: clock.currentTimeMillisUnsafe() + writeDeadlineMs, resume, settled: false }
-      pending.push(entry)
-      if (pending.length === 1) writing.openUnsafe()
-      write((error) =>
-        settle(entry, error === undefined ? Effect.void : Effect.fail(new TransportClosed({ reason: "write_failed" })))
-      )
+      const entry = handOver(write, (failure) => resume(failure === undefined ? Effect.void : Effect.fail(failure)))
       // Interrupted while waiting: the write stays handed over; only the wait ends.
-      return Effect.sync(() => settle(entry, Effect.void))
+      return Effect.sync(() => settle(entry, undefined))
     }).pipe(
       Effect.catch((error) => (closed === undefined ? fail(error) : Effect.fail(error)))
     )
@@ -198,7 +204,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
         yield* Effect.sleep(Duration.millis(wait))
         continue
       }
-      settle(oldest, Effect.fail(new TransportClosed({ reason: "write_failed" })))
+      settle(oldest, writeFailed())
     }
   })
   yield* Effect.forkScoped(watchdog)
@@ -236,6 +242,28 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
         : written((done) => socket.sendAll(texts, done))
     })
 
+  const post = (
+    frame: Outgoing,
+    unconfirmed: () => void
+  ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
+    Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
+      if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
+      const text = frameData(frame)
+      if (Result.isFailure(text)) return Effect.fail(text.failure)
+      const data = text.success
+      RuntimeMetrics.frameUnsafe(metrics, "out", typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength)
+      handOver((done) => socket.send(data, done), (failure) => {
+        if (failure === undefined) return
+        // As after a failed `send`: the socket is unusable (see `fail`).
+        if (closed === undefined) {
+          writeFailure ??= failure
+          socket.terminate()
+        }
+        unconfirmed()
+      })
+      return Effect.void
+    })
+
   // Liveness: ping on an interval; Core's pong (or any frame) proves it is still reading and answering.
   const liveness = options.livenessTimeout === false ? undefined : Duration.fromInputUnsafe(options.livenessTimeout ?? defaults.livenessTimeout)
   if (liveness !== undefined) {
@@ -267,13 +295,14 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
         Effect.timeoutOrElse({ duration: closeGrace, orElse: () => Effect.sync(() => socket.terminate()) })
       )
       // The socket is gone: a write whose callback never fired may or may not have left.
-      for (const entry of [...pending]) settle(entry, Effect.fail(new TransportClosed({ reason: "write_failed" })))
+      for (const entry of [...pending]) settle(entry, writeFailed())
     })
   )
 
   return Transport.of({
     send,
     sendAll,
+    post,
     inbound: Stream.fromPull(Effect.succeed(Queue.takeAll(inbound).pipe(Effect.tap(afterTake)))),
     close: (code, reason) =>
       Effect.suspend(() => {

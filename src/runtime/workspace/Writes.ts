@@ -177,7 +177,8 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         }
         w.hash.update(data)
         w.received += data.length
-        yield* send(w.id, { outcome: "received", offset: w.received }, w.trace)
+        // Handed over without waiting for the write (`Outbound.post`): the next chunk's step need not wait for it.
+        yield* outbound.post(withTrace({ type: "workspace_write_result", id: w.id, payload: { outcome: "received", offset: w.received } }, w.trace))
       })
 
     const commit = (w: ActiveWrite) =>

@@ -142,6 +142,29 @@ describe("GroupCommit", () => {
       assert.deepStrictEqual(yield* Ref.get(batches), [["tA:1", "tB:1"], ["tA:1"], ["tB:1"], ["tA:1"]])
     }).pipe(Effect.provide(memory)))
 
+  it.effect("a store that refuses every commit fails every waiter of the batch, and none is acknowledged before", () =>
+    Effect.gen(function* () {
+      yield* twoTurns
+      const gate = yield* Deferred.make<void>()
+      const { batches, committer } = yield* recorded(() =>
+        Deferred.await(gate).pipe(Effect.andThen(Effect.fail(new StoreFailed({ operation: "append_event" })))))
+      const fibers = yield* Effect.forEach(
+        [append("tA", 1), append("tB", 1), append("tA", 2)],
+        (write) => Effect.forkChild(Effect.exit(committer.submit(write)))
+      )
+      yield* yieldTimes(20)
+      // The batch of three is being committed (held open): nobody is acknowledged.
+      assert.deepStrictEqual(yield* Ref.get(batches), [["tA:1", "tB:1", "tA:2"]])
+      assert.isTrue(fibers.every((fiber) => fiber.pollUnsafe() === undefined))
+      yield* Deferred.succeed(gate, undefined)
+      const exits = yield* Effect.forEach(fibers, Fiber.join)
+      assert.deepStrictEqual(exits, [1, 2, 3].map(() => Exit.fail(new StoreFailed({ operation: "append_event" }))))
+      // The batch, then each write alone; all refused, nothing stored.
+      assert.deepStrictEqual(yield* Ref.get(batches), [["tA:1", "tB:1", "tA:2"], ["tA:1"], ["tB:1"], ["tA:2"]])
+      assert.deepStrictEqual(yield* storedSeqs("tA"), [])
+      assert.deepStrictEqual(yield* storedSeqs("tB"), [])
+    }).pipe(Effect.provide(memory)))
+
   it.effect("flushes on size: more writes than maxBatch queued at once go in batches of at most maxBatch", () =>
     Effect.gen(function* () {
       yield* twoTurns

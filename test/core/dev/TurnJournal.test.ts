@@ -87,6 +87,27 @@ describe("TurnJournal", () => {
       assert.deepStrictEqual(slow.reads, { events: 1, get: 1, lastSeq: 1 })
     }).pipe(Effect.provide(slow.layer)))
 
+  const running = countedReads()
+  it.effect("a follower told the Turn is running reads no Turn row; told so after it finished, it reads the finished Turn", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1, 0)
+      yield* writer.record(delta(1))
+      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, "running")))
+      yield* yieldTimes(50)
+      yield* writer.record(delta(2))
+      const written = yield* store.settle("t1", { status: "completed", content: "d1d2" })
+      yield* writer.finish(Option.getOrUndefined(written))
+      assert.deepStrictEqual(describeItems(yield* Fiber.join(follower)), ["1:frame:delta", "2:frame:delta", "outcome:completed"])
+      assert.deepStrictEqual(running.reads, { events: 1, get: 0, lastSeq: 0 })
+      // A caller that saw the runner just before it finished: the finished Turn is read from the store.
+      const late = yield* Stream.runCollect(journal.follow("t1", 1, Effect.void, "running"))
+      assert.deepStrictEqual(describeItems(late), ["2:frame:delta", "outcome:completed"])
+    }).pipe(Effect.provide(running.layer)))
+
   const settling = countedReads()
   it.effect("a follower that starts after the outcome was stored but before it was published gets it once, after the entries", () =>
     Effect.gen(function* () {

@@ -144,6 +144,23 @@ const poisonedServices = Turns.layer({ retryDelay: "1 second", shutdownGrace: "1
   Layer.provideMerge(store)
 )
 
+/** Counts the store reads of where a Turn's journal ends (`lastSeq`). */
+class SeqReads extends Context.Service<SeqReads, Ref.Ref<number>>()("test/core/dev/SeqReads") {}
+const seqReadsServices = Layer.unwrap(Effect.gen(function* () {
+  const reads = yield* Ref.make(0)
+  const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (real) => TurnStore.of({
+    ...real,
+    lastSeq: (turnId) => Effect.andThen(Ref.update(reads, (n) => n + 1), real.lastSeq(turnId))
+  }))).pipe(Layer.provide(store))
+  return Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
+    Layer.provideMerge(TurnJournal.layer),
+    Layer.provideMerge(counted),
+    Layer.provideMerge(gateway),
+    Layer.provideMerge(store),
+    Layer.provideMerge(Layer.succeed(SeqReads, reads))
+  )
+}))
+
 /** A connected scripted Runtime declaring the scripted kind, and a Session. */
 const setup = Effect.gen(function* () {
   yield* (yield* DeviceStore).issueCredential("dev-1")
@@ -218,6 +235,29 @@ describe("Turns", () => {
       assert.deepStrictEqual(events.filter((e) => e.kind === "frame").map((e) => e.type), ["delta", "done"])
       assert.deepStrictEqual([...new Set(events.map((e) => e.attempt))], [1, 2])
     }).pipe(Effect.provide(services)))
+
+  it.effect("a Turn's first attempt writes its journal from seq 1 without reading where it ends; a later attempt reads it", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const reads = yield* SeqReads
+      yield* (yield* Turns.Turns).start("s1", MessageInput.text("hello"))
+      const first = expectType(yield* runtime.receive, "execution_prepare")
+      yield* flush
+      assert.strictEqual(yield* Ref.get(reads), 0)
+      yield* runtime.send(frames.status(first.id, { state: "rejected", revision: 0, operation: "execution_prepare", error_code: "preparation_capacity" }))
+      yield* flush
+      yield* TestClock.adjust("1 second")
+      const second = expectType(yield* runtime.receive, "execution_prepare")
+      assert.strictEqual(yield* Ref.get(reads), 1)
+      for (const status of ready(second.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.done("run-1", "hello"))
+      const record = yield* (yield* Turns.Turns).awaitOutcome("turn-1")
+      assert.deepStrictEqual([record.status, record.attempt], ["completed", 2])
+      const events = yield* (yield* TurnStore).events("turn-1", 0)
+      assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
+      assert.deepStrictEqual([...new Set(events.map((e) => e.attempt))], [1, 2])
+    }).pipe(Effect.provide(seqReadsServices)))
 
   it.effect("abandons a queued Turn on cancel without sending anything more", () =>
     Effect.gen(function* () {

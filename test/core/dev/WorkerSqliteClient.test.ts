@@ -14,6 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Worker as NodeThread } from "node:worker_threads"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
+import * as SqlBatchModule from "../../../src/core/dev/SqlBatch.js"
 import { SqlBatch } from "../../../src/core/dev/SqlBatch.js"
 import * as NodeSqliteClient from "../../../src/core/dev/sqlite/NodeSqliteClient.js"
 import * as WorkerSqliteClient from "../../../src/core/dev/sqlite/WorkerSqliteClient.js"
@@ -120,6 +121,54 @@ describe("WorkerSqliteClient", () => {
       })))
       assert.deepStrictEqual(exit, Exit.fail("abort"))
       assert.deepStrictEqual(yield* names(sql), [])
+    }))
+
+  it.effect("inserts rows as one flat array in INSERTs of 256, 128, …, 1 rows, then the other statements, in one transaction", () =>
+    Effect.gen(function* () {
+      const { batch, client: sql } = yield* worker()
+      yield* schema(sql)
+      const rows = (from: number, count: number): SqlBatchModule.RowsInsert => ({
+        table: "t",
+        columns: ["name", "n"],
+        values: Array.from({ length: count }, (_, i) => [`r${from + i}`, from + i]).flat()
+      })
+      // 300 rows: 256 + 32 + 8 + 4, one message; the UPDATE runs after them in the same transaction.
+      yield* batch.insertRows(rows(0, 300), [sql`UPDATE t SET flag = ${true} WHERE n < ${2}`])
+      assert.deepStrictEqual(yield* sql`SELECT COUNT(*) AS c, SUM(n) AS s, MIN(name) AS lo, SUM(flag) AS f FROM t`, [
+        { c: 300, s: 44850, lo: "r0", f: 2 }
+      ])
+      // One row alone, and no rows with a statement.
+      yield* batch.insertRows(rows(300, 1), [])
+      yield* batch.insertRows(rows(301, 0), [sql`UPDATE t SET flag = ${true} WHERE n = ${300}`])
+      assert.deepStrictEqual(yield* sql`SELECT name, flag FROM t WHERE n >= ${299} ORDER BY n`, [
+        { name: "r299", flag: null },
+        { name: "r300", flag: 1 }
+      ])
+      // A duplicate (r0 again) as the 70th row, in the last INSERT (64 + 4 + 2): none of the rows, not the UPDATE.
+      const failed = yield* reasonOf(batch.insertRows(
+        { ...rows(400, 69), values: [...rows(400, 69).values, "r0", 999] },
+        [sql`UPDATE t SET flag = ${false}`]
+      ))
+      assert.deepStrictEqual(failed, { tag: "UniqueViolation", operation: "commit" })
+      assert.deepStrictEqual(yield* sql`SELECT COUNT(*) AS c, SUM(flag) AS f FROM t`, [{ c: 301, f: 3 }])
+      // The connection is out of the failed transaction.
+      yield* sql.withTransaction(sql`INSERT INTO t (name) VALUES ('after')`)
+    }))
+
+  it.effect("inserts rows the same way through any client (fromClient), and inside the caller's transaction", () =>
+    Effect.gen(function* () {
+      for (const { batch, client: sql } of [yield* worker(), { client: yield* inThread, batch: undefined }]) {
+        const rowsOf = batch ?? SqlBatchModule.fromClient(sql)
+        yield* schema(sql)
+        yield* rowsOf.insertRows({ table: "t", columns: ["name", "n"], values: ["a", 1, "b", 2, "c", 3] }, [])
+        assert.deepStrictEqual(yield* names(sql), ["a", "b", "c"])
+        const exit = yield* Effect.exit(sql.withTransaction(Effect.gen(function* () {
+          yield* rowsOf.insertRows({ table: "t", columns: ["name", "n"], values: ["d", 4] }, [sql`DELETE FROM t WHERE name = 'a'`])
+          return yield* Effect.fail("abort")
+        })))
+        assert.deepStrictEqual(exit, Exit.fail("abort"))
+        assert.deepStrictEqual(yield* names(sql), ["a", "b", "c"])
+      }
     }))
 
   it.effect("provides its batch writer with the store's default driver", () =>

@@ -285,6 +285,68 @@ describe("WebSocketTransport.fromSocket", () => {
       assert.deepStrictEqual(fake.calls, ["terminate"])
     }))
 
+  it.effect("post hands the frame over at once, in order with send, and does not wait for its write", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      let unconfirmed = 0
+      const first = yield* Effect.forkChild(transport.send(delta("a", 1)))
+      yield* Effect.yieldNow
+      // Returns although neither its own write nor the earlier one completed.
+      yield* transport.post(delta("b", 2), () => unconfirmed++)
+      const third = yield* Effect.forkChild(transport.send(delta("c", 3)))
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(fake.writes.map((w) => JSON.parse(w.text).payload.delta), ["a", "b", "c"])
+      for (const w of fake.writes) w.written()
+      assert.deepStrictEqual(yield* Fiber.await(first), Exit.void)
+      assert.deepStrictEqual(yield* Fiber.await(third), Exit.void)
+      // A write that completed never reports unconfirmed, and the 10 s deadline no longer applies to it.
+      yield* TestClock.adjust("20 seconds")
+      assert.strictEqual(unconfirmed, 0)
+      assert.deepStrictEqual(fake.calls, [])
+    }))
+
+  it.effect("a posted frame whose write fails or misses the 10 s deadline reports unconfirmed once and ends the transport", () =>
+    Effect.gen(function* () {
+      const failed = makeSocket()
+      const t1 = yield* fromSocket(failed.socket, noLiveness)
+      const next = yield* reader(t1.inbound)
+      let unconfirmed = 0
+      yield* t1.post(delta("x"), () => unconfirmed++)
+      failed.writes[0]!.written(new Error("EPIPE"))
+      assert.strictEqual(unconfirmed, 1)
+      assert.deepStrictEqual(failed.calls, ["terminate"])
+      assert.deepStrictEqual(yield* Effect.flip(next), new TransportClosed({ reason: "write_failed" }))
+      // After the end nothing is handed over (definite); unconfirmed is not called for it.
+      assert.deepStrictEqual(
+        yield* Effect.flip(t1.post(delta("y"), () => unconfirmed++)),
+        new TransportClosed({ reason: "write_failed", unsent: true })
+      )
+      assert.strictEqual(unconfirmed, 1)
+
+      const stuck = makeSocket()
+      const t2 = yield* fromSocket(stuck.socket, noLiveness)
+      let late = 0
+      yield* t2.post(delta("z"), () => late++)
+      yield* TestClock.adjust("9999 millis")
+      assert.strictEqual(late, 0)
+      assert.deepStrictEqual(stuck.calls, [])
+      yield* TestClock.adjust("1 millis")
+      assert.strictEqual(late, 1)
+      assert.deepStrictEqual(stuck.calls, ["terminate"])
+      stuck.writes[0]!.written()
+      assert.strictEqual(late, 1)
+    }))
+
+  it.effect("post refuses an invalid message before handing anything over", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const invalid = yield* Effect.flip(transport.post({ type: "delta", id: runId, payload: { delta: "x", sequence: -1 } }, () => {}))
+      assert.deepStrictEqual(invalid, new Messages.OutgoingFrameRejected({ type: "delta", reason: "invalid_message" }))
+      assert.strictEqual(fake.writes.length, 0)
+    }))
+
   it.effect("refuses a frame over 4 MiB, and an invalid message, before writing anything", () =>
     Effect.gen(function* () {
       const fake = makeSocket()

@@ -8,10 +8,10 @@
  */
 import * as Fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
-import { type Duration, Effect } from "effect"
+import { Deferred, type Duration, Effect } from "effect"
 import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import type { NativeStaging, WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceFs.js"
-import { adjust, connect, next, prepareFrame, processLayer, promptFrame, same, script, silent, text, until } from "../../support/runtimeTestWire.js"
+import { adjust, connect, next, prepareFrame, processLayer, promptFrame, same, script, settle, silent, text, until } from "../../support/runtimeTestWire.js"
 import { boundTo, type Core, workspaceAndOutside, writeResult } from "../../support/workspaceDaemon.js"
 import { tempWorkspace, type TempWorkspace } from "../../support/workspaceDir.js"
 import { writeBegin, writeChunk, writeCommit } from "../../support/workspaceFrames.js"
@@ -265,6 +265,48 @@ describe("workspace_write", () => {
         fail = undefined
         same(yield* transfer(core, ws, "f-ok", "keep.txt", Buffer.from("abcd")), { outcome: "completed", size_bytes: 4 })
       }).pipe(boundTo(ws, failing))
+    }))
+
+  it.effect("a chunk's received follows its staging write; the next chunk is written without waiting for that receipt's local write", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      const events: Array<string> = []
+      let gate: Deferred.Deferred<void> | undefined
+      const slow = staged((s) => ({
+        ...s,
+        write: (data, offset) =>
+          Effect.andThen(
+            gate === undefined ? Effect.void : Deferred.await(gate),
+            Effect.tap(s.write(data, offset), () => Effect.sync(() => events.push(`written ${offset}`)))
+          )
+      }))
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        yield* core.toRuntime(writeBegin("o-1", ws.local.id, "order.bin", "abcdefghijkl"))
+        same(yield* result(core), ["o-1", { outcome: "ready" }])
+        // The staging write has not completed: no receipt may be handed over.
+        gate = yield* Deferred.make<void>()
+        yield* core.toRuntime(writeChunk("o-1", 0, "abcd"))
+        assert.isTrue(yield* silent(core))
+        same(events, [])
+        yield* Deferred.succeed(gate, undefined)
+        same(yield* result(core), ["o-1", { outcome: "received", offset: 4 }])
+        same(events, ["written 0"])
+        gate = undefined
+        // The receipts' local writes are held: the next chunks are still written, and their receipts follow in order.
+        yield* core.holdWrites
+        yield* core.toRuntime(writeChunk("o-1", 4, "efgh"))
+        yield* core.toRuntime(writeChunk("o-1", 8, "ijkl"))
+        for (let i = 0; i < 100 && events.length < 3; i++) yield* settle
+        same(events, ["written 0", "written 4", "written 8"])
+        assert.isTrue(yield* silent(core))
+        yield* core.releaseWrites
+        same(yield* result(core), ["o-1", { outcome: "received", offset: 8 }])
+        same(yield* result(core), ["o-1", { outcome: "received", offset: 12 }])
+        yield* core.toRuntime(writeCommit("o-1"))
+        same(yield* result(core), ["o-1", { outcome: "completed", size_bytes: 12 }])
+        same(Fs.readFileSync(ws.at("order.bin"), "utf8"), "abcdefghijkl")
+      }).pipe(boundTo(ws, slow))
     }))
 
   it.effect("an ambiguous final step (renamed, directory fsync failed) is unknown / write_unconfirmed; nothing is left staged", () =>

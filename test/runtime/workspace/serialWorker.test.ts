@@ -36,4 +36,22 @@ describe("serial worker", () => {
       yield* worker.submit(Deferred.succeed(done, "ran").pipe(Effect.asVoid))
       assert.strictEqual(yield* Deferred.await(done), "ran")
     })))
+
+  it.effect("an idle worker runs a submitted step's synchronous part before submit returns; a busy one queues it", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const worker = yield* SerialWorker.make("test")
+      const log: Array<string> = []
+      // Let the worker reach its wait.
+      yield* Effect.yieldNow
+      yield* worker.submit(Effect.sync(() => log.push("a")))
+      assert.deepStrictEqual(log, ["a"])
+      const gate = yield* Deferred.make<void>()
+      yield* worker.submit(Effect.andThen(Effect.sync(() => log.push("b:start")), Effect.andThen(Deferred.await(gate), Effect.sync(() => log.push("b:end")))))
+      assert.deepStrictEqual(log, ["a", "b:start"])
+      yield* worker.submit(Effect.sync(() => log.push("c")))
+      assert.deepStrictEqual(log, ["a", "b:start"])
+      yield* Deferred.succeed(gate, undefined)
+      for (let i = 0; i < 10 && log.length < 4; i++) yield* Effect.yieldNow
+      assert.deepStrictEqual(log, ["a", "b:start", "b:end", "c"])
+    })))
 })

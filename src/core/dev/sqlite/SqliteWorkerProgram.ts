@@ -45,6 +45,21 @@ export type WorkerRequest =
     readonly op: "batch"
     readonly statements: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
   }
+  /**
+   * Rows of one table, then `statements`, in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, ROLLBACK on error; a
+   * single statement in all runs alone). `values` holds the rows one after another, `width` values each; they go
+   * in `INSERT`s of `sizes[i]` rows (`prefix` `INSERT INTO t (c1, …) VALUES` and that many tuples of `?`), whose
+   * prepared statements are kept per row count.
+   */
+  | {
+    readonly id: number
+    readonly op: "insert"
+    readonly prefix: string
+    readonly width: number
+    readonly sizes: ReadonlyArray<number>
+    readonly values: WorkerParams
+    readonly statements: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
+  }
 
 export interface WorkerFailure {
   /** SQLite's result code when the error came from SQLite. */
@@ -81,6 +96,31 @@ export function sqliteWorkerMain(): void {
     cache.set(sql, statement)
     return statement
   }
+  /** The text of an INSERT of `rows` tuples of `width` placeholders after `prefix`, built once per shape. */
+  const texts = new Map<string, string>()
+  const insertText = (prefix: string, width: number, rows: number): string => {
+    const key = `${rows}:${width}:${prefix}`
+    let text = texts.get(key)
+    if (text === undefined) {
+      const tuple = `(${new Array<string>(width).fill("?").join(", ")})`
+      text = `${prefix} ${new Array<string>(rows).fill(tuple).join(", ")}`
+      if (texts.size >= cacheSize) texts.clear()
+      texts.set(key, text)
+    }
+    return text
+  }
+  /** Runs `work` in one `BEGIN IMMEDIATE` … `COMMIT` (ROLLBACK when it throws). */
+  const inTransaction = (work: () => void) => {
+    const handle = open()
+    handle.exec("BEGIN IMMEDIATE")
+    try {
+      work()
+      handle.exec("COMMIT")
+    } catch (cause) {
+      if (handle.isTransaction) handle.exec("ROLLBACK")
+      throw cause
+    }
+  }
   const handle = (request: WorkerRequest): unknown => {
     switch (request.op) {
       case "open": {
@@ -114,15 +154,24 @@ export function sqliteWorkerMain(): void {
         return { changes: Number(result.changes), lastInsertRowid: result.lastInsertRowid }
       }
       case "batch": {
-        const handle = open()
-        handle.exec("BEGIN IMMEDIATE")
-        try {
+        inTransaction(() => {
           for (const [sql, params] of request.statements) prepare(sql, true).run(...params)
-          handle.exec("COMMIT")
-        } catch (cause) {
-          if (handle.isTransaction) handle.exec("ROLLBACK")
-          throw cause
+        })
+        return null
+      }
+      case "insert": {
+        const { prefix, sizes, statements, values, width } = request
+        const work = () => {
+          let from = 0
+          for (const rows of sizes) {
+            const to = from + rows * width
+            prepare(insertText(prefix, width, rows), true).run(...values.slice(from, to))
+            from = to
+          }
+          for (const [sql, params] of statements) prepare(sql, true).run(...params)
         }
+        if (sizes.length + statements.length === 1) work()
+        else inTransaction(work)
         return null
       }
     }

@@ -23,10 +23,10 @@
 import { NodeWorker } from "@effect/platform-node"
 import { Cause, Context, Deferred, Effect, Exit, Layer, type Scope, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlConnection, SqlError } from "effect/sql"
+import { SqlClient, type SqlConnection, SqlError, type Statement } from "effect/sql"
 import { Worker, WorkerError } from "effect/workers"
 import { Worker as NodeThread } from "node:worker_threads"
-import { SqlBatch } from "../SqlBatch.js"
+import { insertSizes, rowStatements, SqlBatch } from "../SqlBatch.js"
 import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
 import {
   sqliteWorkerSource,
@@ -142,18 +142,39 @@ export const make = (
 
     const { borrower, client } = yield* sqliteClientOver(connection, () => inTransaction, "node-sqlite-worker")
 
+    const compile = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
+      statements.map((statement) => {
+        const [sql, values] = statement.compile()
+        return [sql, params(values)] as const
+      })
+    const inCallerTransaction = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
+      Effect.forEach(statements, (statement) => statement, { discard: true })
+    const toStatements = rowStatements(client)
     const batch = SqlBatch.of({
       transaction: (statements) =>
         Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
           // Inside the caller's own transaction: its statements join it (that transaction gives all or none).
-          if (open._tag === "Some") return Effect.forEach(statements, (statement) => statement, { discard: true })
+          if (open._tag === "Some") return inCallerTransaction(statements)
           if (statements.length === 0) return Effect.void
-          const compiled = statements.map((statement) => {
-            const [sql, values] = statement.compile()
-            return [sql, params(values)] as const
-          })
           return borrower(() =>
-            Effect.asVoid(ask({ op: "batch", statements: compiled }, "Failed to commit the batch", "commit")))
+            Effect.asVoid(ask({ op: "batch", statements: compile(statements) }, "Failed to commit the batch", "commit")))
+        }),
+      // The rows travel as one flat array of values; the worker builds and keeps the INSERTs (no statement is
+      // built or compiled for them here).
+      insertRows: (rows, then) =>
+        Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
+          if (open._tag === "Some") return inCallerTransaction([...toStatements(rows), ...then])
+          const sizes = insertSizes(rows.values.length / rows.columns.length)
+          if (sizes.length + then.length === 0) return Effect.void
+          return borrower(() =>
+            Effect.asVoid(ask({
+              op: "insert",
+              prefix: `INSERT INTO ${rows.table} (${rows.columns.join(", ")}) VALUES`,
+              width: rows.columns.length,
+              sizes,
+              values: rows.values,
+              statements: compile(then)
+            }, "Failed to commit the batch", "commit")))
         })
     })
     return { client, batch }

@@ -10,6 +10,7 @@ import { Cause, Clock, Duration, Effect, Queue, Result, type Scope, Stream } fro
 import { Limits } from "../../../proto/index.js"
 import type { DeviceSession, ReplyFamilies } from "../../DeviceSession.js"
 import type { NotSent } from "../../Errors.js"
+import * as Subscriber from "../../Subscriber.js"
 import type { SubscriptionError } from "../../Subscriber.js"
 import { type UnknownReason, type WorkspaceFamily, WorkspaceRefused } from "../WorkspaceErrors.js"
 
@@ -66,22 +67,44 @@ export interface ReplyWaiter<A> {
 // Lets a reply already routed when the deadline fires be taken instead of the timeout.
 const raceWindow = Effect.repeat(Effect.yieldNow, { times: 16 })
 
-/** A waiter over a registered reply stream (the caller's scope owns the mover fiber and the budget timer). */
+/** How a failed reply stream ends the wait. */
+const endOf = (e: SubscriptionError): WaitEnd => (e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost")
+
+/**
+ * A waiter over a registered reply stream (the caller's scope owns the budget timer, and the mover fiber when
+ * there is one). A Correlator's stream is read directly (`Subscriber.queueOf`): each `next` takes from the
+ * subscriber's own queue, so a routed reply wakes the waiting fiber at once (no mover fiber in between), and the
+ * budget's end marks the wait expired and ends that queue after what it holds. Any other stream goes through a
+ * mover fiber into the waiter's queue.
+ */
 export const waiterOver = <A, P>(
   replies: Stream.Stream<A, SubscriptionError>,
   payloadOf: (reply: A) => P
 ): Effect.Effect<ReplyWaiter<P>, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const direct = Subscriber.queueOf(replies)
+    let expired = false
     const queue = yield* Queue.unbounded<A, WaitEnd | Cause.Done>()
-    const end = (reason: WaitEnd) => Effect.sync(() => void Queue.failCauseUnsafe(queue, Cause.fail(reason)))
+    const take: Effect.Effect<A, WaitEnd | SubscriptionError | Cause.Done> = direct === undefined ? Queue.take(queue) : Queue.take(direct)
+    const end = (reason: WaitEnd) =>
+      Effect.sync(() => {
+        if (direct !== undefined) {
+          // Ends the subscriber's queue after the replies it holds (a reply that raced the deadline is still taken
+          // first); a later reply finds no waiter, as once the operation's scope closed.
+          if (reason === "budget_exceeded") expired = true
+          Queue.endUnsafe(direct)
+        } else Queue.failCauseUnsafe(queue, Cause.fail(reason))
+      })
     // The reply stream never ends by itself; if it did, nothing more can arrive on this connection.
-    yield* Stream.runForEach(replies, (reply) => Effect.sync(() => void Queue.offerUnsafe(queue, reply))).pipe(
-      Effect.matchEffect({
-        onFailure: (e) => end(e._tag === "SubscriberOverflow" ? "receipt_overflow" : "connection_lost"),
-        onSuccess: () => end("connection_lost")
-      }),
-      Effect.forkScoped
-    )
+    if (direct === undefined) {
+      yield* Stream.runForEach(replies, (reply) => Effect.sync(() => void Queue.offerUnsafe(queue, reply))).pipe(
+        Effect.matchEffect({
+          onFailure: (e) => end(endOf(e)),
+          onSuccess: () => end("connection_lost")
+        }),
+        Effect.forkScoped
+      )
+    }
     const scope = yield* Effect.scope
     let started = false
     return {
@@ -94,8 +117,15 @@ export const waiterOver = <A, P>(
           yield* Effect.sleep(Duration.millis(millis)).pipe(Effect.andThen(raceWindow), Effect.andThen(end("budget_exceeded")), Effect.forkIn(scope))
           return deadline
         }),
-      next: Effect.match(Queue.take(queue), {
-        onFailure: (e): Result.Result<P, WaitEnd> => Result.fail(Cause.isDone(e) ? "connection_lost" : e),
+      next: Effect.match(take, {
+        onFailure: (e): Result.Result<P, WaitEnd> =>
+          Result.fail(
+            Cause.isDone(e)
+              ? (expired ? "budget_exceeded" : "connection_lost")
+              : typeof e === "string"
+              ? e
+              : endOf(e)
+          ),
         onSuccess: (reply): Result.Result<P, WaitEnd> => Result.succeed(payloadOf(reply))
       })
     }

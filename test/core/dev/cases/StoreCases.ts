@@ -161,11 +161,14 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.isTrue(yield* turns.hasDispatched("s1"))
       assert.isFalse(yield* turns.hasDispatched("s1", "t1"))
       assert.isFalse(yield* turns.hasDispatched("s2"))
-      assert.deepStrictEqual(yield* turns.startChecks("s1"), { unfinished: true, dispatched: true })
-      assert.deepStrictEqual(yield* turns.startChecks("s2"), { unfinished: false, dispatched: false })
+      const started = yield* turns.startChecks("s1")
+      assert.deepStrictEqual([Option.getOrThrow(started.session), started.unfinished, started.dispatched], [Option.getOrThrow(yield* sessions.get("s1")), true, true])
+      assert.deepStrictEqual(yield* turns.startChecks("s2"), { session: yield* sessions.get("s2"), unfinished: false, dispatched: false })
+      assert.deepStrictEqual(yield* turns.startChecks("nope"), { session: Option.none(), unfinished: false, dispatched: false })
       yield* turns.complete("t1", { status: "completed" } as never)
       assert.isTrue(Option.isNone(yield* turns.unfinishedOf("s1")))
-      assert.deepStrictEqual(yield* turns.startChecks("s1"), { unfinished: false, dispatched: true })
+      const after = yield* turns.startChecks("s1")
+      assert.deepStrictEqual([after.unfinished, after.dispatched], [false, true])
     }).pipe(Effect.provide(store)))
 
   it.effect("advances the input cursor only on acceptance, once per input", () =>
