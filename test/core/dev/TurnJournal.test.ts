@@ -36,6 +36,13 @@ const describeItems = (items: ReadonlyArray<JournalItem>) =>
   items.map((i) => (i._tag === "entry" ? `${i.seq}:${i.kind}:${i.type}` : i._tag === "outcome" ? `outcome:${i.turn.status}` : `notice:${i.event}`))
 
 const run = Ids.unsafeMake.runId("run-1")
+/** Session "s1" with Turn "t1" created in the store; the Turn store and the created row. */
+const sessionWithTurn = Effect.gen(function* () {
+  yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+  const store = yield* TurnStore
+  const created = yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+  return { store, created }
+})
 const delta = (n: number): Outcome.TurnFact => ({
   _tag: "RunEvent",
   event: { type: "delta", id: run, payload: { delta: `d${n}`, sequence: n } }
@@ -49,9 +56,7 @@ describe("TurnJournal", () => {
   const fast = countedReads()
   it.effect("a follower that starts before the first fact reads no journal and still gets every entry and the outcome", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      const created = yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const { store, created } = yield* sessionWithTurn
       const journal = yield* TurnJournal
       const writer = yield* journal.open("t1", 1, 0)
       const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, created)))
@@ -71,9 +76,7 @@ describe("TurnJournal", () => {
   const slow = countedReads()
   it.effect("a follower that starts after facts were stored replays them from the store (negative control)", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const { store } = yield* sessionWithTurn
       const journal = yield* TurnJournal
       const writer = yield* journal.open("t1", 1)
       yield* writer.record(delta(1))
@@ -90,9 +93,7 @@ describe("TurnJournal", () => {
   const running = countedReads()
   it.effect("a follower told the Turn is running reads no Turn row; told so after it finished, it reads the finished Turn", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const { store } = yield* sessionWithTurn
       const journal = yield* TurnJournal
       const writer = yield* journal.open("t1", 1, 0)
       yield* writer.record(delta(1))
@@ -111,9 +112,7 @@ describe("TurnJournal", () => {
   const settling = countedReads()
   it.effect("a follower that starts after the outcome was stored but before it was published gets it once, after the entries", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const { store } = yield* sessionWithTurn
       const journal = yield* TurnJournal
       const writer = yield* journal.open("t1", 1)
       yield* writer.record(delta(1))
@@ -130,9 +129,7 @@ describe("TurnJournal", () => {
 
   it.effect("a later writer continues after what the store holds, not after an earlier writer's seq in this process", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const { store } = yield* sessionWithTurn
       const journal = yield* TurnJournal
       const first = yield* journal.open("t1", 1, 0)
       yield* first.record(delta(1))
