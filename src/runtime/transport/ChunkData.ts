@@ -10,7 +10,7 @@
  * Every check is unchanged: a chunk step still has `data` (validators see `""`), and bad base64 or an empty chunk
  * is still refused by the handler from the result.
  */
-import type { Result } from "effect"
+import { Result } from "effect"
 import { decodeChunkData } from "../../proto/Transfer.js"
 
 const Decoded: unique symbol = Symbol.for("agentwire/runtime/ChunkData")
@@ -33,7 +33,16 @@ export const detach = <P extends ChunkPayload>(payload: P): P => {
   return detached
 }
 
-/** The chunk's decoded data: from `detach` when it ran, otherwise decoded from `data`; undefined without data. */
+/**
+ * `payload` (a chunk whose `data` text was never made: `ChunkFrame.decodeChunkFrame`, so it is `""`) with its
+ * decoded bytes, as `detach` leaves a chunk.
+ */
+export const attach = <P extends ChunkPayload>(payload: P, data: Uint8Array): P => {
+  const attached: P & Detached = { ...payload, [Decoded]: Result.succeed(data) }
+  return attached
+}
+
+/** The chunk's decoded data: from `detach` or `attach` when it ran, otherwise decoded from `data`; undefined without data. */
 export const chunkBytes = (payload: ChunkPayload): ChunkResult | undefined => {
   const decoded = (payload as Detached)[Decoded]
   if (decoded !== undefined) return decoded
