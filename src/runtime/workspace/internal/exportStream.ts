@@ -1,7 +1,8 @@
 /**
  * The workspace export's tar stream, pulled from disk (reference part 2 §7.5; output rules in docs/runtime.md
  * "Workspace export"). `read(max)` returns the next ≤ `max` archive bytes, or `null` after the end-of-archive
- * marker. Nothing is buffered beyond one header and one `max`-sized read: memory does not grow with the workspace.
+ * marker. Nothing is buffered beyond one header and one read block of file data (at most 256 KiB,
+ * `ReadBlockBytes`): memory does not grow with the workspace.
  *
  * - The walk is iterative (an explicit stack of directory frames, depth-first, entries sorted by name); each
  *   frame holds one directory level's names, listed through `safeFs` (symlinks never followed) and closed at once.
@@ -49,8 +50,18 @@ interface Frame {
 interface OpenFile {
   readonly handle: FsP.FileHandle
   readonly size: number
+  /** The next file byte the archive takes. */
   position: number
+  /** File bytes read ahead of `position` (a view of the current read block), never past `size`. */
+  ahead: Uint8Array
 }
+
+/**
+ * File data is read from disk in blocks of up to 256 KiB (four 64 KiB chunks), and chunks are cut from the
+ * block: one thread-pool read per block instead of per chunk (about 20 µs of CPU per 64 KiB chunk on Node 24).
+ * A block ends where a chunk ends, so a chunk of file data alone is a view of its block, never copied.
+ */
+export const ReadBlockBytes = 256 * 1024
 
 /** A symlink target kept in the archive: relative, and lexically inside the root from the link's directory. */
 export const safeLinkTarget = (linkPath: string, target: string): boolean => {
@@ -146,7 +157,7 @@ export class ExportStream {
         this.fileBytes += opened.size
         this.pending.push(...entryHeader({ path, type: "file", size: opened.size, mode: opened.mode, mtimeSeconds: opened.mtimeMs / 1000 }))
         if (opened.size === 0) await this.release(handle)
-        else this.file = { handle, size: opened.size, position: 0 }
+        else this.file = { handle, size: opened.size, position: 0, ahead: new Uint8Array(0) }
         return
       }
       if (entry.kind === "symlink") {
@@ -159,18 +170,43 @@ export class ExportStream {
     }
   }
 
+  /**
+   * The next ≤ `room` bytes of the open file: from the read block, else from a new block read at `position`.
+   * The block is sized to end where a chunk ends (`room` now, then whole chunks of `max`), within 256 KiB and
+   * the size the entry's header declared.
+   */
+  private async fileData(file: OpenFile, room: number, max: number): Promise<Uint8Array> {
+    if (file.ahead.length === 0) {
+      const rest = file.size - file.position
+      const length = Math.min(rest, room + Math.max(0, Math.floor((ReadBlockBytes - room) / max)) * max)
+      // Not zero-filled (every block would pay for clearing bytes it overwrites); after a short read the tail is
+      // cleared, so no byte of old process memory is ever reachable through a returned view's buffer.
+      const block = Buffer.allocUnsafeSlow(length)
+      const { bytesRead } = await attempt(() => file.handle.read(block, 0, length, file.position))
+      if (bytesRead === 0) throw new SafeFsError("io") // the file shrank while it was exported
+      if (bytesRead < length) block.fill(0, bytesRead)
+      file.ahead = new Uint8Array(block.buffer, block.byteOffset, bytesRead)
+    }
+    const part = file.ahead.subarray(0, Math.min(room, file.ahead.length))
+    file.ahead = file.ahead.subarray(part.length)
+    file.position += part.length
+    return part
+  }
+
   /** The next ≤ `max` archive bytes; `null` once the end-of-archive marker was returned. */
   async read(max: number): Promise<Uint8Array | null> {
-    // Not zero-filled (every chunk would pay for clearing 64 KiB it overwrites); the tail past `filled` is cleared
-    // below, so no byte of old process memory is ever reachable through the returned view's buffer.
-    const out = Buffer.allocUnsafeSlow(max)
+    // The chunk's parts in order (header blocks, padding, views of file data), joined once at the end: a chunk
+    // of one part (file data alone) is returned as it is.
+    const parts: Array<Uint8Array> = []
     let filled = 0
+    let fileDataOnly = true
     while (filled < max) {
       if (this.closed) throw new SafeFsError("io")
       const head = this.pending[0]
       if (head !== undefined) {
         const n = Math.min(head.length, max - filled)
-        out.set(head.subarray(0, n), filled)
+        parts.push(head.subarray(0, n))
+        fileDataOnly = false
         filled += n
         if (n === head.length) this.pending.shift()
         else this.pending[0] = head.subarray(n)
@@ -178,11 +214,10 @@ export class ExportStream {
       }
       const file = this.file
       if (file !== undefined) {
-        const want = Math.min(max - filled, file.size - file.position)
-        const { bytesRead } = await attempt(() => file.handle.read(out, filled, want, file.position))
-        if (bytesRead === 0) throw new SafeFsError("io") // the file shrank while it was exported
-        filled += bytesRead
-        file.position += bytesRead
+        const part = await this.fileData(file, max - filled, max)
+        if (this.closed) throw new SafeFsError("io")
+        parts.push(part)
+        filled += part.length
         if (file.position === file.size) {
           this.file = undefined
           await this.release(file.handle)
@@ -193,8 +228,18 @@ export class ExportStream {
       if (this.ended) break
       await this.advance()
     }
-    if (filled < max) out.fill(0, filled)
-    return filled === 0 ? null : new Uint8Array(out.buffer, out.byteOffset, filled)
+    if (filled === 0) return null
+    // File data alone is returned as a view of its read block (which holds only this export's file data);
+    // header blocks and the end-of-archive marker are shared constants, so a chunk with them is always a copy.
+    if (parts.length === 1 && fileDataOnly) return parts[0]!
+    const joined = Buffer.allocUnsafeSlow(filled) // every byte is written below
+    const out = new Uint8Array(joined.buffer, joined.byteOffset, filled)
+    let at = 0
+    for (const part of parts) {
+      out.set(part, at)
+      at += part.length
+    }
+    return out
   }
 
   /** Closes every open handle; later opens close themselves. Retryable: a failed close keeps its handle listed. */
