@@ -34,19 +34,19 @@ export interface DecodedChunkFrame {
   readonly bytes: number
 }
 
-const ascii = (text: string): Uint8Array => Uint8Array.from(text, (c) => c.charCodeAt(0))
+const bytesOf = (text: string): Uint8Array => Uint8Array.from(text, (c) => c.charCodeAt(0))
 
-const TypeHead = ascii(`{"type":"`)
-const IdHead = ascii(`","id":"`)
-const PayloadHead = ascii(`","payload":{"step":"chunk",`)
-const OffsetHead = ascii(`"offset":`)
-const DataHead = ascii(`"data":"`)
-const TraceHead = ascii(`,"trace":"`)
+const TypeHead = bytesOf(`{"type":"`)
+const IdHead = bytesOf(`","id":"`)
+const PayloadHead = bytesOf(`","payload":{"step":"chunk",`)
+const OffsetHead = bytesOf(`"offset":`)
+const DataHead = bytesOf(`"data":"`)
+const TraceHead = bytesOf(`,"trace":"`)
 
 /** The two families, with the payload bound of each (`Messages`' catalogue: the frame must be within it). */
 const families = [
-  { type: "runtime_prepare" as const, name: ascii("runtime_prepare"), maxPayloadBytes: MaxRuntimePrepareBeginBytes },
-  { type: "workspace_write" as const, name: ascii("workspace_write"), maxPayloadBytes: MaxTransferFramePayloadBytes }
+  { type: "runtime_prepare" as const, name: bytesOf("runtime_prepare"), maxPayloadBytes: MaxRuntimePrepareBeginBytes },
+  { type: "workspace_write" as const, name: bytesOf("workspace_write"), maxPayloadBytes: MaxTransferFramePayloadBytes }
 ]
 
 const Quote = 0x22
@@ -71,7 +71,12 @@ const plainEnd = (frame: Uint8Array, at: number, max: number): number => {
   return -1
 }
 
-const latin1 = (frame: Uint8Array, start: number, end: number): string => String.fromCharCode(...frame.subarray(start, end))
+/** The text of a short run of ASCII bytes (an id, a trace, digits): one character per byte. */
+const ascii = (frame: Uint8Array, start: number, end: number): string => {
+  let text = ""
+  for (let i = start; i < end; i++) text += String.fromCharCode(frame[i]!)
+  return text
+}
 
 /**
  * The chunk frame in `frame` (a received text frame's bytes), or undefined when it is not exactly the layout above
@@ -89,7 +94,7 @@ export const decodeChunkFrame = (frame: Uint8Array): DecodedChunkFrame | undefin
   // Longer ids are refused by step two anyway (128 bytes); the generic path gives that answer.
   const idEnd = plainEnd(frame, at, 128)
   if (idEnd <= at) return undefined
-  const id = latin1(frame, at, idEnd)
+  const id = ascii(frame, at, idEnd)
   at = idEnd
   if (!matches(frame, at, PayloadHead)) return undefined
   at += PayloadHead.length
@@ -101,7 +106,7 @@ export const decodeChunkFrame = (frame: Uint8Array): DecodedChunkFrame | undefin
     const digits = at - start
     // JSON: no leading zero; at most 15 digits (a safe integer).
     if (digits === 0 || digits > 15 || (digits > 1 && frame[start] === 0x30) || frame[at] !== Comma) return undefined
-    offset = Number(latin1(frame, start, at))
+    offset = Number(ascii(frame, start, at))
     at++
   }
   if (!matches(frame, at, DataHead)) return undefined
@@ -116,7 +121,7 @@ export const decodeChunkFrame = (frame: Uint8Array): DecodedChunkFrame | undefin
     const traceEnd = plainEnd(frame, at, MaxEchoedTraceChars)
     // An empty or longer trace is dropped by the envelope: left to the generic path.
     if (traceEnd <= at) return undefined
-    trace = latin1(frame, at, traceEnd)
+    trace = ascii(frame, at, traceEnd)
     at = traceEnd + 1
   }
   if (at !== n - 1 || frame[at] !== Close) return undefined

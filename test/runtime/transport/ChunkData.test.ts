@@ -67,8 +67,9 @@ describe("ChunkData", () => {
       if (fromText._tag !== "Message" || fromBytes._tag !== "Message") throw new Error("frame refused")
       assert.deepStrictEqual(fromBytes.message, fromText.message)
       assert.strictEqual(fromBytes.bytes, fromText.bytes)
-      assert.deepStrictEqual(chunkBytes(payloadOf(fromBytes.message)), chunkBytes(payloadOf(fromText.message)))
-      return chunkBytes(payloadOf(fromBytes.message))
+      const bytes = chunkBytes(payloadOf(fromBytes.message))
+      assert.deepStrictEqual(bytes, chunkBytes(payloadOf(fromText.message)))
+      return bytes
     }
     assert.strictEqual(Result.getOrThrow(same(prepareChunk(Id, 65536, Buffer.alloc(65536, 9)))!).length, 65536)
     assert.strictEqual(Result.getOrThrow(same(writeChunk(Id, 3, Buffer.from("abc")))!).length, 3)
@@ -79,6 +80,12 @@ describe("ChunkData", () => {
     const refused = decodeInbound(utf8.encode(badId))
     assert.strictEqual(refused._tag, "Invalid")
     assert.deepStrictEqual(refused, decodeInbound(badId))
+  })
+
+  it("the decoded data is handed over once: the message then no longer holds it", () => {
+    const p = payloadOf(inbound(prepareChunk(Id, 0, Buffer.alloc(1000, 5))))
+    assert.strictEqual(Result.getOrThrow(chunkBytes(p)!).length, 1000)
+    assert.strictEqual(chunkBytes(p), undefined)
   })
 
   it("a payload that did not come through the transport is decoded from its data", () => {
