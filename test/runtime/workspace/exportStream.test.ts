@@ -2,14 +2,17 @@
  * The export's tar stream (`internal/exportStream.ts`) read directly over a real temporary workspace: file data
  * is read in 256 KiB blocks and cut into chunks, so these check the block edges — files larger than a block and
  * not aligned to it, every chunk but the last exactly the size asked for, chunks that do not alias one another,
- * and a file that shrinks between two blocks failing the export instead of padding it.
+ * and a file that shrinks between two blocks failing the export instead of padding it. The walk's listing takes
+ * kinds from the directory entries' own types: the same kinds `lstat` gives.
  */
 import * as Fs from "node:fs"
+import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { ExportStream, ReadBlockBytes } from "../../../src/runtime/workspace/internal/exportStream.js"
-import { SafeFsError } from "../../../src/runtime/workspace/internal/safeFs.js"
+import { openDirectoryForList, SafeFsError } from "../../../src/runtime/workspace/internal/safeFs.js"
+import { listDirectory } from "../../../src/runtime/workspace/internal/safeListing.js"
 import { readTar } from "../../support/tarReader.js"
 import { tempWorkspace } from "../../support/workspaceDir.js"
 
@@ -76,5 +79,27 @@ describe("export tar stream", () => {
         }
       })
       assert.strictEqual(outcome, "io")
+    }))
+
+  it.effect("a listing with kinds from the entries' types reports what lstat reports (file, directory, symlink, FIFO)", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      Fs.writeFileSync(ws.at("file"), "x")
+      Fs.mkdirSync(ws.at("dir"))
+      Fs.symlinkSync("file", ws.at("link"))
+      execFileSync("mkfifo", [ws.at("fifo")])
+      const [typed, statted] = yield* Effect.promise(async () => {
+        const dir = await openDirectoryForList(ws.root, "")
+        try {
+          return [
+            (await listDirectory(dir, 100, { kindsFromDirents: true })).entries.map((e) => [e.name, e.kind]),
+            (await listDirectory(dir, 100)).entries.map((e) => [e.name, e.kind])
+          ]
+        } finally {
+          await dir.close()
+        }
+      })
+      assert.deepStrictEqual(typed, [["dir", "directory"], ["fifo", "other"], ["file", "file"], ["link", "symlink"]])
+      assert.deepStrictEqual(typed, statted)
     }))
 })

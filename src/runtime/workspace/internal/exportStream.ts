@@ -6,9 +6,11 @@
  *
  * - The walk is iterative (an explicit stack of directory frames, depth-first, entries sorted by name); each
  *   frame holds one directory level's names, listed through `safeFs` (symlinks never followed) and closed at once.
- * - At most one native handle is open at a time (a directory while it is listed, or the file being streamed),
- *   opened through `safeFs` (every component verified inside the root). `close` closes whatever is open and
- *   makes any later open close itself immediately; it is retryable until confirmed.
+ * - At most two native handles are open at a time: the walk's current directory (opened and verified inside the
+ *   root once, then kept for its entries: its files are opened through its descriptor, its subdirectories too;
+ *   returning to a parent opens the parent again from the root) and the file being streamed, all through `safeFs`
+ *   (every component verified inside the root, and every file's own descriptor too). `close` closes whatever is
+ *   open and makes any later open close itself immediately; it is retryable until confirmed.
  * - Included: directories (`dir/`), regular files (data streamed; a file that shrinks while read fails the
  *   export), and symlinks whose target is relative and stays inside the workspace (stored as links, never
  *   followed). Skipped: special files (FIFO, socket, device), hard-linked files, symlinks that are absolute or
@@ -19,7 +21,10 @@
 import type * as FsP from "node:fs/promises"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
-import { attempt, components, fdPath, listDirectory, type ListedEntry, openDirectoryChain, openDirectoryForList, openFileForRead, SafeFsError, type SafeFsReason } from "./safeFs.js"
+import { Option } from "effect"
+import { validateRelativePath } from "../../../proto/Transfer.js"
+import { attempt, fdPath, openChildDirectory, openDirectoryForList, openFileAt, SafeFsError, type SafeFsReason } from "./safeFs.js"
+import { listDirectory, type ListedEntry } from "./safeListing.js"
 import { EndOfArchive, entryHeader, padding } from "./tarWriter.js"
 
 /** The file-data allowance of one export (the archive's 528 MiB bound adds headers and padding). */
@@ -74,6 +79,8 @@ export class ExportStream {
   private readonly stack: Array<Frame> = []
   private readonly pending: Array<Uint8Array> = []
   private readonly open = new Set<FsP.FileHandle>()
+  /** The walk's current directory: opened and verified once for all its entries, not once per file. */
+  private dir: { readonly path: string; readonly handle: FsP.FileHandle } | undefined
   private file: OpenFile | undefined
   private started = false
   private ended = false
@@ -97,41 +104,63 @@ export class ExportStream {
     this.open.delete(handle)
   }
 
-  /** Lists one directory level (opened, listed, closed). */
-  private async list(path: string): Promise<{ readonly entries: ReadonlyArray<ListedEntry>; readonly mode: number; readonly mtimeMs: number }> {
-    const dir = await this.track(await openDirectoryForList(this.root, path))
-    try {
-      const stat = await attempt(() => dir.stat())
-      const { entries } = await listDirectory(dir, Number.MAX_SAFE_INTEGER)
-      return { entries, mode: stat.mode, mtimeMs: stat.mtimeMs }
-    } finally {
-      await this.release(dir)
-    }
+  /** Makes `handle` (tracked) the walk's current directory, closing the one before. */
+  private async enter(path: string, handle: FsP.FileHandle): Promise<FsP.FileHandle> {
+    const before = this.dir
+    this.dir = { path, handle }
+    if (before !== undefined) await this.release(before.handle)
+    return handle
   }
 
-  private async readLink(path: string): Promise<{ readonly target: string; readonly mtimeMs: number } | undefined> {
-    const parts = components(path, { allowRoot: false })
-    const dir = await this.track(await openDirectoryChain(this.root, parts.slice(0, -1), { create: false, followLast: true }))
-    try {
-      const name = fdPath(dir.fd, parts[parts.length - 1]!)
-      const stat = await attempt(() => Fs.lstat(name))
-      if (!stat.isSymbolicLink()) return undefined
-      return { target: await attempt(() => Fs.readlink(name)), mtimeMs: stat.mtimeMs }
-    } finally {
-      await this.release(dir)
-    }
+  /** Closes the current directory (the walk left it for good). */
+  private async leave(): Promise<void> {
+    const before = this.dir
+    this.dir = undefined
+    if (before !== undefined) await this.release(before.handle)
+  }
+
+  /**
+   * The directory `path` ("" is the root), verified inside the root: the current one, else opened from the root
+   * component by component, the last one not followed (`openDirectoryForList`), and made current.
+   */
+  private async directory(path: string): Promise<FsP.FileHandle> {
+    if (this.dir !== undefined && this.dir.path === path) return this.dir.handle
+    return this.enter(path, await this.track(await openDirectoryForList(this.root, path)))
+  }
+
+  /**
+   * Lists the directory `name` of `parent` ("" and "" for the root) and makes it the current directory: opened
+   * through the current directory's descriptor when that is its parent (`openChildDirectory`), else from the root.
+   */
+  private async list(parent: string, name: string): Promise<{ readonly entries: ReadonlyArray<ListedEntry>; readonly mode: number; readonly mtimeMs: number }> {
+    const path = parent === "" ? name : `${parent}/${name}`
+    const dir = name !== "" && this.dir !== undefined && this.dir.path === parent
+      ? await this.enter(path, await this.track(await openChildDirectory(this.root, this.dir.handle, name)))
+      : await this.directory(path)
+    const stat = await attempt(() => dir.stat())
+    // Kinds from the entries' own types: every entry is acted on only through a call that checks its kind again.
+    const { entries } = await listDirectory(dir, Number.MAX_SAFE_INTEGER, { kindsFromDirents: true })
+    return { entries, mode: stat.mode, mtimeMs: stat.mtimeMs }
+  }
+
+  private async readLink(parent: string, name: string): Promise<{ readonly target: string; readonly mtimeMs: number } | undefined> {
+    const link = fdPath((await this.directory(parent)).fd, name)
+    const stat = await attempt(() => Fs.lstat(link))
+    if (!stat.isSymbolicLink()) return undefined
+    return { target: await attempt(() => Fs.readlink(link)), mtimeMs: stat.mtimeMs }
   }
 
   /** Queues the next entry's header (and opens its file), or the end-of-archive marker. */
   private async advance(): Promise<void> {
     if (!this.started) {
       this.started = true
-      const root = await this.list("")
+      const root = await this.list("", "")
       this.stack.push({ path: "", entries: root.entries, index: 0 })
     }
     for (;;) {
       const frame = this.stack[this.stack.length - 1]
       if (frame === undefined) {
+        await this.leave()
         this.pending.push(EndOfArchive)
         this.ended = true
         return
@@ -142,15 +171,17 @@ export class ExportStream {
         continue
       }
       const path = frame.path === "" ? entry.name : `${frame.path}/${entry.name}`
+      // A path the wire cannot carry (over 4096 bytes) is left out, as every other name it cannot carry.
+      if (Option.isSome(validateRelativePath(path, { allowRoot: false }))) continue
       if (entry.kind === "directory") {
-        const listed = await this.list(path).catch(skip)
+        const listed = await this.list(frame.path, entry.name).catch(skip)
         if (listed === undefined) continue
         this.pending.push(...entryHeader({ path, type: "directory", size: 0, mode: listed.mode, mtimeSeconds: listed.mtimeMs / 1000 }))
         this.stack.push({ path, entries: listed.entries, index: 0 })
         return
       }
       if (entry.kind === "file") {
-        const opened = await openFileForRead(this.root, path).catch(skip)
+        const opened = await this.directory(frame.path).then((dir) => openFileAt(this.root, dir, entry.name)).catch(skip)
         if (opened === undefined) continue
         const handle = await this.track(opened.handle)
         if (this.fileBytes + opened.size > MaxExportFileBytes) throw new ExportTooLarge()
@@ -161,7 +192,7 @@ export class ExportStream {
         return
       }
       if (entry.kind === "symlink") {
-        const link = await this.readLink(path).catch(skip)
+        const link = await this.readLink(frame.path, entry.name).catch(skip)
         if (link === undefined || !safeLinkTarget(path, link.target)) continue
         this.pending.push(...entryHeader({ path, type: "symlink", size: 0, mode: 0o777, mtimeSeconds: link.mtimeMs / 1000, linkTarget: link.target }))
         return
@@ -246,6 +277,7 @@ export class ExportStream {
   async close(): Promise<void> {
     this.closed = true
     this.file = undefined
+    this.dir = undefined
     for (const handle of [...this.open]) await this.release(handle)
   }
 }
