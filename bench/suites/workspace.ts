@@ -234,7 +234,7 @@ export const workspaceSuite: Suite = {
   name: "workspace",
   describe: "workspace_write / workspace_export over loopback (gateway ⇄ daemon) vs raw ws, CPU per byte; RSS exporting 500 MiB",
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
-    const n = ctx.quick ? 2 : 5
+    const n = ctx.quick ? 2 : 9
     const writeSize = (ctx.quick ? 8 : 32) * MiB
     const exportFiles = ctx.quick ? 16 : 64
     const exportFileSize = 512 * 1024
