@@ -11,7 +11,7 @@
  *   reply), it sends `cancel` (no reply expected). Never retried or replayed after a reconnect.
  */
 import { Duration, Effect, Exit, Result } from "effect"
-import { type Ids, Limits, Transfer } from "../../proto/index.js"
+import { type Ids, Limits, Trace, Transfer } from "../../proto/index.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { acquireSlot, expect, sendOrRefuse } from "./internal/replies.js"
 import { type ExportError, ExportFailed, ExportRejected, ExportUnknown } from "./WorkspaceErrors.js"
@@ -57,6 +57,8 @@ export const exportTo = <E, R>(
       payload: { step: "begin", handle: request.handle, environment_id: request.environmentId }
     })
     yield* waiter.startBudget(options.budget ?? Limits.ExportBudget)
+    // Every `next` carries the export's trace (what `send` adds to a message without one), taken once.
+    const trace = yield* Trace.currentTraceparent
     while (true) {
       const next = yield* waiter.next
       if (Result.isFailure(next)) return yield* new ExportUnknown({ reason: next.failure, offset: received })
@@ -90,7 +92,7 @@ export const exportTo = <E, R>(
           yield* onChunk(bytes.success)
           received = checked.success
           const asked = yield* Effect.exit(
-            session.send({ type: "workspace_export", id, payload: { step: "next", offset: received } })
+            session.send({ type: "workspace_export", id, payload: { step: "next", offset: received }, ...(trace === undefined ? {} : { trace }) })
           )
           if (Exit.isFailure(asked)) return yield* new ExportUnknown({ reason: "connection_lost", offset: received })
         }

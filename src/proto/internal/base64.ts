@@ -116,7 +116,7 @@ export const encodePortable = (bytes: Uint8Array): string => {
 /** The part of Node's `Buffer` this module uses, looked up on `globalThis` (never imported). */
 interface NativeBuffer {
   from(data: string, encoding: "base64"): Uint8Array & { toString(encoding: "base64"): string }
-  from(buffer: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: "base64"): string }
+  from(buffer: ArrayBufferLike, byteOffset: number, length: number): { toString(encoding: "base64" | "latin1"): string }
 }
 const nativeBuffer: NativeBuffer | undefined = (() => {
   const candidate = (globalThis as { readonly Buffer?: unknown }).Buffer
@@ -156,6 +156,22 @@ export const decodeStrict: (data: string) => Uint8Array | undefined = nativeBuff
 export const encode: (bytes: Uint8Array) => string = nativeBuffer === undefined
   ? encodePortable
   : encodeNative(nativeBuffer)
+
+/**
+ * Strict decode of the base64 text held as bytes in `bytes[start, end)` (a chunk's `data` inside a received frame),
+ * without decoding the frame to text: the bytes are read as Latin-1 (one character per byte, so a byte outside
+ * ASCII becomes a character outside the alphabet and is refused) and decoded like `decodeStrict`. Undefined when
+ * the text is not canonical padded base64, and always on a host without Node's `Buffer` (the caller then decodes
+ * the frame the generic way).
+ */
+export const decodeStrictAscii: (bytes: Uint8Array, start: number, end: number) => Uint8Array | undefined =
+  nativeBuffer === undefined
+    ? () => undefined
+    : ((native: NativeBuffer) => {
+      const decode = decodeStrictNative(native)
+      return (bytes: Uint8Array, start: number, end: number) =>
+        decode(native.from(bytes.buffer, bytes.byteOffset + start, end - start).toString("latin1"))
+    })(nativeBuffer)
 
 /** Which implementation this host uses (for tests and diagnostics). */
 export const implementation: "native" | "portable" = nativeBuffer === undefined ? "portable" : "native"

@@ -13,7 +13,7 @@
  *   Otherwise the staging area is created (Steps.ts) and `ready` sent; the 120 s budget starts. While a transfer
  *   is active, `WorkspaceGate` refuses new work (preparations, direct Runs, workspace writes).
  * - `chunk` (file, skill, plugin only): at exactly the bytes received so far, 1..64 KiB, within the declared size;
- *   staged and hashed; `received` with the new total. Anything else ends the transfer with `invalid_request`.
+ *   staged, then `received` with the new total, then hashed (the digest is only read at commit). Anything else ends the transfer with `invalid_request`.
  * - `commit`: a short body or a digest mismatch is `invalid_request` (the installer never runs); otherwise the
  *   action runs (Steps.ts) within what is left of the budget: `completed`, `rejected` (nothing changed),
  *   `failed` (with `exit_code` for a command) or `unknown` / `runtime_preparation_unconfirmed` when the
@@ -202,10 +202,13 @@ const makeTransfer = Effect.gen(function* () {
       if (total._tag === "Failure") return yield* finish(t, invalid)
       const written = yield* body.write(data, t.received).pipe(Effect.result)
       if (written._tag === "Failure") return yield* finish(t, { outcome: "rejected", error_code: "runtime_preparation_rejected" })
-      t.hash.update(data)
       t.received = total.success
       // Handed over without waiting for the write (`Outbound.post`): the next chunk's step need not wait for it.
       yield* outbound.post(withTrace({ type: "runtime_prepare_result", id: t.id, payload: { outcome: "received", offset: t.received } }, t.trace))
+      // The digest is needed only at commit (a later step of this worker) and its update cannot fail: hashing after
+      // the receipt is handed over takes it off the chunk's round trip (SHA-256 of 64 KiB, about 35 µs), while Core
+      // reads the receipt and sends the next chunk.
+      t.hash.update(data)
     })
 
   const commit = (t: ActiveTransfer) =>

@@ -10,7 +10,7 @@
  * Every check is unchanged: a chunk step still has `data` (validators see `""`), and bad base64 or an empty chunk
  * is still refused by the handler from the result.
  */
-import type { Result } from "effect"
+import { Result } from "effect"
 import { decodeChunkData } from "../../proto/Transfer.js"
 
 const Decoded: unique symbol = Symbol.for("agentwire/runtime/ChunkData")
@@ -23,7 +23,8 @@ interface ChunkPayload {
 }
 
 interface Detached {
-  readonly [Decoded]?: ChunkResult
+  /** The decoded data until a handler takes it (`chunkBytes`); then `null`. */
+  [Decoded]?: ChunkResult | null
 }
 
 /** `payload` with a chunk's `data` decoded and its text dropped; any other payload unchanged. */
@@ -33,9 +34,32 @@ export const detach = <P extends ChunkPayload>(payload: P): P => {
   return detached
 }
 
-/** The chunk's decoded data: from `detach` when it ran, otherwise decoded from `data`; undefined without data. */
+/**
+ * `payload` (a chunk whose `data` text was never made: `ChunkFrame.decodeChunkFrame`, so it is `""`) with its
+ * decoded bytes, as `detach` leaves a chunk.
+ */
+export const attach = <P extends ChunkPayload>(payload: P, data: Uint8Array): P => {
+  const attached: P & Detached = { ...payload, [Decoded]: Result.succeed(data) }
+  return attached
+}
+
+/**
+ * The chunk's decoded data, handed over once: from `detach` or `attach` when it ran (the payload then drops it, so a
+ * second call is undefined), otherwise decoded from `data`; undefined without data.
+ *
+ * Why once: the received message outlives its handling in the young generation's eyes (the same mechanism that
+ * promoted the chunk's text, above: something old and dead refers to it until the next full collection), and with
+ * it the 64 KiB `ArrayBuffer` of the decoded data. Those buffers are external memory, and their sum made V8 run a
+ * full mark-compact every ~340 chunks of a transfer (12 per 4,096 chunks, ~5.7 ms each, plus incremental marking:
+ * about 30 µs of the daemon's time per chunk). Dropped here, each buffer dies with the step that wrote it.
+ */
 export const chunkBytes = (payload: ChunkPayload): ChunkResult | undefined => {
-  const decoded = (payload as Detached)[Decoded]
-  if (decoded !== undefined) return decoded
+  const held = payload as Detached
+  const decoded = held[Decoded]
+  if (decoded === null) return undefined
+  if (decoded !== undefined) {
+    held[Decoded] = null
+    return decoded
+  }
   return payload.data === undefined ? undefined : decodeChunkData(payload.data)
 }

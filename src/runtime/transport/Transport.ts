@@ -14,7 +14,8 @@ import { Context, Duration, type Effect, Result, Schema, type Stream } from "eff
 import type { Outgoing } from "../../proto/EncodedFrame.js"
 import { Envelope, Messages } from "../../proto/index.js"
 import type { DeviceId } from "../../proto/Ids.js"
-import { detach } from "./ChunkData.js"
+import { attach, detach } from "./ChunkData.js"
+import { decodeChunkFrame } from "../../proto/ChunkFrame.js"
 
 /** The connection ended. `code` is the WebSocket close code when one was received. */
 export class TransportClosed extends Schema.TaggedError<TransportClosed>()("TransportClosed", {
@@ -110,6 +111,13 @@ export const heartbeatIntervalFrom = (heartbeatSeconds: number | undefined): Dur
  * Every Transport implementation uses it, so a frame means the same thing over a socket and in memory.
  */
 export const decodeInbound = (frame: string | Uint8Array): Inbound => {
+  // An upload's chunk frame in Core's layout is read from its bytes (ChunkFrame.ts); anything else, the generic way.
+  if (typeof frame !== "string") {
+    const chunk = decodeChunkFrame(frame)
+    if (chunk !== undefined) {
+      return { _tag: "Message", message: { ...chunk.message, payload: attach(chunk.message.payload, chunk.data) }, bytes: chunk.bytes }
+    }
+  }
   const raw = Envelope.decodeEnvelope(frame)
   if (Result.isFailure(raw)) return { _tag: "Invalid", error: raw.failure }
   const decoded = Messages.decodeCoreToRuntimeEnvelope(raw.success)

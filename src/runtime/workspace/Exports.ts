@@ -18,13 +18,16 @@
  * Ownership: the stream's open handle lives in a child scope of the preparation's Executor scope (resource
  * `export:<id>`, kind `workspace`), closed through `closeUntilConfirmed`, so the handle's `released` is published
  * only after the export's local close is confirmed; a close failure keeps ownership (`cleanup_unconfirmed`).
- * The export keeps its capacity until that close is confirmed. Replies have a 5 s send budget; nothing is replayed.
+ * The export keeps its capacity until that close is confirmed. A chunk is posted (handed to the transport without
+ * waiting for its write; a write that fails or misses the transport's 10 s deadline ends the connection); the other
+ * replies have a 5 s send budget. Nothing is replayed.
  */
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Result, Scope } from "effect"
 import type { ExportErrorCode } from "../../proto/ErrorCodes.js"
 import type { OperationId } from "../../proto/Ids.js"
 import { ExportBudget, MaxChunkBytes, MaxExportBytes, StatusSendBudget } from "../../proto/Limits.js"
 import { encodeChunkFrame } from "../../proto/EncodedFrame.js"
+import { echo } from "../../proto/Trace.js"
 import { encodeChunkData } from "../../proto/Transfer.js"
 import { validateExportRequest, type WorkspaceExportPayload, type WorkspaceExportResultPayload } from "../../proto/Workspace.js"
 import { Admission } from "../Admission.js"
@@ -117,13 +120,17 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         const offset = e.sent
         e.sent += bytes.length
         // The chunk's frame is built directly (no JSON.stringify of its base64 text). A refused one (never for a
-        // valid chunk) goes the codec's way, which refuses and logs it as any other frame.
-        const message = withTrace({ type: "workspace_export_result" as const, id: e.id, payload: { outcome: "chunk" as const, offset } }, e.trace)
+        // valid chunk) goes the codec's way, which refuses and logs it as any other frame. `e.trace` was echoed
+        // (validated) once at `begin`.
+        const payload = { outcome: "chunk" as const, offset }
+        const message = e.trace === undefined
+          ? { type: "workspace_export_result" as const, id: e.id, payload }
+          : { type: "workspace_export_result" as const, id: e.id, payload, trace: e.trace }
         const frame = encodeChunkFrame(message, bytes)
-        yield* outbound.sendWithin(
-          Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...message.payload, data: encodeChunkData(bytes) } },
-          StatusSendBudget
-        )
+        // Posted: handed to the transport in order without waiting for its write. Nothing here acts on the write's
+        // outcome (Core asks for the next chunk only after it received this one), and a write that fails or misses
+        // the transport's 10 s deadline ends the connection, which ends the export.
+        yield* outbound.post(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...payload, data: encodeChunkData(bytes) } })
       })
 
     const begin = (id: OperationId, p: WorkspaceExportPayload, trace: string | undefined) =>
@@ -142,7 +149,8 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         if (opened._tag === "Failure") return yield* reject(id, "resource_unavailable", 0, trace)
         const stream = opened.success
         const scope = yield* Scope.fork(found.value.scope, "sequential")
-        const e: ActiveExport = { id, trace, scope, stream, sent: 0, ended: false, timer: undefined, settle: Effect.void }
+        // The request's trace as every reply echoes it (`withTrace`), validated once rather than per chunk.
+        const e: ActiveExport = { id, trace: echo(trace), scope, stream, sent: 0, ended: false, timer: undefined, settle: Effect.void }
         // Runs last, after the confirmed close: the capacity is free. Also when the handle's release closes it first.
         yield* Scope.addFinalizer(scope, Effect.suspend(() => {
           if (current === e) current = undefined

@@ -16,8 +16,6 @@ import {
   DestinationRefused,
   type DestinationIssue,
   discardStaging,
-  listDirectory,
-  type ListedEntry,
   openDirectoryForList,
   openFileForRead,
   readPrefix,
@@ -27,6 +25,7 @@ import {
   syncStaging,
   syncStagingDirectory
 } from "./internal/safeFs.js"
+import { listDirectory, type ListedEntry } from "./internal/safeListing.js"
 import { writeAllSync } from "./internal/stagingWrite.js"
 
 /** A native handle's close: idempotent (every caller shares the first attempt's outcome once it succeeded). */

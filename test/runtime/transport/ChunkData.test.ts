@@ -58,6 +58,36 @@ describe("ChunkData", () => {
     assert.strictEqual(payloadOf(inbound(withData)).data, "YWJj")
   })
 
+  it("a chunk frame received as bytes (the WebSocket transport) decodes as its text does", () => {
+    const utf8 = new TextEncoder()
+    const same = (message: Messages.CoreToRuntime) => {
+      const text = Result.getOrThrow(Messages.encodeMessage(message))
+      const fromText = decodeInbound(text)
+      const fromBytes = decodeInbound(utf8.encode(text))
+      if (fromText._tag !== "Message" || fromBytes._tag !== "Message") throw new Error("frame refused")
+      assert.deepStrictEqual(fromBytes.message, fromText.message)
+      assert.strictEqual(fromBytes.bytes, fromText.bytes)
+      const bytes = chunkBytes(payloadOf(fromBytes.message))
+      assert.deepStrictEqual(bytes, chunkBytes(payloadOf(fromText.message)))
+      return bytes
+    }
+    assert.strictEqual(Result.getOrThrow(same(prepareChunk(Id, 65536, Buffer.alloc(65536, 9)))!).length, 65536)
+    assert.strictEqual(Result.getOrThrow(same(writeChunk(Id, 3, Buffer.from("abc")))!).length, 3)
+    // Not canonical base64: the generic path's answer, the handler's refusal.
+    assert.deepStrictEqual(same({ ...writeChunk(Id, 0, "x"), payload: { step: "chunk", offset: 0, data: "eA" } } as Messages.CoreToRuntime), Result.fail("bad_base64"))
+    // An invalid id is refused as an invalid frame either way.
+    const badId = Result.getOrThrow(Messages.encodeMessage(prepareChunk(Id, 0, Buffer.from("abc")))).replace(Id, " ")
+    const refused = decodeInbound(utf8.encode(badId))
+    assert.strictEqual(refused._tag, "Invalid")
+    assert.deepStrictEqual(refused, decodeInbound(badId))
+  })
+
+  it("the decoded data is handed over once: the message then no longer holds it", () => {
+    const p = payloadOf(inbound(prepareChunk(Id, 0, Buffer.alloc(1000, 5))))
+    assert.strictEqual(Result.getOrThrow(chunkBytes(p)!).length, 1000)
+    assert.strictEqual(chunkBytes(p), undefined)
+  })
+
   it("a payload that did not come through the transport is decoded from its data", () => {
     assert.deepStrictEqual(Buffer.from(Result.getOrThrow(chunkBytes({ step: "chunk", data: "YWJj" })!)), Buffer.from("abc"))
     assert.strictEqual(chunkBytes({ step: "commit" }), undefined)

@@ -17,13 +17,13 @@ import {
   DestinationRefused,
   discardStaging,
   renameStaging,
-  listDirectory,
   openDirectoryChain,
   openDirectoryForList,
   openFileForRead,
   readPrefix,
   SafeFsError
 } from "../../../src/runtime/workspace/internal/safeFs.js"
+import { listDirectory } from "../../../src/runtime/workspace/internal/safeListing.js"
 import { readTar } from "../../support/tarReader.js"
 import { workspaceAndOutside } from "../../support/workspaceDaemon.js"
 import type { TempWorkspace } from "../../support/workspaceDir.js"

@@ -11,13 +11,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import {
   components,
-  listDirectory,
   openDirectoryChain,
   openDirectoryForList,
   openFileForRead,
   readPrefix,
   SafeFsError
 } from "../../../src/runtime/workspace/internal/safeFs.js"
+import { listDirectory } from "../../../src/runtime/workspace/internal/safeListing.js"
 import { seeded } from "../../support/seededRandom.js"
 import { workspaceAndOutside } from "../../support/workspaceDaemon.js"
 

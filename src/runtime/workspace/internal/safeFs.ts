@@ -167,22 +167,65 @@ export const openFileForRead = async (root: string, relative: string): Promise<O
   const name = parts[parts.length - 1]!
   const dir = await openDirectoryChain(root, parts.slice(0, -1), { create: false, followLast: true })
   try {
-    const before = await attempt(() => FsP.lstat(fdPath(dir.fd, name)))
-    checkRegular(before)
-    const handle = await attempt(() => FsP.open(fdPath(dir.fd, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
-    try {
-      const after = await attempt(() => handle.stat())
-      if (after.dev !== before.dev || after.ino !== before.ino) throw new SafeFsError("special_file")
-      checkRegular(after)
-      await verifyInside(root, handle)
-      return { handle, size: after.size, mode: after.mode, mtimeMs: after.mtimeMs }
-    } catch (e) {
-      await closeQuietly(handle)
-      throw e
-    }
+    return await openFileAt(root, dir, name)
   } finally {
     await dir.close().catch(() => undefined)
   }
+}
+
+/** One directory entry's name: a single path component (no `/`), checked against the wire grammar. */
+const component = (name: string): string => {
+  if (name.includes("/") || Option.isSome(validateRelativePath(name, { allowRoot: false }))) throw new SafeFsError("invalid_path")
+  return name
+}
+
+/**
+ * `openFileForRead`'s checks for the entry `name` of an open directory that was verified inside the root (the
+ * export walk opens each directory once for all its files): `lstat` first (a symlink, directory, special or
+ * hard-linked file is refused before any open), opened `O_NOFOLLOW | O_NONBLOCK`, its identity re-checked on the
+ * descriptor, and the descriptor's own real path verified inside the root (so a directory moved out of the root
+ * after it was opened only leads to a refusal). The caller owns (closes) the handle; `dir` stays open.
+ */
+export const openFileAt = async (root: string, dir: FsP.FileHandle, name: string): Promise<OpenedFile> => {
+  const path = fdPath(dir.fd, component(name))
+  const before = await attempt(() => FsP.lstat(path))
+  checkRegular(before)
+  const handle = await attempt(() => FsP.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK))
+  try {
+    const after = await attempt(() => handle.stat())
+    if (after.dev !== before.dev || after.ino !== before.ino) throw new SafeFsError("special_file")
+    checkRegular(after)
+    await verifyInside(root, handle)
+    return { handle, size: after.size, mode: after.mode, mtimeMs: after.mtimeMs }
+  } catch (e) {
+    await closeQuietly(handle)
+    throw e
+  }
+}
+
+/**
+ * Opens the subdirectory `name` of an open directory that was verified inside the root, as
+ * `openDirectoryForList` opens a path's last component: `O_DIRECTORY | O_NOFOLLOW` (a symlink, a file or a missing
+ * entry is `not_directory`), then verified inside the root. The caller owns (closes) the result; `parent` stays open.
+ */
+export const openChildDirectory = async (root: string, parent: FsP.FileHandle, name: string): Promise<FsP.FileHandle> => {
+  const path = fdPath(parent.fd, component(name))
+  let handle: FsP.FileHandle
+  try {
+    handle = await attempt(() => FsP.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW))
+  } catch (e) {
+    if (e instanceof SafeFsError && (e.reason === "not_found" || e.reason === "symlink" || e.reason === "not_directory")) {
+      throw new SafeFsError("not_directory")
+    }
+    throw e
+  }
+  try {
+    await verifyInside(root, handle)
+  } catch (e) {
+    await closeQuietly(handle)
+    throw e
+  }
+  return handle
 }
 
 const checkRegular = (s: Fs.Stats) => {
@@ -207,72 +250,6 @@ export const openDirectoryForList = async (root: string, relative: string): Prom
     }
     throw e
   }
-}
-
-export type EntryKind = "file" | "directory" | "symlink" | "other"
-
-export interface ListedEntry {
-  readonly name: string
-  readonly kind: EntryKind
-  readonly size: number | null
-}
-
-const utf8 = new TextDecoder("utf-8", { fatal: true })
-
-/** A name the wire can carry: valid UTF-8, 1..255 bytes, no `/`, `\`, NUL, CR or LF, not `.` / `..`. */
-const wireName = (raw: string): string | undefined => {
-  const bytes = Buffer.from(raw, "latin1")
-  if (bytes.length === 0 || bytes.length > 255) return undefined
-  let name: string
-  try {
-    name = utf8.decode(bytes)
-  } catch {
-    return undefined
-  }
-  if (name === "." || name === ".." || /[/\\\u0000\r\n]/.test(name)) return undefined
-  return name
-}
-
-/**
- * Lists one level of an open directory: at most `max` entries, symlinks listed (never followed), file sizes
- * from `lstat`. Names the wire cannot carry are left out and make the listing `truncated`, as does any entry
- * beyond `max`. Memory is bounded by `max`: the directory is streamed, never read whole. Sorted by name.
- */
-export const listDirectory = async (
-  dir: FsP.FileHandle,
-  max: number
-): Promise<{ readonly entries: ReadonlyArray<ListedEntry>; readonly truncated: boolean }> => {
-  const entries: Array<ListedEntry> = []
-  let truncated = false
-  const handle = await attempt(() => FsP.opendir(fdPath(dir.fd), { encoding: "latin1", bufferSize: 64 }))
-  try {
-    for (;;) {
-      const dirent = await attempt(() => handle.read())
-      if (dirent === null) break
-      const name = wireName(dirent.name)
-      if (name === undefined) {
-        truncated = true
-        continue
-      }
-      if (entries.length >= max) {
-        truncated = true
-        break
-      }
-      // The raw name bytes (latin1 round-trips them): a UTF-8 string path would re-encode a non-ASCII name.
-      const raw = Buffer.concat([Buffer.from(`${fdPath(dir.fd)}/`), Buffer.from(dirent.name, "latin1")])
-      const stat = await attempt(() => FsP.lstat(raw)).catch((e: SafeFsError) => {
-        if (e.reason === "not_found") return undefined // removed while listing
-        throw e
-      })
-      if (stat === undefined) continue
-      const kind: EntryKind = stat.isFile() ? "file" : stat.isDirectory() ? "directory" : stat.isSymbolicLink() ? "symlink" : "other"
-      entries.push({ name, kind, size: kind === "file" ? stat.size : null })
-    }
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-  return { entries, truncated }
 }
 
 /** Reads up to `max` bytes from the start of an open file (a short read loop until EOF or `max`). */
