@@ -24,6 +24,7 @@ import * as WorkspaceExport from "../../src/core/workspace/WorkspaceExport.js"
 import * as WorkspaceWrite from "../../src/core/workspace/WorkspaceWrite.js"
 import { Ids } from "../../src/proto/index.js"
 import { figure, type Figure } from "../lib/figures.js"
+import { percentile } from "../lib/stats.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
 import { type Core, makeDevices, sessionOf, startCore, watchDeclared } from "../support/core.js"
 import { startInProcessDaemon } from "../support/inProcessDaemon.js"
@@ -37,6 +38,9 @@ const SessionId = "6a1d3e9f-0b52-4c48-9f7e-2d3e4f5a6b7c"
 interface Cost {
   readonly cpu: number
   readonly wall: number
+  /** The user and system parts of `cpu` (logged per round: disk work shows in the system part). */
+  readonly user: number
+  readonly system: number
 }
 
 const startCost = () => {
@@ -45,7 +49,7 @@ const startCost = () => {
   return (): Cost => {
     const wall = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
-    return { cpu: (cpu.user + cpu.system) / 1e6, wall }
+    return { cpu: (cpu.user + cpu.system) / 1e6, wall, user: cpu.user / 1e6, system: cpu.system / 1e6 }
   }
 }
 
@@ -174,16 +178,20 @@ const rounds = async (ctx: SuiteContext, label: string, contenders: ReadonlyArra
     await c.run() // warm-up, not counted
   }
   for (let r = 0; r < n; r++) {
+    const split: Record<string, string> = {}
     for (let k = 0; k < contenders.length; k++) {
       const c = contenders[(r + k) % contenders.length]!
-      const { bytes, cost: { cpu, wall } } = await c.run()
+      const { bytes, cost: { cpu, wall, user, system } } = await c.run()
       perCpu[c.name]!.push(bytes / 1e6 / cpu)
       perWall[c.name]!.push(bytes / 1e6 / wall)
+      split[c.name] = `user ${(user * 1000).toFixed(0)} + sys ${(system * 1000).toFixed(0)} ms`
     }
-    ctx.log(`${label} round ${r + 1}/${n}: ` + contenders.map((c) => `${c.name} ${perCpu[c.name]!.at(-1)!.toFixed(1)} MB/CPU-s`).join(", "))
+    ctx.log(`${label} round ${r + 1}/${n}: ` + contenders.map((c) => `${c.name} ${perCpu[c.name]!.at(-1)!.toFixed(1)} MB/CPU-s (${split[c.name]})`).join(", "))
   }
   return { perCpu, perWall }
 }
+
+type Measured = Awaited<ReturnType<typeof rounds>>
 
 const rawExport = async (f: () => Promise<number>) => {
   const stop = startCost()
@@ -226,7 +234,7 @@ export const workspaceSuite: Suite = {
   name: "workspace",
   describe: "workspace_write / workspace_export over loopback (gateway ⇄ daemon) vs raw ws, CPU per byte; RSS exporting 500 MiB",
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
-    const n = ctx.quick ? 2 : 5
+    const n = ctx.quick ? 2 : 9
     const writeSize = (ctx.quick ? 8 : 32) * MiB
     const exportFiles = ctx.quick ? 16 : 64
     const exportFileSize = 512 * 1024
@@ -246,26 +254,7 @@ export const workspaceSuite: Suite = {
       raw = await startRawWorkspace(rawDir, workspace)
       const r = raw
       const figures: Array<Figure> = []
-
-      // Writes: the same body to the same destination, replaced atomically each time.
-      const body = content(writeSize, 1)
-      const writes = await rounds(ctx, "write", [
-        { name: "daemon", run: async () => ({ bytes: body.length, cost: await measured(() => daemonWrite(core, session, "bench/write.bin", body)) }) },
-        { name: "raw", run: async () => ({ bytes: body.length, cost: await measured(() => r.write("bench/write.bin", body, 1)) }) },
-        { name: "control", run: async () => ({ bytes: body.length, cost: await measured(() => r.write("bench/write.bin", body, 3)) }) }
-      ], n)
-      rmSync(join(workspace, "bench"), { recursive: true, force: true })
-
-      // Exports: a tree of 512 KiB files (the daemon's archive adds headers and padding; bytes are file data).
-      makeTree(workspace, exportFiles, exportFileSize)
-      const treeBytes = exportFiles * exportFileSize
-      const exports = await rounds(ctx, "export", [
-        { name: "daemon", run: async () => ({ bytes: treeBytes, cost: await daemonExport(core, session, workspace, () => {}) }) },
-        { name: "raw", run: async () => rawExport(() => r.export(1)) },
-        { name: "control", run: async () => rawExport(() => r.export(3)) }
-      ], n)
-
-      const throughput = (family: string, size: string, m: typeof writes) => {
+      const throughput = (family: string, size: string, m: Measured) => {
         figures.push(figure({
           suite: "workspace",
           name: `${family}, ${size}, receipt per 64 KiB: bytes per CPU-second`,
@@ -283,7 +272,38 @@ export const workspaceSuite: Suite = {
           baseline: { name: "raw ws, same frames, receipts and disk work", samples: m.perWall["raw"]! }
         }))
       }
+
+      // Writes: the same body to the same destination, replaced atomically each time.
+      const body = content(writeSize, 1)
+      const parts = process.env["BENCH_WORKSPACE_PARTS"]
+      const writeContenders: Array<Contender> = [
+        { name: "daemon", run: async () => ({ bytes: body.length, cost: await measured(() => daemonWrite(core, session, "bench/write.bin", body)) }) },
+        { name: "raw", run: async () => ({ bytes: body.length, cost: await measured(() => r.write("bench/write.bin", body, 1)) }) },
+        { name: "control", run: async () => ({ bytes: body.length, cost: await measured(() => r.write("bench/write.bin", body, 3)) }) }
+      ]
+      // Profiling aid (not a figure): `BENCH_WORKSPACE_PARTS=write-daemon` (or `write-raw`) runs 20 writes of that
+      // contender alone and stops, so a CPU profile holds one path.
+      const alone = writeContenders.find((c) => parts === `write-${c.name}`)
+      if (alone !== undefined) {
+        const only = await rounds(ctx, "write", [alone], 20)
+        ctx.log(`${alone.name} write alone: median ${percentile(only.perCpu[alone.name]!, 50).toFixed(1)} MB/CPU-s`)
+        return { figures: [], notes: [`workspace: profiling run (BENCH_WORKSPACE_PARTS=${parts}), no figures`] }
+      }
+      const writes = await rounds(ctx, "write", writeContenders, n)
+      rmSync(join(workspace, "bench"), { recursive: true, force: true })
       throughput("workspace_write", `${writeSize / MiB} MiB`, writes)
+      // Profiling aid: `BENCH_WORKSPACE_PARTS=write` stops after the write figures (export and RSS not run).
+      if (parts === "write") return { figures, notes: ["workspace: write figures only (BENCH_WORKSPACE_PARTS=write)"] }
+
+      // Exports: a tree of 512 KiB files (the daemon's archive adds headers and padding; bytes are file data).
+      makeTree(workspace, exportFiles, exportFileSize)
+      const treeBytes = exportFiles * exportFileSize
+      const exports = await rounds(ctx, "export", [
+        { name: "daemon", run: async () => ({ bytes: treeBytes, cost: await daemonExport(core, session, workspace, () => {}) }) },
+        { name: "raw", run: async () => rawExport(() => r.export(1)) },
+        { name: "control", run: async () => rawExport(() => r.export(3)) }
+      ], n)
+
       throughput("workspace_export", `${exportFiles} × 512 KiB`, exports)
 
       // RSS while exporting the large tree (the export tree above is replaced by it).

@@ -59,6 +59,30 @@ export const sha256Hex = (body: Uint8Array): string => createHash("sha256").upda
 type Receipt = Workspace.WorkspaceWriteResultPayload
 
 /**
+ * Sends one chunk, built directly without re-escaping its base64 text (`encodeChunkFrame`); never refused for a
+ * chunk of a valid write (then the codec refuses it again through `send`, as before).
+ *
+ * The frame (its base64 text, its bytes and the message that carries the text) is built inside this effect and
+ * referenced only until it is handed to the socket: the driver's generator never holds it while it waits for
+ * the receipt. Held there, every chunk's 87 KiB of text and bytes were still alive when the next chunk was built,
+ * so each young-generation collection copied them, V8 grew the young generation to its maximum, and the chunk
+ * buffers then piled up between collections until their external memory started full mark-compact collections
+ * (about one per 32 MiB write, with their background marking): measured in `docs/performance.md` "Workspace".
+ */
+const sendChunk = (
+  session: DeviceSession,
+  id: Ids.OperationId,
+  trace: string | undefined,
+  offset: number,
+  chunk: Uint8Array
+): Effect.Effect<void, WriteFailed> =>
+  Effect.suspend(() => {
+    const message = { type: "workspace_write" as const, id, payload: { step: "chunk" as const, offset }, ...(trace === undefined ? {} : { trace }) }
+    const frame = EncodedFrame.encodeChunkFrame(message, chunk)
+    return session.send(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...message.payload, data: Transfer.encodeChunkData(chunk) } })
+  }).pipe(Effect.mapError(() => new WriteFailed({ stage: "chunk", reason: "connection_lost" })))
+
+/**
  * Writes once. Success proves the Runtime verified the digest and installed the file (`completed` with the
  * full size). Errors: `WorkspaceRefused` (nothing sent), `WriteRejected` (the Runtime's exact refusal at a
  * step; nothing installed), `WriteFailed` (stopped before commit; nothing installed), `WriteUnknown`
@@ -91,18 +115,18 @@ export const write = (
     const stopped = (stage: WriteStage, reason: UnknownReason) =>
       stage === "commit" ? new WriteUnknown({ reason }) : new WriteFailed({ stage, reason })
 
-    /** The receipt of `stage`, checked by `expected`. */
-    const receipt = (stage: WriteStage, expected: (r: Receipt) => boolean) =>
-      Effect.gen(function*() {
-        const next = yield* waiter.next
-        if (Result.isFailure(next)) return yield* stopped(stage, next.failure)
+    /** The receipt of `stage`, checked by `expected` (a plain effect: it runs once per 64 KiB chunk). */
+    const receipt = (stage: WriteStage, expected: (r: Receipt) => boolean): Effect.Effect<void, WriteError> =>
+      Effect.flatMap(waiter.next, (next): Effect.Effect<void, WriteError> => {
+        if (Result.isFailure(next)) return Effect.fail(stopped(stage, next.failure))
         const r = next.success
         if (r.outcome === "rejected") {
-          if (r.error_code === undefined || r.error_code === "write_unconfirmed") return yield* stopped(stage, "invalid_receipt")
-          return yield* new WriteRejected({ code: r.error_code, stage, ...(r.reason === undefined ? {} : { reason: r.reason }) })
+          if (r.error_code === undefined || r.error_code === "write_unconfirmed") return Effect.fail(stopped(stage, "invalid_receipt"))
+          return Effect.fail(new WriteRejected({ code: r.error_code, stage, ...(r.reason === undefined ? {} : { reason: r.reason }) }))
         }
-        if (r.outcome === "unknown") return yield* stopped(stage, "runtime_unconfirmed")
-        if (!expected(r) || r.error_code !== undefined) return yield* stopped(stage, "invalid_receipt")
+        if (r.outcome === "unknown") return Effect.fail(stopped(stage, "runtime_unconfirmed"))
+        if (!expected(r) || r.error_code !== undefined) return Effect.fail(stopped(stage, "invalid_receipt"))
+        return Effect.void
       })
 
     yield* receipt("begin", (r) => r.outcome === "ready")
@@ -110,18 +134,11 @@ export const write = (
     const trace = yield* Trace.currentTraceparent
     let offset = 0
     while (offset < body.length) {
-      const chunk = body.subarray(offset, Math.min(body.length, offset + Limits.MaxChunkBytes))
-      const message = { type: "workspace_write" as const, id, payload: { step: "chunk" as const, offset }, ...(trace === undefined ? {} : { trace }) }
-      // Built directly, without re-escaping the chunk's base64 text (`encodeChunkFrame`); never refused for a chunk
-      // of a valid write (then the codec refuses it again through `send`, as before).
-      const frame = EncodedFrame.encodeChunkFrame(message, chunk)
+      const end = Math.min(body.length, offset + Limits.MaxChunkBytes)
       // A failed send mid-transfer leaves the Runtime's transfer incomplete: it never reaches the installer.
-      yield* session.send(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...message.payload, data: Transfer.encodeChunkData(chunk) } }).pipe(
-        Effect.mapError(() => new WriteFailed({ stage: "chunk", reason: "connection_lost" }))
-      )
-      const total = offset + chunk.length
-      yield* receipt("chunk", (r) => r.outcome === "received" && r.offset === total)
-      offset = total
+      yield* sendChunk(session, id, trace, offset, body.subarray(offset, end))
+      yield* receipt("chunk", (r) => r.outcome === "received" && r.offset === end)
+      offset = end
     }
     if (options.beforeCommit !== undefined) {
       yield* options.beforeCommit.pipe(Effect.mapError(() => new WriteFailed({ stage: "chunk", reason: "commit_not_sent" })))

@@ -151,7 +151,14 @@ export const make = (root: string | undefined): WorkspaceFsShape => {
     openExport: Effect.sync((): NativeExport => {
       const stream = new ExportStream(root)
       return {
-        read: (max) => Effect.tryPromise({ try: () => stream.read(max), catch: (e) => (e instanceof ExportTooLarge ? "too_large" : reasonOf(e)) }),
+        // A chunk already read from disk is taken synchronously (no promise, no suspended fiber per chunk).
+        read: (max) =>
+          Effect.suspend(() => {
+            const ready = stream.readReady(max)
+            return ready !== undefined
+              ? Effect.succeed(ready)
+              : Effect.tryPromise({ try: () => stream.read(max), catch: (e) => (e instanceof ExportTooLarge ? "too_large" : reasonOf(e)) })
+          }),
         close: promise(() => stream.close())
       }
     }),

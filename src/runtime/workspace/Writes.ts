@@ -29,6 +29,7 @@ import { Duration, Effect, Exit, Fiber, Option, Scope } from "effect"
 import type { WriteErrorCode } from "../../proto/ErrorCodes.js"
 import type { OperationId } from "../../proto/Ids.js"
 import { MaxChunkBytes, StatusSendBudget, TransferBudget } from "../../proto/Limits.js"
+import { echo } from "../../proto/Trace.js"
 import { chunkBytes } from "../transport/ChunkData.js"
 import { validateWriteRequest, type WorkspaceWritePayload, type WorkspaceWriteResultPayload } from "../../proto/Workspace.js"
 import { Background, Drain, WorkspaceGate } from "../ConnectionServices.js"
@@ -50,6 +51,8 @@ interface ActiveWrite {
   readonly size: number
   readonly sha256: string
   readonly trace: string | undefined
+  /** The trace every reply carries (`Trace.echo` of `trace`), checked once at begin instead of once per chunk. */
+  readonly echoed: string | undefined
   readonly scope: Scope.Closeable
   readonly hash: Hash
   readonly leave: Effect.Effect<void>
@@ -149,6 +152,7 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
           size: p.size_bytes ?? 0,
           sha256: p.sha256 ?? "",
           trace,
+          echoed: echo(trace),
           scope: yield* Scope.fork(parent, "sequential"),
           hash: createHash("sha256"),
           leave: yield* gate.enter,
@@ -161,24 +165,35 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         yield* worker.submit(open(w, p.path ?? ""))
       })
 
-    const chunk = (w: ActiveWrite, p: WorkspaceWritePayload) =>
-      Effect.gen(function* () {
-        if (w.ended) return
+    /**
+     * One chunk: checked, written at its offset, hashed, then its `received` receipt posted. A plain effect (no
+     * generator, no `Result` wrapper): it runs once per 64 KiB, so its per-step allocations are part of the
+     * per-byte cost (`docs/performance.md` "Workspace").
+     */
+    const chunk = (w: ActiveWrite, p: WorkspaceWritePayload): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (w.ended) return Effect.void
         const staging = w.staging
         const bytes = chunkBytes(p)
         if (
           staging === undefined || (p.offset ?? 0) !== w.received || bytes === undefined || bytes._tag === "Failure" ||
           bytes.success.length < 1 || bytes.success.length > MaxChunkBytes || w.received + bytes.success.length > w.size
-        ) return yield* finish(w, invalid)
+        ) return finish(w, invalid)
         const data = bytes.success
-        const written = yield* staging.write(data, w.received).pipe(Effect.result)
-        if (written._tag === "Failure") {
-          return yield* finish(w, { outcome: "rejected", error_code: "write_rejected" })
-        }
-        w.hash.update(data)
-        w.received += data.length
-        // Handed over without waiting for the write (`Outbound.post`): the next chunk's step need not wait for it.
-        yield* outbound.post(withTrace({ type: "workspace_write_result", id: w.id, payload: { outcome: "received", offset: w.received } }, w.trace))
+        return Effect.matchEffect(staging.write(data, w.received), {
+          onFailure: () => finish(w, { outcome: "rejected", error_code: "write_rejected" }),
+          onSuccess: () => {
+            w.hash.update(data)
+            w.received += data.length
+            const payload: WorkspaceWriteResultPayload = { outcome: "received", offset: w.received }
+            // Handed over without waiting for the write (`Outbound.post`): the next chunk's step need not wait for it.
+            return outbound.post(
+              w.echoed === undefined
+                ? { type: "workspace_write_result", id: w.id, payload }
+                : { type: "workspace_write_result", id: w.id, payload, trace: w.echoed }
+            )
+          }
+        })
       })
 
     const commit = (w: ActiveWrite) =>
@@ -198,17 +213,17 @@ export const makeWrites = (activeReads: Effect.Effect<number>, exportActive: Eff
         yield* finish(w, { outcome: "completed", size_bytes: w.size })
       })
 
-    const write = (id: OperationId, p: WorkspaceWritePayload, trace: string | undefined) =>
-      Effect.gen(function* () {
+    const write = (id: OperationId, p: WorkspaceWritePayload, trace: string | undefined): Effect.Effect<void> =>
+      Effect.suspend(() => {
         const w = current !== undefined && current.id === id ? current : undefined
         if (Option.isSome(validateWriteRequest(p))) {
           // A malformed frame for the admitted id gets no reply (reference §7.4).
-          if (w !== undefined) return yield* Effect.logWarning("malformed workspace_write frame ignored").pipe(Effect.annotateLogs({ operation_id: id }))
-          return yield* reject(id, "invalid_request", trace)
+          if (w !== undefined) return Effect.logWarning("malformed workspace_write frame ignored").pipe(Effect.annotateLogs({ operation_id: id }))
+          return reject(id, "invalid_request", trace)
         }
-        if (p.step === "begin") return yield* begin(id, p, trace)
-        if (w === undefined) return yield* reject(id, "invalid_request", trace)
-        yield* worker.submit(p.step === "chunk" ? chunk(w, p) : commit(w))
+        if (p.step === "begin") return begin(id, p, trace)
+        if (w === undefined) return reject(id, "invalid_request", trace)
+        return worker.submit(p.step === "chunk" ? chunk(w, p) : commit(w))
       })
 
     return {

@@ -19,18 +19,27 @@ import { tempWorkspace } from "../../support/workspaceDir.js"
 const body = (n: number, seed: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) % 251))
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex")
 
-/** Reads the whole stream in chunks of `max`; each chunk is copied, then the returned bytes are overwritten. */
-const readAll = async (stream: ExportStream, max: number) => {
+/**
+ * Reads the whole stream in chunks of `max` (with `ready`, each chunk `readReady` has is taken from it, as the
+ * daemon does); each chunk is copied, then the returned bytes are overwritten.
+ */
+const readAll = async (stream: ExportStream, max: number, ready = false) => {
   const chunks: Array<Buffer> = []
+  let readyCount = 0
+  const next = async () => {
+    const now = ready ? stream.readReady(max) : undefined
+    if (now !== undefined) readyCount++
+    return now ?? (await stream.read(max))
+  }
   try {
-    for (let chunk = await stream.read(max); chunk !== null; chunk = await stream.read(max)) {
+    for (let chunk = await next(); chunk !== null; chunk = await next()) {
       chunks.push(Buffer.from(chunk))
       chunk.fill(0xee) // a chunk that aliased a later one would corrupt it
     }
   } finally {
     await stream.close()
   }
-  return chunks
+  return Object.assign(chunks, { readyCount })
 }
 
 describe("export tar stream", () => {
@@ -56,6 +65,11 @@ describe("export tar stream", () => {
           new Map(entries.filter((e) => e.type === "file").map((e) => [e.path, e.sha256])),
           new Map([...files].map(([p, b]) => [p, sha(b)]))
         )
+        // Taking the chunks `readReady` has gives the same chunks, byte for byte (and it has some).
+        const mixed = yield* Effect.promise(() => readAll(new ExportStream(ws.root), max, true))
+        assert.isAbove(mixed.readyCount, 0)
+        assert.deepStrictEqual(mixed.map((c) => c.length), chunks.map((c) => c.length))
+        assert.isTrue(Buffer.concat(mixed).equals(Buffer.concat(chunks)))
       }
     }))
 
