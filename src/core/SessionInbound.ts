@@ -8,7 +8,7 @@
  * per connection (issue 18).
  */
 import { Effect, type Fiber, Option, Result } from "effect"
-import { Capabilities, Envelope, Messages } from "../proto/index.js"
+import { Capabilities, Envelope, HeartbeatFrame, Messages } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
 import { failNamedObserver } from "./internal/malformedFrames.js"
@@ -59,6 +59,36 @@ const handlers: Handlers = {
   }
 }
 
+/** The liveness numbers of the heartbeat being read (read side only, synchronous: one for every connection). */
+const liveness: HeartbeatFrame.Liveness = { ts: 0, active_requests: 0 }
+
+/**
+ * The connection's repeated heartbeat (HeartbeatFrame.ts): the text of the heartbeat that set the declaration
+ * with other liveness numbers decodes to exactly what the generic decoder gives, and declares exactly the same
+ * (so `changed: false`), without parsing, validating or comparing again. False when `frame` is not one.
+ */
+const repeatedHeartbeat = (state: SessionState, frame: string): boolean => {
+  const template = state.heartbeatTemplate
+  if (template === undefined || Option.isNone(state.declared) || !HeartbeatFrame.matches(template, frame, liveness)) {
+    return false
+  }
+  const previous = state.declared.value
+  const bytes = HeartbeatFrame.matchedBytes(template, frame)
+  CoreMetrics.frameUnsafe(state.metricContext, "in", bytes)
+  if (state.tapQueue !== undefined) {
+    state.tapFrame({ direction: "runtime→core", type: "heartbeat", bytes, message: HeartbeatFrame.messageOf(template, liveness) })
+  }
+  CoreMetrics.heartbeatUnsafe(state.metricContext)
+  state.declare({
+    kinds: previous.kinds,
+    daemonVersion: previous.daemonVersion,
+    activeRequests: liveness.active_requests,
+    ts: liveness.ts,
+    receivedAtMs: state.clock.currentTimeMillisUnsafe()
+  }, false)
+  return true
+}
+
 const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Effect<void> => {
   CoreMetrics.decodeFailureUnsafe(state.metricContext, error.code)
   if (state.tapQueue !== undefined) {
@@ -92,6 +122,7 @@ const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Ef
 
 /** Decodes and routes one frame; returns the work it must wait for (a log line, a full subscriber), if any. */
 export const handleFrame = (state: SessionState, frame: string | Uint8Array): Effect.Effect<void> | undefined => {
+  if (typeof frame === "string" && repeatedHeartbeat(state, frame)) return undefined
   // One envelope per text frame: a binary frame is refused as the daemon refuses it.
   const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
   // Every frame read is counted once here; one that fails to decode also counts as a decode failure.
@@ -115,7 +146,11 @@ export const handleFrame = (state: SessionState, frame: string | Uint8Array): Ef
     m: Messages.RuntimeToCore,
     bytes: number
   ) => Effect.Effect<void> | undefined
-  return handler(state, message, raw.success.bytes)
+  const effect = handler(state, message, raw.success.bytes)
+  if (message.type === "heartbeat" && typeof frame === "string") {
+    state.heartbeatTemplate = HeartbeatFrame.template(frame, message)
+  }
+  return effect
 }
 
 /** Why the transport ended, for the log line (never peer text). */

@@ -13,7 +13,7 @@
  * synchronous sections only (the routes are bounded maps; see Subscriptions.ts and Correlator.ts).
  */
 import { type Clock, type Context, Deferred, Duration, Effect, Exit, type Fiber, Option, Queue } from "effect"
-import { type Capabilities, type Ids, Limits } from "../proto/index.js"
+import { type Capabilities, type HeartbeatFrame, type Ids, Limits } from "../proto/index.js"
 import * as Correlator from "./Correlator.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
@@ -77,6 +77,11 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   readonly replies: Correlator.Correlator<ReplyFamilies>
   /** The latest valid declaration: `None` before the first valid heartbeat and after the end. */
   declared: Option.Option<Declaration> = Option.none()
+  /**
+   * The text of the heartbeat that set `declared`, split around its liveness numbers (`HeartbeatFrame`): a later
+   * heartbeat that differs only in them is read without the generic decode (issue 18).
+   */
+  heartbeatTemplate: HeartbeatFrame.HeartbeatTemplate | undefined = undefined
   /** The end, once decided. */
   ended: Ended | undefined = undefined
   /** Core's clock (Unix ms) at the last inbound frame (or when routing resumed). */

@@ -43,12 +43,21 @@ export const declarationDigest = (declaration: Declaration): string => {
   return hash.digest("base64")
 }
 
+/** Per device: what the store holds, as far as this process wrote it, and the liveness not yet written. */
+interface Known {
+  /** Digest of the stored declaration (`declarationDigest`). */
+  readonly digest: string
+  /** The connection whose declaration is stored. */
+  readonly connectionNumber: number
+  /** That connection's latest heartbeat, when its liveness facts are not stored (a field write per heartbeat). */
+  latest: Declaration | undefined
+}
+
 /** The pure bookkeeping: what each event changes, and what must be written. Exported for tests. */
 export const makeTracker = () => {
-  /** Per device: what the store holds (digest and connection), as far as this process wrote it. */
-  const stored = new Map<string, { readonly digest: string; readonly connectionNumber: number }>()
-  /** Per device: the latest heartbeat whose liveness facts are not stored. */
-  const unstored = new Map<string, { readonly connectionNumber: number; readonly declaration: Declaration }>()
+  const known = new Map<string, Known>()
+  /** How many `known` entries hold an unstored `latest`. */
+  let unstored = 0
   /** Per device: the change to write next. */
   const pending = new Map<string, DeclarationChange>()
 
@@ -60,25 +69,25 @@ export const makeTracker = () => {
     receivedAtMs: declaration.receivedAtMs
   })
 
+  const keepLatest = (entry: Known, declaration: Declaration): false => {
+    if (entry.latest === undefined) unstored++
+    entry.latest = declaration
+    return false
+  }
+
   /** Applies one gateway event; true when a change was queued. */
   const apply = (event: GatewayEvent): boolean => {
     switch (event._tag) {
       case "Declared": {
-        const known = stored.get(event.deviceId)
+        const entry = known.get(event.deviceId)
         // What is stored for this connection is its previous declaration's digest (every change of the
         // connection set it): an unchanged declaration needs no digest (issue 18, heartbeat CPU).
-        const same = known !== undefined && known.connectionNumber === event.connectionNumber
-        if (same && !event.changed) {
-          unstored.set(event.deviceId, { connectionNumber: event.connectionNumber, declaration: event.declaration })
-          return false
-        }
+        const same = entry !== undefined && entry.connectionNumber === event.connectionNumber
+        if (same && !event.changed) return keepLatest(entry, event.declaration)
         const digest = declarationDigest(event.declaration)
-        if (same && known.digest === digest) {
-          unstored.set(event.deviceId, { connectionNumber: event.connectionNumber, declaration: event.declaration })
-          return false
-        }
-        stored.set(event.deviceId, { digest, connectionNumber: event.connectionNumber })
-        unstored.delete(event.deviceId)
+        if (same && entry.digest === digest) return keepLatest(entry, event.declaration)
+        if (entry?.latest !== undefined) unstored--
+        known.set(event.deviceId, { digest, connectionNumber: event.connectionNumber, latest: undefined })
         pending.set(event.deviceId, {
           _tag: "Record",
           deviceId: event.deviceId,
@@ -88,22 +97,24 @@ export const makeTracker = () => {
         return true
       }
       case "Disconnected": {
+        const entry = known.get(event.deviceId)
         if (event.reason === "invalid_heartbeat") {
-          stored.delete(event.deviceId)
-          unstored.delete(event.deviceId)
+          if (entry?.latest !== undefined) unstored--
+          known.delete(event.deviceId)
           pending.set(event.deviceId, { _tag: "Clear", deviceId: event.deviceId })
           return true
         }
-        const latest = unstored.get(event.deviceId)
+        const latest = entry?.latest
         // Only the ended connection's own liveness (a newer connection of the device keeps its own).
-        if (latest === undefined || latest.connectionNumber !== event.connectionNumber) return false
-        unstored.delete(event.deviceId)
+        if (latest === undefined || entry!.connectionNumber !== event.connectionNumber) return false
+        entry!.latest = undefined
+        unstored--
         const queued = pending.get(event.deviceId)
         pending.set(
           event.deviceId,
           queued?._tag === "Record"
-            ? { ...queued, declaration: latest.declaration }
-            : liveness(event.deviceId, latest.declaration)
+            ? { ...queued, declaration: latest }
+            : liveness(event.deviceId, latest)
         )
         return true
       }
@@ -137,14 +148,16 @@ export const makeTracker = () => {
   const drain = (): Array<DeclarationChange> => {
     const batch = take()
     const queued = new Set(batch.map((c) => c.deviceId))
-    for (const [deviceId, latest] of unstored) {
-      if (!queued.has(deviceId)) batch.push(liveness(deviceId, latest.declaration))
+    for (const [deviceId, entry] of known) {
+      if (entry.latest === undefined) continue
+      if (!queued.has(deviceId)) batch.push(liveness(deviceId, entry.latest))
+      entry.latest = undefined
     }
-    unstored.clear()
+    unstored = 0
     return batch
   }
 
-  return { apply, take, putBack, drain, size: () => ({ stored: stored.size, unstored: unstored.size, pending: pending.size }) }
+  return { apply, take, putBack, drain, size: () => ({ stored: known.size, unstored, pending: pending.size }) }
 }
 
 /**

@@ -71,6 +71,31 @@ describe("DeviceSession declarations", () => {
       assert.strictEqual(known.kinds.size, 0)
     }).pipe(Effect.provide(gatewayLayer())))
 
+  it.effect("a repeated heartbeat with other liveness numbers updates them; one whose number is invalid still closes", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      const text = (ts: number, activeRequests: number) =>
+        Messages.encodeMessage(heartbeat([kind("codex")], { ts, activeRequests, daemonVersion: "1.4.2" })).pipe(
+          (r) => (r._tag === "Success" ? r.success : "")
+        )
+      yield* connection.runtime.sendRaw(text(100, 2))
+      yield* settle(connection)
+      const first = Option.getOrThrow(yield* connection.session.declaration)
+      yield* TestClock.adjust("15 seconds")
+      // The same text with other numbers (the fast path of HeartbeatFrame.ts).
+      yield* connection.runtime.sendRaw(text(115, 0))
+      yield* settle(connection)
+      const second = Option.getOrThrow(yield* connection.session.declaration)
+      assert.deepStrictEqual([second.ts, second.activeRequests, second.receivedAtMs], [115, 0, 15_000])
+      assert.strictEqual(second.kinds, first.kinds)
+      assert.strictEqual(second.daemonVersion, "1.4.2")
+      // A negative ts in the same text: refused by the generic decoder, as any invalid heartbeat.
+      yield* connection.runtime.sendRaw(text(116, 0).replace('"ts":116', '"ts":-1'))
+      assert.deepStrictEqual(yield* connection.session.closed, lost("invalid_heartbeat"))
+      assert.deepStrictEqual(yield* connection.session.declaration, Option.none())
+      assert.deepStrictEqual(yield* connection.runtime.closedByCore, { code: 1008, reason: "invalid_heartbeat" })
+    }).pipe(Effect.provide(gatewayLayer())))
+
   it.effect("an invalid heartbeat clears the declaration, closes the transport and settles nothing", () =>
     Effect.gen(function*() {
       const connection = yield* connectMemory(device("dev-1"))

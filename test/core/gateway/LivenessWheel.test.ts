@@ -102,3 +102,45 @@ describe("LivenessWheel", () => {
       assert.isUndefined(long.state.expiredAt)
     }))
 })
+
+describe("LivenessWheel check-ahead", () => {
+  it.effect("checks live connections whose check times fall within CheckAheadMs in one pass, and expires none early", () =>
+    Effect.gen(function*() {
+      const wheel = yield* LivenessWheel.make
+      const clock = yield* Clock.Clock
+      const checkedAt = new Set<number>()
+      const live: Array<{ readonly received: () => void; readonly state: { expiredAt: number | undefined } }> = []
+      // 100 connections accepted 10 ms apart (check times spread over one second), each with a 10 s timeout.
+      for (let i = 0; i < 100; i++) {
+        const c = yield* connection(10_000)
+        const remaining = c.watch.remaining
+        wheel.add({
+          remaining: () => {
+            checkedAt.add(clock.currentTimeMillisUnsafe())
+            return remaining()
+          },
+          expire: c.watch.expire
+        })
+        live.push(c)
+        yield* TestClock.adjust("10 millis")
+      }
+      checkedAt.clear() // (adding reads each deadline once)
+      // Every connection hears a frame each second for 30 s: each check finds the deadline moved.
+      for (let s = 0; s < 30; s++) {
+        for (const c of live) c.received()
+        yield* TestClock.adjust("1 second")
+        yield* yieldTimes(10)
+      }
+      assert.isTrue(live.every((c) => c.state.expiredAt === undefined))
+      // One check time per connection and deadline period before; now the checks of a second share a pass.
+      assert.isAtMost(checkedAt.size, 30)
+      // Silent from now on: each expires exactly at its own deadline (the last frame + 10 s).
+      const silentFrom = clock.currentTimeMillisUnsafe() - 1000
+      yield* TestClock.adjust("8999 millis")
+      yield* yieldTimes(10)
+      assert.isTrue(live.every((c) => c.state.expiredAt === undefined))
+      yield* TestClock.adjust("1 millis")
+      yield* yieldTimes(10)
+      assert.isTrue(live.every((c) => c.state.expiredAt === silentFrom + 10_000))
+    }))
+})
