@@ -67,9 +67,20 @@ export const echo = (value: string | undefined): string | undefined =>
 export const toExternalSpan = (ctx: TraceContext): Tracer.ExternalSpan =>
   Tracer.externalSpan({ traceId: ctx.traceId, spanId: ctx.spanId, sampled: ctx.sampled })
 
+// `parentOf`'s last answer: every chunk frame of a write or a transfer is a request with the operation's same
+// traceparent, and parsing it (a regular expression) with its span object cost about 7 µs per 64 KiB chunk
+// (`docs/performance.md` "Workspace"). The answer is a pure function of the value, so one entry is enough.
+let lastParentValue: string | undefined
+let lastParent: Option.Option<Tracer.ExternalSpan> = Option.none()
+
 /** The sender's span from a received trace, or `None` when the value is missing or does not parse. */
-export const parentOf = (value: string | undefined): Option.Option<Tracer.ExternalSpan> =>
-  Option.map(parseTraceparent(value), toExternalSpan)
+export const parentOf = (value: string | undefined): Option.Option<Tracer.ExternalSpan> => {
+  if (value !== undefined && value === lastParentValue) return lastParent
+  const parent = Option.map(parseTraceparent(value), toExternalSpan)
+  lastParentValue = value
+  lastParent = parent
+  return parent
+}
 
 /**
  * Runs `self` in a span named `name`. With a valid received traceparent the span continues the sender's

@@ -66,6 +66,18 @@ describe("Trace.parentOf", () => {
       assert.deepStrictEqual(Trace.parentOf(value), Option.none())
     }
   })
+
+  it("answers each value by itself when values repeat and alternate (its one-entry memo is never stale)", () => {
+    const other = `00-${TRACE_ID}-1111111111111111-00`
+    for (let i = 0; i < 3; i++) {
+      assert.strictEqual(Option.getOrThrow(Trace.parentOf(valid)).spanId, SPAN_ID)
+      assert.strictEqual(Option.getOrThrow(Trace.parentOf(valid)).spanId, SPAN_ID)
+      const second = Option.getOrThrow(Trace.parentOf(other))
+      assert.deepStrictEqual([second.spanId, second.sampled], ["1111111111111111", false])
+      assert.deepStrictEqual(Trace.parentOf(malformed[0]), Option.none())
+      assert.deepStrictEqual(Trace.parentOf(undefined), Option.none())
+    }
+  })
 })
 
 describe("Trace.withReceivedTrace", () => {

@@ -13,7 +13,8 @@
 import { Duration, Effect, Exit, Result } from "effect"
 import { type Ids, Limits, Trace, Transfer } from "../../proto/index.js"
 import type { DeviceSession } from "../DeviceSession.js"
-import { acquireSlot, expect, sendOrRefuse } from "./internal/replies.js"
+import type { WorkspaceExportResultPayload } from "../../proto/Workspace.js"
+import { acquireSlot, expect, sendOrRefuse, type WaitEnd } from "./internal/replies.js"
 import { type ExportError, ExportFailed, ExportRejected, ExportUnknown } from "./WorkspaceErrors.js"
 
 export interface ExportRequest {
@@ -59,43 +60,56 @@ export const exportTo = <E, R>(
     yield* waiter.startBudget(options.budget ?? Limits.ExportBudget)
     // Every `next` carries the export's trace (what `send` adds to a message without one), taken once.
     const trace = yield* Trace.currentTraceparent
-    while (true) {
-      const next = yield* waiter.next
-      if (Result.isFailure(next)) return yield* new ExportUnknown({ reason: next.failure, offset: received })
+    // Built only when a reply is invalid: an error captures a stack trace, too dear for every chunk.
+    const invalid = () => Effect.fail(new ExportUnknown({ reason: "invalid_receipt", offset: received }))
+
+    /**
+     * Handles one reply: the final size once `completed`, undefined to wait for the next reply. A plain effect
+     * (it runs once per 64 KiB chunk): the reply's text and the chunk's bytes are referenced only until the chunk
+     * was consumed and the next one asked for, never while the loop below waits for the next reply.
+     */
+    const reply = (next: Result.Result<WorkspaceExportResultPayload, WaitEnd>): Effect.Effect<number | undefined, ExportError | E, R> => {
+      if (Result.isFailure(next)) return Effect.fail(new ExportUnknown({ reason: next.failure, offset: received }))
       const r = next.success
-      // Built only when a reply is invalid: an error captures a stack trace, too dear for every chunk.
-      const invalid = Effect.suspend(() => Effect.fail(new ExportUnknown({ reason: "invalid_receipt", offset: received })))
       // `rejected` and `failed` end the stream whatever offset they name; data must start where Core counted.
-      if ((r.outcome === "chunk" || r.outcome === "completed") && r.offset !== received) return yield* invalid
+      if ((r.outcome === "chunk" || r.outcome === "completed") && r.offset !== received) return invalid()
       switch (r.outcome) {
         case "rejected":
-          if (r.error_code === undefined || r.data !== undefined) return yield* invalid
+          if (r.error_code === undefined || r.data !== undefined) return invalid()
           finished = true // the Runtime holds nothing for this id
-          return yield* new ExportRejected({ code: r.error_code })
+          return Effect.fail(new ExportRejected({ code: r.error_code }))
         case "failed":
-          if (r.error_code === undefined || r.data !== undefined) return yield* invalid
+          if (r.error_code === undefined || r.data !== undefined) return invalid()
           finished = true
-          return yield* new ExportFailed({ code: r.error_code, offset: received })
+          return Effect.fail(new ExportFailed({ code: r.error_code, offset: received }))
         case "completed":
-          if (r.data !== undefined || r.error_code !== undefined) return yield* invalid
+          if (r.data !== undefined || r.error_code !== undefined) return invalid()
           finished = true
-          return { size_bytes: received }
+          return Effect.succeed(received)
         case "chunk": {
-          if (r.data === undefined || r.error_code !== undefined) return yield* invalid
+          if (r.data === undefined || r.error_code !== undefined) return invalid()
           const bytes = Transfer.decodeChunkData(r.data)
-          if (Result.isFailure(bytes)) return yield* invalid
+          if (Result.isFailure(bytes)) return invalid()
           const checked = Transfer.checkChunk(
             { received, declaredSize: Limits.MaxExportBytes, maxTotal: Limits.MaxExportBytes },
             { offset: r.offset, length: bytes.success.length }
           )
-          if (Result.isFailure(checked)) return yield* invalid
-          yield* onChunk(bytes.success)
-          received = checked.success
-          const asked = yield* Effect.exit(
-            session.send({ type: "workspace_export", id, payload: { step: "next", offset: received }, ...(trace === undefined ? {} : { trace }) })
-          )
-          if (Exit.isFailure(asked)) return yield* new ExportUnknown({ reason: "connection_lost", offset: received })
+          if (Result.isFailure(checked)) return invalid()
+          return Effect.andThen(onChunk(bytes.success), Effect.suspend(() => {
+            received = checked.success
+            return Effect.exit(
+              session.send({ type: "workspace_export", id, payload: { step: "next", offset: received }, ...(trace === undefined ? {} : { trace }) })
+            ).pipe(Effect.flatMap((asked) =>
+              Exit.isFailure(asked) ? Effect.fail(new ExportUnknown({ reason: "connection_lost", offset: received })) : Effect.succeed(undefined)
+            ))
+          }))
         }
       }
+      return invalid() // no other outcome decodes
+    }
+
+    while (true) {
+      const size = yield* Effect.flatMap(waiter.next, reply)
+      if (size !== undefined) return { size_bytes: size }
     }
   })).pipe(Effect.withSpan("WorkspaceExport.exportTo"), Effect.annotateLogs({ operation_id: request.operationId }))

@@ -104,34 +104,48 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
     const failed = (e: ActiveExport, code: ExportErrorCode, fromTimer = false) =>
       finish(e, { outcome: "failed", offset: e.sent, error_code: code }, fromTimer)
 
-    /** Produces the reply at `e.sent`: the next chunk, `completed`, or `failed`. Run on the service's worker. */
-    const produce = (e: ActiveExport) =>
-      Effect.gen(function* () {
-        if (e.ended) return
-        const read = yield* Effect.result(e.stream.read(MaxChunkBytes))
-        if (e.ended) return
-        if (read._tag === "Failure") {
-          yield* Effect.logWarning("workspace export failed").pipe(Effect.annotateLogs({ operation_id: e.id, reason: read.failure }))
-          return yield* failed(e, "export_failed")
-        }
-        const bytes = read.success
-        if (bytes === null) return yield* finish(e, { outcome: "completed", offset: e.sent })
-        if (e.sent + bytes.length > MaxExportBytes) return yield* failed(e, "export_failed")
-        const offset = e.sent
-        e.sent += bytes.length
-        // The chunk's frame is built directly (no JSON.stringify of its base64 text). A refused one (never for a
-        // valid chunk) goes the codec's way, which refuses and logs it as any other frame. `e.trace` was echoed
-        // (validated) once at `begin`.
-        const payload = { outcome: "chunk" as const, offset }
-        const message = e.trace === undefined
-          ? { type: "workspace_export_result" as const, id: e.id, payload }
-          : { type: "workspace_export_result" as const, id: e.id, payload, trace: e.trace }
-        const frame = encodeChunkFrame(message, bytes)
-        // Posted: handed to the transport in order without waiting for its write. Nothing here acts on the write's
-        // outcome (Core asks for the next chunk only after it received this one), and a write that fails or misses
-        // the transport's 10 s deadline ends the connection, which ends the export.
-        yield* outbound.post(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...payload, data: encodeChunkData(bytes) } })
-      })
+    /**
+     * Sends the chunk `bytes` at `e.sent`. The frame is built directly (no JSON.stringify of its base64 text); a
+     * refused one (never for a valid chunk) goes the codec's way, which refuses and logs it as any other frame.
+     * `e.trace` was echoed (validated) once at `begin`. Posted: handed to the transport in order without waiting
+     * for its write. Nothing here acts on the write's outcome (Core asks for the next chunk only after it received
+     * this one), and a write that fails or misses the transport's 10 s deadline ends the connection, which ends
+     * the export. The frame is referenced only until it is handed over.
+     */
+    const sendChunk = (e: ActiveExport, bytes: Uint8Array): Effect.Effect<void> => {
+      const payload = { outcome: "chunk" as const, offset: e.sent }
+      e.sent += bytes.length
+      const message = e.trace === undefined
+        ? { type: "workspace_export_result" as const, id: e.id, payload }
+        : { type: "workspace_export_result" as const, id: e.id, payload, trace: e.trace }
+      const frame = encodeChunkFrame(message, bytes)
+      return outbound.post(Result.isSuccess(frame) ? frame.success : { ...message, payload: { ...payload, data: encodeChunkData(bytes) } })
+    }
+
+    /**
+     * Produces the reply at `e.sent`: the next chunk, `completed`, or `failed`. Run on the service's worker, once
+     * per 64 KiB chunk: plain effects (no generator holding the chunk while it waits).
+     */
+    const produce = (e: ActiveExport): Effect.Effect<void> =>
+      e.ended
+        ? Effect.void
+        : Effect.matchEffect(e.stream.read(MaxChunkBytes), {
+          onFailure: (reason) =>
+            e.ended
+              ? Effect.void
+              : Effect.andThen(
+                Effect.logWarning("workspace export failed").pipe(Effect.annotateLogs({ operation_id: e.id, reason })),
+                failed(e, "export_failed")
+              ),
+          onSuccess: (bytes) =>
+            e.ended
+              ? Effect.void
+              : bytes === null
+              ? finish(e, { outcome: "completed", offset: e.sent })
+              : e.sent + bytes.length > MaxExportBytes
+              ? failed(e, "export_failed")
+              : sendChunk(e, bytes)
+        })
 
     const begin = (id: OperationId, p: WorkspaceExportPayload, trace: string | undefined) =>
       Effect.gen(function* () {
@@ -183,21 +197,19 @@ export const makeExports = (writeActive: Effect.Effect<boolean>) =>
         yield* worker.submit(produce(e))
       })
 
-    const handle = (id: OperationId, p: WorkspaceExportPayload, trace: string | undefined) =>
-      Effect.gen(function* () {
+    // A plain effect (it runs for every `next`, once per 64 KiB chunk).
+    const handle = (id: OperationId, p: WorkspaceExportPayload, trace: string | undefined): Effect.Effect<void> =>
+      Effect.suspend(() => {
         if (Option.isSome(validateExportRequest(p))) {
           // A malformed workspace_export gets no reply at all (reference §7.5).
-          return yield* Effect.logWarning("malformed workspace_export ignored").pipe(Effect.annotateLogs({ operation_id: id, step: p.step }))
+          return Effect.logWarning("malformed workspace_export ignored").pipe(Effect.annotateLogs({ operation_id: id, step: p.step }))
         }
-        if (p.step === "begin") return yield* begin(id, p, trace)
+        if (p.step === "begin") return begin(id, p, trace)
         const e = current !== undefined && current.id === id && !current.ended ? current : undefined
-        if (p.step === "cancel") {
-          if (e !== undefined) yield* Background.fork(background, finish(e, undefined))
-          return
-        }
-        if (e === undefined) return yield* reject(id, "resource_unavailable", p.offset ?? 0, trace)
+        if (p.step === "cancel") return e === undefined ? Effect.void : Effect.asVoid(Background.fork(background, finish(e, undefined)))
+        if (e === undefined) return reject(id, "resource_unavailable", p.offset ?? 0, trace)
         const offset = p.offset ?? 0
-        yield* worker.submit(Effect.suspend(() => (offset === e.sent ? produce(e) : failed(e, "invalid_request"))))
+        return worker.submit(Effect.suspend(() => (offset === e.sent ? produce(e) : failed(e, "invalid_request"))))
       })
 
     return {
