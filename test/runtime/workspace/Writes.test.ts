@@ -2,13 +2,15 @@
  * `workspace_write`, Runtime side (issue #13), over a real temporary workspace: begin/ready, acknowledged chunks
  * at exact offsets, commit with SHA-256 verification, atomic install (the old file intact on every refusal, no
  * staging file left), `write_rejected` reasons, capacity 1, admission exclusions, execution excluded while a
- * write is in progress, and the 120 s budget (TestClock, just before and at the boundary). Faults injected through
+ * write is in progress, the begin's traceparent on every reply (never a malformed one), and the 120 s budget
+ * (TestClock, just before and at the boundary). Faults injected through
  * `WorkspaceFs`: a failed staging removal keeps the write's slot and ownership; a failure before the rename is
  * `write_rejected` with the old file intact; a failed directory fsync after the rename is `write_unconfirmed`.
  */
 import * as Fs from "node:fs"
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, type Duration, Effect } from "effect"
+import type { Messages } from "../../../src/proto/index.js"
 import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import type { NativeStaging, WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceFs.js"
 import { adjust, connect, next, prepareFrame, processLayer, promptFrame, same, script, settle, silent, text, until } from "../../support/runtimeTestWire.js"
@@ -72,6 +74,36 @@ describe("workspace_write", () => {
         same(yield* transfer(core, ws, "w-3", "empty.txt", Buffer.alloc(0)), { outcome: "completed", size_bytes: 0 })
         same(Fs.readFileSync(ws.at("empty.txt")).length, 0)
         noStaging(ws)
+        assert.isTrue(yield* silent(core))
+      }).pipe(boundTo(ws))
+    }))
+
+  it.effect("every reply of a write carries its begin's valid traceparent; a malformed one is never echoed", () =>
+    Effect.gen(function* () {
+      const ws = yield* tempWorkspace
+      yield* Effect.gen(function* () {
+        const { core } = yield* connect()
+        const trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        const body = Buffer.from(Array.from({ length: 70_000 }, (_, i) => i % 251))
+        const traced = (m: Messages.CoreToRuntime, t: string | undefined) => (t === undefined ? m : { ...m, trace: t })
+        const replies = (id: string, beginTrace: string) =>
+          Effect.gen(function* () {
+            const traces: Array<[string, string | undefined]> = []
+            const take = Effect.map(next(core, "workspace_write_result"), (f) => traces.push([f.payload.outcome, f.trace]))
+            yield* core.toRuntime(traced(writeBegin(id, ws.local.id, "traced.bin", body), beginTrace))
+            yield* take
+            // Chunks and the commit carry no trace of their own: their receipts take the begin's.
+            yield* core.toRuntime(writeChunk(id, 0, body.subarray(0, 65536)))
+            yield* take
+            yield* core.toRuntime(writeChunk(id, 65536, body.subarray(65536)))
+            yield* take
+            yield* core.toRuntime(writeCommit(id))
+            yield* take
+            return traces
+          })
+        same(yield* replies("t-1", trace), [["ready", trace], ["received", trace], ["received", trace], ["completed", trace]])
+        const bad = trace.toUpperCase()
+        same(yield* replies("t-2", bad), [["ready", undefined], ["received", undefined], ["received", undefined], ["completed", undefined]])
         assert.isTrue(yield* silent(core))
       }).pipe(boundTo(ws))
     }))
