@@ -147,20 +147,43 @@ export const template = (text: string, message: Heartbeat): HeartbeatTemplate | 
   const active = only(inner, "active_requests")
   if (ts === undefined || active === undefined) return undefined
   const [first, second] = ts.start < active.start ? [ts, active] : [active, ts]
+  const tsFirst = first === ts
+  // Templates with the same parts are interchangeable (same text structure, so the same message up to the two
+  // numbers, which `messageOf` sets): connections whose daemons declare the same share one.
+  const key = `${tsFirst ? "t" : "a"}${first.start}:${second.start - first.end}:${text.slice(0, first.start)}${
+    text.slice(first.end, second.start)
+  }${text.slice(second.end)}`
+  const known = shared.get(key)
+  if (known !== undefined) return known
   // Flat copies: a slice may keep the whole frame text alive.
   const prefix = flat(text.slice(0, first.start))
   const middle = flat(text.slice(first.end, second.start))
   const suffix = flat(text.slice(second.end))
-  return {
+  const made: HeartbeatTemplate = {
     prefix,
     middle,
     suffix,
-    tsFirst: first === ts,
+    tsFirst,
     fixedBytes: utf8ByteLength(prefix) + utf8ByteLength(middle) + utf8ByteLength(suffix),
     fixedChars: prefix.length + middle.length + suffix.length,
     message
   }
+  if (shared.size >= MaxSharedTemplates || sharedChars + key.length > MaxSharedChars) {
+    // Bounded: start over (templates in use stay with their connections).
+    shared.clear()
+    sharedChars = 0
+  }
+  shared.set(key, made)
+  sharedChars += key.length
+  return made
 }
+
+/** How many templates the process shares at most, and their total text (UTF-16 units). */
+export const MaxSharedTemplates = 1024
+export const MaxSharedChars = 4 * 1024 * 1024
+/** Templates by their parts (see `template`). */
+const shared = new Map<string, HeartbeatTemplate>()
+let sharedChars = 0
 
 /**
  * The same string with storage of its own: V8 keeps a long slice as a view that holds the whole frame text alive;

@@ -144,3 +144,23 @@ describe("HeartbeatFrame", () => {
     assert.strictEqual(t.fixedBytes, utf8Bytes(t.prefix + t.middle + t.suffix))
   })
 })
+
+describe("HeartbeatFrame shared templates", () => {
+  it("gives connections whose heartbeats have the same parts one template, and different parts their own", () => {
+    const a = templateOf(bases[0]!)
+    const b = templateOf(bases[0]!.replace("1764720000", "1764720099"))
+    assert.strictEqual(a, b)
+    assert.notStrictEqual(a, templateOf(bases[0]!.replace('"bench"', '"other"')))
+    // A template from a shared one still gives each frame its own numbers.
+    assert.strictEqual(HeartbeatFrame.match(b, withNumbers(b, "5", "6"))!.payload.ts, 5)
+  })
+
+  it("stays bounded: past MaxSharedTemplates it starts over, and every template still matches its own frames", () => {
+    const made: Array<[HeartbeatFrame.HeartbeatTemplate, string]> = []
+    for (let i = 0; i < HeartbeatFrame.MaxSharedTemplates + 10; i++) {
+      const text = JSON.stringify({ type: "heartbeat", payload: { ts: 1, active_requests: 0, daemon_version: `v${i}` } })
+      made.push([templateOf(text), text.replace('"ts":1', '"ts":2')])
+    }
+    for (const [t, text] of made) assert.isTrue(agrees(t, text))
+  })
+})
