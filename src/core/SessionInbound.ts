@@ -121,10 +121,15 @@ const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Ef
 }
 
 /** Decodes and routes one frame; returns the work it must wait for (a log line, a full subscriber), if any. */
-export const handleFrame = (state: SessionState, frame: string | Uint8Array): Effect.Effect<void> | undefined => {
+export const handleFrame = (
+  state: SessionState,
+  frame: string | Uint8Array,
+  bytes?: number
+): Effect.Effect<void> | undefined => {
   if (typeof frame === "string" && repeatedHeartbeat(state, frame)) return undefined
-  // One envelope per text frame: a binary frame is refused as the daemon refuses it.
-  const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame) : Envelope.refuseBinaryFrame(frame)
+  // One envelope per text frame: a binary frame is refused as the daemon refuses it. `bytes`, when the transport
+  // knows the frame's size, spares counting the text's UTF-8 length again.
+  const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame, bytes) : Envelope.refuseBinaryFrame(frame)
   // Every frame read is counted once here; one that fails to decode also counts as a decode failure.
   CoreMetrics.frameUnsafe(state.metricContext, "in", Result.isFailure(raw) ? raw.failure.bytes : raw.success.bytes)
   if (Result.isFailure(raw)) return onInvalid(state, raw.failure)
@@ -195,14 +200,14 @@ const drain = (state: SessionState, first: Effect.Effect<void> | undefined): voi
 }
 
 /** One frame from the transport (a `ws` message event: no fiber of the connection runs for it). */
-const onFrame = (state: SessionState, frame: string | Uint8Array): void => {
+const onFrame = (state: SessionState, frame: string | Uint8Array, bytes: number | undefined): void => {
   if (state.ended !== undefined) return
   if (state.pending !== undefined) {
     state.pending.push(frame)
     return
   }
   state.received()
-  const effect = handleFrame(state, frame)
+  const effect = handleFrame(state, frame, bytes)
   if (effect !== undefined) drain(state, effect)
 }
 
@@ -215,7 +220,7 @@ const onFrame = (state: SessionState, frame: string | Uint8Array): void => {
 export const listen = (state: SessionState, fork: (effect: Effect.Effect<void>) => Fiber.Fiber<void>): void => {
   state.fork = fork
   state.transport.listen({
-    onFrame: (frame) => onFrame(state, frame),
+    onFrame: (frame, bytes) => onFrame(state, frame, bytes),
     onEnd: (error) => {
       // A frame over 4 MiB is refused by the transport, unread: it still counts as a decode failure.
       if (error.reason === "frame_too_large") CoreMetrics.decodeFailureUnsafe(state.metricContext, "frame_too_large")

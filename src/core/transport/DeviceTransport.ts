@@ -32,8 +32,12 @@ export type OfferResult = "queued" | "full" | "closed"
 
 /** Where a transport delivers what it reads (the session's read side). */
 export interface InboundHandlers {
-  /** One inbound frame, in order. Called synchronously from the socket's events (no fiber of the connection). */
-  readonly onFrame: (frame: string | Uint8Array) => void
+  /**
+   * One inbound frame, in order. Called synchronously from the socket's events (no fiber of the connection).
+   * `bytes` is the frame's exact size in bytes when the transport read it as bytes (a validated UTF-8 text frame
+   * of a WebSocket): the read side then does not count the text's UTF-8 length again (issue 18).
+   */
+  readonly onFrame: (frame: string | Uint8Array, bytes?: number) => void
   /**
    * The transport ended (the peer closed, a read or write failed, an oversized frame, or `close`). Called once;
    * no frame follows it.

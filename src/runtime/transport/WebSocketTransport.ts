@@ -16,7 +16,7 @@ import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, ty
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
-import { frameData, type Outgoing } from "../../proto/EncodedFrame.js"
+import { frameData, type Outgoing, textFramePayload } from "../../proto/EncodedFrame.js"
 import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
@@ -26,6 +26,15 @@ import type { FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 import * as Ws from "./internal/ws.js"
 import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "./Transport.js"
 import * as RuntimeMetrics from "../RuntimeMetrics.js"
+
+/**
+ * A frame as the UTF-8 bytes the socket writes (still one text frame). Converted here once, the metrics count its
+ * bytes by `byteLength` and `ws` neither measures nor converts the text again: a short string sent as text cost
+ * two UTF-8 length passes (ours and `ws`'s) besides `ws`'s conversion (issue 18, relay). Short texts by Node's
+ * pooled `Buffer.from`, long ones by `TextEncoder` (`EncodedFrame.textFramePayload`); bytes pass as they are.
+ */
+const wireBytes = (data: string | Uint8Array): Uint8Array =>
+  typeof data !== "string" ? data : data.length < 2048 ? Buffer.from(data, "utf8") : textFramePayload(data) as Uint8Array
 
 export type { FrameListener, FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 
@@ -214,8 +223,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       const text = encodeMessage(message)
       if (Result.isFailure(text)) return Effect.fail(text.failure)
-      const frame = text.success
-      RuntimeMetrics.frameUnsafe(metrics, "out", Buffer.byteLength(frame, "utf8"))
+      const frame = wireBytes(text.success)
+      RuntimeMetrics.frameUnsafe(metrics, "out", frame.byteLength)
       return written((done) => socket.send(frame, done))
     })
 
@@ -228,13 +237,14 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written.
       // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes.
-      const texts: Array<string | Uint8Array> = new Array(frames.length)
+      const texts: Array<Uint8Array> = new Array(frames.length)
       let bytes = 0
       for (let i = 0; i < frames.length; i++) {
         const text = frameData(frames[i]!)
         if (Result.isFailure(text)) return Effect.fail(text.failure)
-        texts[i] = text.success
-        bytes += typeof text.success === "string" ? Buffer.byteLength(text.success, "utf8") : text.success.byteLength
+        const data = wireBytes(text.success)
+        texts[i] = data
+        bytes += data.byteLength
       }
       RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
       return texts.length === 1
@@ -250,8 +260,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       const text = frameData(frame)
       if (Result.isFailure(text)) return Effect.fail(text.failure)
-      const data = text.success
-      RuntimeMetrics.frameUnsafe(metrics, "out", typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength)
+      const data = wireBytes(text.success)
+      RuntimeMetrics.frameUnsafe(metrics, "out", data.byteLength)
       handOver((done) => socket.send(data, done), (failure) => {
         if (failure === undefined) return
         // As after a failed `send`: the socket is unusable (see `fail`).

@@ -114,11 +114,14 @@ class WsTransport implements DeviceTransport {
     if (this.endedWith !== undefined) return handlers.onEnd(this.endedWith)
     this.ws.on("message", (data: RawData, isBinary: boolean) => {
       if (this.endedWith !== undefined) return
-      if (byteLength(data) > this.maxFrameBytes) {
+      const bytes = byteLength(data)
+      if (bytes > this.maxFrameBytes) {
         this.sendClose(1009, "frame too large")
         return this.end(new TransportEnded({ reason: "frame_too_large", code: 1009 }))
       }
-      handlers.onFrame(isBinary ? asBytes(data) : data.toString())
+      // `ws` refuses a text frame that is not valid UTF-8 (1007), so the text's UTF-8 size is the frame's.
+      if (isBinary) handlers.onFrame(asBytes(data))
+      else handlers.onFrame(data.toString(), bytes)
     })
     this.ws.resume()
   }
