@@ -12,7 +12,10 @@
  * `INSERT`s as statements (`rowStatements`). No `effect/sql` statement is built or compiled per batch for the
  * rows on the worker path.
  *
- * Only for statements whose results are not needed (inserts, updates). Success proves the transaction committed;
+ * `transactionRows` is the same for statements of which only the last one's rows are needed (a Turn's settle: two
+ * updates, then the Turn row's `UPDATE … RETURNING`), one message with the worker store.
+ *
+ * Otherwise only for statements whose results are not needed (inserts, updates). Success proves the transaction committed;
  * `SqlError` means it did not (the worker rolled it back), as with `withTransaction`.
  */
 import { Context, Effect, Option } from "effect"
@@ -34,6 +37,14 @@ export interface RowsInsert {
 export class SqlBatch extends Context.Service<SqlBatch, {
   /** Runs `statements` in one transaction; inside an open transaction of the caller, on that transaction. */
   readonly transaction: (statements: ReadonlyArray<Statement.Statement<unknown>>) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Runs `statements` in one transaction and returns the rows of the LAST one (an `UPDATE … RETURNING`, a
+   * `SELECT`): with the worker store the whole transaction is one message (issue 18: a Turn's settle). Inside an
+   * open transaction of the caller, on that transaction.
+   */
+  readonly transactionRows: (
+    statements: ReadonlyArray<Statement.Statement<unknown>>
+  ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>
   /**
    * Inserts `rows`, then runs `then`, in one transaction (a single statement in all runs alone); inside an open
    * transaction of the caller, on that transaction.
@@ -104,6 +115,12 @@ export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
   const toStatements = rowStatements(sql)
   return SqlBatch.of({
     transaction,
+    transactionRows: (statements) =>
+      sql.withTransaction(Effect.gen(function* () {
+        let rows: ReadonlyArray<Record<string, unknown>> = []
+        for (const statement of statements) rows = (yield* statement) as ReadonlyArray<Record<string, unknown>>
+        return rows
+      })),
     insertRows: (rows, then) =>
       Effect.suspend(() => {
         const statements = [...toStatements(rows), ...then]

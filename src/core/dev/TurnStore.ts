@@ -178,7 +178,8 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       storeFailed("get_turn")
     )
 
-  const journal = yield* GroupCommit.make(commitJournal(sql, yield* SqlBatch.current), options.groupCommit)
+  const batch = yield* SqlBatch.current
+  const journal = yield* GroupCommit.make(commitJournal(sql, batch), options.groupCommit)
 
   const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events, options) =>
     Arr.isReadonlyArrayNonEmpty(events)
@@ -191,7 +192,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         }))
       : Effect.void
 
-  const settle = settleTurn(sql)
+  const settle = settleTurn(sql, batch)
 
   return TurnStore.of({
     create: Effect.fn("TurnStore.create")(function* (turn) {

@@ -171,6 +171,40 @@ describe("WorkerSqliteClient", () => {
       }
     }))
 
+  it.effect("runs a transaction and returns its last statement's rows (one message on the worker), all or none, on any client", () =>
+    Effect.gen(function* () {
+      for (const { batch, client: sql } of [yield* worker(), { client: yield* inThread, batch: undefined }]) {
+        const rowsOf = batch ?? SqlBatchModule.fromClient(sql)
+        yield* schema(sql)
+        yield* sql`INSERT INTO t (name, n) VALUES ('a', 1), ('b', 2)`
+        const rows = yield* rowsOf.transactionRows([
+          sql`UPDATE t SET flag = ${true} WHERE name = 'a'`,
+          sql`UPDATE t SET n = n + 10 WHERE name = 'b' RETURNING name, n`
+        ])
+        assert.deepStrictEqual(rows, [{ name: "b", n: 12 }])
+        assert.deepStrictEqual(yield* sql`SELECT name, flag, n FROM t ORDER BY id`, [
+          { name: "a", flag: 1, n: 1 },
+          { name: "b", flag: null, n: 12 }
+        ])
+        // No row matched: no rows. The last statement failing undoes the earlier ones.
+        assert.deepStrictEqual(yield* rowsOf.transactionRows([sql`UPDATE t SET n = 0 WHERE name = 'z' RETURNING *`]), [])
+        const failed = yield* reasonOf(rowsOf.transactionRows([
+          sql`UPDATE t SET flag = ${false} WHERE name = 'a'`,
+          sql`UPDATE t SET name = 'a' WHERE name = 'b' RETURNING *`
+        ]))
+        assert.strictEqual(failed.tag, "UniqueViolation")
+        assert.deepStrictEqual(yield* sql`SELECT name, flag FROM t ORDER BY id`, [{ name: "a", flag: 1 }, { name: "b", flag: null }])
+        // Inside the caller's transaction: on that transaction (its abort undoes them too).
+        const exit = yield* Effect.exit(sql.withTransaction(Effect.gen(function* () {
+          const inner = yield* rowsOf.transactionRows([sql`UPDATE t SET n = 5 WHERE name = 'a' RETURNING n`])
+          assert.deepStrictEqual(inner, [{ n: 5 }])
+          return yield* Effect.fail("abort")
+        })))
+        assert.deepStrictEqual(exit, Exit.fail("abort"))
+        assert.deepStrictEqual(yield* sql`SELECT n FROM t WHERE name = 'a'`, [{ n: 1 }])
+      }
+    }))
+
   it.effect("provides its batch writer with the store's default driver", () =>
     Effect.gen(function* () {
       const context = yield* Layer.build(Store.sqlLayer(":memory:"))

@@ -39,11 +39,15 @@ export type WorkerRequest =
   }
   /** Runs one statement: `{ changes, lastInsertRowid }`. */
   | { readonly id: number; readonly op: "run"; readonly sql: string; readonly params: WorkerParams }
-  /** `BEGIN IMMEDIATE`, every statement, `COMMIT`, all in this thread: all rows or none (ROLLBACK on error). */
+  /**
+   * `BEGIN IMMEDIATE`, every statement, `COMMIT`, all in this thread: all rows or none (ROLLBACK on error). With
+   * `rows`, the reply's value is the last statement's rows (as objects), else null.
+   */
   | {
     readonly id: number
     readonly op: "batch"
     readonly statements: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
+    readonly rows?: boolean
   }
   /**
    * Rows of one table, then `statements`, in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, ROLLBACK on error; a
@@ -154,10 +158,17 @@ export function sqliteWorkerMain(): void {
         return { changes: Number(result.changes), lastInsertRowid: result.lastInsertRowid }
       }
       case "batch": {
+        const { statements } = request
+        const returning = request.rows === true ? statements.length - 1 : -1
+        let rows: unknown = null
         inTransaction(() => {
-          for (const [sql, params] of request.statements) prepare(sql, true).run(...params)
+          for (let i = 0; i < statements.length; i++) {
+            const [sql, params] = statements[i]!
+            if (i === returning) rows = prepare(sql, true).all(...params)
+            else prepare(sql, true).run(...params)
+          }
         })
-        return null
+        return rows
       }
       case "insert": {
         const { prefix, sizes, statements, values, width } = request

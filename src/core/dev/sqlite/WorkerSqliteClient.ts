@@ -9,7 +9,8 @@
  *   in-thread client: statements and transactions are serialized, a transaction is a lease of the worker's one
  *   connection (`BEGIN IMMEDIATE` … `COMMIT`, each a message). Whether the connection is inside a transaction
  *   comes with every reply.
- * - `SqlBatch`: a whole transaction of writes as ONE message (the journal's group commit uses it).
+ * - `SqlBatch`: a whole transaction of writes as ONE message (the journal's group commit uses it; a Turn's settle
+ *   too, with the rows of its last statement).
  * - A round trip, once sent, is waited for even when the caller is interrupted (as a synchronous call was): the
  *   worker runs it anyway, and the transaction state the acquirers read must match what ran.
  * - Errors carry SQLite's result code and map to the same `SqlError` reasons as the in-thread client.
@@ -158,6 +159,23 @@ export const make = (
           if (statements.length === 0) return Effect.void
           return borrower(() =>
             Effect.asVoid(ask({ op: "batch", statements: compile(statements) }, "Failed to commit the batch", "commit")))
+        }),
+      // A Turn's settle (issue 18): the whole transaction and the last statement's rows in one round trip.
+      transactionRows: (statements) =>
+        Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
+          if (open._tag === "Some") {
+            return Effect.gen(function* () {
+              let rows: ReadonlyArray<Record<string, unknown>> = []
+              for (const statement of statements) rows = (yield* statement) as ReadonlyArray<Record<string, unknown>>
+              return rows
+            })
+          }
+          if (statements.length === 0) return Effect.succeed([])
+          return borrower(() =>
+            ask({ op: "batch", statements: compile(statements), rows: true }, "Failed to commit the batch", "commit") as Effect.Effect<
+              ReadonlyArray<Record<string, unknown>>,
+              SqlError.SqlError
+            >)
         }),
       // The rows travel as one flat array of values; the worker builds and keeps the INSERTs (no statement is
       // built or compiled for them here).

@@ -260,6 +260,10 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.isTrue(Option.isNone(again))
       assert.strictEqual(Option.getOrThrow(yield* turns.get("t1")).status, "completed")
       assert.strictEqual(Option.getOrThrow(yield* sessions.get("s1")).nativeSessionId, "native-2")
+      // Only the settle that writes the outcome abandons interactions (same transaction, same condition).
+      assert.isTrue(yield* turns.recordInteraction("t1", "permission", "p2", { request_id: "p2" }))
+      assert.isTrue(Option.isNone(yield* turns.settle("t1", { status: "failed", error_code: "delivery_unknown" }, "s1")))
+      assert.deepStrictEqual((yield* turns.interactions("t1")).map((i) => [i.interactionId, i.status]), [["p1", "abandoned"], ["p2", "pending"]])
       // A terminal Turn begins no attempt: its attempt number stays.
       assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 2)
     }).pipe(Effect.provide(store)))
