@@ -188,14 +188,17 @@ const drain = (state: SessionState, first: Effect.Effect<void> | undefined): voi
     }
     const pending = state.pending
     if (pending === undefined) return
-    if (state.ended !== undefined || pending.length === 0) {
+    if (state.ended !== undefined || state.pendingAt === pending.length) {
       state.pending = undefined
+      state.pendingBytes = []
+      state.pendingAt = 0
       state.holding = false
       state.received()
       if (state.ended === undefined) state.transport.resume()
       return
     }
-    effect = handleFrame(state, pending.shift()!)
+    const at = state.pendingAt++
+    effect = handleFrame(state, pending[at]!, state.pendingBytes[at])
   }
 }
 
@@ -203,6 +206,7 @@ const drain = (state: SessionState, first: Effect.Effect<void> | undefined): voi
 const onFrame = (state: SessionState, frame: string | Uint8Array, bytes: number | undefined): void => {
   if (state.ended !== undefined) return
   if (state.pending !== undefined) {
+    state.pendingBytes[state.pending.length] = bytes
     state.pending.push(frame)
     return
   }

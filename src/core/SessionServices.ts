@@ -90,6 +90,10 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   holding = false
   /** Frames that arrived while the read side held, routed in order once it is released (bounded: the socket is paused). */
   pending: Array<string | Uint8Array> | undefined = undefined
+  /** The byte size the transport gave with each pending frame (`InboundHandlers.onFrame`), by position. */
+  pendingBytes: Array<number | undefined> = []
+  /** How many pending frames were routed (a cursor: no `shift` per frame). */
+  pendingAt = 0
   /** The fiber the read side waits for while it holds. */
   holdFiber: Fiber.Fiber<void> | undefined = undefined
   /** Runs a read-side effect in the connection's context (set when the connection starts reading). */
