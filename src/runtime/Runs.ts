@@ -25,7 +25,7 @@ import type { Messages } from "../proto/index.js"
 import type { DonePayload } from "../proto/RunEvents.js"
 import { echo } from "../proto/Trace.js"
 import { type ExecutorEntry, Executors } from "./Executors.js"
-import type { Settlement, TurnSink } from "./harness/Harness.js"
+import type { Settlement, TurnEvent, TurnSink } from "./harness/Harness.js"
 import type { SettlementUnconfirmed } from "./harness/Harness.js"
 import { Outbound } from "./Outbound.js"
 import { encodeEvent, isRouted, RefusedEventText, traced } from "./RunFrames.js"
@@ -196,16 +196,20 @@ const makeRuns = Effect.gen(function* () {
         // their frame is queued.
         const queueEncoded = (frame: Result.Result<EncodedFrame, Messages.OutgoingFrameRejected>): Effect.Effect<void> =>
           Result.isSuccess(frame) ? offer(frame.success) : Effect.flatMap(replacements(run, frame.failure, undefined), offerAll)
+        // A frame queued while there is room needs no Effect at all (`TurnSink.emitUnsafe`).
+        const emitUnsafe = (event: TurnEvent): Effect.Effect<void> | undefined => {
+          const frame = encodeEvent(run, event)
+          if (isRouted(event)) {
+            const registered = lifecycle.publish({ _tag: "Emitted", run, event })
+            return frame === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => queueEncoded(frame)))
+          }
+          if (frame === undefined) return undefined
+          if (Result.isSuccess(frame) && Queue.offerUnsafe(queue, frame.success)) return undefined
+          return Result.isSuccess(frame) ? Effect.asVoid(Queue.offer(queue, frame.success)) : queueEncoded(frame)
+        }
         const sink: TurnSink = {
-          emit: (event) =>
-            Effect.suspend(() => {
-              const frame = encodeEvent(run, event)
-              if (isRouted(event)) {
-                const registered = lifecycle.publish({ _tag: "Emitted", run, event })
-                return frame === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => queueEncoded(frame)))
-              }
-              return frame === undefined ? Effect.void : queueEncoded(frame)
-            })
+          emit: (event) => Effect.suspend(() => emitUnsafe(event) ?? Effect.void),
+          emitUnsafe
         }
         const started = yield* Effect.result(native.startTurn(run.runId, spec.input, sink))
         if (Result.isFailure(started)) {

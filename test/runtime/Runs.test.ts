@@ -473,6 +473,27 @@ describe("Run output", () => {
       same(yield* core.batches, [1, 10])
     }).pipe(Effect.provide(processLayer())))
 
+  it.effect("a script longer than the Run's buffer waits for room: every delta leaves once, in order, done last", () =>
+    Effect.gen(function* () {
+      const { core } = yield* connect()
+      yield* core.holdWrites
+      // 200 deltas against a 64-frame buffer: the scripted Turn queues deltas without an Effect while there is room
+      // and waits when the buffer is full (issue 18), several times over while the writes are held.
+      const texts = Array.from({ length: 200 }, (_, i) => `d${i + 1};`)
+      yield* core.toRuntime(promptFrame("run-1", script(texts.map((delta) => ({ delta })))))
+      yield* settle
+      yield* core.releaseWrites
+      const frames = yield* until(core, "done")
+      const deltas = frames.flatMap((f) => (f.type === "delta" ? [f.payload] : []))
+      same(deltas.map((d) => d.sequence), texts.map((_, i) => i + 1))
+      same(deltas.map((d) => d.delta), texts)
+      const done = frames[frames.length - 1]!
+      assert.strictEqual(done.type === "done" ? done.payload.content : undefined, texts.join(""))
+      const batches = yield* core.batches
+      assert.isTrue(batches.every((n) => n <= 64))
+      assert.strictEqual(batches.reduce((a, b) => a + b, 0), 201)
+    }).pipe(Effect.provide(processLayer())))
+
   it.effect("Run frames carry the starting request's valid traceparent; a malformed one is never echoed", () =>
     Effect.gen(function* () {
       const { core } = yield* connect()

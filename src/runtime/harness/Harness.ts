@@ -80,6 +80,14 @@ export type TurnEvent =
 /** The output of one Turn, owned by the Runtime. `emit` waits while the Run's bounded buffer is full. */
 export interface TurnSink {
   readonly emit: (event: TurnEvent) => Effect.Effect<void>
+  /**
+   * `emit` without its Effect wrapper, for a harness emitting many events in a row on the Turn's fiber (the
+   * scripted harness's deltas; issue 18): does `emit`'s synchronous part now and returns `undefined` when the event
+   * is fully handled (queued, or dropped by the Run's opt-ins), otherwise the Effect that completes it (waiting for
+   * room, reporting a refusal, registering a route), which must run before anything else is emitted. Optional: a
+   * sink without it (a wrapper) is used through `emit`.
+   */
+  readonly emitUnsafe?: ((event: TurnEvent) => Effect.Effect<void> | undefined) | undefined
 }
 
 // ---------------------------------------------------------------------------------------------- requests

@@ -56,7 +56,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
     }
     const emit = ctx.sink.emit
 
-    const { snapshot, delta, completeMessage, toolCall } = makeOutput(env, ctx, state)
+    const { snapshot, delta, deltaUnsafe, completeMessage, toolCall } = makeOutput(env, ctx, state)
 
     /** Applies an accept mode to a written input and reports the native receipt. */
     const consume = (entry: BufferedInput, accept: AcceptMode) =>
@@ -248,9 +248,12 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
           return
         case "Script":
           for (const step of parsed.steps) {
-            // The common step without the step dispatcher (the relay's hot loop).
-            if ("delta" in step) yield* delta(step.delta, step.phase)
-            else if ((yield* runStep(step)) === "stop") return
+            // The common step without the step dispatcher and, while the Run's buffer has room, without an Effect
+            // (the relay's hot loop; the fiber still suspends when the buffer is full, at most every 64 deltas).
+            if ("delta" in step) {
+              const rest = deltaUnsafe(step.delta, step.phase)
+              if (rest !== undefined) yield* rest
+            } else if ((yield* runStep(step)) === "stop") return
           }
           yield* completeMessage
           return

@@ -108,13 +108,22 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
       }
       return emitDelta(text)
     })
-  const emitDelta = (text: string): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const open = state.openMessage
-      state.content += text
-      if (open !== undefined) open.text += text
-      return emit(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
-    })
+  const emitDelta = (text: string): Effect.Effect<void> => Effect.suspend(() => emitDeltaUnsafe(text) ?? Effect.void)
+  const emitUnsafe = ctx.sink.emitUnsafe ?? emit
+  const emitDeltaUnsafe = (text: string): Effect.Effect<void> | undefined => {
+    const open = state.openMessage
+    state.content += text
+    if (open !== undefined) open.text += text
+    return emitUnsafe(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
+  }
+
+  /**
+   * `delta` run now, on the Turn's fiber (issue 18: a script's run of deltas costs no Effect per delta while the
+   * Run's buffer has room): `undefined` when the delta was emitted, otherwise the Effect that completes it (an
+   * output message to open first, a full buffer to wait for), to run before the next step.
+   */
+  const deltaUnsafe = (text: string, phase?: string): Effect.Effect<void> | undefined =>
+    observeMessages && state.openMessage === undefined ? delta(text, phase) : emitDeltaUnsafe(text)
 
   const completeMessage = Effect.suspend(() => {
     const open = state.openMessage
@@ -150,5 +159,5 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
       if (stage === "after" || stage === "both") yield* emit({ type: "tool_call", payload: base("after", observation) })
     })
 
-  return { snapshot, delta, completeMessage, toolCall }
+  return { snapshot, delta, deltaUnsafe, completeMessage, toolCall }
 }
