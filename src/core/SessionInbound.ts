@@ -8,7 +8,7 @@
  * per connection (issue 18).
  */
 import { Effect, type Fiber, Option, Result } from "effect"
-import { Capabilities, Envelope, HeartbeatFrame, Messages } from "../proto/index.js"
+import { Capabilities, Checks, DeltaFrame, Envelope, HeartbeatFrame, Messages } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
 import { failNamedObserver } from "./internal/malformedFrames.js"
@@ -120,13 +120,29 @@ const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Ef
   return verdict.close ? Effect.andThen(logged, Effect.sync(() => void state.terminate("invalid_frame", 1008))) : logged
 }
 
+/**
+ * A delta read by `DeltaFrame.match` (the generic decoder's result for that text, see DeltaFrame.ts): counted,
+ * tapped and routed exactly as `handleFrame` does after the generic decode.
+ */
+const routeDelta = (state: SessionState, message: DeltaFrame.Delta, bytes: number): Effect.Effect<void> | undefined => {
+  CoreMetrics.frameUnsafe(state.metricContext, "in", bytes)
+  if (state.tapQueue !== undefined) {
+    state.tapFrame({ direction: "runtime→core", type: message.type, id: message.id, bytes, message })
+  }
+  return handlers.delta(state, message, bytes)
+}
+
 /** Decodes and routes one frame; returns the work it must wait for (a log line, a full subscriber), if any. */
 export const handleFrame = (
   state: SessionState,
   frame: string | Uint8Array,
   bytes?: number
 ): Effect.Effect<void> | undefined => {
-  if (typeof frame === "string" && repeatedHeartbeat(state, frame)) return undefined
+  if (typeof frame === "string") {
+    if (repeatedHeartbeat(state, frame)) return undefined
+    const delta = state.deltaPrefix === undefined ? undefined : DeltaFrame.match(state.deltaPrefix, state.deltaId!, frame)
+    if (delta !== undefined) return routeDelta(state, delta, bytes ?? Checks.utf8ByteLength(frame))
+  }
   // One envelope per text frame: a binary frame is refused as the daemon refuses it. `bytes`, when the transport
   // knows the frame's size, spares counting the text's UTF-8 length again.
   const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame, bytes) : Envelope.refuseBinaryFrame(frame)
@@ -136,6 +152,11 @@ export const handleFrame = (
   const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
   if (Result.isFailure(decoded)) return onInvalid(state, decoded.failure)
   const message = decoded.success
+  if (message.type === "delta" && message.payload.item_id === undefined && message.trace === undefined &&
+    message.id !== state.deltaId) {
+    state.deltaId = message.id
+    state.deltaPrefix = DeltaFrame.prefix(message.id)
+  }
   if (state.tapQueue !== undefined) {
     const id = "id" in message ? message.id : undefined
     state.tapFrame({

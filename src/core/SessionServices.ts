@@ -90,6 +90,12 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   holding = false
   /** Frames that arrived while the read side held, routed in order once it is released (bounded: the socket is paused). */
   pending: Array<string | Uint8Array> | undefined = undefined
+  /**
+   * The Run id of the last `delta` without `item_id` or trace the generic decoder accepted, and its frame prefix
+   * (`DeltaFrame.prefix`): the next deltas of that Run are read by `DeltaFrame.match` (issue 18).
+   */
+  deltaId: string | undefined = undefined
+  deltaPrefix: string | undefined = undefined
   /** The byte size the transport gave with each pending frame (`InboundHandlers.onFrame`), by position. */
   pendingBytes: Array<number | undefined> = []
   /** How many pending frames were routed (a cursor: no `shift` per frame). */

@@ -4,6 +4,7 @@
 export * as Canonical from "./Canonical.js"
 export * as Capabilities from "./Capabilities.js"
 export * as Checks from "./Checks.js"
+export * as DeltaFrame from "./DeltaFrame.js"
 export * as EncodedFrame from "./EncodedFrame.js"
 export * as Envelope from "./Envelope.js"
 export * as ErrorCodes from "./ErrorCodes.js"

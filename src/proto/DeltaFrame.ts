@@ -1,0 +1,77 @@
+/**
+ * A fast path for the frame Core reads most during a Turn (issue 18, relay): a Run's `delta`, as the daemon writes
+ * it (`EncodedFrame.deltaEncoder`, without `item_id` or `trace`):
+ *
+ *     {"type":"delta","id":<the Run id>,"payload":{"delta":<JSON string>,"sequence":<integer>}}
+ *
+ * `prefix(id)` is the text up to the delta's string, for a Run id the generic decoder (`Envelope.decodeEnvelope`
+ * then `Messages.decodeRuntimeToCoreEnvelope`) already accepted in a delta of this connection. `match(prefix, text)`
+ * accepts a frame only when it is exactly that prefix, then one JSON string token, then `,"sequence":`, then a plain
+ * decimal non-negative integer of at most 15 digits (`0` or `[1-9][0-9]*`: a safe integer), then `}}` and nothing
+ * else, and the frame is at most `MaxChars` long; anything else is `undefined` and goes through the generic decoder,
+ * which gives its own verdict (this path never refuses a frame).
+ *
+ * Why a match is exactly what the generic decoder returns: such a text is valid JSON with no whitespace and no
+ * repeated member, of depth 2 and 5 values (far inside the JSON bounds) and far under 4 MiB; its envelope has type
+ * `delta`, an id the generic decoder accepted for `delta` (the same characters: the id token is made by
+ * `JSON.stringify`, and a differently escaped id is not a match), no trace, and a payload whose only members are a
+ * string `delta` and a non-negative integer `sequence`, which is what `RunEvents.DeltaPayload` requires (no rule
+ * across members). The string token is read as `JSON.parse` reads it: as is when it has no escape, through
+ * `JSON.parse` when it has one; a raw control character (which JSON refuses) is not a match.
+ * `test/proto/DeltaFrame.test.ts` checks it against the generic decoder.
+ */
+import type { MessageOfType } from "./Messages.js"
+
+/** A decoded delta message. */
+export type Delta = MessageOfType<"delta">
+
+/** The longest frame (UTF-16 units) this path reads; longer ones take the generic decoder. */
+export const MaxChars = 16_384
+
+/** The text of a delta frame of Run `id` up to its `delta` string. */
+export const prefix = (id: string): string => `{"type":"delta","id":${JSON.stringify(id)},"payload":{"delta":`
+
+const Sequence = `,"sequence":`
+
+/** The delta message `text` encodes when it has the exact shape above for `prefixText`; otherwise `undefined`. */
+export const match = (prefixText: string, id: string, text: string): Delta | undefined => {
+  const n = text.length
+  if (n > MaxChars || !text.startsWith(prefixText)) return undefined
+  const open = prefixText.length
+  if (text.charCodeAt(open) !== 0x22) return undefined
+  let i = open + 1
+  let escaped = false
+  while (true) {
+    if (i >= n) return undefined
+    const c = text.charCodeAt(i)
+    if (c === 0x22) break
+    if (c < 0x20) return undefined
+    if (c === 0x5c) {
+      escaped = true
+      i += 2
+    } else i++
+  }
+  const close = i
+  let delta: string
+  if (escaped) {
+    try {
+      delta = JSON.parse(text.slice(open, close + 1)) as string
+    } catch {
+      return undefined
+    }
+  } else delta = text.slice(open + 1, close)
+  if (!text.startsWith(Sequence, close + 1)) return undefined
+  const start = close + 1 + Sequence.length
+  // The digits, then exactly `}}` at the end.
+  const end = n - 2
+  const digits = end - start
+  if (digits < 1 || digits > 15 || text.charCodeAt(end) !== 0x7d || text.charCodeAt(end + 1) !== 0x7d) return undefined
+  if (digits > 1 && text.charCodeAt(start) === 0x30) return undefined
+  let sequence = 0
+  for (let k = start; k < end; k++) {
+    const d = text.charCodeAt(k) - 0x30
+    if (d < 0 || d > 9) return undefined
+    sequence = sequence * 10 + d
+  }
+  return { type: "delta", id, payload: { delta, sequence } } as Delta
+}

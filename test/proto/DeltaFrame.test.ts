@@ -1,0 +1,73 @@
+/**
+ * DeltaFrame.ts (issue 18): a delta frame read by the fast path decodes to exactly what the generic decoder gives,
+ * and every other text (another shape, another Run, anything the generic decoder refuses) is left to it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Result } from "effect"
+import { DeltaFrame, Messages } from "../../src/proto/index.js"
+
+const id = "run-1"
+const prefix = DeltaFrame.prefix(id)
+const frame = (delta: unknown, sequence: unknown) => JSON.stringify({ type: "delta", id, payload: { delta, sequence } })
+
+/** The fast path's answer must equal the generic decoder's success; `undefined` leaves the text to it. */
+const checked = (text: string) => {
+  const fast = DeltaFrame.match(prefix, id, text)
+  const generic = Messages.decodeRuntimeToCore(text)
+  if (fast !== undefined) {
+    assert.isTrue(Result.isSuccess(generic), text)
+    if (Result.isSuccess(generic)) assert.deepStrictEqual(fast, generic.success)
+  }
+  return fast
+}
+
+describe("DeltaFrame", () => {
+  it("reads the daemon's delta frames as the generic decoder does, escapes and non-ASCII included", () => {
+    const deltas = ["", "hello", "a\"b\\c", "line\nnext\ttab", "é€😀", "\u0000\u001f", "\ud800 lone", "</script>", "x".repeat(1000)]
+    for (const delta of deltas) {
+      for (const sequence of [0, 1, 9, 10, 123456789, Number.MAX_SAFE_INTEGER]) {
+        const text = frame(delta, sequence)
+        const fast = checked(text)
+        if (sequence === Number.MAX_SAFE_INTEGER) continue // 16 digits: left to the generic decoder
+        assert.isDefined(fast, text)
+        assert.deepStrictEqual(fast!.payload, { delta, sequence })
+      }
+    }
+  })
+
+  it("leaves every other text to the generic decoder", () => {
+    const others = [
+      frame("x", -1),
+      frame("x", 1.5),
+      frame("x", "1"),
+      frame(1, 1),
+      JSON.stringify({ type: "delta", id: "run-2", payload: { delta: "x", sequence: 1 } }),
+      JSON.stringify({ type: "delta", id, payload: { item_id: "m", delta: "x", sequence: 1 } }),
+      JSON.stringify({ type: "delta", id, payload: { delta: "x", sequence: 1 }, trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" }),
+      JSON.stringify({ type: "delta", id, payload: { delta: "x", sequence: 1, extra: true } }),
+      `${prefix}"x","sequence":01}}`,
+      `${prefix}"x","sequence":1} }`,
+      `${prefix}"x","sequence":1}}\n`,
+      `${prefix}"x","sequence":1}},"type":"thinking"}`,
+      `${prefix}"x","sequence":1},"type":"thinking"}`,
+      `${prefix}"x","sequence":1,"sequence":2}}`,
+      `${prefix}"x" ,"sequence":1}}`,
+      `${prefix}"a\u0001b","sequence":1}}`,
+      `${prefix}"a\\qb","sequence":1}}`,
+      `${prefix}"a\\`,
+      `${prefix}"abc`,
+      `${prefix}"x","sequence":}}`,
+      `${prefix}"x","sequence":1234567890123456}}`,
+      `${prefix}"x","sequence":1e3}}`,
+      `${prefix}"${"x".repeat(DeltaFrame.MaxChars)}","sequence":1}}`,
+      `{"type":"delta","id":"run-1","payload":{"delta":"x","sequence":1}}`.replace('"id"', ' "id"')
+    ]
+    for (const text of others) assert.isUndefined(checked(text), text)
+  })
+
+  it("a differently escaped id is another prefix", () => {
+    const text = `{"type":"delta","id":"run\\u002d1","payload":{"delta":"x","sequence":1}}`
+    assert.isUndefined(DeltaFrame.match(prefix, id, text))
+    assert.isTrue(Result.isSuccess(Messages.decodeRuntimeToCore(text)))
+  })
+})
