@@ -199,6 +199,9 @@ const rawExport = async (f: () => Promise<number>) => {
   return { bytes, cost: stop() }
 }
 
+/** Streamed exports judged for RSS (growth on every one, flatness on the median). */
+const StreamedRssExports = 3
+
 /** RSS growth of one daemon export of the whole workspace (`total` bytes of file data); `keep` retains chunks. */
 const exportRss = async (ctx: SuiteContext, core: Core, session: DeviceSession, root: string, total: number, keep: boolean) => {
   const kept: Array<Uint8Array> = []
@@ -311,26 +314,33 @@ export const workspaceSuite: Suite = {
       makeTree(workspace, rssFiles, rssFileSize)
       const rssTotal = rssFiles * rssFileSize
       ctx.log(`rss: exporting ${rssTotal / MiB} MiB`)
-      const streamed = await exportRss(ctx, core, session, workspace, rssTotal, false)
-      ctx.log(`rss: streamed growth ${(streamed.growth / MiB).toFixed(1)} MiB, second half ${(streamed.secondHalf / MiB).toFixed(1)} MiB`)
+      // Three streamed exports, one after another: a single export's second half can hold one sawtooth peak of
+      // garbage awaiting a collection (V8 collects external buffers by volume, so the peak is bounded, not cumulative);
+      // growth is judged on every export, flatness on their median.
+      const streamedRuns: Array<Awaited<ReturnType<typeof exportRss>>> = []
+      for (let i = 0; i < StreamedRssExports; i++) {
+        const streamed = await exportRss(ctx, core, session, workspace, rssTotal, false)
+        ctx.log(`rss: streamed export ${i + 1}/${StreamedRssExports}: growth ${(streamed.growth / MiB).toFixed(1)} MiB, second half ${(streamed.secondHalf / MiB).toFixed(1)} MiB`)
+        streamedRuns.push(streamed)
+      }
       const keeping = await exportRss(ctx, core, session, workspace, rssTotal, true)
       ctx.log(`rss: keeping consumer growth ${(keeping.growth / MiB).toFixed(1)} MiB, second half ${(keeping.secondHalf / MiB).toFixed(1)} MiB`)
       const size = `${rssTotal / MiB} MiB`
       // A streamed export that did not complete is not judged a pass (NaN meets no target).
-      const judgedGrowth = (g: typeof streamed, key: "growth" | "secondHalf") => (g.completed ? g[key] / MiB : Number.NaN)
+      const judgedGrowth = (key: "growth" | "secondHalf") => streamedRuns.map((g) => (g.completed ? g[key] / MiB : Number.NaN))
       figures.push(figure({
         suite: "workspace",
         name: `RSS growth exporting ${size} (max during − before)`,
         unit: "MiB",
-        samples: [judgedGrowth(streamed, "growth")],
-        target: { on: "value", op: "<", value: 100 },
+        samples: judgedGrowth("growth"),
+        target: { on: "value", op: "<", value: 100, over: "every" },
         control: { name: "a consumer that keeps every chunk", samples: [keeping.growth / MiB] }
       }))
       figures.push(figure({
         suite: "workspace",
         name: `RSS growth over the second half of the ${size} export (flat)`,
         unit: "MiB",
-        samples: [judgedGrowth(streamed, "secondHalf")],
+        samples: judgedGrowth("secondHalf"),
         target: { on: "value", op: "<", value: 16 },
         control: { name: "a consumer that keeps every chunk", samples: [keeping.secondHalf / MiB] }
       }))
@@ -342,8 +352,9 @@ export const workspaceSuite: Suite = {
             "receipts and disk work (base64, SHA-256, positioned writes, fsync + rename; file reads) without the codec, the " +
             "gateway, the Effect runtime or the path-safety checks. CPU = the bench process's user + system time over the transfer.",
           `workspace: each export round acquires and releases a read-only preparation outside the measured time; RSS is sampled ` +
-            `every MiB of the ${size} export, one export each for the figure and the keeping control` +
-            (streamed.completed ? "" : `; the streamed export ended after ${Math.round(streamed.exported / MiB)} MiB (not judged a pass)`) +
+            `every MiB of the ${size} export, ${StreamedRssExports} streamed exports (growth judged on every one, flatness on ` +
+            `their median) and one for the keeping control` +
+            streamedRuns.map((r, i) => r.completed ? "" : `; streamed export ${i + 1} ended after ${Math.round(r.exported / MiB)} MiB (not judged a pass)`).join("") +
             (keeping.completed ? "" : `; the keeping control ended after ${Math.round(keeping.exported / MiB)} MiB (at the Runtime's 180 s budget), its growth is over that part`)
         ]
       }
