@@ -17,7 +17,7 @@ import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
 import { frameData, type Outgoing, textFramePayload } from "../../proto/EncodedFrame.js"
-import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
+import { type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
 import { ConnectFailed, type ConnectRejected } from "./ConnectError.js"
@@ -218,14 +218,21 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   })
   yield* Effect.forkScoped(watchdog)
 
+  /** `frame`'s wire bytes, counted as sent; or why it is not sent (the transport ended, the codec refused it). */
+  const outgoing = (frame: Outgoing): Result.Result<Uint8Array, TransportClosed | OutgoingFrameRejected> => {
+    if (closed !== undefined) return Result.fail(refusedAfterEnd(closed))
+    const text = frameData(frame)
+    if (Result.isFailure(text)) return Result.fail(text.failure)
+    const data = wireBytes(text.success)
+    RuntimeMetrics.frameUnsafe(metrics, "out", data.byteLength)
+    return Result.succeed(data)
+  }
+
   const send = (message: RuntimeToCore): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
-      if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
-      const text = encodeMessage(message)
-      if (Result.isFailure(text)) return Effect.fail(text.failure)
-      const frame = wireBytes(text.success)
-      RuntimeMetrics.frameUnsafe(metrics, "out", frame.byteLength)
-      return written((done) => socket.send(frame, done))
+      const frame = outgoing(message)
+      if (Result.isFailure(frame)) return Effect.fail(frame.failure)
+      return written((done) => socket.send(frame.success, done))
     })
 
   const sendAll = (
@@ -257,12 +264,9 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     unconfirmed: () => void
   ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
-      if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
-      const text = frameData(frame)
-      if (Result.isFailure(text)) return Effect.fail(text.failure)
-      const data = wireBytes(text.success)
-      RuntimeMetrics.frameUnsafe(metrics, "out", data.byteLength)
-      handOver((done) => socket.send(data, done), (failure) => {
+      const data = outgoing(frame)
+      if (Result.isFailure(data)) return Effect.fail(data.failure)
+      handOver((done) => socket.send(data.success, done), (failure) => {
         if (failure === undefined) return
         // As after a failed `send`: the socket is unusable (see `fail`).
         if (closed === undefined) {
