@@ -108,6 +108,16 @@ export const rowStatements = (sql: SqlClient.SqlClient) => {
   }
 }
 
+/** Runs `statements` one after another on the current connection; the rows of the last one (none: `[]`). */
+export const lastRows = (
+  statements: ReadonlyArray<Statement.Statement<unknown>>
+): Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError> =>
+  Effect.gen(function* () {
+    let rows: ReadonlyArray<Record<string, unknown>> = []
+    for (const statement of statements) rows = (yield* statement) as ReadonlyArray<Record<string, unknown>>
+    return rows
+  })
+
 /** Any client: the statements inside `sql.withTransaction`, one after another (one statement runs alone). */
 export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
   const transaction = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
@@ -115,12 +125,7 @@ export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
   const toStatements = rowStatements(sql)
   return SqlBatch.of({
     transaction,
-    transactionRows: (statements) =>
-      sql.withTransaction(Effect.gen(function* () {
-        let rows: ReadonlyArray<Record<string, unknown>> = []
-        for (const statement of statements) rows = (yield* statement) as ReadonlyArray<Record<string, unknown>>
-        return rows
-      })),
+    transactionRows: (statements) => sql.withTransaction(lastRows(statements)),
     insertRows: (rows, then) =>
       Effect.suspend(() => {
         const statements = [...toStatements(rows), ...then]

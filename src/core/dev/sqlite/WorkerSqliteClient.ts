@@ -27,7 +27,7 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError, type Statement } from "effect/sql"
 import { Worker, WorkerError } from "effect/workers"
 import { Worker as NodeThread } from "node:worker_threads"
-import { insertSizes, rowStatements, SqlBatch } from "../SqlBatch.js"
+import { insertSizes, lastRows, rowStatements, SqlBatch } from "../SqlBatch.js"
 import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
 import {
   sqliteWorkerSource,
@@ -163,13 +163,7 @@ export const make = (
       // A Turn's settle (issue 18): the whole transaction and the last statement's rows in one round trip.
       transactionRows: (statements) =>
         Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
-          if (open._tag === "Some") {
-            return Effect.gen(function* () {
-              let rows: ReadonlyArray<Record<string, unknown>> = []
-              for (const statement of statements) rows = (yield* statement) as ReadonlyArray<Record<string, unknown>>
-              return rows
-            })
-          }
+          if (open._tag === "Some") return lastRows(statements)
           if (statements.length === 0) return Effect.succeed([])
           return borrower(() =>
             ask({ op: "batch", statements: compile(statements), rows: true }, "Failed to commit the batch", "commit") as Effect.Effect<
