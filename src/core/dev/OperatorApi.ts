@@ -19,7 +19,7 @@ import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
 import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
-import { dropLaggingClient, sseEvent, withKeepAlive } from "./OperatorSse.js"
+import { dropLaggingClient, sseEvent, withKeepAlive, writeBeside } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { MaxCreateSessionBodyBytes } from "./InitializationSpec.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
@@ -321,7 +321,7 @@ export const layer = (
               Stream.map(sseEvent),
               Stream.catch(() => Stream.make(Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" })))
             )
-            const body = withKeepAlive(events, options.keepAlive).pipe(Stream.map((text) => encoder.encode(text)))
+            const body = withKeepAlive(events.pipe(Stream.map((text) => encoder.encode(text))), writeBeside(request), options.keepAlive)
             return HttpServerResponse.stream(body, {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
