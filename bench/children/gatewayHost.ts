@@ -46,6 +46,11 @@ export type HostCommand =
   | { readonly op: "seed-turns"; readonly sessionId: string; readonly count: number }
   /** One operator GET (devcore mode) timed in this process: `{op: "got", ms, status, bytes, loopMaxMs}`. */
   | { readonly op: "get"; readonly path: string }
+  /**
+   * devcore mode: the unpaged device listing in process (`BenchDevCore.listAll`), timed the same way:
+   * `{op: "got", ms, status: 200, bytes: devices listed, loopMaxMs}`.
+   */
+  | { readonly op: "list-all" }
   /** Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. */
   | { readonly op: "measure"; readonly collect: boolean }
   /** Writes a heap snapshot (diagnostics: docs/performance.md). */
@@ -173,6 +178,16 @@ export const gatewayHost = async (): Promise<void> => {
           })
           const ms = performance.now() - t0
           process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
+          loop.reset()
+          return
+        }
+        case "list-all": {
+          if (devCore === undefined) throw new Error("list-all needs mode devcore")
+          loop.reset()
+          const t0 = performance.now()
+          const listed = await devCore.listAll()
+          const ms = performance.now() - t0
+          process.send?.({ op: "got", ms, status: 200, bytes: listed, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
           loop.reset()
           return
         }

@@ -69,10 +69,14 @@ export const spawnChild = (self: string, role: string, options: { readonly execA
   const fd = openSync(logFile, "a", 0o600)
   const child = fork(self, [`--child=${role}`], {
     stdio: ["ignore", fd, fd, "ipc"],
-    // BENCH_CHILD_CPU_PROF=<dir> profiles every child (npx node --cpu-prof …): docs/performance.md.
+    // BENCH_CHILD_CPU_PROF=<dir> profiles every child (npx node --cpu-prof …): docs/performance.md;
+    // BENCH_CHILD_CPU_PROF_INTERVAL=<µs> samples more often than the default 1000 µs (not allowed in NODE_OPTIONS).
     execArgv: [
       ...(options.execArgv ?? []),
-      ...(process.env["BENCH_CHILD_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_CHILD_CPU_PROF"]}`] : [])
+      ...(process.env["BENCH_CHILD_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_CHILD_CPU_PROF"]}`] : []),
+      ...(process.env["BENCH_CHILD_CPU_PROF"] && process.env["BENCH_CHILD_CPU_PROF_INTERVAL"]
+        ? [`--cpu-prof-interval=${process.env["BENCH_CHILD_CPU_PROF_INTERVAL"]}`]
+        : [])
     ],
     env: { ...process.env, NODE_OPTIONS: "" }
   })

@@ -74,7 +74,7 @@ const repeatedHeartbeat = (state: SessionState, frame: string): boolean => {
   }
   const previous = state.declared.value
   const bytes = HeartbeatFrame.matchedBytes(template, frame)
-  CoreMetrics.frameUnsafe(state.metricContext, "in", bytes)
+  CoreMetrics.inboundUnsafe(state.inbound, bytes)
   if (state.tapQueue !== undefined) {
     state.tapFrame({ direction: "runtime→core", type: "heartbeat", bytes, message: HeartbeatFrame.messageOf(template, liveness) })
   }
@@ -125,7 +125,7 @@ const onInvalid = (state: SessionState, error: Envelope.InvalidFrame): Effect.Ef
  * tapped and routed exactly as `handleFrame` does after the generic decode.
  */
 const routeDelta = (state: SessionState, message: DeltaFrame.Delta, bytes: number): Effect.Effect<void> | undefined => {
-  CoreMetrics.frameUnsafe(state.metricContext, "in", bytes)
+  CoreMetrics.inboundUnsafe(state.inbound, bytes)
   if (state.tapQueue !== undefined) {
     state.tapFrame({ direction: "runtime→core", type: message.type, id: message.id, bytes, message })
   }
@@ -147,7 +147,7 @@ export const handleFrame = (
   // knows the frame's size, spares counting the text's UTF-8 length again.
   const raw = typeof frame === "string" ? Envelope.decodeEnvelope(frame, bytes) : Envelope.refuseBinaryFrame(frame)
   // Every frame read is counted once here; one that fails to decode also counts as a decode failure.
-  CoreMetrics.frameUnsafe(state.metricContext, "in", Result.isFailure(raw) ? raw.failure.bytes : raw.success.bytes)
+  CoreMetrics.inboundUnsafe(state.inbound, Result.isFailure(raw) ? raw.failure.bytes : raw.success.bytes)
   if (Result.isFailure(raw)) return onInvalid(state, raw.failure)
   const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
   if (Result.isFailure(decoded)) return onInvalid(state, decoded.failure)

@@ -14,6 +14,7 @@
  */
 import { type Clock, type Context, Deferred, Duration, Effect, Exit, type Fiber, Option, Queue } from "effect"
 import { type Capabilities, type HeartbeatFrame, type Ids, Limits } from "../proto/index.js"
+import * as CoreMetrics from "./CoreMetrics.js"
 import * as Correlator from "./Correlator.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
 import type { FrameTapShape, TappedFrame } from "./FrameTap.js"
@@ -108,6 +109,8 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   private readonly closeSignal: Deferred.Deferred<ObservationLost>
   /** The tap's bounded buffer (drained by a fiber of the connection, ended with it); undefined for the no-op tap. */
   tapQueue: Queue.Queue<TappedFrame> | undefined = undefined
+  /** Inbound frames and bytes read in the current job, not yet in the registry (`CoreMetrics.InboundCount`). */
+  readonly inbound: CoreMetrics.InboundCount
   /** Runs once, synchronously, right after `terminate` decided the end (the session's end sequence). */
   onTerminated: (() => void) | undefined = undefined
 
@@ -130,6 +133,7 @@ export class SessionState implements LivenessWheel.LivenessWatch {
     this.replies = Correlator.make<ReplyFamilies>({ capacity: config.maxReplyWaiters, buffer: config.replyBuffer })
     this.closeSignal = Deferred.makeUnsafe<ObservationLost>()
     this.lastInbound = clock.currentTimeMillisUnsafe()
+    this.inbound = new CoreMetrics.InboundCount(metricContext)
   }
 
   get transport(): DeviceTransport {

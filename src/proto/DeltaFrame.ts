@@ -33,33 +33,41 @@ export const prefix = (id: string): string => `{"type":"delta","id":${JSON.strin
 
 const Sequence = `,"sequence":`
 
+/**
+ * A JSON string token's characters when it has no escape and no raw control character, then its closing quote
+ * (sticky: matched at `lastIndex` only). One native scan instead of a loop of `charCodeAt`s; a token it does not
+ * match is read by the loop below.
+ */
+const PlainString = /[^"\\\u0000-\u001f]*"/y
+
 /** The delta message `text` encodes when it has the exact shape above for `prefixText`; otherwise `undefined`. */
 export const match = (prefixText: string, id: string, text: string): Delta | undefined => {
   const n = text.length
-  if (n > MaxChars || !text.startsWith(prefixText)) return undefined
   const open = prefixText.length
-  if (text.charCodeAt(open) !== 0x22) return undefined
-  let i = open + 1
-  let escaped = false
-  while (true) {
-    if (i >= n) return undefined
-    const c = text.charCodeAt(i)
-    if (c === 0x22) break
-    if (c < 0x20) return undefined
-    if (c === 0x5c) {
-      escaped = true
-      i += 2
-    } else i++
-  }
-  const close = i
+  // `slice` + `===` compares the prefix natively; `startsWith` compared it several times slower (issue 18).
+  if (n > MaxChars || text.slice(0, open) !== prefixText || text.charCodeAt(open) !== 0x22) return undefined
+  let close: number
   let delta: string
-  if (escaped) {
+  PlainString.lastIndex = open + 1
+  if (PlainString.test(text)) {
+    close = PlainString.lastIndex - 1
+    delta = text.slice(open + 1, close)
+  } else {
+    let i = open + 1
+    while (true) {
+      if (i >= n) return undefined
+      const c = text.charCodeAt(i)
+      if (c === 0x22) break
+      if (c < 0x20) return undefined
+      i += c === 0x5c ? 2 : 1
+    }
+    close = i
     try {
       delta = JSON.parse(text.slice(open, close + 1)) as string
     } catch {
       return undefined
     }
-  } else delta = text.slice(open + 1, close)
+  }
   if (!text.startsWith(Sequence, close + 1)) return undefined
   const start = close + 1 + Sequence.length
   // The digits, then exactly `}}` at the end.
