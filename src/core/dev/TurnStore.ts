@@ -194,7 +194,6 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
           begin: options?.begin
         }))
       : Effect.void
-
   const settle = settleTurn(sql, batch)
 
   return TurnStore.of({
