@@ -5,7 +5,7 @@
  * is dropped with `FollowerLagging` instead of holding memory without bound (issue #17: "SSE clients that never
  * read are dropped, the Turn is unaffected"). A dropped reader may follow again from the seq it last saw.
  */
-import { type Cause, Data, Effect, Queue, Ref, type Scope, Stream } from "effect"
+import { type Cause, Data, Effect, Queue, type Scope, Stream } from "effect"
 
 /** The reader fell more than `maxWeight` behind the live source and was dropped (nothing upstream was affected). */
 export class FollowerLagging extends Data.TaggedError("FollowerLagging")<{ readonly maxWeight: number }> {}
@@ -24,15 +24,24 @@ export const make = <A, E>(
 ): Effect.Effect<Stream.Stream<A, E | FollowerLagging>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const buffer = yield* Queue.unbounded<A, E | FollowerLagging | Cause.Done>()
-    const weight = yield* Ref.make(0)
+    // The weight buffered and not yet pulled by the reader. Both sides run on this process's one thread and
+    // touch it only in synchronous steps, so a plain variable is enough (issue 18: no Effect per item and side).
+    let weight = 0
     // Made only when the reader falls behind (an error captures a stack: not a cost of every follower).
     let lagging: FollowerLagging | undefined
     yield* source.pipe(
-      Stream.runForEach((item) =>
-        Ref.updateAndGet(weight, (w) => w + weigh(item)).pipe(
-          Effect.flatMap((w) => (w > maxWeight ? Effect.fail(lagging ??= new FollowerLagging({ maxWeight })) : Queue.offer(buffer, item)))
-        )
-      ),
+      // Whatever the source has ready is weighed and buffered in one step.
+      Stream.runForEachArray((items) => {
+        for (let i = 0; i < items.length; i++) {
+          weight += weigh(items[i]!)
+          if (weight > maxWeight) {
+            if (i > 0) Queue.offerAllUnsafe(buffer, items.slice(0, i))
+            return Effect.fail(lagging ??= new FollowerLagging({ maxWeight }))
+          }
+        }
+        Queue.offerAllUnsafe(buffer, items)
+        return Effect.void
+      }),
       Effect.matchCauseEffect({
         onSuccess: () => Queue.end(buffer),
         onFailure: (cause) =>
@@ -42,5 +51,8 @@ export const make = <A, E>(
       }),
       Effect.forkScoped
     )
-    return Stream.fromQueue(buffer).pipe(Stream.tap((item) => Ref.update(weight, (w) => w - weigh(item))))
+    return Stream.fromQueue(buffer).pipe(Stream.mapArray((items) => {
+      for (const item of items) weight -= weigh(item)
+      return items
+    }))
   })

@@ -38,14 +38,38 @@ export const readableFact = (bodyJson: string): string => {
   return JSON.stringify({ fact: snakeCase(_tag), ...rest })
 }
 
-/** `events` with a keep-alive comment every `interval` (the first one interval after the start), until `events` ends. */
-export const withKeepAlive = <E, R>(
-  events: Stream.Stream<string, E, R>,
+/**
+ * `events` with a keep-alive comment handed to `write` every `interval` (the first one interval after the start),
+ * until `events` ends. The comments go beside the stream, not through it (issue 18: a ticker merged into the
+ * stream cost a hand-off between fibers for every event); `write` runs between two of the stream's writes,
+ * never inside one, and never after the stream ended.
+ */
+export const withKeepAlive = <A, E, R>(
+  events: Stream.Stream<A, E, R>,
+  write: (comment: string) => void,
   interval: Duration.Input = DefaultKeepAlive
-): Stream.Stream<string, E, R> =>
-  Stream.merge(events, Stream.tick(interval).pipe(Stream.drop(1), Stream.map(() => KeepAliveComment)), {
-    haltStrategy: "left"
-  })
+): Stream.Stream<A, E, R> =>
+  Stream.unwrap(
+    // Forked in the stream's own scope: interrupted when the stream ends, fails or is interrupted.
+    Effect.as(
+      Effect.sleep(interval).pipe(Effect.andThen(Effect.sync(() => write(KeepAliveComment))), Effect.forever, Effect.forkScoped),
+      events
+    )
+  )
+
+/**
+ * Writes `text` on the response of `request` straight away (while it is open), beside the response's body stream:
+ * the keep-alive comments of an event stream.
+ */
+export const writeBeside = (request: HttpServerRequest.HttpServerRequest) => (text: string): void => {
+  const response: unknown = NodeHttpServerRequest.toServerResponse(request)
+  if (
+    typeof response === "object" && response !== null && "write" in response && typeof response.write === "function" &&
+    !("writableEnded" in response && response.writableEnded === true) && !("destroyed" in response && response.destroyed === true)
+  ) {
+    response.write(text)
+  }
+}
 
 /** Closes the client's connection: a client that stopped reading never pulls the end of its stream. */
 const closeConnection = (request: HttpServerRequest.HttpServerRequest): void => {

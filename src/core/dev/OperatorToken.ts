@@ -8,7 +8,7 @@
  * never printed in a log line, and `agentwire core` prints only the file's path.
  */
 import { Effect, FileSystem, Redacted, Schema } from "effect"
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { hash, randomBytes, timingSafeEqual } from "node:crypto"
 import { join } from "node:path"
 
 /** Prefix of every generated operator token (so a leaked one is recognizable and never mistaken for a daemon credential). */
@@ -70,7 +70,8 @@ export const loadOrCreate = (
     return yield* new OperatorTokenUnavailable({ path, reason: "write_failed" })
   })
 
-const digest = (value: string) => createHash("sha256").update(value, "utf8").digest()
+/** SHA-256 of the UTF-8 bytes, one-shot (`crypto.hash`: no Hash object per request). */
+const digest = (value: string): Buffer => hash("sha256", value, "buffer")
 
 /** Constant-time check of a presented bearer token against the operator token. */
 export const matches = (expected: Redacted.Redacted<string>, presented: string): boolean =>

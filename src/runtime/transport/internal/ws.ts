@@ -2,7 +2,8 @@
  * The only module that imports `ws`. Opens a client WebSocket with the Bearer header and adapts it to
  * `FrameSocket`. A refused upgrade surfaces with its status and (at most 64 KiB of) its body, which Effect's own
  * `Socket` cannot give us; a send reports completion from `ws.send`'s callback, i.e. when the write completed
- * locally.
+ * locally. A batch is framed here and written to the TCP socket in one write while `ws`'s sender is idle
+ * (`clientFrames.ts`, `directOf`), and completes with that write's callback.
  *
  * Never: follows redirects (a Bearer header must not travel to another origin), compresses (no
  * permessage-deflate), or keeps the Authorization value anywhere but the request it is written into.
@@ -11,6 +12,7 @@ import { Effect } from "effect"
 import WebSocket from "ws"
 import { EncodedFrame } from "../../../proto/index.js"
 import { systemErrorCode } from "../ConnectError.js"
+import { maskedTextFrames } from "./clientFrames.js"
 import type { FrameListener, FrameSocket, FrameSocketEnd } from "./frameSocket.js"
 
 export interface DialOptions {
@@ -45,6 +47,9 @@ const textFrame = { binary: false } as const
 // Long texts go to `ws` as UTF-8 bytes (EncodedFrame.textFramePayload).
 const payloadOf = EncodedFrame.textFramePayload
 
+/** A frame's UTF-8 bytes (the transport hands bytes already: `WebSocketTransport.wireBytes`). */
+const utf8Of = (text: string | Uint8Array): Uint8Array => (typeof text === "string" ? Buffer.from(text, "utf8") : text)
+
 /**
  * The TCP socket under an open `ws` client (`ws` keeps it as `_socket`; its typings do not declare it), used
  * only to cork a batch. Undefined when absent: sends then simply are not coalesced.
@@ -54,6 +59,30 @@ const tcpOf = (ws: WebSocket): { readonly cork: () => void; readonly uncork: () 
   return typeof socket === "object" && socket !== null && "cork" in socket && "uncork" in socket &&
       typeof socket.cork === "function" && typeof socket.uncork === "function"
     ? (socket as { readonly cork: () => void; readonly uncork: () => void })
+    : undefined
+}
+
+/** A TCP socket's write, as a batch written directly needs it. */
+interface DirectWrite {
+  readonly write: (data: Uint8Array, done: (error?: Error | null) => void) => boolean
+}
+
+/**
+ * The TCP socket under an open `ws` client when a batch may be written to it directly, already framed
+ * (`clientFrames.ts`): `ws`'s sender holds nothing back, i.e. it is idle (it queues frames only while compressing
+ * or reading a Blob, neither of which this client does) and not inside a fragmented message. Undefined otherwise,
+ * or when `ws`'s internals are not the ones this was written against (ws 8: `_sender._state` 0 is idle): the batch
+ * then goes through `ws.send`. Frames written either way reach the socket in call order, whole, so they interleave
+ * with `ws`'s own control frames (ping, close) only between frames.
+ */
+const directOf = (ws: WebSocket): DirectWrite | undefined => {
+  const sender: unknown = (ws as unknown as { readonly _sender?: unknown })._sender
+  if (typeof sender !== "object" || sender === null) return undefined
+  const { _firstFragment, _queue, _state } = sender as { readonly _state?: unknown; readonly _queue?: unknown; readonly _firstFragment?: unknown }
+  if (_state !== 0 || _firstFragment !== true || !Array.isArray(_queue) || _queue.length !== 0) return undefined
+  const socket: unknown = (ws as unknown as { readonly _socket?: unknown })._socket
+  return typeof socket === "object" && socket !== null && "write" in socket && typeof socket.write === "function"
+    ? (socket as DirectWrite)
     : undefined
 }
 
@@ -107,6 +136,12 @@ const adapt = (ws: WebSocket): FrameSocket => {
       const last = texts.length - 1
       if (last < 0) {
         written()
+        return
+      }
+      // The batch as one write of frames framed here (see `directOf`): its callback proves every frame of it.
+      const direct = directOf(ws)
+      if (direct !== undefined) {
+        direct.write(maskedTextFrames(texts.map(utf8Of)), (error) => written(error ?? undefined))
         return
       }
       // Write callbacks fire in call order, so an earlier failure is known when the last callback fires.

@@ -1,0 +1,77 @@
+/**
+ * Client text frames framed for a batch (`clientFrames.ts`): read back by RFC 6455 §5.2, every frame is FIN +
+ * text, masked, with the right length form at each boundary (125/126, 65535/65536) and the exact payload.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { maskedTextFrames } from "../../../src/runtime/transport/internal/clientFrames.js"
+
+interface ReadFrame {
+  readonly fin: boolean
+  readonly opcode: number
+  readonly masked: boolean
+  readonly lengthForm: 7 | 16 | 64
+  readonly key: string
+  readonly payload: Buffer
+}
+
+/** Reads masked frames back (a minimal server-side reader). */
+const readFrames = (data: Buffer): Array<ReadFrame> => {
+  const frames: Array<ReadFrame> = []
+  let o = 0
+  while (o < data.length) {
+    const b0 = data[o]!
+    const b1 = data[o + 1]!
+    o += 2
+    let n = b1 & 0x7f
+    let lengthForm: 7 | 16 | 64 = 7
+    if (n === 126) {
+      n = data.readUInt16BE(o)
+      o += 2
+      lengthForm = 16
+    } else if (n === 127) {
+      n = data.readUInt32BE(o) * 0x1_0000_0000 + data.readUInt32BE(o + 4)
+      o += 8
+      lengthForm = 64
+    }
+    const key = data.subarray(o, o + 4)
+    o += 4
+    const payload = Buffer.alloc(n)
+    for (let i = 0; i < n; i++) payload[i] = data[o + i]! ^ key[i & 3]!
+    o += n
+    frames.push({ fin: (b0 & 0x80) !== 0, opcode: b0 & 0x0f, masked: (b1 & 0x80) !== 0, lengthForm, key: key.toString("hex"), payload })
+  }
+  assert.strictEqual(o, data.length)
+  return frames
+}
+
+const text = (n: number, seed: string) => Buffer.from(seed.repeat(Math.ceil(n / seed.length)).slice(0, n), "utf8")
+
+describe("clientFrames.maskedTextFrames", () => {
+  it("frames each payload as one masked text frame, with the length form of its size", () => {
+    const sizes = [0, 1, 2, 3, 4, 5, 125, 126, 127, 65535, 65536, 70001]
+    const payloads = sizes.map((n, i) => text(n, `{"d":"${i}é"}`).subarray(0, n))
+    const frames = readFrames(maskedTextFrames(payloads))
+    assert.strictEqual(frames.length, payloads.length)
+    frames.forEach((frame, i) => {
+      const n = sizes[i]!
+      assert.isTrue(frame.fin)
+      assert.strictEqual(frame.opcode, 1)
+      assert.isTrue(frame.masked)
+      assert.strictEqual(frame.lengthForm, n < 126 ? 7 : n < 65536 ? 16 : 64)
+      assert.isTrue(frame.payload.equals(payloads[i]!), `payload ${i} (${n} bytes)`)
+    })
+  })
+
+  it("keeps multi-byte UTF-8 text exact and an empty batch empty", () => {
+    const payload = Buffer.from(`{"type":"delta","payload":{"delta":"é€😀 \\"quoted\\"","sequence":1}}`, "utf8")
+    const [frame] = readFrames(maskedTextFrames([payload]))
+    assert.strictEqual(frame!.payload.toString("utf8"), payload.toString("utf8"))
+    assert.strictEqual(maskedTextFrames([]).length, 0)
+  })
+
+  it("takes a fresh masking key for each frame", () => {
+    const frames = readFrames(maskedTextFrames(Array.from({ length: 3000 }, () => Buffer.from("x"))))
+    // 3000 frames span more than one pool of 2048 keys; random keys are (almost surely) not all the same.
+    assert.isAbove(new Set(frames.map((f) => f.key)).size, 2900)
+  })
+})
