@@ -47,10 +47,10 @@ export type HostCommand =
   /** One operator GET (devcore mode) timed in this process: `{op: "got", ms, status, bytes, loopMaxMs}`. */
   | { readonly op: "get"; readonly path: string }
   /**
-   * devcore mode: the unpaged device listing in process (`BenchDevCore.listAll`), timed the same way:
-   * `{op: "got", ms, status: 200, bytes: devices listed, loopMaxMs}`.
+   * devcore mode: `path` and then every further page by its `next_cursor`, to the end, timed as one:
+   * `{op: "got", ms, status (the last page's), bytes (pages read), loopMaxMs}`.
    */
-  | { readonly op: "list-all" }
+  | { readonly op: "walk"; readonly path: string }
   /** Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. */
   | { readonly op: "measure"; readonly collect: boolean }
   /** Writes a heap snapshot (diagnostics: docs/performance.md). */
@@ -181,13 +181,31 @@ export const gatewayHost = async (): Promise<void> => {
           loop.reset()
           return
         }
-        case "list-all": {
-          if (devCore === undefined) throw new Error("list-all needs mode devcore")
+        case "walk": {
+          if (devCore === undefined) throw new Error("walk needs mode devcore")
+          const token = devCore.operatorToken
           loop.reset()
           const t0 = performance.now()
-          const listed = await devCore.listAll()
+          let pages = 0
+          let status = 0
+          let path: string | null = message.path
+          while (path !== null) {
+            const page = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+              const req = request(`${devCore!.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+                const chunks: Array<Buffer> = []
+                res.on("data", (c: Buffer) => chunks.push(c))
+                res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }))
+              })
+              req.on("error", reject)
+              req.end()
+            })
+            pages++
+            status = page.status
+            const next = status === 200 ? (JSON.parse(page.body) as { next_cursor: string | null }).next_cursor : null
+            path = next === null ? null : `${message.path}&cursor=${encodeURIComponent(next)}`
+          }
           const ms = performance.now() - t0
-          process.send?.({ op: "got", ms, status: 200, bytes: listed, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
+          process.send?.({ op: "got", ms, status, bytes: pages, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
           loop.reset()
           return
         }

@@ -9,7 +9,6 @@ import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { digestCredential } from "../../src/core/DeviceCredentials.js"
 import * as DevCore from "../../src/core/dev/DevCore.js"
-import { DeviceDirectory } from "../../src/core/dev/DeviceDirectory.js"
 import { journalTransactionWrites } from "../../src/core/dev/TurnTelemetry.js"
 import type { BenchDevice } from "./core.js"
 
@@ -23,12 +22,6 @@ export interface BenchDevCore {
    * and all before now: the rows earlier Turns of a Session leave (the turns suite's growth levels).
    */
   readonly seedTurns: (sessionId: string, count: number) => Promise<void>
-  /**
-   * The unpaged device listing (`DeviceDirectory.list`: every device with its live join), in process; resolves
-   * with the number of devices. Work that grows with the device count: the scale suite's negative control for
-   * the page's flatness.
-   */
-  readonly listAll: () => Promise<number>
   readonly dispose: () => Promise<void>
 }
 
@@ -112,10 +105,5 @@ export const startDevCore = async (
         yield* sql`INSERT INTO turns ${sql.insert(rows)}`
       }
     }))
-  const listAll = () =>
-    runtime.runPromise(Effect.gen(function* () {
-      const directory = yield* DeviceDirectory
-      return (yield* directory.list).length
-    }))
-  return { baseUrl: url, operatorToken, stats, seedTurns, listAll, dispose: () => runtime.dispose() }
+  return { baseUrl: url, operatorToken, stats, seedTurns, dispose: () => runtime.dispose() }
 }
