@@ -140,7 +140,7 @@ export const handleFrame = (
 ): Effect.Effect<void> | undefined => {
   if (typeof frame === "string") {
     if (repeatedHeartbeat(state, frame)) return undefined
-    const delta = state.deltaPrefix === undefined ? undefined : DeltaFrame.match(state.deltaPrefix, state.deltaId!, frame)
+    const delta = state.deltaLayout === undefined ? undefined : DeltaFrame.match(state.deltaLayout, frame)
     if (delta !== undefined) return routeDelta(state, delta, bytes ?? Checks.utf8ByteLength(frame))
   }
   // One envelope per text frame: a binary frame is refused as the daemon refuses it. `bytes`, when the transport
@@ -152,10 +152,9 @@ export const handleFrame = (
   const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
   if (Result.isFailure(decoded)) return onInvalid(state, decoded.failure)
   const message = decoded.success
-  if (message.type === "delta" && message.payload.item_id === undefined && message.trace === undefined &&
-    message.id !== state.deltaId) {
-    state.deltaId = message.id
-    state.deltaPrefix = DeltaFrame.prefix(message.id)
+  if (message.type === "delta" && message.payload.item_id === undefined &&
+    (state.deltaLayout?.id !== message.id || state.deltaLayout.trace !== message.trace)) {
+    state.deltaLayout = DeltaFrame.layout(message.id, message.trace)
   }
   if (state.tapQueue !== undefined) {
     const id = "id" in message ? message.id : undefined

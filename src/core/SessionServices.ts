@@ -13,7 +13,7 @@
  * synchronous sections only (the routes are bounded maps; see Subscriptions.ts and Correlator.ts).
  */
 import { type Clock, type Context, Deferred, Duration, Effect, Exit, type Fiber, Option, Queue } from "effect"
-import { type Capabilities, type HeartbeatFrame, type Ids, Limits } from "../proto/index.js"
+import { type Capabilities, type DeltaFrame, type HeartbeatFrame, type Ids, Limits } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import * as Correlator from "./Correlator.js"
 import { ObservationLost, type ObservationLostReason } from "./Errors.js"
@@ -92,11 +92,10 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   /** Frames that arrived while the read side held, routed in order once it is released (bounded: the socket is paused). */
   pending: Array<string | Uint8Array> | undefined = undefined
   /**
-   * The Run id of the last `delta` without `item_id` or trace the generic decoder accepted, and its frame prefix
-   * (`DeltaFrame.prefix`): the next deltas of that Run are read by `DeltaFrame.match` (issue 18).
+   * The Run id and trace of the last `delta` without `item_id` the generic decoder accepted, as the layout of its
+   * frames (`DeltaFrame.layout`): the next deltas of that Run are read by `DeltaFrame.match` (issue 18).
    */
-  deltaId: string | undefined = undefined
-  deltaPrefix: string | undefined = undefined
+  deltaLayout: DeltaFrame.Layout | undefined = undefined
   /** The byte size the transport gave with each pending frame (`InboundHandlers.onFrame`), by position. */
   pendingBytes: Array<number | undefined> = []
   /** How many pending frames were routed (a cursor: no `shift` per frame). */

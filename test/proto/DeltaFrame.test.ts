@@ -1,18 +1,24 @@
 /**
  * DeltaFrame.ts (issue 18): a delta frame read by the fast path decodes to exactly what the generic decoder gives,
- * and every other text (another shape, another Run, anything the generic decoder refuses) is left to it.
+ * untraced or with the Run's trace, and every other text (another shape, another Run or trace, anything the generic
+ * decoder refuses) is left to it.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import { DeltaFrame, Messages } from "../../src/proto/index.js"
 
 const id = "run-1"
-const prefix = DeltaFrame.prefix(id)
+const trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+const untraced = DeltaFrame.layout(id, undefined)
+const traced = DeltaFrame.layout(id, trace)
+const prefix = untraced.prefix
 const frame = (delta: unknown, sequence: unknown) => JSON.stringify({ type: "delta", id, payload: { delta, sequence } })
+const tracedFrame = (delta: unknown, sequence: unknown, t: unknown = trace) =>
+  JSON.stringify({ type: "delta", id, payload: { delta, sequence }, trace: t })
 
 /** The fast path's answer must equal the generic decoder's success; `undefined` leaves the text to it. */
-const checked = (text: string) => {
-  const fast = DeltaFrame.match(prefix, id, text)
+const checked = (text: string, layout: DeltaFrame.Layout = untraced) => {
+  const fast = DeltaFrame.match(layout, text)
   const generic = Messages.decodeRuntimeToCore(text)
   if (fast !== undefined) {
     assert.isTrue(Result.isSuccess(generic), text)
@@ -33,6 +39,37 @@ describe("DeltaFrame", () => {
         assert.deepStrictEqual(fast!.payload, { delta, sequence })
       }
     }
+  })
+
+  it("reads the daemon's traced delta frames with the trace the generic decoder returns", () => {
+    for (const delta of ["", "hello", "a\"b\\c", "é€😀", "\ud800 lone"]) {
+      for (const sequence of [0, 7, 123456789]) {
+        const text = tracedFrame(delta, sequence)
+        const fast = checked(text, traced)
+        assert.isDefined(fast, text)
+        assert.strictEqual(fast!.trace, trace)
+        assert.deepStrictEqual(fast!.payload, { delta, sequence })
+        // The other layout never reads it.
+        assert.isUndefined(checked(text, untraced), text)
+        assert.isUndefined(checked(frame(delta, sequence), traced))
+      }
+    }
+    // A trace with escapes is read as the generic decoder reads it.
+    const odd = "ab\"c\\d"
+    assert.isDefined(checked(tracedFrame("x", 1, odd), DeltaFrame.layout(id, odd)))
+    const others = [
+      tracedFrame("x", 1, "00-1af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+      tracedFrame("x", 1, ""),
+      tracedFrame("x", 1, 1),
+      tracedFrame("x", -1),
+      JSON.stringify({ type: "delta", id, trace, payload: { delta: "x", sequence: 1 } }),
+      JSON.stringify({ type: "delta", id, payload: { delta: "x", sequence: 1 }, trace, extra: 1 }),
+      JSON.stringify({ type: "delta", id, payload: { item_id: "m", delta: "x", sequence: 1 }, trace }),
+      `${prefix}"x","sequence":1},"trace":"${trace}"} `,
+      `${prefix}"x","sequence":1},"trace":"${trace}","trace":"${trace}"}`,
+      `${prefix}"x","sequence":1}, "trace":"${trace}"}`
+    ]
+    for (const text of others) assert.isUndefined(checked(text, traced), text)
   })
 
   it("leaves every other text to the generic decoder", () => {
@@ -67,7 +104,7 @@ describe("DeltaFrame", () => {
 
   it("a differently escaped id is another prefix", () => {
     const text = `{"type":"delta","id":"run\\u002d1","payload":{"delta":"x","sequence":1}}`
-    assert.isUndefined(DeltaFrame.match(prefix, id, text))
+    assert.isUndefined(DeltaFrame.match(untraced, text))
     assert.isTrue(Result.isSuccess(Messages.decodeRuntimeToCore(text)))
   })
 })
