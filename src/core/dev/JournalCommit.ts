@@ -21,6 +21,18 @@ export interface JournalWrite {
   readonly fence?: { readonly deviceId: string; readonly generation: number } | undefined
   /** Also sets the Turn's `dispatched_at_ms` (first time only) in the same transaction (`AppendOptions`). */
   readonly markDispatched?: boolean | undefined
+  /** Also begins the Turn's delivery attempt in the same transaction (`AppendOptions.begin`). */
+  readonly begin?: AttemptBegin | undefined
+}
+
+/**
+ * A delivery attempt begun by the transaction of its first journal append (issue 18: no commit of its own): the
+ * Turn row's `attempt + 1`, `running`, device and owner, as `TurnStore.beginAttempt` writes them, unless the
+ * Turn is terminal already.
+ */
+export interface AttemptBegin {
+  readonly deviceId: string
+  readonly owner?: { readonly nodeId: string; readonly generation: number } | undefined
 }
 
 const columns = ["turn_id", "seq", "attempt", "kind", "type", "body_json", "received_at_ms"] as const
@@ -39,19 +51,21 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
       const at = yield* Clock.currentTimeMillis
       const values: Array<SqlBatch.RowValue> = []
       const dispatched: Array<string> = []
+      const then: Array<Statement.Statement<unknown>> = []
       let fenced = false
       for (const write of writes) {
         if (write.markDispatched === true) dispatched.push(write.turnId)
+        if (write.begin !== undefined) then.push(beginStatement(sql, write.turnId, write.begin))
         if (write.fence !== undefined) fenced = true
         for (const event of write.events) {
           values.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)
         }
       }
       const rows: SqlBatch.RowsInsert = { table: "turn_events", columns, values }
-      const then: Array<Statement.Statement<unknown>> = dispatched.length === 0 ? [] : [
-        sql`UPDATE turns SET dispatched_at_ms = ${at}
-          WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`
-      ]
+      if (dispatched.length > 0) {
+        then.push(sql`UPDATE turns SET dispatched_at_ms = ${at}
+          WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`)
+      }
       if (!fenced) {
         yield* batch.insertRows(rows, then)
       } else {
@@ -75,6 +89,12 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
         ))
     )
 }
+/** The attempt's begin, the same update as `TurnStore.beginAttempt` (a Turn already terminal is left as it is). */
+export const beginStatement = (sql: SqlClient.SqlClient, turnId: string, begin: AttemptBegin): Statement.Statement<unknown> =>
+  sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${begin.deviceId},
+      owner_node = ${begin.owner?.nodeId ?? null}, owner_generation = ${begin.owner?.generation ?? null}
+    WHERE turn_id = ${turnId} AND status IN ('queued', 'running')`
+
 /**
  * Inside the batch's transaction: every carried lease must still be its device's generation (PostgreSQL locks
  * them `FOR SHARE`, so a newer claim waits for the commit); else `LeaseLost` for the first stale one.

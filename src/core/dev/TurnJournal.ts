@@ -22,7 +22,7 @@ import * as LiveBuffer from "./LiveBuffer.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import type { JournalItem } from "./JournalItem.js"
-import { type AppendOptions, isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
+import { type AppendOptions, type AttemptBegin, isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export type { JournalItem } from "./JournalItem.js"
 
@@ -47,14 +47,26 @@ export interface JournalWriter {
    * it the record is read back from the store.
    */
   readonly finish: (written?: TurnRecord) => Effect.Effect<void, StoreFailed>
+  /**
+   * A writer opened with `begin`: its attempt is begun with its first stored append; this begins it now when no
+   * append was stored yet (before the attempt settles or is queued again). Otherwise nothing.
+   */
+  readonly begun: Effect.Effect<void, StoreFailed>
 }
 
 export class TurnJournal extends Context.Service<TurnJournal, {
   /**
    * The writer of one Turn's journal for one delivery attempt, continuing after the last stored seq:
    * `knownLastSeq` when the caller knows it, else read from the store (never an earlier writer's in-memory seq).
+   * `begin`: the attempt is not begun in the store yet; the writer's first append begins it in its own
+   * transaction (`AppendOptions.begin`), or `begun` does.
    */
-  readonly open: (turnId: string, attempt: number, knownLastSeq?: number) => Effect.Effect<JournalWriter, StoreFailed>
+  readonly open: (
+    turnId: string,
+    attempt: number,
+    knownLastSeq?: number,
+    begin?: AttemptBegin
+  ) => Effect.Effect<JournalWriter, StoreFailed>
   /**
    * Stored entries after `afterSeq`, then live items, ending with the outcome. The stream fails with
    * `StoreFailed` when the store cannot be read; it ends without an outcome only for an unknown Turn. `known`:
@@ -142,7 +154,7 @@ const make = Effect.gen(function* () {
       })
     })
 
-  const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number) {
+  const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number, begin?: AttemptBegin) {
     const live = yield* liveFor(turnId)
     // Each writer continues from the store (or what its caller knows), never from an earlier writer's
     // in-memory seq: that one may be stale (an attempt on another node wrote since), and two writers sharing it
@@ -150,6 +162,10 @@ const make = Effect.gen(function* () {
     live.lastSeq = knownLastSeq ?? (yield* store.lastSeq(turnId))
     const lock = yield* Semaphore.make(1)
     const current = () => live.lastSeq ?? 0
+    /** The attempt's begin, until an append carried it (or `begun` wrote it). */
+    let pendingBegin = begin
+    const withBegin = (options: AppendOptions | undefined): AppendOptions | undefined =>
+      pendingBegin === undefined ? options : { ...options, begin: pendingBegin }
     const writer: JournalWriter = {
       turnId,
       attempt,
@@ -159,7 +175,8 @@ const make = Effect.gen(function* () {
         lock.withPermit(Effect.suspend(() => {
           const next = current() + 1
           const entry = toEntry(fact)
-          const stored = Effect.map(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], options), () => {
+          const stored = Effect.map(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], withBegin(options)), () => {
+            pendingBegin = undefined
             live.lastSeq = next
             PubSub.publishUnsafe(live.hub, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
             return next
@@ -170,7 +187,8 @@ const make = Effect.gen(function* () {
         lock.withPermit(Effect.gen(function* () {
           const first = current() + 1
           const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
-          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })))
+          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })), withBegin(undefined))
+          pendingBegin = undefined
           live.lastSeq = first + facts.length - 1
           yield* announce(turnId)
           for (const entry of entries) yield* PubSub.publish(live.hub, { _tag: "entry", ...entry })
@@ -186,7 +204,14 @@ const make = Effect.gen(function* () {
           yield* announce(turnId)
           if (Option.isSome(turn)) yield* PubSub.publish(live.hub, { _tag: "outcome", turn: turn.value })
           if (lives.get(turnId) === live) lives.delete(turnId)
+        }),
+      begun: lock.withPermit(Effect.suspend(() => {
+        const pending = pendingBegin
+        if (pending === undefined) return Effect.void
+        return Effect.map(store.beginAttempt(turnId, pending.deviceId, pending.owner), () => {
+          pendingBegin = undefined
         })
+      }))
     }
     return writer
   })

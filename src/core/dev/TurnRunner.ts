@@ -161,6 +161,7 @@ const make = (options: TurnsOptions) =>
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
         a.settling = true
+        if (writer !== undefined) yield* durable(a, "begin_attempt", writer.begun)
         // One transaction: the outcome, the abandoned interactions and the Session's native Session id.
         const written = yield* durable(a, "complete", store.settle(a.turnId, outcome, a.sessionId))
         const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))
@@ -213,10 +214,7 @@ const make = (options: TurnsOptions) =>
 
     /** A Turn settled before any dispatch (its Session's initialization did not complete). */
     const finishUndispatched = (a: Active, outcome: Outcome.TurnOutcome) =>
-      Effect.gen(function* () {
-        const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
-        yield* finish(a, outcome, writer)
-      })
+      Effect.flatMap(durable(a, "journal_open", journal.open(a.turnId, 0)), (writer) => finish(a, outcome, writer))
 
     /** Shutdown while queued: the Turn stays queued in the store; the next start runs it again. */
     const leaveQueued = (a: Active) =>
@@ -254,8 +252,10 @@ const make = (options: TurnsOptions) =>
           const owner = a.fence === undefined || fence.nodeId === undefined
             ? undefined
             : { nodeId: fence.nodeId, generation: a.fence.generation }
-          const attempt = yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId, owner))
-          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt, knownLastSeq))
+          // Created here just now: attempt 1 is begun by its first append's transaction (issue 18), else `writer.begun`.
+          const begin = knownLastSeq === 0 ? { deviceId: a.deviceId, owner } : undefined
+          const attempt = begin !== undefined ? 1 : yield* durable(a, "begin_attempt", store.beginAttempt(a.turnId, a.deviceId, owner))
+          const writer = yield* durable(a, "journal_open", journal.open(a.turnId, attempt, knownLastSeq, begin))
           knownLastSeq = undefined
           const requestId = Ids.unsafeMake.preparationRequestId(yield* ids.next("preparation"))
           const resolution = yield* Effect.scoped(Effect.gen(function* () {
@@ -286,6 +286,7 @@ const make = (options: TurnsOptions) =>
               return
             case "Unclaimed": {
               // Nothing was executed: queue it again and retry with capped backoff.
+              yield* durable(a, "begin_attempt", writer.begun)
               yield* durable(a, "requeue", store.requeue(a.turnId))
               yield* Effect.logInfo("turn unclaimed; queued for another attempt").pipe(
                 Effect.annotateLogs({ turn_id: a.turnId, reason: resolution.reason, retry_in_ms: Duration.toMillis(delay) })
@@ -308,6 +309,7 @@ const make = (options: TurnsOptions) =>
      */
     const runnerFailed = (a: Active, cause: Cause.Cause<unknown>) =>
       Effect.gen(function* () {
+        if (a.current !== undefined) yield* durable(a, "begin_attempt", a.current.writer.begun)
         const session = a.current?.session
         a.current = undefined
         yield* Effect.logError("turn runner failed; settling the turn from its journal").pipe(

@@ -14,7 +14,7 @@ import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
-import { commitJournal } from "./JournalCommit.js"
+import { type AttemptBegin, commitJournal } from "./JournalCommit.js"
 import { settleTurn } from "./TurnSettle.js"
 import { type StartChecks, startChecks } from "./TurnStartChecks.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
@@ -35,7 +35,7 @@ import {
   type TurnRecord
 } from "./TurnRecords.js"
 
-export { commitJournal, type JournalWrite } from "./JournalCommit.js"
+export { type AttemptBegin, commitJournal, type JournalWrite } from "./JournalCommit.js"
 export {
   type AnswerOutcome,
   type InputRecord,
@@ -161,6 +161,8 @@ export class TurnStore extends Context.Service<TurnStore, {
 export interface AppendOptions {
   /** The fact dispatched the Run itself: `dispatched_at_ms` set (first time only) with it (`markDispatched`). */
   readonly markDispatched?: boolean
+  /** The first append of an attempt not begun yet: `beginAttempt`'s update in its transaction (issue 18). */
+  readonly begin?: AttemptBegin | undefined
 }
 
 export interface TurnStoreOptions {
@@ -188,10 +190,10 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
           turnId,
           events,
           fence: lease === undefined ? undefined : { deviceId: lease.deviceId, generation: lease.generation },
-          markDispatched: options?.markDispatched === true
+          markDispatched: options?.markDispatched === true,
+          begin: options?.begin
         }))
       : Effect.void
-
   const settle = settleTurn(sql, batch)
 
   return TurnStore.of({

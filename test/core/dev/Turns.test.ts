@@ -89,11 +89,11 @@ const flakyTurnStore = Layer.effect(
           if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
           return yield* real.appendEvent(turnId, event)
         }),
-      appendEvents: (turnId, events) =>
+      appendEvents: (turnId, events, options) =>
         Effect.gen(function* () {
           yield* Ref.update(outage.appends, (n) => n + 1)
           if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
-          return yield* real.appendEvents(turnId, events)
+          return yield* real.appendEvents(turnId, events, options)
         })
     })
   })
@@ -130,10 +130,10 @@ const poisonedTurnStore = Layer.effect(
         event.type === "tool_call" && event.bodyJson.includes("poison")
           ? Effect.die(new RangeError("Maximum call stack size exceeded"))
           : real.appendEvent(turnId, event),
-      appendEvents: (turnId, events) =>
+      appendEvents: (turnId, events, options) =>
         events.some((event) => event.type === "tool_call" && event.bodyJson.includes("poison"))
           ? Effect.die(new RangeError("Maximum call stack size exceeded"))
-          : real.appendEvents(turnId, events)
+          : real.appendEvents(turnId, events, options)
     })
   })
 ).pipe(Layer.provide(store))
@@ -579,7 +579,8 @@ describe("Turns", () => {
       yield* flush
       assert.isUndefined(outcome.pollUnsafe())
       assert.isFalse(logs.lines.some((l) => l.includes("store stays unavailable")))
-      assert.deepStrictEqual(yield* turnStatus, ["running", 1])
+      // a fresh Turn's attempt is begun with its first stored fact (issue 18): none is stored yet
+      assert.deepStrictEqual(yield* turnStatus, ["queued", 0])
       // at the budget: an error names the Turn, and its observation ends (nothing was sent: the boundary is refused)
       yield* TestClock.adjust("1 millis")
       yield* flush
@@ -590,7 +591,7 @@ describe("Turns", () => {
       assert.isTrue(Option.isNone(yield* runtime.poll))
       // the outcome is not claimed while its facts are not stored
       assert.isUndefined(outcome.pollUnsafe())
-      assert.deepStrictEqual(yield* turnStatus, ["running", 1])
+      assert.deepStrictEqual(yield* turnStatus, ["queued", 0])
       // the store comes back: every held fact is stored in order, then the outcome
       yield* setDown(false)
       yield* TestClock.adjust("5 seconds")
@@ -598,6 +599,8 @@ describe("Turns", () => {
       assert.deepStrictEqual(record.outcome, { status: "failed", error_code: "delivery_failed", detail: "journal_unavailable" })
       const events = yield* (yield* TurnStore).events("turn-1", 0)
       assert.deepStrictEqual(events.map((e) => e.type), ["Dispatching", "NotDispatched"])
+      assert.deepStrictEqual(events.map((e) => e.attempt), [1, 1])
+      assert.deepStrictEqual(yield* turnStatus, ["failed", 1])
       assert.isTrue(Option.isNone(yield* runtime.poll))
     }).pipe(Effect.provide(Layer.merge(flakyServices, logs.layer)))
   })

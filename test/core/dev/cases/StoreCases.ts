@@ -268,6 +268,36 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 2)
     }).pipe(Effect.provide(store)))
 
+  it.effect("an append carrying an attempt's begin begins it in the same transaction, and only a Turn not terminal", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      yield* turns.create({ turnId: "t2", sessionId: "s1", runId: "run-2", input: MessageInput.text("hi") })
+      const state = (turnId: string) =>
+        Effect.map(turns.get(turnId), (t) => Option.map(t, (r) => [r.status, r.attempt, r.deviceId] as const))
+      // Both appends commit together (one group commit): each begins its own Turn's attempt.
+      yield* Effect.all([
+        turns.appendEvents("t1", [{ seq: 1, attempt: 1, kind: "fact", type: "Dispatching", bodyJson: "{}" }], { begin: { deviceId: "dev-a" } }),
+        turns.appendEvents("t2", [{ seq: 1, attempt: 1, kind: "fact", type: "Dispatching", bodyJson: "{}" }], { begin: { deviceId: "dev-b" } })
+      ], { concurrency: "unbounded" })
+      assert.deepStrictEqual(yield* state("t1"), Option.some(["running", 1, "dev-a"] as const))
+      assert.deepStrictEqual(yield* state("t2"), Option.some(["running", 1, "dev-b"] as const))
+      assert.deepStrictEqual((yield* turns.events("t1", 0)).map((e) => [e.seq, e.attempt]), [[1, 1]])
+      // A failing append (its seq is taken) stores nothing and begins nothing.
+      yield* turns.requeue("t1")
+      const taken = yield* Effect.exit(
+        turns.appendEvents("t1", [{ seq: 1, attempt: 2, kind: "fact", type: "Dispatching", bodyJson: "{}" }], { begin: { deviceId: "dev-c" } })
+      )
+      assert.isTrue(taken._tag === "Failure")
+      assert.deepStrictEqual(yield* state("t1"), Option.some(["queued", 1, "dev-a"] as const))
+      // A terminal Turn begins no attempt.
+      assert.isTrue(yield* turns.complete("t2", { status: "completed", content: "ok" }))
+      yield* turns.appendEvents("t2", [{ seq: 2, attempt: 2, kind: "fact", type: "Dispatching", bodyJson: "{}" }], { begin: { deviceId: "dev-c" } })
+      assert.deepStrictEqual(yield* state("t2"), Option.some(["completed", 1, "dev-b"] as const))
+    }).pipe(Effect.provide(store)))
+
   it.effect("reads the latest suspension attempt of each listed device in one statement", () =>
     Effect.gen(function* () {
       const credentials = yield* DeviceCredentials
