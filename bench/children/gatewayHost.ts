@@ -47,10 +47,10 @@ export type HostCommand =
   /** One operator GET (devcore mode) timed in this process: `{op: "got", ms, status, bytes, loopMaxMs}`. */
   | { readonly op: "get"; readonly path: string }
   /**
-   * devcore mode: `path` and then every further page by its `next_cursor`, to the end, timed as one:
-   * `{op: "got", ms, status (the last page's), bytes (pages read), loopMaxMs}`.
+   * devcore mode: `path` and then further pages by their `next_cursor`, up to `pages` pages or the end, timed
+   * as one: `{op: "got", ms, status (the last page's), bytes (pages read), loopMaxMs}`.
    */
-  | { readonly op: "walk"; readonly path: string }
+  | { readonly op: "walk"; readonly path: string; readonly pages: number }
   /** Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. */
   | { readonly op: "measure"; readonly collect: boolean }
   /** Writes a heap snapshot (diagnostics: docs/performance.md). */
@@ -189,7 +189,7 @@ export const gatewayHost = async (): Promise<void> => {
           let pages = 0
           let status = 0
           let path: string | null = message.path
-          while (path !== null) {
+          while (path !== null && pages < message.pages) {
             const page = await new Promise<{ status: number; body: string }>((resolve, reject) => {
               const req = request(`${devCore!.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
                 const chunks: Array<Buffer> = []

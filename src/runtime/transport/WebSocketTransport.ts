@@ -241,22 +241,27 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       if (frames.length === 0) return Effect.void
+      if (frames.length === 1) {
+        const data = outgoing(frames[0]!)
+        if (Result.isFailure(data)) return Effect.fail(data.failure)
+        return written((done) => socket.send(data.success, done))
+      }
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written.
-      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes.
-      const texts: Array<Uint8Array> = new Array(frames.length)
+      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A short text
+      // stays text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`), so it is
+      // only measured here, for the metrics.
+      const texts: Array<string | Uint8Array> = new Array(frames.length)
       let bytes = 0
       for (let i = 0; i < frames.length; i++) {
         const text = frameData(frames[i]!)
         if (Result.isFailure(text)) return Effect.fail(text.failure)
-        const data = wireBytes(text.success)
+        const data = typeof text.success === "string" && text.success.length < 2048 ? text.success : wireBytes(text.success)
         texts[i] = data
-        bytes += data.byteLength
+        bytes += typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength
       }
       RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
-      return texts.length === 1
-        ? written((done) => socket.send(texts[0]!, done))
-        : written((done) => socket.sendAll(texts, done))
+      return written((done) => socket.sendAll(texts, done))
     })
 
   const post = (

@@ -62,10 +62,22 @@ describe("clientFrames.maskedTextFrames", () => {
     })
   })
 
-  it("keeps multi-byte UTF-8 text exact and an empty batch empty", () => {
-    const payload = Buffer.from(`{"type":"delta","payload":{"delta":"é€😀 \\"quoted\\"","sequence":1}}`, "utf8")
-    const [frame] = readFrames(maskedTextFrames([payload]))
-    assert.strictEqual(frame!.payload.toString("utf8"), payload.toString("utf8"))
+  it("keeps multi-byte UTF-8 text exact, given as text or as bytes, and an empty batch empty", () => {
+    const texts = [
+      `{"type":"delta","payload":{"delta":"é€😀 \\"quoted\\"","sequence":1}}`,
+      "",
+      "x",
+      "é€😀".repeat(40), // 360 bytes: a 16-bit length from 120 code units
+      "a\ud800b", // a lone surrogate is written as U+FFFD, as Buffer.from writes it
+      "é".repeat(40000) // 80,000 bytes: a 64-bit length
+    ]
+    const frames = readFrames(maskedTextFrames([...texts, ...texts.map((t) => Buffer.from(t, "utf8"))]))
+    assert.strictEqual(frames.length, texts.length * 2)
+    frames.forEach((frame, i) => {
+      const expected = Buffer.from(texts[i % texts.length]!, "utf8")
+      assert.isTrue(frame.payload.equals(expected), `frame ${i}`)
+      assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
+    })
     assert.strictEqual(maskedTextFrames([]).length, 0)
   })
 

@@ -6,7 +6,8 @@
  * callback and an iovec of the `writev`, about 0.6 µs per small frame more than framing it here.
  *
  * The masking keys come from `crypto.randomFillSync` in pools of 2048 keys, as `ws` takes its own (the RFC asks
- * for keys a peer cannot predict); the payload is masked byte by byte, as `ws` does without its native add-on.
+ * for keys a peer cannot predict); the payload is masked byte by byte, as `ws` does without its native add-on. A
+ * frame given as text is encoded to UTF-8 in its place in the buffer and masked there.
  * The frames are those `ws.send(bytes, { binary: false })` writes, masking key aside
  * (`test/runtime/transport/ClientFrames.test.ts` reads them back at every length boundary;
  * `WebSocketDial.test.ts` sends batches through a real `ws` server).
@@ -20,14 +21,22 @@ let keyAt = KeyPoolBytes
 /** Header bytes of a masked frame with `n` payload bytes: 2, plus 2 or 8 for the extended length, plus the key. */
 const headerBytes = (n: number): number => (n < 126 ? 6 : n < 65536 ? 8 : 14)
 
-/** The masked client text frames of `payloads` (UTF-8 bytes of one frame each), in order, in one buffer. */
-export const maskedTextFrames = (payloads: ReadonlyArray<Uint8Array>): Buffer => {
+/** The masked client text frames of `payloads` (one frame's text, or its UTF-8 bytes, each), in order, in one buffer. */
+export const maskedTextFrames = (payloads: ReadonlyArray<string | Uint8Array>): Buffer => {
+  // A text is written as UTF-8 straight into its place and masked there: no copy of its own (issue 18, relay).
+  const lengths: Array<number> = new Array(payloads.length)
   let total = 0
-  for (const payload of payloads) total += headerBytes(payload.byteLength) + payload.byteLength
+  for (let j = 0; j < payloads.length; j++) {
+    const payload = payloads[j]!
+    const n = typeof payload === "string" ? Buffer.byteLength(payload, "utf8") : payload.byteLength
+    lengths[j] = n
+    total += headerBytes(n) + n
+  }
   const out = Buffer.allocUnsafe(total)
   let o = 0
-  for (const payload of payloads) {
-    const n = payload.byteLength
+  for (let j = 0; j < payloads.length; j++) {
+    const payload = payloads[j]!
+    const n = lengths[j]!
     out[o++] = 0x81 // FIN, text
     if (n < 126) {
       out[o++] = 0x80 | n
@@ -55,17 +64,20 @@ export const maskedTextFrames = (payloads: ReadonlyArray<Uint8Array>): Buffer =>
     out[o + 2] = k2
     out[o + 3] = k3
     o += 4
+    const source: Uint8Array = typeof payload === "string" ? out : payload
+    const from = typeof payload === "string" ? o : 0
+    if (typeof payload === "string") out.write(payload, o, n, "utf8")
     const whole = n & ~3
     let i = 0
     for (; i < whole; i += 4) {
-      out[o + i] = payload[i]! ^ k0
-      out[o + i + 1] = payload[i + 1]! ^ k1
-      out[o + i + 2] = payload[i + 2]! ^ k2
-      out[o + i + 3] = payload[i + 3]! ^ k3
+      out[o + i] = source[from + i]! ^ k0
+      out[o + i + 1] = source[from + i + 1]! ^ k1
+      out[o + i + 2] = source[from + i + 2]! ^ k2
+      out[o + i + 3] = source[from + i + 3]! ^ k3
     }
-    if (i < n) out[o + i] = payload[i]! ^ k0
-    if (i + 1 < n) out[o + i + 1] = payload[i + 1]! ^ k1
-    if (i + 2 < n) out[o + i + 2] = payload[i + 2]! ^ k2
+    if (i < n) out[o + i] = source[from + i]! ^ k0
+    if (i + 1 < n) out[o + i + 1] = source[from + i + 1]! ^ k1
+    if (i + 2 < n) out[o + i + 2] = source[from + i + 2]! ^ k2
     o += n
   }
   return out

@@ -47,9 +47,6 @@ const textFrame = { binary: false } as const
 // Long texts go to `ws` as UTF-8 bytes (EncodedFrame.textFramePayload).
 const payloadOf = EncodedFrame.textFramePayload
 
-/** A frame's UTF-8 bytes (the transport hands bytes already: `WebSocketTransport.wireBytes`). */
-const utf8Of = (text: string | Uint8Array): Uint8Array => (typeof text === "string" ? Buffer.from(text, "utf8") : text)
-
 /**
  * The TCP socket under an open `ws` client (`ws` keeps it as `_socket`; its typings do not declare it), used
  * only to cork a batch. Undefined when absent: sends then simply are not coalesced.
@@ -141,7 +138,7 @@ const adapt = (ws: WebSocket): FrameSocket => {
       // The batch as one write of frames framed here (see `directOf`): its callback proves every frame of it.
       const direct = directOf(ws)
       if (direct !== undefined) {
-        direct.write(maskedTextFrames(texts.map(utf8Of)), (error) => written(error ?? undefined))
+        direct.write(maskedTextFrames(texts), (error) => written(error ?? undefined))
         return
       }
       // Write callbacks fire in call order, so an earlier failure is known when the last callback fires.
