@@ -152,8 +152,7 @@ export const handleFrame = (
   const decoded = Messages.decodeRuntimeToCoreEnvelope(raw.success)
   if (Result.isFailure(decoded)) return onInvalid(state, decoded.failure)
   const message = decoded.success
-  if (message.type === "delta" && message.payload.item_id === undefined &&
-    (state.deltaLayout?.id !== message.id || state.deltaLayout.trace !== message.trace)) {
+  if (message.type === "delta" && (state.deltaLayout?.id !== message.id || state.deltaLayout.trace !== message.trace)) {
     state.deltaLayout = DeltaFrame.layout(message.id, message.trace)
   }
   if (state.tapQueue !== undefined) {

@@ -92,7 +92,7 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   /** Frames that arrived while the read side held, routed in order once it is released (bounded: the socket is paused). */
   pending: Array<string | Uint8Array> | undefined = undefined
   /**
-   * The Run id and trace of the last `delta` without `item_id` the generic decoder accepted, as the layout of its
+   * The Run id and trace of the last `delta` the generic decoder accepted, as the layout of its
    * frames (`DeltaFrame.layout`): the next deltas of that Run are read by `DeltaFrame.match` (issue 18).
    */
   deltaLayout: DeltaFrame.Layout | undefined = undefined

@@ -1,26 +1,27 @@
 /**
  * A fast path for the frame Core reads most during a Turn (issue 18, relay): a Run's `delta`, as the daemon writes
- * it (`EncodedFrame.deltaEncoder`, without `item_id`), untraced or with the Run's trace:
+ * it (`EncodedFrame.deltaEncoder`), with or without an `item_id`, untraced or with the Run's trace:
  *
  *     {"type":"delta","id":<the Run id>,"payload":{"delta":<JSON string>,"sequence":<integer>}}
- *     {"type":"delta","id":<the Run id>,"payload":{"delta":<JSON string>,"sequence":<integer>},"trace":<trace>}
+ *     {"type":"delta","id":<the Run id>,"payload":{"item_id":<JSON string>,"delta":<JSON string>,"sequence":<integer>}}
+ *     either one with ,"trace":<trace> before its last brace
  *
  * `layout(id, trace)` is the text around the delta's string and sequence for a Run id and trace (or none) that the
  * generic decoder (`Envelope.decodeEnvelope` then `Messages.decodeRuntimeToCoreEnvelope`) already returned for a
- * delta of this connection. `match(layout, text)` accepts a frame only when it is exactly the layout's prefix, then
- * one JSON string token, then `,"sequence":`, then a plain decimal non-negative integer of at most 15 digits (`0` or
+ * delta of this connection. `match(layout, text)` accepts a frame only when it is exactly the layout's head, then
+ * optionally `"item_id":`, one JSON string token and `,`, then `"delta":` and one JSON string token, then `,"sequence":`, then a plain decimal non-negative integer of at most 15 digits (`0` or
  * `[1-9][0-9]*`: a safe integer), then the layout's suffix (`}}`, or `},"trace":<the trace's JSON string>}`) and
  * nothing else, and the frame is at most `MaxChars` long; anything else is `undefined` and goes through the generic
  * decoder, which gives its own verdict (this path never refuses a frame).
  *
  * Why a match is exactly what the generic decoder returns: such a text is valid JSON with no whitespace and no
- * repeated member, of depth 2 and at most 6 values (far inside the JSON bounds) and far under 4 MiB; its envelope
+ * repeated member, of depth 2 and at most 7 values (far inside the JSON bounds) and far under 4 MiB; its envelope
  * has type `delta`, an id the generic decoder accepted for `delta` (the same characters: the id token is made by
  * `JSON.stringify`, and a differently escaped id is not a match), the trace the generic decoder returned from the
  * same token (kept as it is: a non-empty string of at most 256 characters; a trace it dropped is never learned, as
  * the decoded message has none, and its frames end in another suffix) or none, and a payload whose only members are
- * a string `delta` and a non-negative integer `sequence`, which is what `RunEvents.DeltaPayload` requires (no rule
- * across members). The string token is read as `JSON.parse` reads it: as is when it has no escape, through
+ * an optional string `item_id`, a string `delta` and a non-negative integer `sequence`, which is what
+ * `RunEvents.DeltaPayload` requires (no rule across members). Each string token is read as `JSON.parse` reads it: as is when it has no escape, through
  * `JSON.parse` when it has one; a raw control character (which JSON refuses) is not a match.
  * `test/proto/DeltaFrame.test.ts` checks it against the generic decoder.
  */
@@ -36,58 +37,88 @@ export const MaxChars = 16_384
 export interface Layout {
   readonly id: string
   readonly trace: string | undefined
-  /** Up to the delta's string. */
+  /** Up to the payload's first member. */
+  readonly head: string
+  /** Up to the delta's string, for a payload without `item_id`. */
   readonly prefix: string
   /** After the sequence's digits, to the end. */
   readonly suffix: string
 }
 
-/** The layout of Run `id`'s delta frames with `trace` (undefined: untraced), as the daemon writes them. */
-export const layout = (id: string, trace: string | undefined): Layout => ({
-  id,
-  trace,
-  prefix: `{"type":"delta","id":${JSON.stringify(id)},"payload":{"delta":`,
-  suffix: trace === undefined ? "}}" : `},"trace":${JSON.stringify(trace)}}`
-})
-
 const Sequence = `,"sequence":`
+const DeltaKey = `"delta":`
+const ItemKey = `"item_id":`
+
+/** The layout of Run `id`'s delta frames with `trace` (undefined: untraced), as the daemon writes them. */
+export const layout = (id: string, trace: string | undefined): Layout => {
+  const head = `{"type":"delta","id":${JSON.stringify(id)},"payload":{`
+  return {
+    id,
+    trace,
+    head,
+    prefix: `${head}${DeltaKey}`,
+    suffix: trace === undefined ? "}}" : `},"trace":${JSON.stringify(trace)}}`
+  }
+}
 
 /**
  * A JSON string token's characters when it has no escape and no raw control character, then its closing quote
  * (sticky: matched at `lastIndex` only). One native scan instead of a loop of `charCodeAt`s; a token it does not
- * match is read by the loop below.
+ * match is read by `stringAt`'s loop.
  */
 const PlainString = /[^"\\\u0000-\u001f]*"/y
+
+/** The closing quote of the last token `stringAt` read. */
+let tokenClose = 0
+
+/**
+ * The value of the JSON string token whose opening quote is at `open`, read as `JSON.parse` reads it (undefined when
+ * there is none, or a raw control character); `tokenClose` is set to its closing quote.
+ */
+const stringAt = (text: string, open: number): string | undefined => {
+  if (text.charCodeAt(open) !== 0x22) return undefined
+  PlainString.lastIndex = open + 1
+  if (PlainString.test(text)) {
+    tokenClose = PlainString.lastIndex - 1
+    return text.slice(open + 1, tokenClose)
+  }
+  const n = text.length
+  let i = open + 1
+  while (true) {
+    if (i >= n) return undefined
+    const c = text.charCodeAt(i)
+    if (c === 0x22) break
+    if (c < 0x20) return undefined
+    i += c === 0x5c ? 2 : 1
+  }
+  tokenClose = i
+  try {
+    return JSON.parse(text.slice(open, i + 1)) as string
+  } catch {
+    return undefined
+  }
+}
 
 /** The delta message `text` encodes when it has the exact shape above for `layout`; otherwise `undefined`. */
 export const match = (layout: Layout, text: string): Delta | undefined => {
   const n = text.length
-  const prefixText = layout.prefix
-  const open = prefixText.length
-  // `slice` + `===` compares the prefix natively; `startsWith` compared it several times slower (issue 18).
-  if (n > MaxChars || text.slice(0, open) !== prefixText || text.charCodeAt(open) !== 0x22) return undefined
-  let close: number
-  let delta: string
-  PlainString.lastIndex = open + 1
-  if (PlainString.test(text)) {
-    close = PlainString.lastIndex - 1
-    delta = text.slice(open + 1, close)
-  } else {
-    let i = open + 1
-    while (true) {
-      if (i >= n) return undefined
-      const c = text.charCodeAt(i)
-      if (c === 0x22) break
-      if (c < 0x20) return undefined
-      i += c === 0x5c ? 2 : 1
-    }
-    close = i
-    try {
-      delta = JSON.parse(text.slice(open, close + 1)) as string
-    } catch {
+  if (n > MaxChars) return undefined
+  // `slice` + `===` compares natively; `startsWith` compared the prefix several times slower (issue 18).
+  let open: number
+  let itemId: string | undefined
+  if (text.slice(0, layout.prefix.length) === layout.prefix) open = layout.prefix.length
+  else {
+    const head = layout.head.length
+    if (text.slice(0, head) !== layout.head || !text.startsWith(ItemKey, head)) return undefined
+    itemId = stringAt(text, head + ItemKey.length)
+    if (itemId === undefined || text.charCodeAt(tokenClose + 1) !== 0x2c || !text.startsWith(DeltaKey, tokenClose + 2)) {
       return undefined
     }
+    open = tokenClose + 2 + DeltaKey.length
   }
+  const delta = stringAt(text, open)
+  if (delta === undefined) return undefined
+  const close = tokenClose
   if (!text.startsWith(Sequence, close + 1)) return undefined
   const start = close + 1 + Sequence.length
   // The digits, then exactly the suffix at the end.
@@ -102,7 +133,7 @@ export const match = (layout: Layout, text: string): Delta | undefined => {
     if (d < 0 || d > 9) return undefined
     sequence = sequence * 10 + d
   }
-  const payload = { delta, sequence }
+  const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }
   return (layout.trace === undefined
     ? { type: "delta", id: layout.id, payload }
     : { type: "delta", id: layout.id, payload, trace: layout.trace }) as Delta

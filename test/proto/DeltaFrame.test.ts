@@ -64,12 +64,44 @@ describe("DeltaFrame", () => {
       tracedFrame("x", -1),
       JSON.stringify({ type: "delta", id, trace, payload: { delta: "x", sequence: 1 } }),
       JSON.stringify({ type: "delta", id, payload: { delta: "x", sequence: 1 }, trace, extra: 1 }),
-      JSON.stringify({ type: "delta", id, payload: { item_id: "m", delta: "x", sequence: 1 }, trace }),
       `${prefix}"x","sequence":1},"trace":"${trace}"} `,
       `${prefix}"x","sequence":1},"trace":"${trace}","trace":"${trace}"}`,
       `${prefix}"x","sequence":1}, "trace":"${trace}"}`
     ]
     for (const text of others) assert.isUndefined(checked(text, traced), text)
+  })
+
+  it("reads the daemon's delta frames with an item_id, untraced and traced, as the generic decoder does", () => {
+    const itemFrame = (itemId: unknown, delta: unknown, sequence: unknown, t?: string) =>
+      JSON.stringify(t === undefined
+        ? { type: "delta", id, payload: { item_id: itemId, delta, sequence } }
+        : { type: "delta", id, payload: { item_id: itemId, delta, sequence }, trace: t })
+    for (const itemId of ["", "msg_1", "a\"b\\c", "é😀", "\u0000", "\udc00"]) {
+      for (const delta of ["", "hello", "line\nnext"]) {
+        for (const [t, layout] of [[undefined, untraced], [trace, traced]] as const) {
+          const text = itemFrame(itemId, delta, 3, t)
+          const fast = checked(text, layout)
+          assert.isDefined(fast, text)
+          assert.deepStrictEqual(fast!.payload, { item_id: itemId, delta, sequence: 3 })
+        }
+      }
+    }
+    const others = [
+      itemFrame(1, "x", 1),
+      itemFrame(null, "x", 1),
+      JSON.stringify({ type: "delta", id, payload: { delta: "x", item_id: "m", sequence: 1 } }),
+      JSON.stringify({ type: "delta", id, payload: { item_id: "m", sequence: 1, delta: "x" } }),
+      `${untraced.head}"item_id":"m","item_id":"n","delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id":"m", "delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id": "m","delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id":"m""delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id":"a\u0001b","delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id":"ab","delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id":"m,"delta":"x","sequence":1}}`,
+      `${untraced.head}"item_id":"m",`,
+      itemFrame("m", "x", 1, trace)
+    ]
+    for (const text of others) assert.isUndefined(checked(text), text)
   })
 
   it("leaves every other text to the generic decoder", () => {
@@ -79,7 +111,6 @@ describe("DeltaFrame", () => {
       frame("x", "1"),
       frame(1, 1),
       JSON.stringify({ type: "delta", id: "run-2", payload: { delta: "x", sequence: 1 } }),
-      JSON.stringify({ type: "delta", id, payload: { item_id: "m", delta: "x", sequence: 1 } }),
       JSON.stringify({ type: "delta", id, payload: { delta: "x", sequence: 1 }, trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" }),
       JSON.stringify({ type: "delta", id, payload: { delta: "x", sequence: 1, extra: true } }),
       `${prefix}"x","sequence":01}}`,

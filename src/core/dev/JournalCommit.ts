@@ -23,6 +23,8 @@ export interface JournalWrite {
   readonly markDispatched?: boolean | undefined
   /** Also begins the Turn's delivery attempt in the same transaction (`AppendOptions.begin`). */
   readonly begin?: AttemptBegin | undefined
+  /** Statements of the caller run in the same transaction after the rows (a Turn's creation, `TurnCreate.ts`). */
+  readonly statements?: ReadonlyArray<Statement.Statement<unknown>> | undefined
 }
 
 /**
@@ -56,6 +58,7 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
       for (const write of writes) {
         if (write.markDispatched === true) dispatched.push(write.turnId)
         if (write.begin !== undefined) then.push(beginStatement(sql, write.turnId, write.begin))
+        if (write.statements !== undefined) then.push(...write.statements)
         if (write.fence !== undefined) fenced = true
         for (const event of write.events) {
           values.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)

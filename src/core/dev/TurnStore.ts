@@ -15,6 +15,7 @@ import { SqlClient } from "effect/sql"
 import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { type AttemptBegin, commitJournal } from "./JournalCommit.js"
+import { createTurn } from "./TurnCreate.js"
 import { settleTurn } from "./TurnSettle.js"
 import { type StartChecks, startChecks } from "./TurnStartChecks.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
@@ -197,43 +198,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
   const settle = settleTurn(sql, batch)
 
   return TurnStore.of({
-    create: Effect.fn("TurnStore.create")(function* (turn) {
-      const createdAtMs = yield* now
-      yield* sql`INSERT INTO turns ${
-        sql.insert({
-          turn_id: turn.turnId,
-          session_id: turn.sessionId,
-          run_id: turn.runId,
-          device_id: null,
-          status: "queued",
-          attempt: 0,
-          input_json: JSON.stringify(turn.input),
-          input_cursor: 0,
-          created_at_ms: createdAtMs
-        })
-      }`.pipe(storeFailed("create_turn"))
-      return {
-        turnId: turn.turnId,
-        sessionId: turn.sessionId,
-        runId: turn.runId,
-        deviceId: undefined,
-        status: "queued",
-        attempt: 0,
-        errorCode: undefined,
-        observationReason: undefined,
-        engineErrorCode: undefined,
-        engineHttpStatus: undefined,
-        usage: undefined,
-        content: undefined,
-        nativeSessionId: undefined,
-        outcome: undefined,
-        input: turn.input,
-        inputCursor: 0,
-        createdAtMs,
-        dispatchedAtMs: undefined,
-        completedAtMs: undefined
-      } satisfies TurnRecord
-    }),
+    create: createTurn(sql, journal),
     get,
     listBySession: (sessionId) =>
       sql`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY created_at_ms, turn_id`.pipe(

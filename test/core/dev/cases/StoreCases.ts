@@ -268,6 +268,26 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 2)
     }).pipe(Effect.provide(store)))
 
+  it.effect("a Turn's creation is group-committed with other Turns' appends; a create that fails fails alone", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const created = yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      assert.deepStrictEqual(created, Option.getOrThrow(yield* turns.get("t1")))
+      const results = yield* Effect.all([
+        turns.appendEvents("t1", [{ seq: 1, attempt: 1, kind: "fact", type: "Dispatching", bodyJson: "{}" }]),
+        turns.create({ turnId: "t1", sessionId: "s1", runId: "run-x", input: MessageInput.text("again") }),
+        turns.create({ turnId: "t2", sessionId: "s1", runId: "run-2", input: MessageInput.text("hi") })
+      ], { concurrency: "unbounded", mode: "result" })
+      assert.deepStrictEqual(results.map((r) => r._tag), ["Success", "Failure", "Success"])
+      const failure = results[1]!
+      assert.isTrue(failure._tag === "Failure" && failure.failure._tag === "StoreFailed" && failure.failure.operation === "create_turn")
+      assert.deepStrictEqual((yield* turns.events("t1", 0)).map((e) => e.seq), [1])
+      assert.strictEqual(Option.getOrThrow(yield* turns.get("t1")).runId, "run-1")
+      assert.strictEqual(Option.getOrThrow(yield* turns.get("t2")).status, "queued")
+    }).pipe(Effect.provide(store)))
+
   it.effect("an append carrying an attempt's begin begins it in the same transaction, and only a Turn not terminal", () =>
     Effect.gen(function* () {
       const sessions = yield* SessionStore
