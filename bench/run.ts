@@ -1,12 +1,13 @@
 /**
- * `npm run bench`: runs the suites one after another, prints a table and writes bench/results/latest.json.
+ * `npm run bench`: runs the suites one after another, prints a table and writes bench/results/latest.json (the
+ * committed record; a `--quick` or `--only` run writes bench/results/partial.json, git-ignored, instead).
  * Every figure is compared with a baseline measured in the same run. Loopback only; bounded in time and count.
  *
  *   node dist/bench.mjs [--quick] [--only=codec,relay,durable,turns,connections,scale,coldstart,transfer,workspace,multinode] [--out=path] [--markdown] [--keep-logs]
  *
  * Child logs and cold-start profiles go to one `<tmpdir>/agentwire-bench-*` directory, removed when the run ends
  * (success, failure, SIGINT/SIGTERM) unless `--keep-logs` is given.
- *   node dist/bench.mjs --render=bench/results/reference.json   (markdown tables of a results file)
+ *   node dist/bench.mjs --render=bench/results/latest.json   (markdown tables of a results file)
  *
  * The same bundle is also the entry of the bench's child processes (`--child=<role>`), so `npm run bench`
  * needs nothing beyond the build.
@@ -78,7 +79,9 @@ const main = async () => {
   process.stdout.write(`${flag("markdown") ? renderMarkdown(rows) : renderTable(rows)}\n\n`)
   for (const note of notes) process.stdout.write(`- ${note}\n`)
 
-  const out = argValue("out") ?? join(root, "bench", "results", "latest.json")
+  // The committed record (latest.json) is only ever a full run of every suite; a quick or partial run goes beside it.
+  const whole = !quick && only === undefined
+  const out = argValue("out") ?? join(root, "bench", "results", whole ? "latest.json" : "partial.json")
   mkdirSync(dirname(out), { recursive: true })
   writeFileSync(
     out,
