@@ -12,19 +12,27 @@ type Frame =
   | { readonly kind: "array"; readonly items: ReadonlyArray<unknown>; index: number }
   | { readonly kind: "object"; readonly record: Record<string, unknown>; readonly keys: ReadonlyArray<string>; index: number }
 
-export const canonicalJson = (value: unknown): string => {
-  const out: Array<string> = []
+/**
+ * Walks `value`'s canonical encoding in order, handing each piece of text to `write`. `takeScalar`, when given,
+ * sees each scalar first and may write it its own way (returns true) instead of as its JSON text
+ * (`runtime/Fingerprint.ts` hashes long strings raw).
+ */
+export const walkCanonical = (
+  value: unknown,
+  write: (text: string) => void,
+  takeScalar?: (scalar: unknown) => boolean
+): void => {
   const stack: Array<Frame> = []
   /** Writes a scalar, or opens a container and pushes its frame. */
   const visit = (v: unknown) => {
     if (v === null || typeof v !== "object") {
-      out.push(JSON.stringify(v) ?? "null")
+      if (takeScalar === undefined || !takeScalar(v)) write(JSON.stringify(v) ?? "null")
     } else if (Array.isArray(v)) {
-      out.push("[")
+      write("[")
       stack.push({ kind: "array", items: v, index: 0 })
     } else {
       const record = v as Record<string, unknown>
-      out.push("{")
+      write("{")
       stack.push({ kind: "object", record, keys: Object.keys(record).filter((k) => record[k] !== undefined).sort(), index: 0 })
     }
   }
@@ -34,24 +42,32 @@ export const canonicalJson = (value: unknown): string => {
     if (frame.kind === "array") {
       if (frame.index === frame.items.length) {
         stack.pop()
-        out.push("]")
+        write("]")
         continue
       }
-      if (frame.index > 0) out.push(",")
+      if (frame.index > 0) write(",")
       const item = frame.items[frame.index++]
       visit(item === undefined ? null : item)
     } else {
       if (frame.index === frame.keys.length) {
         stack.pop()
-        out.push("}")
+        write("}")
         continue
       }
-      if (frame.index > 0) out.push(",")
+      if (frame.index > 0) write(",")
       const key = frame.keys[frame.index++]!
-      out.push(JSON.stringify(key), ":")
+      write(JSON.stringify(key))
+      write(":")
       visit(frame.record[key])
     }
   }
+}
+
+export const canonicalJson = (value: unknown): string => {
+  const out: Array<string> = []
+  walkCanonical(value, (text) => {
+    out.push(text)
+  })
   return out.join("")
 }
 

@@ -11,63 +11,31 @@
  * A fingerprint is only ever compared with another computed here, in this process.
  */
 import { createHash, type Hash } from "node:crypto"
-import { omitKeys } from "../proto/Canonical.js"
+import { omitKeys, walkCanonical } from "../proto/Canonical.js"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 
 /** Strings at least this long (and well-formed) are hashed raw rather than as their JSON escape. */
 const RawStringMin = 256
-
-type Frame =
-  | { readonly kind: "array"; readonly items: ReadonlyArray<unknown>; index: number }
-  | { readonly kind: "object"; readonly record: Record<string, unknown>; readonly keys: ReadonlyArray<string>; index: number }
 
 const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed: () => boolean }).isWellFormed()
 
 /** Feeds `value`'s canonical encoding to `hash` (long strings raw, see the module comment). */
 const hashCanonical = (hash: Hash, value: unknown): void => {
   let out: Array<string> = []
-  const stack: Array<Frame> = []
-  const visit = (v: unknown) => {
-    if (typeof v === "string" && v.length >= RawStringMin && isWellFormed(v)) {
+  walkCanonical(
+    value,
+    (text) => {
+      out.push(text)
+    },
+    (scalar) => {
+      if (typeof scalar !== "string" || scalar.length < RawStringMin || !isWellFormed(scalar)) return false
       if (out.length > 0) hash.update(out.join(""))
       out = []
-      hash.update(`\u0000${v.length}:`)
-      hash.update(v)
-    } else if (v === null || typeof v !== "object") {
-      out.push(JSON.stringify(v) ?? "null")
-    } else if (Array.isArray(v)) {
-      out.push("[")
-      stack.push({ kind: "array", items: v, index: 0 })
-    } else {
-      const record = v as Record<string, unknown>
-      out.push("{")
-      stack.push({ kind: "object", record, keys: Object.keys(record).filter((k) => record[k] !== undefined).sort(), index: 0 })
+      hash.update(`\u0000${scalar.length}:`)
+      hash.update(scalar)
+      return true
     }
-  }
-  visit(value)
-  while (stack.length > 0) {
-    const frame = stack[stack.length - 1]!
-    if (frame.kind === "array") {
-      if (frame.index === frame.items.length) {
-        stack.pop()
-        out.push("]")
-        continue
-      }
-      if (frame.index > 0) out.push(",")
-      const item = frame.items[frame.index++]
-      visit(item === undefined ? null : item)
-    } else {
-      if (frame.index === frame.keys.length) {
-        stack.pop()
-        out.push("}")
-        continue
-      }
-      if (frame.index > 0) out.push(",")
-      const key = frame.keys[frame.index++]!
-      out.push(JSON.stringify(key), ":")
-      visit(frame.record[key])
-    }
-  }
+  )
   if (out.length > 0) hash.update(out.join(""))
 }
 
