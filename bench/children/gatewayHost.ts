@@ -31,6 +31,18 @@ import { type BenchDevCore, startDevCore } from "../support/devCore.js"
 
 export type HostMode = "gateway" | "devcore" | "raw"
 
+/** One operator GET with the bearer token: its status and whole body. */
+const operatorGet = (url: string, token: string): Promise<{ status: number; body: Buffer }> =>
+  new Promise((resolve, reject) => {
+    const req = request(url, { headers: { authorization: `Bearer ${token}` } }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (c: Buffer) => chunks.push(c))
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }))
+    })
+    req.on("error", reject)
+    req.end()
+  })
+
 export type HostCommand =
   | {
     readonly op: "start"
@@ -167,15 +179,8 @@ export const gatewayHost = async (): Promise<void> => {
           const token = devCore.operatorToken
           loop.reset()
           const t0 = performance.now()
-          const { status, bytes } = await new Promise<{ status: number; bytes: number }>((resolve, reject) => {
-            const req = request(`${devCore!.baseUrl}${message.path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-              let bytes = 0
-              res.on("data", (c: Buffer) => (bytes += c.length))
-              res.on("end", () => resolve({ status: res.statusCode ?? 0, bytes }))
-            })
-            req.on("error", reject)
-            req.end()
-          })
+          const { status, body } = await operatorGet(`${devCore.baseUrl}${message.path}`, token)
+          const bytes = body.byteLength
           const ms = performance.now() - t0
           process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
           loop.reset()
@@ -190,18 +195,10 @@ export const gatewayHost = async (): Promise<void> => {
           let status = 0
           let path: string | null = message.path
           while (path !== null && pages < message.pages) {
-            const page = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-              const req = request(`${devCore!.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` } }, (res) => {
-                const chunks: Array<Buffer> = []
-                res.on("data", (c: Buffer) => chunks.push(c))
-                res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }))
-              })
-              req.on("error", reject)
-              req.end()
-            })
+            const page = await operatorGet(`${devCore.baseUrl}${path}`, token)
             pages++
             status = page.status
-            const next = status === 200 ? (JSON.parse(page.body) as { next_cursor: string | null }).next_cursor : null
+            const next = status === 200 ? (JSON.parse(page.body.toString("utf8")) as { next_cursor: string | null }).next_cursor : null
             path = next === null ? null : `${message.path}&cursor=${encodeURIComponent(next)}`
           }
           const ms = performance.now() - t0
