@@ -212,6 +212,8 @@ AW.views.turn = function (view, turnId) {
     } else if (e.event === "fact") {
       var s = AW.factSummary(body);
       timeline.appendChild(AW.timelineRow(e.id, "fact", s[0], s[1], bytes));
+      // An attempt's first fact is stored in the transaction that begins it (queued -> running): show that.
+      if (s[0] === "dispatching" && body && body.type === "execution_prepare") refresh();
     } else if (e.event === "outcome") {
       finished = true;
       var status = body && body.outcome ? body.outcome.status : body ? body.status : "";
