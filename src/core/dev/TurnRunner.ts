@@ -185,12 +185,18 @@ const make = (options: TurnsOptions) =>
 
     /**
      * The device's current connection, waiting for it while it is offline (or until a cancel or shutdown).
-     * Subscribed to the gateway's events before looking, so a connection in between is not missed.
+     * Connected now: no subscription. Otherwise subscribed to the gateway's events before looking again, so a
+     * connection in between is not missed.
      */
     const connection = (a: Active) =>
-      Effect.scoped(Effect.gen(function* () {
-        if (Option.isSome(yield* Deferred.poll(stopping))) return "stopping" as const
+      Effect.suspend(() => {
+        if (Deferred.isDoneUnsafe(stopping)) return Effect.succeed("stopping" as const)
         const deviceId = Ids.unsafeMake.deviceId(a.deviceId)
+        return Effect.flatMap(gateway.session(deviceId), (current) =>
+          Option.isSome(current) ? Effect.succeed(current.value) : awaitConnection(a, deviceId))
+      })
+    const awaitConnection = (a: Active, deviceId: Ids.DeviceId) =>
+      Effect.scoped(Effect.gen(function* () {
         const events = yield* gateway.events
         const current = yield* gateway.session(deviceId)
         if (Option.isSome(current)) return current.value
