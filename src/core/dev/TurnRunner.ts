@@ -185,16 +185,11 @@ const make = (options: TurnsOptions) =>
 
     /**
      * The device's current connection, waiting for it while it is offline (or until a cancel or shutdown).
-     * Connected now: no subscription. Otherwise subscribed to the gateway's events before looking again, so a
-     * connection in between is not missed.
+     * Connected now: no subscription. Else subscribed to the gateway's events before looking again (no gap).
      */
     const connection = (a: Active) =>
-      Effect.suspend(() => {
-        if (Deferred.isDoneUnsafe(stopping)) return Effect.succeed("stopping" as const)
-        const deviceId = Ids.unsafeMake.deviceId(a.deviceId)
-        return Effect.flatMap(gateway.session(deviceId), (current) =>
-          Option.isSome(current) ? Effect.succeed(current.value) : awaitConnection(a, deviceId))
-      })
+      Deferred.isDoneUnsafe(stopping) ? Effect.succeed("stopping" as const) : Effect.flatMap(gateway.session(Ids.unsafeMake.deviceId(a.deviceId)),
+        (current) => Option.isSome(current) ? Effect.succeed(current.value) : awaitConnection(a, Ids.unsafeMake.deviceId(a.deviceId)))
     const awaitConnection = (a: Active, deviceId: Ids.DeviceId) =>
       Effect.scoped(Effect.gen(function* () {
         const events = yield* gateway.events
