@@ -12,13 +12,14 @@
  * in the same transaction), then the Session, and last the Turn row's `UPDATE … RETURNING`, whose rows are the
  * answer. Durability point: `settle` succeeds only after the transaction holding it committed, so an outcome
  * published after it (`JournalWriter.finish`) is stored. A settle that fails in a batch is committed again alone
- * (`GroupCommit.ts`), so it fails only by itself.
+ * (`GroupCommit.ts`), so it fails only by itself. Inside a transaction of the caller it runs on that transaction.
  */
 import { Clock, Effect, Option } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { TurnOutcome } from "../Outcome.js"
 import type { JournalGroupCommit } from "./JournalCommit.js"
-import { StoreFailed } from "./StoreErrors.js"
+import * as SqlBatch from "./SqlBatch.js"
+import { StoreFailed, storeFailed } from "./StoreErrors.js"
 import { readTurn, type TurnRecord } from "./TurnRecords.js"
 
 export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) =>
@@ -45,9 +46,14 @@ export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit
           completed_at_ms = ${at}
         WHERE turn_id = ${turnId} AND status IN ('queued', 'running')
         RETURNING *`
+      // Inside a transaction of the caller (a reconcile under the lease sweeper's transaction): on that
+      // transaction, which gives all or none (the group commit's writer runs on another connection).
+      const open = yield* Effect.serviceOption(sql.transactionService)
       // Never fenced (no lease is carried), so never `LeaseLost`; a failure is the settle's.
-      const rows = yield* journal.submit({ turnId, events: [], statements, returning: update }).pipe(
-        Effect.mapError(() => new StoreFailed({ operation: "complete_turn" }))
-      )
+      const rows = Option.isSome(open)
+        ? yield* SqlBatch.lastRows([...statements, update]).pipe(storeFailed("complete_turn"))
+        : yield* journal.submit({ turnId, events: [], statements, returning: update }).pipe(
+          Effect.mapError(() => new StoreFailed({ operation: "complete_turn" }))
+        )
       return Option.map(Option.fromNullishOr(rows?.[0]), readTurn)
     })
