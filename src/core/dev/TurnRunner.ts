@@ -183,10 +183,7 @@ const make = (options: TurnsOptions) =>
     const pause = (a: Active, delay: Duration.Duration) =>
       Effect.raceFirst(cancelledOrStopping(a), Effect.as(Effect.sleep(delay), "retry" as const))
 
-    /**
-     * The device's current connection, waiting for it while it is offline (or until a cancel or shutdown).
-     * Connected now: no subscription. Else subscribed to the gateway's events before looking again (no gap).
-     */
+    /** The device's connection; while offline, subscribed to the gateway's events before looking again (no gap). */
     const connection = (a: Active) =>
       Deferred.isDoneUnsafe(stopping) ? Effect.succeed("stopping" as const) : Effect.flatMap(gateway.session(Ids.unsafeMake.deviceId(a.deviceId)),
         (current) => Option.isSome(current) ? Effect.succeed(current.value) : awaitConnection(a, Ids.unsafeMake.deviceId(a.deviceId)))
