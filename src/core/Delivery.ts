@@ -45,6 +45,12 @@ export { type CancelResult, DefaultFactBuffer, type DeliveryOptions, type Turn }
 // ---------------------------------------------------------------------------------------------- entry points
 
 /**
+ * A delivery's spans (and the `Turn.*` spans below them) capture no stack trace: each has one call site, and a
+ * captured trace costs a `new Error()` per span, several per Turn (issue 18).
+ */
+const deliverySpan = { captureStackTrace: false } as const
+
+/**
  * The final admission check and the request, against the connection's current declaration. A refusal
  * resolves the Turn before anything is sent.
  */
@@ -68,46 +74,44 @@ const admitAndBuild = <M>(
  * sent. Capacity (`preparation_capacity`) resolves it `Unclaimed`: retry-safe. Every other outcome is in
  * `result` / `resolution`, and never authorizes a replay.
  */
-export const deliverPrepared: (
+export const deliverPrepared = (
   session: DeviceSession,
   plan: PreparedPlan,
-  options?: DeliveryOptions
-) => Effect.Effect<Turn, never, Scope.Scope> = Effect.fn("Delivery.deliverPrepared")(
-  function*(session: DeviceSession, plan: PreparedPlan, options: DeliveryOptions = {}) {
-    const built = yield* admitAndBuild(session, plan.spec, plan.input, (admitted) =>
-      Request.executionPrepare(plan.request_id, plan.spec, admitted))
-    return yield* makeTurn(
-      session,
-      plan.run_id,
-      plan.spec,
-      Result.map(built, (b) => b.admitted),
-      "preparing",
-      options,
-      (d) => Result.isSuccess(built) ? preparedDriver(d, plan, built.success.message) : Effect.void
-    )
-  }
-)
+  options: DeliveryOptions = {}
+): Effect.Effect<Turn, never, Scope.Scope> =>
+  Effect.flatMap(
+    admitAndBuild(session, plan.spec, plan.input, (admitted) => Request.executionPrepare(plan.request_id, plan.spec, admitted)),
+    (built) =>
+      makeTurn(
+        session,
+        plan.run_id,
+        plan.spec,
+        Result.map(built, (b) => b.admitted),
+        "preparing",
+        options,
+        (d) => Result.isSuccess(built) ? preparedDriver(d, plan, built.success.message) : Effect.void
+      )
+  ).pipe(Effect.withSpan("Delivery.deliverPrepared", undefined, deliverySpan))
 
 /**
  * Delivers a Turn directly with `prompt_request` (no admission handle; never a fallback after a failed
  * prepared start): subscribe to the Run, send, consume. Same handle and rules as `deliverPrepared`.
  */
-export const deliverDirect: (
+export const deliverDirect = (
   session: DeviceSession,
   plan: DirectPlan,
-  options?: DeliveryOptions
-) => Effect.Effect<Turn, never, Scope.Scope> = Effect.fn("Delivery.deliverDirect")(
-  function*(session: DeviceSession, plan: DirectPlan, options: DeliveryOptions = {}) {
-    const built = yield* admitAndBuild(session, plan.spec, plan.input, (admitted) =>
-      Request.promptRequest(plan.run_id, plan.spec, admitted, plan.input))
-    return yield* makeTurn(
-      session,
-      plan.run_id,
-      plan.spec,
-      Result.map(built, (b) => b.admitted),
-      "starting",
-      options,
-      (d) => Result.isSuccess(built) ? directDriver(d, plan, built.success.message) : Effect.void
-    )
-  }
-)
+  options: DeliveryOptions = {}
+): Effect.Effect<Turn, never, Scope.Scope> =>
+  Effect.flatMap(
+    admitAndBuild(session, plan.spec, plan.input, (admitted) => Request.promptRequest(plan.run_id, plan.spec, admitted, plan.input)),
+    (built) =>
+      makeTurn(
+        session,
+        plan.run_id,
+        plan.spec,
+        Result.map(built, (b) => b.admitted),
+        "starting",
+        options,
+        (d) => Result.isSuccess(built) ? directDriver(d, plan, built.success.message) : Effect.void
+      )
+  ).pipe(Effect.withSpan("Delivery.deliverDirect", undefined, deliverySpan))

@@ -280,7 +280,7 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
       return undefined
     }
     return { ready, prepQueue }
-  }).pipe(Effect.withSpan("Turn.prepare", { attributes: { "agentwire.wire.type": "execution_prepare" } }))
+  }).pipe(Effect.withSpan("Turn.prepare", { attributes: { "agentwire.wire.type": "execution_prepare" } }, { captureStackTrace: false }))
 
 /** Step 3: subscribe to the Run, then send execution_start; the Run's queue once the start entered the send queue. */
 const startPhase = (
@@ -331,11 +331,11 @@ const startPhase = (
       })
     )
     return runQueue
-  }).pipe(Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "execution_start" } }))
+  }).pipe(Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "execution_start" } }, { captureStackTrace: false }))
 
 /** Step 4 in its span: the Run's events until done or loss of observation. */
 const eventsPhase = (d: Driver, runQueue: Subscription<RunEvent>) =>
-  Effect.withSpan(consumeRun(d, runQueue), "Turn.events")
+  Effect.withSpan(consumeRun(d, runQueue), "Turn.events", { captureStackTrace: false })
 
 export const preparedDriver = (
   d: Driver,
@@ -367,7 +367,7 @@ export const directDriver = (d: Driver, plan: DirectPlan, request: Request.Promp
     }
     const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
     const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request)).pipe(
-      Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "prompt_request" } })
+      Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "prompt_request" } }, { captureStackTrace: false })
     )
     yield* Deferred.succeed(d.runDispatched, sent)
     if (!sent) return

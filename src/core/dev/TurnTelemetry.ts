@@ -6,7 +6,8 @@
  * Span attributes are ids Core generated and finite vocabularies (agent kind, status, error code): never the
  * prompt, the input, `agent_options`, a credential or a token. The delivery layer's spans (`Turn.prepare`,
  * `Turn.start`, `Turn.events`) are children of `Turn`; their sends carry the span as the frame's `trace`, so
- * the daemon's handler spans join the same trace.
+ * the daemon's handler spans join the same trace. A Turn's spans capture no stack trace (one call site each; a
+ * trace is a `new Error()` per span).
  */
 import { Effect, Metric, Option, type Tracer } from "effect"
 import type * as Outcome from "../Outcome.js"
@@ -23,6 +24,7 @@ export interface TurnIds {
 /** Runs a Turn's runner in the `Turn` span (a child of the operator request that started it, if any). */
 export const turnSpan = (plan: TurnIds) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withSpan(self, "Turn", {
+    captureStackTrace: false,
     attributes: {
       "agentwire.turn_id": plan.turnId,
       "agentwire.session_id": plan.sessionId,
@@ -35,6 +37,7 @@ export const turnSpan = (plan: TurnIds) => <A, E, R>(self: Effect.Effect<A, E, R
 /** Records the outcome in the `Turn.settle` span, annotated with the status and error code. */
 export const settleSpan = (outcome: Outcome.TurnOutcome) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withSpan(self, "Turn.settle", {
+    captureStackTrace: false,
     attributes: {
       "agentwire.status": outcome.status,
       ...(outcome.error_code === undefined ? {} : { "agentwire.error_code": outcome.error_code }),
