@@ -111,6 +111,32 @@ describe("clientFrames.maskedTextFrames", () => {
     assert.strictEqual(batch.bytes, texts.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0))
   })
 
+  it("frames a batch of ASCII texts converted in one go, and any batch with a non-ASCII text exactly as well", () => {
+    const check = (texts: ReadonlyArray<string>, label: string) => {
+      const batch = maskedTextFrames(texts)
+      const frames = readFrames(batch.frames)
+      assert.strictEqual(frames.length, texts.length, label)
+      frames.forEach((frame, i) => {
+        const expected = Buffer.from(texts[i]!, "utf8")
+        assert.isTrue(frame.payload.equals(expected), `${label}: text ${i}`)
+        assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
+      })
+      assert.strictEqual(batch.bytes, texts.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0), label)
+    }
+    const ascii = [0, 1, 2, 3, 4, 5, 125, 126, 127, 2047, 60000].map((n, i) => String.fromCharCode(33 + i).repeat(n))
+    // A non-ASCII character first: its UTF-8 bytes must never pass for the batch's units.
+    const mixed = ["é" + "a".repeat(9), "b".repeat(10), "\u007f\u0080", "😀", "\ud800", "c"]
+    // Batches alternate, so both ways are taken whatever the batches before (a non-ASCII batch makes the next ones
+    // skip the one-go conversion for a while); a batch over 64 Ki units is framed text by text.
+    for (let round = 0; round < 40; round++) {
+      check(ascii, `ascii ${round}`)
+      if (round % 5 === 0) check(mixed, `mixed ${round}`)
+      if (round % 13 === 0) check(["x".repeat(40000), "y".repeat(30000)], `large ${round}`)
+    }
+    check([], "empty")
+    check(["", ""], "empty texts")
+  })
+
   it("takes a fresh masking key for each frame", () => {
     const frames = readFrames(maskedTextFrames(Array.from({ length: 3000 }, () => Buffer.from("x"))).frames)
     // 3000 frames span more than one pool of 2048 keys; random keys are (almost surely) not all the same.
