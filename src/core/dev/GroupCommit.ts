@@ -33,9 +33,12 @@ export interface BatchInfo {
   readonly openedAtNanos: bigint
 }
 
-export interface GroupCommit<W, E> {
-  /** Queues `write` and waits until the transaction holding it committed (or failed with its error). */
-  readonly submit: (write: W) => Effect.Effect<void, E>
+export interface GroupCommit<W, E, A = void> {
+  /**
+   * Queues `write` and waits until the transaction holding it committed (or failed with its error). Succeeds with
+   * what the commit answered for this write (`undefined` when the commit answers nothing).
+   */
+  readonly submit: (write: W) => Effect.Effect<A | undefined, E>
 }
 
 /**
@@ -43,9 +46,9 @@ export interface GroupCommit<W, E> {
  * open (queued, not yet taken by the writer) new writes join it. When the batch is settled, each caller is resumed
  * with its own result: success, or the failure of its write committed alone after the batch failed.
  */
-interface Batch<W, E> {
+interface Batch<W, E, A> {
   readonly writes: Array<W>
-  readonly waiters: Array<(result: Effect.Effect<void, E>) => void>
+  readonly waiters: Array<(result: Effect.Effect<A | undefined, E>) => void>
   readonly openedAtNanos: bigint
 }
 
@@ -60,31 +63,34 @@ export const defaultMaxBatch = 256
 
 /**
  * Makes a group committer over `commit`, which must write every given write in one transaction (all or none).
- * The writer fiber lives in the caller's scope.
+ * `commit` may answer one value per write, in the writes' order (rows a write's statements returned, issue 18: a
+ * Turn's settle), which that write's `submit` succeeds with. The writer fiber lives in the caller's scope.
  */
-export const make = <W, E>(
-  commit: (writes: ReadonlyArray<W>, info: BatchInfo) => Effect.Effect<void, E>,
+export const make = <W, E, A = void>(
+  commit: (writes: ReadonlyArray<W>, info: BatchInfo) => Effect.Effect<ReadonlyArray<A | undefined> | void, E>,
   options: GroupCommitOptions = {}
-): Effect.Effect<GroupCommit<W, E>, never, Scope.Scope> =>
+): Effect.Effect<GroupCommit<W, E, A>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const maxBatch = Math.max(1, Math.floor(options.maxBatch ?? defaultMaxBatch))
-    const queue = yield* Queue.unbounded<Batch<W, E>>()
+    const queue = yield* Queue.unbounded<Batch<W, E, A>>()
     /** The batch new writes join: queued, not yet taken by the writer, not full. */
-    let open: Batch<W, E> | undefined
+    let open: Batch<W, E, A> | undefined
 
-    const commitBatch = (batch: Batch<W, E>) =>
+    const commitBatch = (batch: Batch<W, E, A>) =>
       Effect.gen(function* () {
         const exit = yield* Effect.exit(commit(batch.writes, { size: batch.writes.length, openedAtNanos: batch.openedAtNanos }))
         if (Exit.isSuccess(exit)) {
-          for (const resume of batch.waiters) resume(Effect.void)
+          const answers = exit.value
+          batch.waiters.forEach((resume, i) => resume(Effect.succeed(answers === undefined ? undefined : answers[i])))
         } else if (batch.writes.length === 1) {
-          batch.waiters[0]!(exit)
+          batch.waiters[0]!(Effect.failCause(exit.cause))
         } else {
           // The batch failed: commit each write alone, so only a write that fails by itself fails its caller. Every
           // caller is resumed once all of them are settled (as with one completion for the batch).
-          const results: Array<Exit.Exit<void, E>> = []
+          const results: Array<Effect.Effect<A | undefined, E>> = []
           for (const write of batch.writes) {
-            results.push(yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos })))
+            const alone = yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos }))
+            results.push(Exit.isSuccess(alone) ? Effect.succeed(alone.value === undefined ? undefined : alone.value[0]) : Effect.failCause(alone.cause))
           }
           batch.waiters.forEach((resume, i) => resume(results[i]!))
         }
@@ -118,7 +124,7 @@ export const make = <W, E>(
       // next one, and its caller is resumed when that batch is settled.
       submit: (write: W) =>
         Effect.clockWith((clock) =>
-          Effect.callback<void, E>((resume) => {
+          Effect.callback<A | undefined, E>((resume) => {
             if (closed) {
               resume(closedDefect())
               return
@@ -129,7 +135,7 @@ export const make = <W, E>(
               joined.waiters.push(resume)
               return
             }
-            const batch: Batch<W, E> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
+            const batch: Batch<W, E, A> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
             open = batch
             Queue.offerUnsafe(queue, batch)
           }))

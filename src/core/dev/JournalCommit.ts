@@ -6,7 +6,7 @@
  */
 import { Clock, Effect, Metric } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
-import type { BatchInfo } from "./GroupCommit.js"
+import type { BatchInfo, GroupCommit } from "./GroupCommit.js"
 import { LeaseLost } from "./pg/OwnerLeases.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, toInt } from "./StoreErrors.js"
@@ -25,7 +25,18 @@ export interface JournalWrite {
   readonly begin?: AttemptBegin | undefined
   /** Statements of the caller run in the same transaction after the rows (a Turn's creation, `TurnCreate.ts`). */
   readonly statements?: ReadonlyArray<Statement.Statement<unknown>> | undefined
+  /**
+   * A statement run in the same transaction after `statements`, whose rows the commit answers to this write (a
+   * Turn's settle, `TurnSettle.ts`: the Turn row's `UPDATE … RETURNING *`).
+   */
+  readonly returning?: Statement.Statement<unknown> | undefined
 }
+
+/** What the commit answers to one write: the rows of its `returning` statement (none without one). */
+export type JournalAnswer = ReadonlyArray<Record<string, unknown>> | undefined
+
+/** The journal's group commit (`TurnStore`): appends, creates and settles of any Turns. */
+export type JournalGroupCommit = GroupCommit<JournalWrite, StoreFailed | LeaseLost, ReadonlyArray<Record<string, unknown>>>
 
 /**
  * A delivery attempt begun by the transaction of its first journal append (issue 18: no commit of its own): the
@@ -48,17 +59,26 @@ const columns = ["turn_id", "seq", "attempt", "kind", "type", "body_json", "rece
  */
 export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"] = SqlBatch.fromClient(sql)) => {
   const toStatements = SqlBatch.rowStatements(sql)
-  return (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo): Effect.Effect<void, StoreFailed | LeaseLost> =>
+  return (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo): Effect.Effect<ReadonlyArray<JournalAnswer> | undefined, StoreFailed | LeaseLost> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
       const values: Array<SqlBatch.RowValue> = []
       const dispatched: Array<string> = []
       const then: Array<Statement.Statement<unknown>> = []
+      /** For each write with a `returning` statement: its index in `then`, and the write's index. */
+      const returning: Array<number> = []
+      const askers: Array<number> = []
       let fenced = false
-      for (const write of writes) {
+      for (let w = 0; w < writes.length; w++) {
+        const write = writes[w]!
         if (write.markDispatched === true) dispatched.push(write.turnId)
         if (write.begin !== undefined) then.push(beginStatement(sql, write.turnId, write.begin))
         if (write.statements !== undefined) then.push(...write.statements)
+        if (write.returning !== undefined) {
+          returning.push(then.length)
+          askers.push(w)
+          then.push(write.returning)
+        }
         if (write.fence !== undefined) fenced = true
         for (const event of write.events) {
           values.push(write.turnId, event.seq, event.attempt, event.kind, event.type, event.bodyJson, at)
@@ -69,14 +89,22 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
         then.push(sql`UPDATE turns SET dispatched_at_ms = ${at}
           WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`)
       }
+      let answered: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>
       if (!fenced) {
-        yield* batch.insertRows(rows, then)
+        answered = yield* batch.insertRows(rows, then, returning.length > 0 ? returning : undefined)
       } else {
         const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
-        yield* sql.withTransaction(Effect.andThen(
+        const inserts = toStatements(rows)
+        answered = yield* sql.withTransaction(Effect.andThen(
           probeFences(sql, fences),
-          Effect.forEach([...toStatements(rows), ...then], (statement) => statement, { discard: true })
+          SqlBatch.rowsAt([...inserts, ...then], returning, inserts.length)
         ))
+      }
+      // An answer per write only when a write asked for rows (none on the hot path of plain appends).
+      let answers: Array<JournalAnswer> | undefined
+      if (askers.length > 0) {
+        answers = new Array<JournalAnswer>(writes.length).fill(undefined)
+        for (let i = 0; i < askers.length; i++) answers[askers[i]!] = answered[i] ?? []
       }
       yield* Metric.update(TurnTelemetry.journalTransactionWrites, writes.length)
       yield* Metric.update(TurnTelemetry.journalBatchSize, values.length / columns.length)
@@ -84,6 +112,7 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
         const end = yield* Clock.currentTimeNanos
         yield* Metric.update(TurnTelemetry.journalCommitSeconds, Number(end - info.openedAtNanos) / 1e9)
       }
+      return answers
     }).pipe(
       Effect.catchTag("SqlError", (error) =>
         Effect.logWarning("store operation failed").pipe(

@@ -47,12 +47,15 @@ export class SqlBatch extends Context.Service<SqlBatch, {
   ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>
   /**
    * Inserts `rows`, then runs `then`, in one transaction (a single statement in all runs alone); inside an open
-   * transaction of the caller, on that transaction.
+   * transaction of the caller, on that transaction. Succeeds with the rows of the statements of `then` at the
+   * indexes `returning` names, in that order (issue 18: a Turn's settle riding the journal's group commit; `[]`
+   * without `returning`).
    */
   readonly insertRows: (
     rows: RowsInsert,
-    then: ReadonlyArray<Statement.Statement<unknown>>
-  ) => Effect.Effect<void, SqlError.SqlError>
+    then: ReadonlyArray<Statement.Statement<unknown>>,
+    returning?: ReadonlyArray<number>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<Record<string, unknown>>>, SqlError.SqlError>
 }>()("agentwire/core/dev/SqlBatch") {}
 
 /** Most rows per `INSERT` (stays far below SQLite's and PostgreSQL's parameter limits for a few columns). */
@@ -118,6 +121,25 @@ export const lastRows = (
     return rows
   })
 
+/**
+ * Runs `statements` one after another on the current connection; the rows of those at the indexes `returning`
+ * names, each shifted by `offset` (the statements before them that are not counted), in the order of `returning`.
+ */
+export const rowsAt = (
+  statements: ReadonlyArray<Statement.Statement<unknown>>,
+  returning: ReadonlyArray<number>,
+  offset: number
+): Effect.Effect<ReadonlyArray<ReadonlyArray<Record<string, unknown>>>, SqlError.SqlError> =>
+  Effect.gen(function* () {
+    const byIndex = new Map<number, ReadonlyArray<Record<string, unknown>>>()
+    const wanted = new Set(returning.map((i) => i + offset))
+    for (let i = 0; i < statements.length; i++) {
+      const rows = (yield* statements[i]!) as ReadonlyArray<Record<string, unknown>>
+      if (wanted.has(i)) byIndex.set(i, rows)
+    }
+    return returning.map((i) => byIndex.get(i + offset) ?? [])
+  })
+
 /** Any client: the statements inside `sql.withTransaction`, one after another (one statement runs alone). */
 export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
   const transaction = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
@@ -126,10 +148,15 @@ export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
   return SqlBatch.of({
     transaction,
     transactionRows: (statements) => sql.withTransaction(lastRows(statements)),
-    insertRows: (rows, then) =>
+    insertRows: (rows, then, returning) =>
       Effect.suspend(() => {
-        const statements = [...toStatements(rows), ...then]
-        return statements.length === 1 ? Effect.asVoid(statements[0]!) : transaction(statements)
+        const inserts = toStatements(rows)
+        const statements = [...inserts, ...then]
+        if (returning !== undefined && returning.length > 0) {
+          const collect = rowsAt(statements, returning, inserts.length)
+          return statements.length === 1 ? collect : sql.withTransaction(collect)
+        }
+        return Effect.as(statements.length === 1 ? Effect.asVoid(statements[0]!) : transaction(statements), [])
       })
   })
 }

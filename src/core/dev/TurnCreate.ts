@@ -9,9 +9,7 @@
 import { Clock, Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { MessageInput } from "../../proto/MessageInput.js"
-import type { GroupCommit } from "./GroupCommit.js"
-import type { JournalWrite } from "./JournalCommit.js"
-import type { LeaseLost } from "./pg/OwnerLeases.js"
+import type { JournalGroupCommit } from "./JournalCommit.js"
 import { StoreFailed } from "./StoreErrors.js"
 import type { TurnRecord } from "./TurnRecords.js"
 
@@ -22,7 +20,7 @@ export interface NewTurn {
   readonly input: MessageInput
 }
 
-export const createTurn = (sql: SqlClient.SqlClient, journal: GroupCommit<JournalWrite, StoreFailed | LeaseLost>) =>
+export const createTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) =>
   Effect.fn("TurnStore.create")(function* (turn: NewTurn) {
     const createdAtMs = yield* Clock.currentTimeMillis
     const row = sql`INSERT INTO turns ${

@@ -5,19 +5,24 @@
  * and, when a Session is given and the outcome carries one, the Session's latest native Session id (updated even
  * when the outcome was recorded already, as the runner did before).
  *
- * The transaction is one `SqlBatch.transactionRows` (with the worker store: ONE message, not BEGIN, three
- * statements and COMMIT as five): the interactions are abandoned first, only while the Turn is still unfinished
- * (the same condition the Turn row's update then applies, in the same transaction), then the Session, and last the
- * Turn row's `UPDATE … RETURNING`, whose rows are the batch's answer.
+ * The settle is a write of the journal's group commit (issue 18, tstore3: no commit of its own): it shares the
+ * transaction, the fsync and the worker message of whatever journal appends, creates and settles of other Turns
+ * are committed with it, and the commit answers the rows of its last statement. Its statements: the interactions
+ * abandoned first, only while the Turn is still unfinished (the same condition the Turn row's update then applies,
+ * in the same transaction), then the Session, and last the Turn row's `UPDATE … RETURNING`, whose rows are the
+ * answer. Durability point: `settle` succeeds only after the transaction holding it committed, so an outcome
+ * published after it (`JournalWriter.finish`) is stored. A settle that fails in a batch is committed again alone
+ * (`GroupCommit.ts`), so it fails only by itself. Inside a transaction of the caller it runs on that transaction.
  */
 import { Clock, Effect, Option } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { TurnOutcome } from "../Outcome.js"
-import type * as SqlBatch from "./SqlBatch.js"
-import { type StoreFailed, storeFailed } from "./StoreErrors.js"
+import type { JournalGroupCommit } from "./JournalCommit.js"
+import * as SqlBatch from "./SqlBatch.js"
+import { StoreFailed, storeFailed } from "./StoreErrors.js"
 import { readTurn, type TurnRecord } from "./TurnRecords.js"
 
-export const settleTurn = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"]) =>
+export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) =>
   (turnId: string, outcome: TurnOutcome, sessionId?: string): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
@@ -28,7 +33,7 @@ export const settleTurn = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["S
       if (sessionId !== undefined && outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
         statements.push(sql`UPDATE sessions SET native_session_id = ${outcome.native_session_id} WHERE session_id = ${sessionId}`)
       }
-      statements.push(sql`UPDATE turns SET
+      const update = sql`UPDATE turns SET
           status = ${outcome.status},
           error_code = ${outcome.error_code ?? null},
           observation_reason = ${outcome.observation ?? null},
@@ -40,7 +45,15 @@ export const settleTurn = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["S
           outcome_json = ${JSON.stringify(outcome)},
           completed_at_ms = ${at}
         WHERE turn_id = ${turnId} AND status IN ('queued', 'running')
-        RETURNING *`)
-      const rows = yield* batch.transactionRows(statements)
-      return Option.map(Option.fromNullishOr(rows[0]), readTurn)
-    }).pipe(storeFailed("complete_turn"))
+        RETURNING *`
+      // Inside a transaction of the caller (a reconcile under the lease sweeper's transaction): on that
+      // transaction, which gives all or none (the group commit's writer runs on another connection).
+      const open = yield* Effect.serviceOption(sql.transactionService)
+      // Never fenced (no lease is carried), so never `LeaseLost`; a failure is the settle's.
+      const rows = Option.isSome(open)
+        ? yield* SqlBatch.lastRows([...statements, update]).pipe(storeFailed("complete_turn"))
+        : yield* journal.submit({ turnId, events: [], statements, returning: update }).pipe(
+          Effect.mapError(() => new StoreFailed({ operation: "complete_turn" }))
+        )
+      return Option.map(Option.fromNullishOr(rows?.[0]), readTurn)
+    })

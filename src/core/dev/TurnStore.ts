@@ -85,7 +85,8 @@ export class TurnStore extends Context.Service<TurnStore, {
   /** Writes the terminal outcome unless one is recorded already; succeeds with whether it wrote. */
   readonly complete: (turnId: string, outcome: TurnOutcome) => Effect.Effect<boolean, StoreFailed>
   /**
-   * `complete` as one transaction with what settles with it (issue 18: one commit, not three): pending
+   * `complete` as one transaction with what settles with it (issue 18: one commit, not three; a write of the
+   * journal's group commit, so it shares other Turns' commits, `TurnSettle.ts`): pending
    * interactions abandoned and, when `sessionId` is given and the outcome carries a native Session id, the
    * Session's latest native Session id. Succeeds with the record as written, or none when an outcome was
    * recorded already (nothing is overwritten; the Session's native id is still updated, as before).
@@ -195,7 +196,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
           begin: options?.begin
         }))
       : Effect.void
-  const settle = settleTurn(sql, batch)
+  const settle = settleTurn(sql, journal)
 
   return TurnStore.of({
     create: createTurn(sql, journal),

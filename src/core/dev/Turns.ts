@@ -32,7 +32,7 @@ import { pickupReleased } from "./pg/ReleasedTurns.js"
 import { SessionInitialization } from "./Initialization.js"
 import { executionSpec, sealedBearerIndexes, type SessionConfiguration } from "./SessionConfig.js"
 import { makeKeyedLock, SessionLocks } from "./SessionLocks.js"
-import { SessionStore } from "./SessionStore.js"
+import { type SessionRecord, SessionStore } from "./SessionStore.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import { type JournalItem, TurnJournal } from "./TurnJournal.js"
 import * as TurnOperations from "./TurnOperations.js"
@@ -218,10 +218,25 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     if (Option.isSome(inputIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${inputIssue.value}` })
     const imageIssue = MessageInput.validateInlineImages(input)
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
+    // One node: the Session is read once, under the locks (`startChecks`, issue 18: one Session read per start,
+    // not two); the checks keep their order there. Several nodes: read here first, to route before any lock.
+    if (Option.isNone(routing)) return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId, false))
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
-    // Only a self_hosted Session can have an initialization (Operator.ts creates one for no other): no read.
-    if (Option.isSome(initialization) && session.value.environment.type === "self_hosted") {
+    yield* initializationBlocked(sessionId, session.value)
+    // No device connected here can take it: routed to the owning node before any lock is taken.
+    if (!routed && (yield* connectedFor(session.value.deviceId)) === 0) {
+      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
+      if (Option.isSome(remote)) return remote.value
+    }
+    return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId, true))
+  })
+
+  /** A Session whose initialization failed or is unknown takes no Turn (`OperatorConflict`). */
+  const initializationBlocked = (sessionId: string, session: SessionRecord) =>
+    Effect.gen(function* () {
+      // Only a self_hosted Session can have an initialization (Operator.ts creates one for no other): no read.
+      if (Option.isNone(initialization) || session.environment.type !== "self_hosted") return
       const blocked = yield* unavailable(initialization.value.blocked(sessionId))
       if (Option.isSome(blocked)) {
         return yield* new OperatorConflict({
@@ -229,26 +244,24 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
           detail: `the Session's initialization is ${blocked.value}; create a new Session`
         })
       }
-    }
-    // No device connected here can take it: routed to the owning node before any lock is taken.
-    if (!routed && Option.isSome(routing) && (yield* connectedFor(session.value.deviceId)) === 0) {
-      const remote = yield* routing.value.routeStart(sessionId, input, session.value.deviceId)
-      if (Option.isSome(remote)) return remote.value
-    }
-    return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId))
-  })
+    })
 
-  /** Under the locks: admits, records and dispatches the Turn on a device connected here. */
+  /**
+   * Under the locks: admits, records and dispatches the Turn on a device connected here. `initializationChecked`:
+   * the caller read the Session and checked its initialization before the locks (several nodes).
+   */
   const dispatchOne = Effect.fnUntraced(function* (
     sessionId: string,
     input: MessageInput.MessageInput,
-    presetTurnId: string | undefined
+    presetTurnId: string | undefined,
+    initializationChecked: boolean
   ) {
     // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile), with two index
     // probes, in one statement however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
     const checks = yield* unavailable(store.startChecks(sessionId))
     const session = checks.session
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
+    if (!initializationChecked) yield* initializationBlocked(sessionId, session.value)
     if (checks.unfinished) {
       return yield* new OperatorConflict({ reason: "turn_active", detail: "the Session already has an unfinished Turn" })
     }

@@ -70,6 +70,24 @@ const slowInteractionServices = Turns.layer({ retryDelay: "1 second", maxRetryDe
   Layer.provideMerge(store)
 )
 
+/** How many times `SessionStore.get` was asked. */
+class SessionReads extends Context.Service<SessionReads, Ref.Ref<number>>()("test/core/dev/SessionReads") {}
+const countedSessions = Layer.effect(
+  SessionStore,
+  Effect.gen(function* () {
+    const real = yield* SessionStore
+    const reads = yield* SessionReads
+    return SessionStore.of({ ...real, get: (sessionId) => Effect.andThen(Ref.update(reads, (n) => n + 1), real.get(sessionId)) })
+  })
+)
+const countedSessionServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(countedSessions),
+  Layer.provideMerge(Layer.effect(SessionReads, Ref.make(0))),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store)
+)
+
 /** A store outage: while `down`, every journal append fails (nothing is written); `appends` counts attempts. */
 class Outage extends Context.Service<Outage, { readonly down: Ref.Ref<boolean>; readonly appends: Ref.Ref<number> }>()(
   "test/core/dev/Outage"
@@ -642,6 +660,18 @@ describe("Turns", () => {
       assert.strictEqual((yield* store.listBySession("s2")).length, 1)
       assert.isTrue(Option.isSome(yield* store.unfinishedOf("s1")))
     }).pipe(Effect.provide(services)))
+
+  it.effect("one node: a start reads the Session once, under its locks; an unknown Session is not found", () =>
+    Effect.gen(function* () {
+      yield* setup
+      const turns = yield* Turns.Turns
+      const reads = yield* Ref.get(yield* SessionReads)
+      const missing = yield* Effect.flip(turns.start("nope", MessageInput.text("a")))
+      assert.deepStrictEqual(missing, new OperatorNotFound({ resource: "session", id: "nope" }))
+      yield* turns.start("s1", MessageInput.text("a"))
+      // `startChecks` read it (with the two Turn probes); `SessionStore.get` was not asked before the locks.
+      assert.strictEqual(yield* Ref.get(yield* SessionReads), reads)
+    }).pipe(Effect.provide(countedSessionServices)))
 
   it.effect("refuses a Turn the capability policy does not admit, recording and sending nothing", () =>
     Effect.gen(function* () {

@@ -53,7 +53,8 @@ export type WorkerRequest =
    * Rows of one table, then `statements`, in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, ROLLBACK on error; a
    * single statement in all runs alone). `values` holds the rows one after another, `width` values each; they go
    * in `INSERT`s of `sizes[i]` rows (`prefix` `INSERT INTO t (c1, …) VALUES` and that many tuples of `?`), whose
-   * prepared statements are kept per row count.
+   * prepared statements are kept per row count. With `returning`, the reply's value is the rows (as objects) of
+   * the statements at those indexes of `statements`, in that order, else null.
    */
   | {
     readonly id: number
@@ -63,6 +64,7 @@ export type WorkerRequest =
     readonly sizes: ReadonlyArray<number>
     readonly values: WorkerParams
     readonly statements: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
+    readonly returning?: ReadonlyArray<number>
   }
 
 export interface WorkerFailure {
@@ -171,7 +173,8 @@ export function sqliteWorkerMain(): void {
         return rows
       }
       case "insert": {
-        const { prefix, sizes, statements, values, width } = request
+        const { prefix, returning, sizes, statements, values, width } = request
+        const answered = new Map<number, unknown>()
         const work = () => {
           let from = 0
           for (const rows of sizes) {
@@ -179,11 +182,15 @@ export function sqliteWorkerMain(): void {
             prepare(insertText(prefix, width, rows), true).run(...values.slice(from, to))
             from = to
           }
-          for (const [sql, params] of statements) prepare(sql, true).run(...params)
+          for (let i = 0; i < statements.length; i++) {
+            const [sql, params] = statements[i]!
+            if (returning !== undefined && returning.includes(i)) answered.set(i, prepare(sql, true).all(...params))
+            else prepare(sql, true).run(...params)
+          }
         }
         if (sizes.length + statements.length === 1) work()
         else inTransaction(work)
-        return null
+        return returning === undefined ? null : returning.map((i) => answered.get(i) ?? [])
       }
     }
   }

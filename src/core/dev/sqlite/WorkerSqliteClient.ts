@@ -9,8 +9,8 @@
  *   in-thread client: statements and transactions are serialized, a transaction is a lease of the worker's one
  *   connection (`BEGIN IMMEDIATE` … `COMMIT`, each a message). Whether the connection is inside a transaction
  *   comes with every reply.
- * - `SqlBatch`: a whole transaction of writes as ONE message (the journal's group commit uses it; a Turn's settle
- *   too, with the rows of its last statement).
+ * - `SqlBatch`: a whole transaction of writes as ONE message (the journal's group commit uses it, with the rows of
+ *   the statements a write asked for: a Turn's settle riding it).
  * - A round trip, once sent, is waited for even when the caller is interrupted (as a synchronous call was): the
  *   worker runs it anyway, and the transaction state the acquirers read must match what ran.
  * - Errors carry SQLite's result code and map to the same `SqlError` reasons as the in-thread client.
@@ -27,7 +27,7 @@ import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError, type Statement } from "effect/sql"
 import { Worker, WorkerError } from "effect/workers"
 import { Worker as NodeThread } from "node:worker_threads"
-import { insertSizes, lastRows, rowStatements, SqlBatch } from "../SqlBatch.js"
+import { insertSizes, lastRows, rowsAt, rowStatements, SqlBatch } from "../SqlBatch.js"
 import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
 import {
   sqliteWorkerSource,
@@ -173,20 +173,27 @@ export const make = (
         }),
       // The rows travel as one flat array of values; the worker builds and keeps the INSERTs (no statement is
       // built or compiled for them here).
-      insertRows: (rows, then) =>
+      // With `returning` (a Turn's settle riding the batch), the rows of those statements come back in the reply.
+      insertRows: (rows, then, returning) =>
         Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
-          if (open._tag === "Some") return inCallerTransaction([...toStatements(rows), ...then])
+          const asked = returning !== undefined && returning.length > 0 ? returning : undefined
+          if (open._tag === "Some") {
+            const inserts = toStatements(rows)
+            return rowsAt([...inserts, ...then], asked ?? [], inserts.length)
+          }
           const sizes = insertSizes(rows.values.length / rows.columns.length)
-          if (sizes.length + then.length === 0) return Effect.void
+          if (sizes.length + then.length === 0) return Effect.succeed([])
           return borrower(() =>
-            Effect.asVoid(ask({
+            Effect.map(ask({
               op: "insert",
               prefix: `INSERT INTO ${rows.table} (${rows.columns.join(", ")}) VALUES`,
               width: rows.columns.length,
               sizes,
               values: rows.values,
-              statements: compile(then)
-            }, "Failed to commit the batch", "commit")))
+              statements: compile(then),
+              ...(asked === undefined ? {} : { returning: asked })
+            }, "Failed to commit the batch", "commit"), (value) =>
+              (value ?? []) as ReadonlyArray<ReadonlyArray<Record<string, unknown>>>))
         })
     })
     return { client, batch }

@@ -288,6 +288,37 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
       assert.strictEqual(Option.getOrThrow(yield* turns.get("t2")).status, "queued")
     }).pipe(Effect.provide(store)))
 
+  it.effect("a settle is group-committed with other Turns' writes, answers its record as written, and fails only alone", () =>
+    Effect.gen(function* () {
+      const sessions = yield* SessionStore
+      const turns = yield* TurnStore
+      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
+      yield* turns.create({ turnId: "t2", sessionId: "s1", runId: "run-2", input: MessageInput.text("hi") })
+      yield* turns.appendEvents("t1", [{ seq: 1, attempt: 1, kind: "fact", type: "Dispatching", bodyJson: "{}" }])
+      // Submitted together (one batch): t1's append fails (its seq is taken), so the batch is committed again write
+      // by write; both settles are still stored and answered with their own records.
+      const [taken, settled, other] = yield* Effect.all([
+        turns.appendEvents("t1", [{ seq: 1, attempt: 1, kind: "fact", type: "Dispatched", bodyJson: "{}" }]),
+        turns.settle("t2", { status: "completed", content: "ok", native_session_id: "native-2" }, "s1"),
+        turns.settle("t1", { status: "failed", error_code: "delivery_unknown" })
+      ], { concurrency: "unbounded", mode: "result" })
+      assert.strictEqual(taken._tag, "Failure")
+      assert.isTrue(settled._tag === "Success" && Option.isSome(settled.success))
+      if (settled._tag === "Success") assert.deepStrictEqual(settled.success, yield* turns.get("t2"))
+      assert.isTrue(other._tag === "Success" && Option.isSome(other.success) && other.success.value.status === "failed")
+      assert.strictEqual(Option.getOrThrow(yield* sessions.get("s1")).nativeSessionId, "native-2")
+      // A settle and an append in one batch, the settle of a Turn already terminal: nothing written, none answered.
+      const [appended, again] = yield* Effect.all([
+        turns.appendEvents("t1", [{ seq: 2, attempt: 1, kind: "fact", type: "Dispatched", bodyJson: "{}" }]),
+        turns.settle("t2", { status: "cancelled" })
+      ], { concurrency: "unbounded" })
+      assert.isUndefined(appended)
+      assert.isTrue(Option.isNone(again))
+      assert.strictEqual(Option.getOrThrow(yield* turns.get("t2")).status, "completed")
+      assert.deepStrictEqual((yield* turns.events("t1", 0)).map((e) => e.seq), [1, 2])
+    }).pipe(Effect.provide(store)))
+
   it.effect("an append carrying an attempt's begin begins it in the same transaction, and only a Turn not terminal", () =>
     Effect.gen(function* () {
       const sessions = yield* SessionStore
