@@ -22,12 +22,13 @@ import { createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { monitorEventLoopDelay } from "node:perf_hooks"
+import { monitorEventLoopDelay, PerformanceObserver, type RecordableHistogram } from "node:perf_hooks"
 import { Session } from "node:inspector/promises"
 import { writeHeapSnapshot } from "node:v8"
 import { WebSocketServer } from "ws"
 import { type BenchDevice, type Core, startCore } from "../support/core.js"
 import { type BenchDevCore, startDevCore } from "../support/devCore.js"
+import { threadsCpuMicros } from "../support/threadCpu.js"
 
 export type HostMode = "gateway" | "devcore" | "raw"
 
@@ -87,6 +88,8 @@ export interface HostMeasurement {
    * (V8's concurrent GC, the SQLite worker, libuv's pool).
    */
   readonly mainThreadMicros: number
+  /** The SQLite store's worker thread's CPU so far (`/proc/self/task/<tid>/schedstat`), µs; NaN without one. */
+  readonly workerMicros: number
   readonly frames: number
   /** Event-loop delay since the previous measurement (the monitor's resolution taken out): p99 and max, ms. */
   readonly loopP99Ms: number
@@ -100,6 +103,54 @@ export interface HostGot {
   readonly bytes: number
   /** The largest event-loop delay seen while the request ran (resolution taken out), milliseconds. */
   readonly loopMaxMs: number
+  /** The main thread's CPU over the request, µs (`process.threadCpuUsage`: the route's work and the HTTP client's). */
+  readonly mainCpuUs: number
+  /** The whole process's CPU over the request, µs (every thread: the store's worker, V8's GC helpers). */
+  readonly cpuUs: number
+  /** The SQLite store's worker thread's CPU over the request, µs (`/proc/self/task/<tid>/schedstat`; NaN off Linux). */
+  readonly workerCpuUs: number
+  /** GC pauses of the main thread that began during the request (`PerformanceObserver` "gc"): count and total ms. */
+  readonly gcCount: number
+  readonly gcMs: number
+}
+
+/** The main thread's GC pauses (start, duration; ms on the performance clock), the last 4096. */
+const gcPauses: Array<{ readonly start: number; readonly duration: number }> = []
+let gcObserver: PerformanceObserver | undefined
+
+/** Runs `request` and reports its wall time, loop stall, CPU per thread and GC pauses (`HostGot` without op). */
+const timed = async <A>(loop: Pick<RecordableHistogram, "reset" | "max">, request: () => Promise<A>): Promise<readonly [A, Omit<HostGot, "op" | "status" | "bytes">]> => {
+  if (gcObserver === undefined) {
+    gcObserver = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, duration: e.duration })
+      if (gcPauses.length > 4096) gcPauses.splice(0, gcPauses.length - 4096)
+    })
+    gcObserver.observe({ entryTypes: ["gc"] })
+  }
+  loop.reset()
+  const worker0 = threadsCpuMicros("WorkerThread")
+  const cpu0 = process.cpuUsage()
+  const main0 = process.threadCpuUsage()
+  const t0 = performance.now()
+  const a = await request()
+  const t1 = performance.now()
+  const main1 = process.threadCpuUsage()
+  const cpu1 = process.cpuUsage()
+  const worker1 = threadsCpuMicros("WorkerThread")
+  const loopMaxMs = loopDelayMs(loop.max)
+  // The observer's entries arrive in a later task.
+  await new Promise((resolve) => setTimeout(resolve, 0))
+  const pauses = gcPauses.filter((g) => g.start >= t0 && g.start <= t1)
+  loop.reset()
+  return [a, {
+    ms: t1 - t0,
+    loopMaxMs,
+    mainCpuUs: main1.user + main1.system - main0.user - main0.system,
+    cpuUs: cpu1.user + cpu1.system - cpu0.user - cpu0.system,
+    workerCpuUs: worker1 - worker0,
+    gcCount: pauses.length,
+    gcMs: pauses.reduce((sum, g) => sum + g.duration, 0)
+  }]
 }
 
 const collect = () => {
@@ -167,6 +218,7 @@ export const gatewayHost = async (): Promise<void> => {
             cpuMicros: cpu.user + cpu.system,
             systemMicros: cpu.system,
             mainThreadMicros: thread.user + thread.system,
+            workerMicros: threadsCpuMicros("WorkerThread"),
             frames,
             loopP99Ms: loopDelayMs(loop.percentile(99)),
             loopMaxMs: loopDelayMs(loop.max)
@@ -176,34 +228,30 @@ export const gatewayHost = async (): Promise<void> => {
         }
         case "get": {
           if (devCore === undefined) throw new Error("get needs mode devcore")
+          const url = `${devCore.baseUrl}${message.path}`
           const token = devCore.operatorToken
-          loop.reset()
-          const t0 = performance.now()
-          const { status, body } = await operatorGet(`${devCore.baseUrl}${message.path}`, token)
-          const bytes = body.byteLength
-          const ms = performance.now() - t0
-          process.send?.({ op: "got", ms, status, bytes, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
-          loop.reset()
+          const [{ body, status }, t] = await timed(loop, () => operatorGet(url, token))
+          process.send?.({ op: "got", status, bytes: body.byteLength, ...t } satisfies HostGot)
           return
         }
         case "walk": {
           if (devCore === undefined) throw new Error("walk needs mode devcore")
-          const token = devCore.operatorToken
-          loop.reset()
-          const t0 = performance.now()
-          let pages = 0
-          let status = 0
-          let path: string | null = message.path
-          while (path !== null && pages < message.pages) {
-            const page = await operatorGet(`${devCore.baseUrl}${path}`, token)
-            pages++
-            status = page.status
-            const next = status === 200 ? (JSON.parse(page.body.toString("utf8")) as { next_cursor: string | null }).next_cursor : null
-            path = next === null ? null : `${message.path}&cursor=${encodeURIComponent(next)}`
+          const { baseUrl, operatorToken: token } = devCore
+          const walk = async () => {
+            let pages = 0
+            let status = 0
+            let path: string | null = message.path
+            while (path !== null && pages < message.pages) {
+              const page = await operatorGet(`${baseUrl}${path}`, token)
+              pages++
+              status = page.status
+              const next = status === 200 ? (JSON.parse(page.body.toString("utf8")) as { next_cursor: string | null }).next_cursor : null
+              path = next === null ? null : `${message.path}&cursor=${encodeURIComponent(next)}`
+            }
+            return { pages, status }
           }
-          const ms = performance.now() - t0
-          process.send?.({ op: "got", ms, status, bytes: pages, loopMaxMs: loopDelayMs(loop.max) } satisfies HostGot)
-          loop.reset()
+          const [{ pages, status }, t] = await timed(loop, walk)
+          process.send?.({ op: "got", status, bytes: pages, ...t } satisfies HostGot)
           return
         }
         case "stats": {

@@ -9,13 +9,14 @@
  *  4. consume Run events until `done` or loss of observation;
  *  5. to abandon before start send `execution_release`; after start only `prompt_cancel`.
  */
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Option, Pull, Queue, Result, Stream } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Option, Pull, Queue, Result, type Scope, Stream } from "effect"
 import { type Ids, Limits, type MessageInput, type Preparation } from "../proto/index.js"
 import type { DeviceSession, RunEvent } from "./DeviceSession.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import * as Request from "./ExecutionRequest.js"
 import type * as Outcome from "./Outcome.js"
 import * as CoreMetrics from "./CoreMetrics.js"
+import * as Subscriber from "./Subscriber.js"
 import * as Projection from "./TurnProjection.js"
 
 /** What a prepared Turn delivers (the ids are Core's, generated and persisted before delivery). */
@@ -33,7 +34,7 @@ export interface DirectPlan {
   readonly input: MessageInput.MessageInput
 }
 
-/** Run events taken off the session's subscriber ahead of the driver; a slower driver pushes back into it. */
+/** Run events taken off a subscription that is not the session's own subscriber (a double) by a pump fiber. */
 const RunQueueCapacity = 1024
 
 export type Phase = "preparing" | "starting" | "started" | "abandoned"
@@ -80,6 +81,20 @@ const observationEnd = (cause: Cause.Cause<ObservationLost | SubscriberOverflow 
 
 type Subscription<A> = Queue.Dequeue<A, ObservationLost | SubscriberOverflow | Cause.Done>
 
+/**
+ * The subscription's items as a queue the driver takes from on its own fiber: the session's subscriber queue
+ * itself (`Subscriber.queueOf`: no pump fiber and no second buffer per subscription; a slower driver pushes back
+ * into the subscriber, whose producer waits for room or overflows by the subscription's own rule), else the
+ * stream pumped into a queue of `capacity`.
+ */
+const subscriptionQueue = <A>(
+  stream: Stream.Stream<A, ObservationLost | SubscriberOverflow>,
+  capacity: number | "unbounded"
+): Effect.Effect<Subscription<A>, never, Scope.Scope> => {
+  const direct = Subscriber.queueOf(stream)
+  return direct !== undefined ? Effect.succeed(direct) : Stream.toQueue(stream, { capacity })
+}
+
 /** Takes the next item, or reports how the queue ended. Never loses an item when interrupted. */
 const takeExit = <A>(queue: Subscription<A>) => Effect.exit(Queue.take(queue))
 
@@ -112,9 +127,9 @@ const consumeRun = (d: Driver, runQueue: Subscription<RunEvent>) =>
     while (true) {
       if (Deferred.isDoneUnsafe(d.settled)) break
       // Hot path: take what is buffered without forking; race the settlement only when idle.
-      const buffered = yield* Queue.poll(runQueue)
-      const next = Option.isSome(buffered)
-        ? { _tag: "Item" as const, exit: Exit.succeed(buffered.value) }
+      const buffered = Queue.takeUnsafe(runQueue)
+      const next = buffered !== undefined
+        ? { _tag: "Item" as const, exit: buffered }
         : yield* Effect.raceFirst(
           Effect.map(takeExit(runQueue), (exit) => ({ _tag: "Item" as const, exit })),
           Effect.as(Deferred.await(d.settled), { _tag: "Settled" as const })
@@ -206,7 +221,7 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
       return undefined
     }
     // At most 16 statuses per subscription (the session's buffer); terminal states end it.
-    const prepQueue = yield* Stream.toQueue(prepStream.success, { capacity: "unbounded" })
+    const prepQueue = yield* subscriptionQueue(prepStream.success, "unbounded")
     if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return undefined
 
     // Step 2: preparing / ready, within the preparation budget (a failed admission whose cleanup is
@@ -216,14 +231,15 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
     let deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(d.preparationTimeout)
     let cleanupWait = false
     while (ready === undefined) {
-      const remaining = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
-      const next = yield* Effect.raceFirst(
-        Effect.raceFirst(
+      // A buffered status is taken without a race (a race's first contender, the take, would win it anyway).
+      const buffered = Queue.takeUnsafe(prepQueue)
+      const next = buffered !== undefined
+        ? { _tag: "Item" as const, exit: buffered }
+        : yield* Effect.raceAllFirst([
           Effect.map(takeExit(prepQueue), (exit) => ({ _tag: "Item" as const, exit })),
-          Effect.as(Deferred.await(d.abandon), { _tag: "Abandon" as const })
-        ),
-        Effect.as(Effect.sleep(Duration.millis(remaining)), { _tag: "Timeout" as const })
-      )
+          Effect.as(Deferred.await(d.abandon), { _tag: "Abandon" as const }),
+          Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - (yield* Clock.currentTimeMillis)))), { _tag: "Timeout" as const })
+        ])
       if (next._tag === "Timeout") {
         // Settles preparation_interrupted (or cleanup_unconfirmed); a known admission is released.
         yield* Effect.logWarning("preparation not ready within its budget; abandoned").pipe(
@@ -287,7 +303,7 @@ const startPhase = (
       yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
       return undefined
     }
-    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
+    const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
     const sent = yield* dispatchRun(d, "execution_start", d.session.send(start.success))
     yield* Deferred.succeed(d.runDispatched, sent)
     if (sent) yield* CoreMetrics.runStarted
@@ -349,7 +365,7 @@ export const directDriver = (d: Driver, plan: DirectPlan, request: Request.Promp
       yield* Deferred.succeed(d.runDispatched, false)
       return yield* d.record(notDispatched("prompt_request", runStream.failure))
     }
-    const runQueue = yield* Stream.toQueue(runStream.success, { capacity: RunQueueCapacity })
+    const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
     const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request)).pipe(
       Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "prompt_request" } })
     )

@@ -119,7 +119,9 @@ export const withReceivedTrace: {
  * in which case the frame carries no trace. Never fails.
  */
 export const currentTraceparent: Effect.Effect<string | undefined> = Effect.map(
-  Effect.option(Effect.currentParentSpan),
+  // `serviceOption`, not `Effect.option(Effect.currentParentSpan)`: with no span that one fails with a
+  // `NoSuchElementError` first, whose stack trace costs about 20 µs per outgoing request (issue 18).
+  Effect.serviceOption(Tracer.ParentSpan),
   (span) => {
     if (Option.isNone(span)) return undefined
     const value = formatTraceparent({ traceId: span.value.traceId, spanId: span.value.spanId, sampled: span.value.sampled })

@@ -21,6 +21,7 @@ import {
 } from "../../bench/lib/figures.js"
 import { distribution, pairedRatios, percentile, percentileSorted, summarize } from "../../bench/lib/stats.js"
 import { codecMatrix, controlRow, figureRow, figureRows, renderMarkdown, renderTable, summaryLine } from "../../bench/lib/table.js"
+import { requestCpuUs } from "../../bench/support/devicePage.js"
 import { benchTempDir, currentBenchTempDir, removeBenchTempDir, tailBenchLogs } from "../../bench/support/processes.js"
 
 describe("bench stats", () => {
@@ -235,6 +236,17 @@ describe("bench checks that can fail", () => {
     // Quadratic growth: per-unit steps rise, so last vs middle exceeds a 1.25 bound.
     const quadratic = [1000, 5000, 10_000].map((n) => n * n / 1000)
     assert.isAbove(marginalLastVsMiddle([1000, 5000, 10_000], quadratic, 0), 1.25)
+  })
+
+  it("takes a request's CPU net of each thread's background rate, so a longer wait adds no heartbeat CPU", () => {
+    const got = (ms: number, mainCpuUs: number, workerCpuUs: number) =>
+      ({ op: "got", ms, status: 200, bytes: 0, loopMaxMs: 0, mainCpuUs, cpuUs: 0, workerCpuUs, gcCount: 0, gcMs: 0 }) as const
+    const bg = { mainPerMs: 40, workerPerMs: 5 }
+    // 4 ms of the route's main-thread work and 1.5 ms of statements, in 5 ms and in 20 ms of wall clock.
+    assert.strictEqual(requestCpuUs(got(5, 4000 + 200, 1500 + 25), bg), 5500)
+    assert.strictEqual(requestCpuUs(got(20, 4000 + 800, 1500 + 100), bg), 5500)
+    // Never negative per thread; no worker reading (not Linux) counts the main thread alone.
+    assert.strictEqual(requestCpuUs(got(10, 100, Number.NaN), bg), 0)
   })
 })
 

@@ -6,7 +6,7 @@
  * Turn's observation with `journal_unavailable`); the retries go on.
  */
 import { type Cause, Duration, Effect, Schedule } from "effect"
-import type { StoreFailed } from "./StoreErrors.js"
+import { StoreFailed } from "./StoreErrors.js"
 
 export interface DurableOptions {
   readonly storeRetryDelay?: Duration.Input
@@ -37,15 +37,19 @@ export const makeDurable = <O extends WriteOwner>(options: DurableOptions, onSta
       Effect.andThen(onStall(owner))
     )
 
-  return <A>(owner: O, operation: string, write: Effect.Effect<A, StoreFailed>): Effect.Effect<A> =>
+  // Any other failure of the write (a fenced write's `LeaseLost`) is not retried: it ends the write at once.
+  return <A, E = never>(owner: O, operation: string, write: Effect.Effect<A, StoreFailed | E>): Effect.Effect<A, E> =>
     Effect.catch(write, (first) =>
-      Effect.scoped(Effect.gen(function* () {
+      !(first instanceof StoreFailed) ? Effect.fail(first) : Effect.scoped(Effect.gen(function* () {
         yield* Effect.logWarning("turn record not persisted yet; retrying").pipe(
           Effect.annotateLogs({ turn_id: owner.turnId, operation, store_operation: first.operation })
         )
         yield* Effect.forkScoped(Effect.sleep(stallBudget).pipe(Effect.andThen(stalled(owner, operation))))
         yield* Effect.sleep(firstRetry)
-        const result = yield* Effect.retry(write, laterRetries).pipe(Effect.orDie) // the schedule never ends
+        // The schedule never ends: only a failure other than `StoreFailed` leaves the retries.
+        const result = yield* Effect.retry(write, { schedule: laterRetries, while: (e) => e instanceof StoreFailed }).pipe(
+          Effect.catch((e) => e instanceof StoreFailed ? Effect.die(e) : Effect.fail(e))
+        )
         yield* Effect.logInfo("turn record persisted after retrying").pipe(Effect.annotateLogs({ turn_id: owner.turnId, operation }))
         return result
       })))

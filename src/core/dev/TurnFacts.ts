@@ -25,63 +25,83 @@ export const make = <T extends FactTarget>(
   store: TurnStore["Service"],
   durable: <A>(a: T, operation: string, write: Effect.Effect<A, StoreFailed | LeaseLost>) => Effect.Effect<A, LeaseLost>
 ) => {
-  const onFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact) =>
+  /** An interaction request is stored pending BEFORE its frame is journaled (and so published): an operator
+   * who answers the moment the frame reaches them finds it answerable. */
+  const onInteractionRequest = (
+    a: T,
+    writer: JournalWriter,
+    fact: Extract<Outcome.TurnFact, { _tag: "RunEvent" }>,
+    request: { readonly kind: InteractionKind; readonly id: string; readonly payload: unknown }
+  ) =>
     Effect.gen(function* () {
-      // An interaction request is stored pending BEFORE its frame is journaled (and so published): an operator
-      // who answers the moment the frame reaches them finds it answerable.
-      const request = fact._tag === "RunEvent" ? interactionRequest(fact.event) : undefined
-      if (fact._tag === "RunEvent" && request !== undefined) {
-        a.pending = Interactions.trackInteractions(a.pending, fact.event)
-        if (request.kind === "function_call" && fact.event.type === "function_call") a.calls.set(request.id, fact.event.payload)
-        yield* durable(a, "interaction", store.recordInteraction(a.turnId, request.kind, request.id, request.payload))
-        yield* durable(a, "journal", writer.record(fact))
-        return yield* writer.notify("interaction", { kind: request.kind, interaction_id: request.id, status: "pending" })
-      }
-      // The Run's own dispatch marks the Turn dispatched in the same transaction as its fact.
-      const markDispatched = fact._tag === "Dispatched" && (fact.type === "execution_start" || fact.type === "prompt_request")
-      yield* durable(a, "journal", writer.record(fact, markDispatched ? { markDispatched } : undefined))
-      switch (fact._tag) {
-        case "NotDispatched":
-          if (fact.type === "prompt_steer" && fact.input_id !== undefined) {
-            yield* inputStatus(a, writer, fact.input_id, "not_sent", fact.reason)
-          }
-          return
-        case "InputWritten":
-          return yield* inputStatus(a, writer, fact.input_id, "written")
-        case "InputAccepted": {
-          const position = yield* durable(a, "input", store.acceptInput(a.turnId, fact.input_id))
-          return yield* writer.notify("input", { input_id: fact.input_id, status: "accepted", position })
-        }
-        case "InputRejected":
-          return yield* inputStatus(a, writer, fact.input_id, "rejected", fact.code)
-        case "InputUnknown":
-          return yield* inputStatus(a, writer, fact.input_id, "unknown", fact.reason)
-        case "RunEvent":
-          return yield* onRunEvent(a, writer, fact.event)
-        default:
-          return
-      }
+      a.pending = Interactions.trackInteractions(a.pending, fact.event)
+      if (request.kind === "function_call" && fact.event.type === "function_call") a.calls.set(request.id, fact.event.payload)
+      yield* durable(a, "interaction", store.recordInteraction(a.turnId, request.kind, request.id, request.payload))
+      yield* durable(a, "journal", writer.record(fact))
+      return yield* writer.notify("interaction", { kind: request.kind, interaction_id: request.id, status: "pending" })
     })
 
+  /** What a journaled fact changes besides the journal, if anything (most facts: nothing). */
+  const afterFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact): Effect.Effect<void, LeaseLost> | undefined => {
+    switch (fact._tag) {
+      case "NotDispatched":
+        return fact.type === "prompt_steer" && fact.input_id !== undefined
+          ? inputStatus(a, writer, fact.input_id, "not_sent", fact.reason)
+          : undefined
+      case "InputWritten":
+        return inputStatus(a, writer, fact.input_id, "written")
+      case "InputAccepted":
+        return Effect.flatMap(
+          durable(a, "input", store.acceptInput(a.turnId, fact.input_id)),
+          (position) => writer.notify("input", { input_id: fact.input_id, status: "accepted", position })
+        )
+      case "InputRejected":
+        return inputStatus(a, writer, fact.input_id, "rejected", fact.code)
+      case "InputUnknown":
+        return inputStatus(a, writer, fact.input_id, "unknown", fact.reason)
+      case "RunEvent":
+        return onRunEvent(a, writer, fact.event)
+      default:
+        return undefined
+    }
+  }
+
+  /** One fact journaled, then the records it changes. A direct pipeline: this runs for every fact of a Turn. */
+  const onFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact): Effect.Effect<void, LeaseLost> => {
+    const request = fact._tag === "RunEvent" ? interactionRequest(fact.event) : undefined
+    if (fact._tag === "RunEvent" && request !== undefined) return onInteractionRequest(a, writer, fact, request)
+    // The Run's own dispatch marks the Turn dispatched in the same transaction as its fact.
+    const markDispatched = fact._tag === "Dispatched" && (fact.type === "execution_start" || fact.type === "prompt_request")
+    const stored = durable(a, "journal", writer.record(fact, markDispatched ? { markDispatched } : undefined))
+    const after = afterFact(a, writer, fact)
+    return after === undefined ? Effect.asVoid(stored) : Effect.andThen(stored, after)
+  }
+
   /** The facts available at once, in order: runs of plain Run events grouped, every other fact alone. */
-  const onFacts = (a: T, writer: JournalWriter, facts: ReadonlyArray<Outcome.TurnFact>, journaled: Effect.Effect<void>) =>
-    Effect.gen(function* () {
-      let i = 0
-      while (i < facts.length) {
-        let j = i
-        while (j < facts.length && isPlainRunEvent(facts[j]!)) j++
-        if (j > i) {
-          const group = facts.slice(i, j)
-          yield* durable(a, "journal", writer.recordAll(group))
-          for (let k = 0; k < group.length; k++) yield* journaled
-          i = j
-        } else {
-          yield* onFact(a, writer, facts[i]!)
-          yield* journaled
-          i++
-        }
+  const onFacts = (
+    a: T,
+    writer: JournalWriter,
+    facts: ReadonlyArray<Outcome.TurnFact>,
+    journaled: Effect.Effect<void>
+  ): Effect.Effect<void, LeaseLost> => {
+    const from = (i: number): Effect.Effect<void, LeaseLost> => {
+      if (i >= facts.length) return Effect.void
+      let j = i
+      while (j < facts.length && isPlainRunEvent(facts[j]!)) j++
+      // Each fact is confirmed to the delivery layer once stored, in order (one `journaled` per fact).
+      let stored: Effect.Effect<void, LeaseLost>
+      if (j === i) {
+        stored = Effect.andThen(onFact(a, writer, facts[i]!), journaled)
+        j = i + 1
+      } else {
+        stored = Effect.andThen(durable(a, "journal", writer.recordAll(facts.slice(i, j))), journaled)
+        for (let k = i + 1; k < j; k++) stored = Effect.andThen(stored, journaled)
       }
-    })
+      const next = j
+      return next < facts.length ? Effect.andThen(stored, Effect.suspend(() => from(next))) : stored
+    }
+    return from(0)
+  }
 
   const inputStatus = (
     a: T,

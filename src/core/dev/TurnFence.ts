@@ -9,13 +9,13 @@
  *
  * A single-node Core (SQLite) has no leases: `leaseFor` answers none and writes are not fenced.
  */
-import { Effect, Option, Result } from "effect"
+import { Effect, Option } from "effect"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
 import { JournalFence, type Lease, type LeaseLost, OwnerLeases } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 
 /** `DurableWrites.makeDurable`'s result: a store write retried until it succeeds. */
-export type Durable<O> = <B>(owner: O, operation: string, write: Effect.Effect<B, StoreFailed>) => Effect.Effect<B>
+export type Durable<O> = <B, E = never>(owner: O, operation: string, write: Effect.Effect<B, StoreFailed | E>) => Effect.Effect<B, E>
 
 export interface TurnFence {
   /** Whether writes are fenced (several nodes): then an attempt needs a lease. */
@@ -52,12 +52,7 @@ export const make: Effect.Effect<TurnFence> = Effect.gen(function* () {
     leaseFor: Option.isSome(keeper) ? keeper.value.current : () => Effect.succeed(Option.none()),
     guard: <O>(durable: Durable<O>) =>
     <A>(o: O, operation: string, lease: Lease | undefined, write: Effect.Effect<A, StoreFailed | LeaseLost>) =>
-      Effect.flatMap(
-        durable(o, operation, fenced(operation, lease, write).pipe(
-          Effect.map((a): Result.Result<A, LeaseLost> => Result.succeed(a)),
-          Effect.catchTag("LeaseLost", (lost) => Effect.succeed(Result.fail(lost)))
-        )),
-        (result) => Result.isSuccess(result) ? Effect.succeed(result.success) : Effect.fail(result.failure)
-      )
+      // `LeaseLost` is not a `StoreFailed`: it ends the retries and fails the write as it is.
+      durable<A, LeaseLost>(o, operation, fenced(operation, lease, write))
   }
 })

@@ -183,14 +183,12 @@ const make = (options: TurnsOptions) =>
     const pause = (a: Active, delay: Duration.Duration) =>
       Effect.raceFirst(cancelledOrStopping(a), Effect.as(Effect.sleep(delay), "retry" as const))
 
-    /**
-     * The device's current connection, waiting for it while it is offline (or until a cancel or shutdown).
-     * Subscribed to the gateway's events before looking, so a connection in between is not missed.
-     */
+    /** The device's connection; while offline, subscribed to the gateway's events before looking again (no gap). */
     const connection = (a: Active) =>
+      Deferred.isDoneUnsafe(stopping) ? Effect.succeed("stopping" as const) : Effect.flatMap(gateway.session(Ids.unsafeMake.deviceId(a.deviceId)),
+        (current) => Option.isSome(current) ? Effect.succeed(current.value) : awaitConnection(a, Ids.unsafeMake.deviceId(a.deviceId)))
+    const awaitConnection = (a: Active, deviceId: Ids.DeviceId) =>
       Effect.scoped(Effect.gen(function* () {
-        if (Option.isSome(yield* Deferred.poll(stopping))) return "stopping" as const
-        const deviceId = Ids.unsafeMake.deviceId(a.deviceId)
         const events = yield* gateway.events
         const current = yield* gateway.session(deviceId)
         if (Option.isSome(current)) return current.value
