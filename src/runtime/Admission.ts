@@ -353,11 +353,11 @@ const makeAdmission = Effect.gen(function* () {
         })))
       })
 
-    /** The status view's state: a started admission is `running` while its Run is active, then `finished`. */
-    const realState = (record: AdmissionRecord): Effect.Effect<string> =>
+    /** Status state: a started record is `running` while its Run is active, then `finished` (no Effect: issue 18). */
+    const realState = (record: AdmissionRecord, active: ReadonlySet<string>): string =>
       record.state !== "started" || record.runId === undefined
-        ? Effect.succeed(record.state)
-        : Effect.map(runs.get(record.runId), (run) => Option.isSome(run) ? "running" : "finished")
+        ? record.state
+        : active.has(record.runId) ? "running" : "finished"
 
     const admission: AdmissionShape = {
       prepare,
@@ -379,16 +379,16 @@ const makeAdmission = Effect.gen(function* () {
             }
           })), { discard: true, concurrency: "unbounded" })
       }),
-      view: Effect.suspend(() => Effect.forEach([...records.values()], (r) =>
-        Effect.map(realState(r), (state) => ({
+      view: Effect.map(runs.activeIds, (active) =>
+        Array.from(records.values(), (r) => ({
           request_id: r.requestId,
           handle: r.handle,
-          state,
+          state: realState(r, active),
           revision: r.revision,
           executor_id: r.entry.id,
           ...(r.expiresAt === undefined ? {} : { expires_at: r.expiresAt }),
           ...(r.runId === undefined ? {} : { run_id: r.runId })
-        }))))
+        })))
     }
     return Admission.of(admission)
   })

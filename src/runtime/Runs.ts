@@ -46,6 +46,8 @@ export interface RunsShape {
   /** Stops every Run locally (device_shutdown): no receipt, no done; returns when each Run's cleanup ran. */
   readonly stopAll: Effect.Effect<void>
   readonly activeCount: Effect.Effect<number>
+  /** The ids of the Runs active now (a copy). */
+  readonly activeIds: Effect.Effect<ReadonlySet<RunId>>
   readonly view: Effect.Effect<ReadonlyArray<typeof RunStatus.Type>>
 }
 
@@ -323,6 +325,7 @@ const makeRuns = Effect.gen(function* () {
       get: (runId) => Effect.sync(() => Option.fromNullishOr(table.get(runId))),
       stopAll: FiberMap.clear(fibers),
       activeCount: Effect.sync(() => table.size),
+      activeIds: Effect.sync(() => new Set(table.keys())),
       view: Effect.sync(() =>
         [...table.values()].map((run) => ({
           run_id: run.runId,

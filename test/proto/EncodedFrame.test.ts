@@ -1,7 +1,7 @@
 /**
  * `EncodedFrame.deltaEncoder` builds a Run's delta frames without the generic codec pass; it must give exactly
  * the codec's answer (`Messages.encodeMessage`): byte-identical text for every valid payload (awkward characters,
- * lone surrogates, `item_id`, a trace, sequence bounds), the codec's refusal for every invalid one (the same
+ * lone surrogates, text written without escaping and text that must be escaped, `item_id`, a trace, sequence bounds), the codec's refusal for every invalid one (the same
  * reason, the 4 MiB bound included), and no encoder for an envelope the codec refuses. `encodeChunkFrame` builds a
  * chunk-carrying frame without re-escaping its base64 data: the same exactness for every chunk family.
  */
@@ -14,7 +14,10 @@ import { Messages } from "../../src/proto/index.js"
 const runId = unsafeMake.runId("run-7f3c")
 const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 const Texts = ["", "x", "The parser accepts trailing commas only in ", "quote \" backslash \\ newline \n tab \t", "\u0000\u001f\u007f",
-  "é€😀", "\ud800 lone", "lone \udc00", "\u2028\u2029", "</script>"]
+  "é€😀", "\ud800 lone", "lone \udc00", "\u2028\u2029", "</script>",
+  // Around the characters a text is written without escaping (`Unescaped`): the first and last escaped ones, the
+  // nearest ones that are not, surrogates at the ends of their range, an escape only at the end.
+  "\"", "\\", "\u0020 end\u001f", "\ud7ff\ue000\uffff", "\udfff", "x".repeat(3000) + "\n"]
 
 const viaCodec = (delta: unknown, sequence: unknown, itemId: unknown, withTrace: string | undefined) => {
   const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }

@@ -61,6 +61,9 @@ interface Batch<W, E, A> {
  */
 export const defaultMaxBatch = 256
 
+/** The resumption of a write the commit answered nothing for (one shared value: no allocation per write). */
+const answeredNothing = Effect.void as Effect.Effect<undefined>
+
 /**
  * Makes a group committer over `commit`, which must write every given write in one transaction (all or none).
  * `commit` may answer one value per write, in the writes' order (rows a write's statements returned, issue 18: a
@@ -81,7 +84,8 @@ export const make = <W, E, A = void>(
         const exit = yield* Effect.exit(commit(batch.writes, { size: batch.writes.length, openedAtNanos: batch.openedAtNanos }))
         if (Exit.isSuccess(exit)) {
           const answers = exit.value
-          batch.waiters.forEach((resume, i) => resume(Effect.succeed(answers === undefined ? undefined : answers[i])))
+          if (answers === undefined) for (const resume of batch.waiters) resume(answeredNothing)
+          else batch.waiters.forEach((resume, i) => resume(Effect.succeed(answers[i])))
         } else if (batch.writes.length === 1) {
           batch.waiters[0]!(Effect.failCause(exit.cause))
         } else {

@@ -16,8 +16,8 @@ import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, ty
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
-import { frameData, type Outgoing, textFramePayload } from "../../proto/EncodedFrame.js"
-import { type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
+import { frameData, isEncoded, type Outgoing, textFramePayload } from "../../proto/EncodedFrame.js"
+import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
 import { ConnectFailed, type ConnectRejected } from "./ConnectError.js"
@@ -249,19 +249,24 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written.
       // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A short text
-      // stays text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`), so it is
-      // only measured here, for the metrics.
+      // stays text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`) and reports
+      // the batch's UTF-8 size for the metrics, so no frame is measured here.
       const texts: Array<string | Uint8Array> = new Array(frames.length)
-      let bytes = 0
       for (let i = 0; i < frames.length; i++) {
-        const text = frameData(frames[i]!)
-        if (Result.isFailure(text)) return Effect.fail(text.failure)
-        const data = typeof text.success === "string" && text.success.length < 2048 ? text.success : wireBytes(text.success)
-        texts[i] = data
-        bytes += typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength
+        const frame = frames[i]!
+        let data: string | Uint8Array
+        if (isEncoded(frame)) data = frame.bytes ?? frame.encoded
+        else {
+          const text = encodeMessage(frame)
+          if (Result.isFailure(text)) return Effect.fail(text.failure)
+          data = text.success
+        }
+        texts[i] = typeof data === "string" && data.length < 2048 ? data : wireBytes(data)
       }
-      RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
-      return written((done) => socket.sendAll(texts, done))
+      return written((done) => {
+        const bytes = socket.sendAll(texts, done)
+        RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
+      })
     })
 
   const post = (

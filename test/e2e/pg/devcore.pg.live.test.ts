@@ -48,7 +48,11 @@ describePostgres("agentwire core --database (end to end)", (url) => {
     startDaemon(coreUrl, "pg-dev", credentialFile, join(dir, "profile"))
 
     const api = operator(coreUrl, readFileSync(join(dir, "operator-token"), "utf8").trim())
-    await eventually(async () => ((await api.get("/devices/pg-dev")).body?.online === true ? true : undefined), 25_000, "pg-dev online")
+    // Online and declared: a start before the first declaration is refused 422 (capabilities_undeclared).
+    await eventually(async () => {
+      const device = await api.get("/devices/pg-dev")
+      return device.body?.online === true && device.body.declaration != null ? true : undefined
+    }, 25_000, "pg-dev online and declared")
     const session = await api.post("/sessions", { agent_kind: "scripted" })
     assert.strictEqual(session.status, 201)
     const started = await api.post(`/sessions/${session.body.session_id}/turns`, { input: script([{ delta: "on " }, { delta: "postgres" }]) })

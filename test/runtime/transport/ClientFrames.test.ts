@@ -50,8 +50,10 @@ describe("clientFrames.maskedTextFrames", () => {
   it("frames each payload as one masked text frame, with the length form of its size", () => {
     const sizes = [0, 1, 2, 3, 4, 5, 125, 126, 127, 65535, 65536, 70001]
     const payloads = sizes.map((n, i) => text(n, `{"d":"${i}é"}`).subarray(0, n))
-    const frames = readFrames(maskedTextFrames(payloads))
+    const batch = maskedTextFrames(payloads)
+    const frames = readFrames(batch.frames)
     assert.strictEqual(frames.length, payloads.length)
+    assert.strictEqual(batch.bytes, sizes.reduce((a, b) => a + b, 0))
     frames.forEach((frame, i) => {
       const n = sizes[i]!
       assert.isTrue(frame.fin)
@@ -71,18 +73,72 @@ describe("clientFrames.maskedTextFrames", () => {
       "a\ud800b", // a lone surrogate is written as U+FFFD, as Buffer.from writes it
       "é".repeat(40000) // 80,000 bytes: a 64-bit length
     ]
-    const frames = readFrames(maskedTextFrames([...texts, ...texts.map((t) => Buffer.from(t, "utf8"))]))
+    const batch = maskedTextFrames([...texts, ...texts.map((t) => Buffer.from(t, "utf8"))])
+    const frames = readFrames(batch.frames)
     assert.strictEqual(frames.length, texts.length * 2)
+    assert.strictEqual(batch.bytes, 2 * texts.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0))
     frames.forEach((frame, i) => {
       const expected = Buffer.from(texts[i % texts.length]!, "utf8")
       assert.isTrue(frame.payload.equals(expected), `frame ${i}`)
       assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
     })
-    assert.strictEqual(maskedTextFrames([]).length, 0)
+    assert.strictEqual(maskedTextFrames([]).frames.length, 0)
+    assert.strictEqual(maskedTextFrames([]).bytes, 0)
+  })
+
+  it("frames texts written before their size is known: every length form, a text moved next to a shorter header", () => {
+    // A text is encoded after room for the longest header its UTF-16 length allows, then moved next to its header:
+    // by 2 bytes (room 8, 7-bit length), 6 bytes (room 14, 16-bit length) or not at all.
+    const texts = [
+      ...[0, 1, 2, 3, 4, 5, 41, 42, 43, 125, 126, 127, 2047].map((n) => "a".repeat(n)),
+      "é".repeat(62), // 124 bytes from 62 units: room 8, 7-bit length
+      "é".repeat(63), // 126 bytes: room 8, 16-bit length
+      "😀".repeat(31), // 124 bytes from 62 units
+      "x".repeat(21845), // 3 × 21845 < 65536: room 8
+      "x".repeat(21846), // room 14, 21,846 bytes: 16-bit length, moved by 6
+      "é".repeat(32767), // room 14, 65,534 bytes: 16-bit length
+      "é".repeat(32768), // room 14, 65,536 bytes: 64-bit length, not moved
+      "\ud800".repeat(50) // 150 bytes of U+FFFD from 50 lone surrogates
+    ]
+    const batch = maskedTextFrames(texts)
+    const frames = readFrames(batch.frames)
+    assert.strictEqual(frames.length, texts.length)
+    frames.forEach((frame, i) => {
+      const expected = Buffer.from(texts[i]!, "utf8")
+      assert.isTrue(frame.payload.equals(expected), `text ${i}`)
+      assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
+    })
+    assert.strictEqual(batch.bytes, texts.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0))
+  })
+
+  it("frames a batch of ASCII texts converted in one go, and any batch with a non-ASCII text exactly as well", () => {
+    const check = (texts: ReadonlyArray<string>, label: string) => {
+      const batch = maskedTextFrames(texts)
+      const frames = readFrames(batch.frames)
+      assert.strictEqual(frames.length, texts.length, label)
+      frames.forEach((frame, i) => {
+        const expected = Buffer.from(texts[i]!, "utf8")
+        assert.isTrue(frame.payload.equals(expected), `${label}: text ${i}`)
+        assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
+      })
+      assert.strictEqual(batch.bytes, texts.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0), label)
+    }
+    const ascii = [0, 1, 2, 3, 4, 5, 125, 126, 127, 2047, 60000].map((n, i) => String.fromCharCode(33 + i).repeat(n))
+    // A non-ASCII character first: its UTF-8 bytes must never pass for the batch's units.
+    const mixed = ["é" + "a".repeat(9), "b".repeat(10), "\u007f\u0080", "😀", "\ud800", "c"]
+    // Batches alternate, so both ways are taken whatever the batches before (a non-ASCII batch makes the next ones
+    // skip the one-go conversion for a while); a batch over 64 Ki units is framed text by text.
+    for (let round = 0; round < 40; round++) {
+      check(ascii, `ascii ${round}`)
+      if (round % 5 === 0) check(mixed, `mixed ${round}`)
+      if (round % 13 === 0) check(["x".repeat(40000), "y".repeat(30000)], `large ${round}`)
+    }
+    check([], "empty")
+    check(["", ""], "empty texts")
   })
 
   it("takes a fresh masking key for each frame", () => {
-    const frames = readFrames(maskedTextFrames(Array.from({ length: 3000 }, () => Buffer.from("x"))))
+    const frames = readFrames(maskedTextFrames(Array.from({ length: 3000 }, () => Buffer.from("x"))).frames)
     // 3000 frames span more than one pool of 2048 keys; random keys are (almost surely) not all the same.
     assert.isAbove(new Set(frames.map((f) => f.key)).size, 2900)
   })

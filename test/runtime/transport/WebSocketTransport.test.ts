@@ -58,6 +58,7 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
         batches.push({ texts, written })
         order.push(...texts)
       }
+      return frames.reduce((n, frame) => n + (typeof frame === "string" ? Buffer.byteLength(frame) : frame.byteLength), 0)
     },
     close: (code, reason) => {
       calls.push(`close ${code} ${reason}`)

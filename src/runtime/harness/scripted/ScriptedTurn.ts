@@ -39,7 +39,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
     const { signals, violations, nextId } = env
     const settled = yield* Deferred.make<{ readonly outcome: "completed" | "cancelled" }, SettlementUnconfirmed>()
     const state: TurnState = {
-      content: "",
+      content: [],
       usage: undefined,
       openMessage: undefined,
       cancel: { _tag: "Normal" },

@@ -48,7 +48,12 @@ export interface PendingAsk {
 }
 
 export interface TurnState {
-  content: string
+  /**
+   * The Turn's content as its pieces in order (joined by `snapshot`): appending a delta's text allocates nothing of
+   * its own, where `+=` built a rope node per delta that lived, and was copied by the collector, until the Turn ended
+   * (issue 18, relay).
+   */
+  readonly content: Array<string>
   usage: Usage | undefined
   openMessage: { readonly id: string; text: string; readonly phase: string | undefined } | undefined
   cancel: { readonly _tag: "Normal" } | { readonly _tag: "Ignored" } | { readonly _tag: "SettlesOn"; readonly signal: string }
@@ -86,8 +91,17 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
   const observeTools = ctx.config.observe_tool_observations === true
   const emit = ctx.sink.emit
 
+  /** The content so far as one string (kept as the only piece, so a second snapshot does not join again). */
+  const contentText = (): string => {
+    if (state.content.length === 1) return state.content[0]!
+    const text = state.content.join("")
+    state.content.length = 0
+    state.content.push(text)
+    return text
+  }
+
   const snapshot = (): DonePayload => ({
-    content: state.content,
+    content: contentText(),
     ...(state.usage === undefined ? {} : { usage: state.usage }),
     metadata: { agent_session_id: ctx.nativeSession, agent_session_type: "scripted" }
   })
@@ -112,7 +126,7 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
   const emitUnsafe = ctx.sink.emitUnsafe ?? emit
   const emitDeltaUnsafe = (text: string): Effect.Effect<void> | undefined => {
     const open = state.openMessage
-    state.content += text
+    state.content.push(text)
     if (open !== undefined) open.text += text
     return emitUnsafe(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
   }

@@ -32,9 +32,10 @@ export interface FrameSocket {
   /**
    * Queues several text frames in order, in one go, each given as its text or as its UTF-8 bytes (still a text
    * frame). `written` fires once, after the last frame's write finished: without an error only when every frame
-   * of the batch was written locally.
+   * of the batch was written locally. Returns the UTF-8 size of the batch's payloads (what the transport counts as
+   * sent), which the socket measures while it frames them.
    */
-  readonly sendAll: (texts: ReadonlyArray<string | Uint8Array>, written: (error?: Error) => void) => void
+  readonly sendAll: (texts: ReadonlyArray<string | Uint8Array>, written: (error?: Error) => void) => number
   /** Starts the closing handshake with a close frame (sent after every queued frame). */
   readonly close: (code: number, reason: string) => void
   /** Destroys the connection at once, without a closing handshake. */

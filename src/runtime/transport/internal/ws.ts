@@ -83,6 +83,13 @@ const directOf = (ws: WebSocket): DirectWrite | undefined => {
     : undefined
 }
 
+/** The UTF-8 size of a batch's payloads, measured (the framed path counts it while encoding). */
+const payloadBytes = (texts: ReadonlyArray<string | Uint8Array>): number => {
+  let bytes = 0
+  for (const text of texts) bytes += typeof text === "string" ? Buffer.byteLength(text, "utf8") : text.byteLength
+  return bytes
+}
+
 /** Adapts an open `ws` client to FrameSocket; events before `listen` are buffered. */
 const adapt = (ws: WebSocket): FrameSocket => {
   let listener: FrameListener | undefined
@@ -128,18 +135,19 @@ const adapt = (ws: WebSocket): FrameSocket => {
     sendAll: (texts, written) => {
       if (ws.readyState !== WebSocket.OPEN) {
         written(new Error("socket not open"))
-        return
+        return payloadBytes(texts)
       }
       const last = texts.length - 1
       if (last < 0) {
         written()
-        return
+        return 0
       }
       // The batch as one write of frames framed here (see `directOf`): its callback proves every frame of it.
       const direct = directOf(ws)
       if (direct !== undefined) {
-        direct.write(maskedTextFrames(texts), (error) => written(error ?? undefined))
-        return
+        const batch = maskedTextFrames(texts)
+        direct.write(batch.frames, (error) => written(error ?? undefined))
+        return batch.bytes
       }
       // Write callbacks fire in call order, so an earlier failure is known when the last callback fires.
       let failure: Error | undefined
@@ -156,6 +164,7 @@ const adapt = (ws: WebSocket): FrameSocket => {
       } finally {
         tcp?.uncork()
       }
+      return payloadBytes(texts)
     },
     close: (code, reason) => {
       if (ws.readyState === WebSocket.OPEN) ws.close(code, reason)
