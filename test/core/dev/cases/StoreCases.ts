@@ -17,6 +17,17 @@ import { declaration } from "../../../support/capabilities.js"
 /** Suspension reads never reach the gateway (only quiesce and resume do). */
 const noGateway = Layer.succeed(Gateway, {} as Gateway["Service"])
 
+/** Session "s1" of the scripted kind, bound to no device: the setup most Turn cases share. */
+const createSessionS1 = (sessions: SessionStore["Service"]) =>
+  sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+
+/** Turns "t1" (run-1) and "t2" (run-2) of Session "s1", both queued. */
+const createTurnsT1T2 = (turns: TurnStore["Service"]) =>
+  Effect.andThen(
+    turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") }),
+    turns.create({ turnId: "t2", sessionId: "s1", runId: "run-2", input: MessageInput.text("hi") })
+  )
+
 /** The Store cases over `store` (a fresh store per test): SQLite in Store.test.ts, PostgreSQL in pg/. */
 export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => {
   it.effect("stores only the digest of an issued credential and authenticates exactly its device", () =>
@@ -150,7 +161,7 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* createSessionS1(sessions)
       yield* sessions.create({ sessionId: "s2", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
       assert.isTrue(Option.isNone(yield* turns.unfinishedOf("s1")))
       assert.isFalse(yield* turns.hasDispatched("s1"))
@@ -175,7 +186,7 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* createSessionS1(sessions)
       yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
       yield* turns.insertInput("t1", "in-1", MessageInput.text("a"))
       yield* turns.insertInput("t1", "in-2", MessageInput.text("b"))
@@ -195,7 +206,7 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* createSessionS1(sessions)
       yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
       const group = Array.from({ length: 4100 }, (_, i) => ({
         seq: i + 1,
@@ -216,7 +227,7 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* createSessionS1(sessions)
       yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
       yield* turns.beginAttempt("t1", "dev-a")
       yield* turns.markDispatched("t1")
@@ -237,7 +248,7 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* createSessionS1(sessions)
       yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
       assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 1)
       assert.strictEqual(yield* turns.beginAttempt("t1", "dev-a"), 2)
@@ -272,7 +283,7 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      yield* createSessionS1(sessions)
       const created = yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
       assert.deepStrictEqual(created, Option.getOrThrow(yield* turns.get("t1")))
       const results = yield* Effect.all([
@@ -292,9 +303,8 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
-      yield* turns.create({ turnId: "t2", sessionId: "s1", runId: "run-2", input: MessageInput.text("hi") })
+      yield* createSessionS1(sessions)
+      yield* createTurnsT1T2(turns)
       yield* turns.appendEvents("t1", [{ seq: 1, attempt: 1, kind: "fact", type: "Dispatching", bodyJson: "{}" }])
       // Submitted together (one batch): t1's append fails (its seq is taken), so the batch is committed again write
       // by write; both settles are still stored and answered with their own records.
@@ -323,9 +333,8 @@ export const storeCases = (store: Layer.Layer<Store.StoreServices, unknown>) => 
     Effect.gen(function* () {
       const sessions = yield* SessionStore
       const turns = yield* TurnStore
-      yield* sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      yield* turns.create({ turnId: "t1", sessionId: "s1", runId: "run-1", input: MessageInput.text("hi") })
-      yield* turns.create({ turnId: "t2", sessionId: "s1", runId: "run-2", input: MessageInput.text("hi") })
+      yield* createSessionS1(sessions)
+      yield* createTurnsT1T2(turns)
       const state = (turnId: string) =>
         Effect.map(turns.get(turnId), (t) => Option.map(t, (r) => [r.status, r.attempt, r.deviceId] as const))
       // Both appends commit together (one group commit): each begins its own Turn's attempt.
