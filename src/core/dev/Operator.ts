@@ -9,6 +9,7 @@
  * `bad_credential`.
  */
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { fn } from "../TracedFn.js"
 import { Ids, Limits } from "../../proto/index.js"
 import { SqlClient } from "effect/sql"
 import { Gateway } from "../Gateway.js"
@@ -114,7 +115,7 @@ const make = Effect.gen(function* () {
   const withSuspension = (device: DeviceView) =>
     Effect.map(suspensions.latest(device.device_id), (latest): OperatorDeviceView => ({ ...device, suspension: Option.getOrNull(latest) }))
 
-  const createCredential = Effect.fn("Operator.createCredential")(function* (deviceId: string) {
+  const createCredential = fn("Operator.createCredential")(function* (deviceId: string) {
     if (!isDeviceId(deviceId)) {
       return yield* new OperatorRequestInvalid({ detail: `device_id must be non-blank and at most ${Limits.MaxCorrelationIdBytes} bytes` })
     }
@@ -123,7 +124,7 @@ const make = Effect.gen(function* () {
     return { deviceId, credential }
   })
 
-  const revokeCredential = Effect.fn("Operator.revokeCredential")(function* (deviceId: string) {
+  const revokeCredential = fn("Operator.revokeCredential")(function* (deviceId: string) {
     const known = yield* unavailable(devices.revoke(deviceId))
     if (!known) return yield* new OperatorNotFound({ resource: "device", id: deviceId })
     const session = isDeviceId(deviceId) ? yield* gateway.session(deviceId) : Option.none()
@@ -134,13 +135,13 @@ const make = Effect.gen(function* () {
     return { disconnected: Option.isSome(session) }
   })
 
-  const getDevice = Effect.fn("Operator.getDevice")(function* (deviceId: string) {
+  const getDevice = fn("Operator.getDevice")(function* (deviceId: string) {
     const view = yield* unavailable(directory.get(deviceId))
     if (Option.isNone(view)) return yield* new OperatorNotFound({ resource: "device", id: deviceId })
     return yield* unavailable(withSuspension(view.value))
   })
 
-  const createSession = Effect.fn("Operator.createSession")(function* (request: CreateSessionRequest) {
+  const createSession = fn("Operator.createSession")(function* (request: CreateSessionRequest) {
     const environment = request.environment ?? { type: "none" as const }
     const issue = configurationIssue(request.configuration ?? {}, environment)
     if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `configuration: ${issue.value}` })
@@ -204,7 +205,7 @@ const make = Effect.gen(function* () {
     return yield* unavailable(fullView(session))
   })
 
-  const getSession = Effect.fn("Operator.getSession")(function* (sessionId: string) {
+  const getSession = fn("Operator.getSession")(function* (sessionId: string) {
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     return yield* unavailable(fullView(session.value))

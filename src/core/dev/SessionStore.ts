@@ -5,6 +5,7 @@
  * native Session id a `done` or cancellation receipt reported.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { fn } from "../TracedFn.js"
 import { SqlClient } from "effect/sql"
 import type { EnvironmentSpec } from "./SessionConfig.js"
 import { StoreFailed, storeFailed, toInt, toStringOrUndefined } from "./StoreErrors.js"
@@ -58,7 +59,7 @@ export const readSession = (row: Record<string, unknown>): SessionRecord => ({
 const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   return SessionStore.of({
-    create: Effect.fn("SessionStore.create")(function* (input) {
+    create: fn("SessionStore.create")(function* (input) {
       const record: Omit<SessionRecord, "createdAtMs" | "nativeSessionId"> = { ...input, environment: input.environment ?? { type: "none" } }
       const createdAtMs = yield* Clock.currentTimeMillis
       yield* sql`INSERT INTO sessions ${

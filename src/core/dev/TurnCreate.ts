@@ -7,6 +7,7 @@
  * append does (`GroupCommit.ts`). Succeeds with the record as written, without reading it back.
  */
 import { Clock, Effect } from "effect"
+import { fn } from "../TracedFn.js"
 import type { SqlClient } from "effect/sql"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { JournalGroupCommit } from "./JournalCommit.js"
@@ -21,7 +22,7 @@ export interface NewTurn {
 }
 
 export const createTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) =>
-  Effect.fn("TurnStore.create")(function* (turn: NewTurn) {
+  fn("TurnStore.create")(function* (turn: NewTurn) {
     const createdAtMs = yield* Clock.currentTimeMillis
     const row = sql`INSERT INTO turns ${
       sql.insert({

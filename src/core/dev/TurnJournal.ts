@@ -13,6 +13,7 @@
  * dropped once the outcome is published).
  */
 import { Context, Effect, Layer, Option, PubSub, Result, Schema, Semaphore, Stream } from "effect"
+import { fn } from "../TracedFn.js"
 import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
 import * as Outcome from "../Outcome.js"
@@ -154,7 +155,7 @@ const make = Effect.gen(function* () {
       })
     })
 
-  const open = Effect.fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number, begin?: AttemptBegin) {
+  const open = fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number, begin?: AttemptBegin) {
     const live = yield* liveFor(turnId)
     // Each writer continues from the store (or what its caller knows), never from an earlier writer's
     // in-memory seq: that one may be stale (an attempt on another node wrote since), and two writers sharing it

@@ -8,6 +8,7 @@
  * receipt, so a restart knows what may have left.
  */
 import { Deferred, Effect, Option, Result, Schema } from "effect"
+import { fn } from "../TracedFn.js"
 import { Ids, type Interaction, MessageInput } from "../../proto/index.js"
 import type * as Functions from "../Functions.js"
 import * as Interactions from "../Interactions.js"
@@ -98,7 +99,7 @@ export const make = Effect.gen(function* () {
       return (unknown ? Effect.logWarning : Effect.logInfo)(`turn ${what}`).pipe(Effect.annotateLogs(fields))
     })
 
-  const steer = Effect.fn("Turns.steer")(function* (turnId: string, input: MessageInput.MessageInput, requestedId?: string) {
+  const steer = fn("Turns.steer")(function* (turnId: string, input: MessageInput.MessageInput, requestedId?: string) {
     const issue = MessageInput.validateMessageInput(input)
     if (Option.isSome(issue)) return yield* new OperatorRequestInvalid({ detail: `input: ${issue.value}` })
     const imageIssue = MessageInput.validateInlineImages(input)
@@ -151,7 +152,7 @@ export const make = Effect.gen(function* () {
   // -------------------------------------------------------------------------------------- cancel
 
   // `presetDeliveryId`: the id a requesting node chose before routing the operation here (pg/RoutedTurns.ts).
-  const cancel = Effect.fn("Turns.cancel")(function* (turnId: string, presetDeliveryId?: string) {
+  const cancel = fn("Turns.cancel")(function* (turnId: string, presetDeliveryId?: string) {
     const a = yield* running(turnId)
     const current = a.current
     if (current === undefined) {
@@ -280,7 +281,7 @@ export const make = Effect.gen(function* () {
       return yield* new OperatorConflict({ reason: "interaction_not_pending", detail: `interaction ${interactionId} is not pending` })
     })
 
-  const answerPermission = Effect.fn("Turns.answerPermission")(function* (
+  const answerPermission = fn("Turns.answerPermission")(function* (
     turnId: string,
     requestId: string,
     body: PermissionAnswerBody,
@@ -303,7 +304,7 @@ export const make = Effect.gen(function* () {
       }), decisionClassify, presetDeliveryId)
   })
 
-  const answerUserChoice = Effect.fn("Turns.answerUserChoice")(function* (
+  const answerUserChoice = fn("Turns.answerUserChoice")(function* (
     turnId: string,
     askId: string,
     body: UserChoiceAnswerBody,
@@ -327,7 +328,7 @@ export const make = Effect.gen(function* () {
         : decisionClassify(e), presetDeliveryId)
   })
 
-  const functionResult = Effect.fn("Turns.functionResult")(function* (
+  const functionResult = fn("Turns.functionResult")(function* (
     turnId: string,
     callId: string,
     output: Functions.FunctionOutput,

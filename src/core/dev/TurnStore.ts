@@ -11,6 +11,7 @@
  *   as received (`frame`) and the delivery layer's other facts (`fact`), tagged with the delivery attempt.
  */
 import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
+import { fn } from "../TracedFn.js"
 import { SqlClient } from "effect/sql"
 import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
@@ -224,7 +225,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       Effect.map((rows) => rows.map(readTurn)),
       storeFailed("list_unfinished_turns")
     ),
-    beginAttempt: Effect.fn("TurnStore.beginAttempt")(function* (turnId, deviceId, owner) {
+    beginAttempt: fn("TurnStore.beginAttempt")(function* (turnId, deviceId, owner) {
       // One statement (its own commit): the attempt it wrote; a Turn already terminal keeps its attempt.
       const begun = yield* sql`UPDATE turns SET attempt = attempt + 1, status = 'running', device_id = ${deviceId},
           owner_node = ${owner?.nodeId ?? null}, owner_generation = ${owner?.generation ?? null}
@@ -234,7 +235,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
       const rows = yield* sql`SELECT attempt FROM turns WHERE turn_id = ${turnId}`.pipe(storeFailed("begin_attempt"))
       return toInt(rows[0]?.attempt ?? 0)
     }),
-    markDispatched: Effect.fn("TurnStore.markDispatched")(function* (turnId) {
+    markDispatched: fn("TurnStore.markDispatched")(function* (turnId) {
       const at = yield* now
       yield* sql`UPDATE turns SET dispatched_at_ms = ${at} WHERE turn_id = ${turnId} AND dispatched_at_ms IS NULL`.pipe(
         storeFailed("mark_dispatched")
@@ -270,7 +271,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         Effect.map((rows) => toIntOrUndefined(rows[0]?.last_seq) ?? 0),
         storeFailed("last_event")
       ),
-    insertInput: Effect.fn("TurnStore.insertInput")(function* (turnId, inputId, input) {
+    insertInput: fn("TurnStore.insertInput")(function* (turnId, inputId, input) {
       const at = yield* now
       yield* sql`INSERT INTO turn_inputs ${
         sql.insert({
@@ -285,13 +286,13 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         })
       }`.pipe(storeFailed("insert_input"))
     }),
-    setInputStatus: Effect.fn("TurnStore.setInputStatus")(function* (turnId, inputId, status, errorCode) {
+    setInputStatus: fn("TurnStore.setInputStatus")(function* (turnId, inputId, status, errorCode) {
       const at = yield* now
       // An accepted input stays accepted: a late or duplicate receipt never rewinds it.
       yield* sql`UPDATE turn_inputs SET status = ${status}, error_code = ${errorCode ?? null}, updated_at_ms = ${at}
         WHERE turn_id = ${turnId} AND input_id = ${inputId} AND status <> 'accepted'`.pipe(storeFailed("set_input_status"))
     }),
-    acceptInput: Effect.fn("TurnStore.acceptInput")(function* (turnId, inputId) {
+    acceptInput: fn("TurnStore.acceptInput")(function* (turnId, inputId) {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function* () {
         const rows = yield* sql`SELECT status, position FROM turn_inputs WHERE turn_id = ${turnId} AND input_id = ${inputId}`
@@ -310,7 +311,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         Effect.map((rows) => rows.map(readInput)),
         storeFailed("list_inputs")
       ),
-    recordInteraction: Effect.fn("TurnStore.recordInteraction")(function* (turnId, kind, interactionId, request) {
+    recordInteraction: fn("TurnStore.recordInteraction")(function* (turnId, kind, interactionId, request) {
       const at = yield* now
       const rows = yield* sql`INSERT INTO interactions
           (turn_id, interaction_id, kind, request_json, status, created_at_ms)
@@ -319,7 +320,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         RETURNING interaction_id`.pipe(storeFailed("record_interaction"))
       return rows.length > 0
     }),
-    beginAnswer: Effect.fn("TurnStore.beginAnswer")(function* (turnId, kind, interactionId, deliveryId, answer) {
+    beginAnswer: fn("TurnStore.beginAnswer")(function* (turnId, kind, interactionId, deliveryId, answer) {
       const at = yield* now
       const rows = yield* sql`UPDATE interactions SET status = 'answering', delivery_id = ${deliveryId},
           answer_json = ${JSON.stringify(answer)}, answered_at_ms = ${at}
@@ -327,7 +328,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
         RETURNING interaction_id`.pipe(storeFailed("begin_answer"))
       return rows.length > 0
     }),
-    finishAnswer: Effect.fn("TurnStore.finishAnswer")(function* (turnId, kind, interactionId, outcome, errorCode) {
+    finishAnswer: fn("TurnStore.finishAnswer")(function* (turnId, kind, interactionId, outcome, errorCode) {
       // not_sent is definite: nothing left Core, so the interaction can be answered again.
       const status = outcome === "not_sent" ? "pending" : "answered"
       yield* sql`UPDATE interactions SET status = ${status}, outcome = ${outcome}, outcome_error_code = ${errorCode ?? null}

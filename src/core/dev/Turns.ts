@@ -9,6 +9,7 @@
  * - `Recovery.ts`: start-up reconciliation and the queued Turns a previous process left (resumed here).
  */
 import { Context, Deferred, type Duration, Effect, Layer, Option, Result, type Stream } from "effect"
+import { fn } from "../TracedFn.js"
 import { SqlClient } from "effect/sql"
 import { Ids, MessageInput } from "../../proto/index.js"
 import { admit, type AdmissionInput, type DeviceCandidate, selectDevice } from "../CapabilityPolicy.js"
@@ -208,7 +209,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       ? unavailable(claimTurn(router.value.nodeId, turnId, resume).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
       : Effect.succeed(true)
 
-  const startOne = Effect.fn("Turns.start")(function* (
+  const startOne = fn("Turns.start")(function* (
     sessionId: string,
     input: MessageInput.MessageInput,
     routed: boolean,
@@ -308,14 +309,14 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     Effect.flatMap(unavailable(store.get(turnId)), (t) =>
       Option.isNone(t) ? Effect.fail(new OperatorNotFound({ resource: "turn", id: turnId })) : Effect.succeed(t.value))
 
-  const get = Effect.fn("Turns.get")(function* (turnId: string) {
+  const get = fn("Turns.get")(function* (turnId: string) {
     const turn = yield* getRecord(turnId)
     const inputs = yield* unavailable(store.inputs(turnId))
     const interactions = yield* unavailable(store.interactions(turnId))
     return { ...turnView(turn), inputs: inputs.map(inputView), interactions: interactions.map(interactionView) } satisfies TurnDetail
   })
 
-  const awaitOutcome = Effect.fn("Turns.awaitOutcome")(function* (turnId: string) {
+  const awaitOutcome = fn("Turns.awaitOutcome")(function* (turnId: string) {
     const a = runner.active(turnId)
     if (Option.isSome(a)) yield* Deferred.await(a.value.finished)
     return yield* getRecord(turnId)
