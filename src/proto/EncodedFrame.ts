@@ -82,12 +82,15 @@ const Unescaped = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
 /** `JSON.stringify(text)` of a string, without the call when nothing in it is escaped (`Unescaped`). */
 const jsonString = (text: string): string => (Unescaped.test(text) ? `"${text}"` : JSON.stringify(text))
 
-/** Encodes one `delta` frame of a Run: `item_id` only when the Run observes messages. */
+/**
+ * Encodes one `delta` frame of a Run: `item_id` only when the Run observes messages. The frame, or the codec's
+ * refusal as the value itself (no `Result` per delta: issue 18, relay).
+ */
 export type DeltaEncoder = (
   delta: string,
   sequence: number,
   itemId: string | undefined
-) => Result.Result<EncodedFrame, OutgoingFrameRejected>
+) => EncodedFrame | OutgoingFrameRejected
 
 /**
  * The `delta` encoder of one Run (its id and its already validated trace). `undefined` when the codec refuses
@@ -106,7 +109,8 @@ export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEnco
     if (typeof delta !== "string" || !Number.isSafeInteger(sequence) || sequence < 0 ||
       (itemId !== undefined && typeof itemId !== "string")) {
       const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }
-      return encodeFrame(trace === undefined ? { type: "delta", id: runId, payload } : { type: "delta", id: runId, payload, trace })
+      const codec = encodeFrame(trace === undefined ? { type: "delta", id: runId, payload } : { type: "delta", id: runId, payload, trace })
+      return Result.isSuccess(codec) ? codec.success : codec.failure
     }
     const text = itemId === undefined
       ? Unescaped.test(delta)
@@ -115,9 +119,9 @@ export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEnco
       : `${head}"item_id":${jsonString(itemId)},"delta":${jsonString(delta)},"sequence":${sequence}${tail}`
     if (text.length > MaxFrameBytes / 3) {
       const bytes = utf8ByteLength(text)
-      if (bytes > MaxFrameBytes) return Result.fail(new OutgoingFrameRejected({ type: "delta", reason: "frame_too_large", bytes }))
+      if (bytes > MaxFrameBytes) return new OutgoingFrameRejected({ type: "delta", reason: "frame_too_large", bytes })
     }
-    return Result.succeed({ type: "delta", id: runId, encoded: text })
+    return { type: "delta", id: runId, encoded: text }
   }
 }
 

@@ -3,9 +3,9 @@
  * guard independent of the adapter, delta and thinking numbering, the Run's trace, and an adapter's error payload
  * normalized to what the wire allows. Pure except for the Run's sequence counters.
  */
-import { Option, type Result } from "effect"
+import { Option, Result } from "effect"
 import { type EncodedFrame, encodeFrame } from "../proto/EncodedFrame.js"
-import type { Messages } from "../proto/index.js"
+import { Messages } from "../proto/index.js"
 import { type ErrorPayload, normalizeEngineFailure } from "../proto/RunEvents.js"
 import type { TurnEvent } from "./harness/Harness.js"
 import type { RunRecord } from "./RunRecord.js"
@@ -51,10 +51,27 @@ export const encodeEvent = (
   event: TurnEvent
 ): Result.Result<EncodedFrame, Messages.OutgoingFrameRejected> | undefined => {
   if (event.type === "delta" && run.encodeDelta !== undefined) {
-    return run.encodeDelta(event.delta, ++run.deltaSequence, run.config.observe_messages === true ? event.item_id : undefined)
+    const frame = encodeDelta(run, event.delta, event.item_id)
+    return frame instanceof Messages.OutgoingFrameRejected ? Result.fail(frame) : Result.succeed(frame)
   }
   const message = toMessage(run, event)
   return message === undefined ? undefined : encodeFrame(message)
+}
+
+/**
+ * A delta as its encoded frame, or the codec's refusal, built from its text and item id (no event object, no
+ * `Result`: `TurnSink.deltaUnsafe`). Opt-ins never drop a delta; `item_id` is kept only when the Run observes messages.
+ */
+export const encodeDelta = (
+  run: RunRecord,
+  text: string,
+  itemId: string | undefined
+): EncodedFrame | Messages.OutgoingFrameRejected => {
+  if (run.encodeDelta !== undefined) {
+    return run.encodeDelta(text, ++run.deltaSequence, run.config.observe_messages === true ? itemId : undefined)
+  }
+  const codec = encodeFrame(toMessage(run, itemId === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: itemId })!)
+  return Result.isSuccess(codec) ? codec.success : codec.failure
 }
 
 const untraced = (run: RunRecord, event: TurnEvent): Messages.RuntimeToCore | undefined => {

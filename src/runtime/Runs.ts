@@ -21,14 +21,14 @@ import { type Cause, Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, O
 import type { RunId } from "../proto/Ids.js"
 import { type EncodedFrame, encodeFrame, deltaEncoder } from "../proto/EncodedFrame.js"
 import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
-import type { Messages } from "../proto/index.js"
+import { Messages } from "../proto/index.js"
 import type { DonePayload } from "../proto/RunEvents.js"
 import { echo } from "../proto/Trace.js"
 import { type ExecutorEntry, Executors } from "./Executors.js"
 import type { Settlement, TurnEvent, TurnSink } from "./harness/Harness.js"
 import type { SettlementUnconfirmed } from "./harness/Harness.js"
 import { Outbound } from "./Outbound.js"
-import { encodeEvent, isRouted, RefusedEventText, traced } from "./RunFrames.js"
+import { encodeDelta, encodeEvent, isRouted, RefusedEventText, traced } from "./RunFrames.js"
 import { RunLifecycle } from "./RunLifecycle.js"
 import { NoTurn, type RunRecord, type RunSpec, type StartRefusal } from "./RunRecord.js"
 import { StatusBoard } from "./StatusBoard.js"
@@ -198,8 +198,15 @@ const makeRuns = Effect.gen(function* () {
         // their frame is queued.
         const queueEncoded = (frame: Result.Result<EncodedFrame, Messages.OutgoingFrameRejected>): Effect.Effect<void> =>
           Result.isSuccess(frame) ? offer(frame.success) : Effect.flatMap(replacements(run, frame.failure, undefined), offerAll)
+        // A delta from its text: no event object, no `Result` (`TurnSink.deltaUnsafe`).
+        const deltaUnsafe = (text: string, itemId: string | undefined): Effect.Effect<void> | undefined => {
+          const frame = encodeDelta(run, text, itemId)
+          if (frame instanceof Messages.OutgoingFrameRejected) return Effect.flatMap(replacements(run, frame, undefined), offerAll)
+          return Queue.offerUnsafe(queue, frame) ? undefined : Effect.asVoid(Queue.offer(queue, frame))
+        }
         // A frame queued while there is room needs no Effect at all (`TurnSink.emitUnsafe`).
         const emitUnsafe = (event: TurnEvent): Effect.Effect<void> | undefined => {
+          if (event.type === "delta") return deltaUnsafe(event.delta, event.item_id)
           const frame = encodeEvent(run, event)
           if (isRouted(event)) {
             const registered = lifecycle.publish({ _tag: "Emitted", run, event })
@@ -211,7 +218,8 @@ const makeRuns = Effect.gen(function* () {
         }
         const sink: TurnSink = {
           emit: (event) => Effect.suspend(() => emitUnsafe(event) ?? Effect.void),
-          emitUnsafe
+          emitUnsafe,
+          deltaUnsafe
         }
         const started = yield* Effect.result(native.startTurn(run.runId, spec.input, sink))
         if (Result.isFailure(started)) {

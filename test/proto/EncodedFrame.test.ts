@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { deltaEncoder, encodeChunkFrame, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
+import { deltaEncoder as directEncoder, encodeChunkFrame, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { Messages } from "../../src/proto/index.js"
 
@@ -18,6 +18,15 @@ const Texts = ["", "x", "The parser accepts trailing commas only in ", "quote \"
   // Around the characters a text is written without escaping (`Unescaped`): the first and last escaped ones, the
   // nearest ones that are not, surrogates at the ends of their range, an escape only at the end.
   "\"", "\\", "\u0020 end\u001f", "\ud7ff\ue000\uffff", "\udfff", "x".repeat(3000) + "\n"]
+
+/** The direct encoder with its answer as a `Result` (it returns the frame or the refusal itself). */
+const deltaEncoder = (...args: Parameters<typeof directEncoder>) => {
+  const encode = directEncoder(...args)
+  return encode === undefined ? undefined : (...a: Parameters<typeof encode>) => {
+    const frame = encode(...a)
+    return frame instanceof Messages.OutgoingFrameRejected ? Result.fail(frame) : Result.succeed(frame)
+  }
+}
 
 const viaCodec = (delta: unknown, sequence: unknown, itemId: unknown, withTrace: string | undefined) => {
   const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }

@@ -88,6 +88,11 @@ export interface TurnSink {
    * sink without it (a wrapper) is used through `emit`.
    */
   readonly emitUnsafe?: ((event: TurnEvent) => Effect.Effect<void> | undefined) | undefined
+  /**
+   * `emitUnsafe` of the `delta` event `{ delta: text, item_id: itemId }` without building the event (issue 18: the
+   * scripted harness's per-delta path). Optional: without it, `emitUnsafe` (or `emit`) of the event.
+   */
+  readonly deltaUnsafe?: ((text: string, itemId: string | undefined) => Effect.Effect<void> | undefined) | undefined
 }
 
 // ---------------------------------------------------------------------------------------------- requests

@@ -124,11 +124,15 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
     })
   const emitDelta = (text: string): Effect.Effect<void> => Effect.suspend(() => emitDeltaUnsafe(text) ?? Effect.void)
   const emitUnsafe = ctx.sink.emitUnsafe ?? emit
+  const sinkDelta = ctx.sink.deltaUnsafe ??
+    ((text: string, itemId: string | undefined) =>
+      emitUnsafe(itemId === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: itemId }))
   const emitDeltaUnsafe = (text: string): Effect.Effect<void> | undefined => {
     const open = state.openMessage
     state.content.push(text)
-    if (open !== undefined) open.text += text
-    return emitUnsafe(open === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: open.id })
+    if (open === undefined) return sinkDelta(text, undefined)
+    open.text += text
+    return sinkDelta(text, open.id)
   }
 
   /**
