@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result, Schema } from "effect"
-import { plainDeltaScript } from "../../../src/runtime/harness/scripted/DeltaScript.js"
 import { echoFragments, inputText, parseInput, Script } from "../../../src/runtime/harness/scripted/Script.js"
 
 describe("Script", () => {
@@ -88,54 +87,5 @@ describe("parseInput's in-place validation agrees with Schema's decode", () => {
       assert.isTrue(Result.isFailure(decode(value)), JSON.stringify(value).slice(0, 80))
       assert.strictEqual(verdict(value), "InvalidScript", JSON.stringify(value).slice(0, 80))
     }
-  })
-})
-
-describe("a plain delta script is read without JSON.parse, with JSON.parse's answer", () => {
-  const plain = (deltas: ReadonlyArray<string>) => JSON.stringify({ script: deltas.map((delta) => ({ delta })) })
-  const general = (text: string) => (JSON.parse(text) as { script: unknown }).script
-
-  it("reads exactly the steps JSON.parse gives for the text JSON.stringify writes", () => {
-    const cases = [["a"], [""], ["", ""], ["The parser accepts trailing commas only in "], ["]}", "},{", ",", "{delta:", "]"],
-      ["é€😀", "\u007f\u2028\u2029 </script>"], Array.from({ length: 500 }, (_, i) => `d${i} `)]
-    // Lone surrogates as raw text (JSON.stringify would escape them; JSON.parse keeps them as they are).
-    const raw = ["{\"script\":[{\"delta\":\"\ud800 lone\"},{\"delta\":\"lone \udc00\"}]}"]
-    for (const text of [...cases.map(plain), ...raw]) {
-      const fast = plainDeltaScript(text)
-      assert.isDefined(fast, text)
-      assert.deepStrictEqual(fast, general(text))
-      assert.deepStrictEqual(parseInput(text), { _tag: "Script", steps: general(text) as ReadonlyArray<never> })
-    }
-  })
-
-  it("leaves every other text to the general path (escapes, whitespace, other members or steps, bad framing)", () => {
-    const others = [
-      plain(["quote \" inside"]),
-      plain(["back\\slash"]),
-      plain(["new\nline"]),
-      plain(["tab\tin"]),
-      "{\"script\":[]}",
-      "{\"script\": [{\"delta\":\"a\"}]}",
-      "{\"script\":[{\"delta\": \"a\"}]}",
-      "{\"script\":[{\"delta\":\"a\"} ]}",
-      "{\"script\":[{\"delta\":\"a\",\"phase\":\"p\"}]}",
-      "{\"script\":[{\"delta\":\"a\"},{\"hang\":true}]}",
-      "{\"script\":[{\"delta\":\"a\"},]}",
-      "{\"script\":[{\"delta\":\"a\"}]}]}",
-      "{\"script\":[{\"delta\":\"a\"}],\"x\":1]}",
-      "{\"script\":[{\"delta\":\"a\"}]} ",
-      "{\"script\":[{\"delta\":\"a}]}",
-      "{\"script\":[{\"delta\":\"a\"}{\"delta\":\"b\"}]}",
-      "{\"script\":[{\"delta\":1}]}",
-      "hello"
-    ]
-    for (const text of others) {
-      assert.isUndefined(plainDeltaScript(text), text)
-    }
-    // The general path still answers them as before.
-    assert.deepStrictEqual(parseInput(others[0]!), { _tag: "Script", steps: [{ delta: "quote \" inside" }] })
-    assert.deepStrictEqual(parseInput(others[8]!), { _tag: "Script", steps: [{ delta: "a", phase: "p" }] })
-    assert.deepStrictEqual(parseInput(others[10]!), { _tag: "Echo", text: others[10]! })
-    assert.deepStrictEqual(parseInput(others[16]!), { _tag: "InvalidScript", index: 0 })
   })
 })

@@ -12,7 +12,6 @@ import { compileValidator } from "../../../proto/internal/fastValidator.js"
 import { Question } from "../../../proto/Interaction.js"
 import type { MessageInput } from "../../../proto/MessageInput.js"
 import { ToolObservation, Usage } from "../../../proto/RunEvents.js"
-import { plainDeltaScript } from "./DeltaScript.js"
 
 /** A duration such as "2 seconds", "150 millis" or a number of milliseconds (Effect's duration input). */
 export const DurationInput = Schema.Union([Schema.String, NonNegativeInt]).pipe(
@@ -162,12 +161,9 @@ export const inputText = (input: MessageInput): string =>
 
 /**
  * Plain text echoes; a JSON object with a `script` member is a script. A JSON object with `script` that does
- * not decode is an invalid script (never silently echoed). A script of plain deltas is read without `JSON.parse`
- * (`DeltaScript.ts`), with the same answer.
+ * not decode is an invalid script (never silently echoed).
  */
 export const parseInput = (text: string): ParsedInput => {
-  const plain = plainDeltaScript(text)
-  if (plain !== undefined) return { _tag: "Script", steps: plain }
   let value: unknown
   try {
     value = JSON.parse(text)
