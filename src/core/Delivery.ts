@@ -33,7 +33,7 @@
 import { Effect, Result, type Scope } from "effect"
 import type { MessageInput } from "../proto/index.js"
 import { admit, type Admitted } from "./CapabilityPolicy.js"
-import { directDriver, type DirectPlan, preparedDriver, type PreparedPlan } from "./DeliveryDriver.js"
+import { directDriver, type DirectPlan, type Driver, type Phase, preparedDriver, type PreparedPlan } from "./DeliveryDriver.js"
 import { type DeliveryOptions, makeTurn, type Turn } from "./DeliveryTurn.js"
 import type { DeviceSession } from "./DeviceSession.js"
 import * as Request from "./ExecutionRequest.js"
@@ -68,6 +68,29 @@ const admitAndBuild = <M>(
     ))
 
 /**
+ * The final admission check and the request, then the Turn: its driver runs only when both passed (a refusal
+ * resolves the Turn with nothing sent). Shared by the two entry points below.
+ */
+const admitBuildAndRun = <M>(
+  session: DeviceSession,
+  plan: DirectPlan,
+  initialPhase: Phase,
+  options: DeliveryOptions,
+  build: (admitted: Admitted) => Result.Result<M, Outcome.ConfigurationRejected | Outcome.CapabilityUnsupported>,
+  drive: (d: Driver, message: M) => Effect.Effect<void, never, Scope.Scope>
+): Effect.Effect<Turn, never, Scope.Scope> =>
+  Effect.flatMap(admitAndBuild(session, plan.spec, plan.input, build), (built) =>
+    makeTurn(
+      session,
+      plan.run_id,
+      plan.spec,
+      Result.map(built, (b) => b.admitted),
+      initialPhase,
+      options,
+      (d) => Result.isSuccess(built) ? drive(d, built.success.message) : Effect.void
+    ))
+
+/**
  * Delivers a prepared Turn (the five steps) on `session`. Returns the Turn handle at once; the Turn runs in
  * the caller's scope. The final admission check runs first: a refusal (unsupported capability, invalid
  * binding, unknown capabilities, unavailable Harness, invalid configuration) resolves the Turn with nothing
@@ -79,18 +102,10 @@ export const deliverPrepared = (
   plan: PreparedPlan,
   options: DeliveryOptions = {}
 ): Effect.Effect<Turn, never, Scope.Scope> =>
-  Effect.flatMap(
-    admitAndBuild(session, plan.spec, plan.input, (admitted) => Request.executionPrepare(plan.request_id, plan.spec, admitted)),
-    (built) =>
-      makeTurn(
-        session,
-        plan.run_id,
-        plan.spec,
-        Result.map(built, (b) => b.admitted),
-        "preparing",
-        options,
-        (d) => Result.isSuccess(built) ? preparedDriver(d, plan, built.success.message) : Effect.void
-      )
+  admitBuildAndRun(
+    session, plan, "preparing", options,
+    (admitted) => Request.executionPrepare(plan.request_id, plan.spec, admitted),
+    (d, message) => preparedDriver(d, plan, message)
   ).pipe(Effect.withSpan("Delivery.deliverPrepared", undefined, deliverySpan))
 
 /**
@@ -102,16 +117,8 @@ export const deliverDirect = (
   plan: DirectPlan,
   options: DeliveryOptions = {}
 ): Effect.Effect<Turn, never, Scope.Scope> =>
-  Effect.flatMap(
-    admitAndBuild(session, plan.spec, plan.input, (admitted) => Request.promptRequest(plan.run_id, plan.spec, admitted, plan.input)),
-    (built) =>
-      makeTurn(
-        session,
-        plan.run_id,
-        plan.spec,
-        Result.map(built, (b) => b.admitted),
-        "starting",
-        options,
-        (d) => Result.isSuccess(built) ? directDriver(d, plan, built.success.message) : Effect.void
-      )
+  admitBuildAndRun(
+    session, plan, "starting", options,
+    (admitted) => Request.promptRequest(plan.run_id, plan.spec, admitted, plan.input),
+    (d, message) => directDriver(d, plan, message)
   ).pipe(Effect.withSpan("Delivery.deliverDirect", undefined, deliverySpan))
