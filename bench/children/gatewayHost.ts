@@ -88,6 +88,8 @@ export interface HostMeasurement {
    * (V8's concurrent GC, the SQLite worker, libuv's pool).
    */
   readonly mainThreadMicros: number
+  /** The system (kernel) part of `mainThreadMicros`. */
+  readonly mainThreadSystemMicros: number
   /** The SQLite store's worker thread's CPU so far (`/proc/self/task/<tid>/schedstat`), µs; NaN without one. */
   readonly workerMicros: number
   readonly frames: number
@@ -218,6 +220,7 @@ export const gatewayHost = async (): Promise<void> => {
             cpuMicros: cpu.user + cpu.system,
             systemMicros: cpu.system,
             mainThreadMicros: thread.user + thread.system,
+            mainThreadSystemMicros: thread.system,
             workerMicros: threadsCpuMicros("WorkerThread"),
             frames,
             loopP99Ms: loopDelayMs(loop.percentile(99)),

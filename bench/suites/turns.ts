@@ -37,6 +37,11 @@ interface Round {
   readonly wallMs: number
   readonly coreCpuUs: number
   readonly coreSysUs: number
+  /** Core's main thread (the event loop) and its system part; the SQLite store's worker thread (the rest of the
+   * process is V8's and libuv's helper threads: concurrent GC, the thread pool). */
+  readonly coreMainUs: number
+  readonly coreMainSysUs: number
+  readonly coreWorkerUs: number
   readonly daemonCpuUs: number
   readonly daemonSysUs: number
   /** Core's store over the round: journal rows and group commits. */
@@ -53,15 +58,33 @@ interface Stats {
 
 const median = (xs: ReadonlyArray<number>): number => percentile(xs, 50)
 
-/** A child's CPU time so far (user + system) and its system part, µs. */
-const cpuSplitOf = async (child: Child, kind: "host" | "peer"): Promise<{ readonly total: number; readonly system: number }> => {
+interface CpuSplit {
+  readonly total: number
+  readonly system: number
+  /** The host only (NaN for the peer): its main thread, that thread's system part, the store's worker thread. */
+  readonly main: number
+  readonly mainSystem: number
+  readonly worker: number
+}
+
+/** A child's CPU time so far (user + system) and its system part, µs; for the host, also per thread. */
+const cpuSplitOf = async (child: Child, kind: "host" | "peer"): Promise<CpuSplit> => {
   child.send(kind === "host" ? { op: "measure", collect: false } : { op: "cpu" })
   const reply = (kind === "host" ? await child.next(op("measured")) : await child.next(op("cpu"))) as unknown as {
     readonly cpuMicros?: number
     readonly micros?: number
     readonly systemMicros: number
+    readonly mainThreadMicros?: number
+    readonly mainThreadSystemMicros?: number
+    readonly workerMicros?: number
   }
-  return { total: reply.cpuMicros ?? reply.micros ?? Number.NaN, system: reply.systemMicros }
+  return {
+    total: reply.cpuMicros ?? reply.micros ?? Number.NaN,
+    system: reply.systemMicros,
+    main: reply.mainThreadMicros ?? Number.NaN,
+    mainSystem: reply.mainThreadSystemMicros ?? Number.NaN,
+    worker: reply.workerMicros ?? Number.NaN
+  }
 }
 const cpuOf = async (child: Child, kind: "host" | "peer"): Promise<number> => (await cpuSplitOf(child, kind)).total
 
@@ -70,12 +93,25 @@ const statsOf = async (host: Child): Promise<Stats> => {
   return (await host.next(op("stats"))) as unknown as Stats
 }
 
-/** POSTs one Turn and follows it to its outcome; returns the POST's response time (ms). */
-const oneTurn = async (client: OperatorClient, sessionId: string): Promise<number> => {
+/**
+ * What a Turn of a diagnostic round does besides the figure's POST and follow (BENCH_TURNS_DIAG, docs/performance.md
+ * "tpath"): a second live follower of its event stream, a POST refused 400 by its schema (an operator request
+ * with a body that reaches no store and no Turn), or a second follow after the outcome (a replay).
+ */
+type Extra = "none" | "follower" | "invalid-post" | "replay"
+
+/** POSTs one Turn and follows it to its outcome (plus `extra`); returns the POST's response time (ms). */
+const oneTurn = async (client: OperatorClient, sessionId: string, extra: Extra = "none"): Promise<number> => {
   const posted = await client.call("POST", `/sessions/${sessionId}/turns`, oneDelta)
   if (posted.status !== 202) throw new Error(`POST /turns answered ${posted.status}: ${JSON.stringify(posted.body).slice(0, 200)}`)
-  const status = await client.follow((posted.body as { turn_id: string }).turn_id)
+  const turnId = (posted.body as { turn_id: string }).turn_id
+  const [status] = await Promise.all(extra === "follower" ? [client.follow(turnId), client.follow(turnId)] : [client.follow(turnId)])
   if (status !== "completed") throw new Error(`a Turn ended ${status}`)
+  if (extra === "invalid-post") {
+    const refused = await client.call("POST", `/sessions/${sessionId}/turns`, {})
+    if (refused.status !== 400) throw new Error(`an invalid POST /turns answered ${refused.status}`)
+  }
+  if (extra === "replay" && (await client.follow(turnId)) !== "completed") throw new Error("a replayed Turn did not end completed")
   return posted.ms
 }
 
@@ -86,14 +122,21 @@ const createSession = async (client: OperatorClient): Promise<string> => {
 }
 
 /** `sessions.length` Sessions each run `perSession` Turns in sequence, all Sessions concurrently. */
-const turnsRound = async (host: Child, peer: Child, client: OperatorClient, sessions: ReadonlyArray<string>, perSession: number): Promise<Round> => {
+const turnsRound = async (
+  host: Child,
+  peer: Child,
+  client: OperatorClient,
+  sessions: ReadonlyArray<string>,
+  perSession: number,
+  extra: Extra = "none"
+): Promise<Round> => {
   const s0 = await statsOf(host)
   const core0 = await cpuSplitOf(host, "host")
   const daemon0 = await cpuSplitOf(peer, "peer")
   const postMs: Array<number> = []
   const t0 = performance.now()
   await Promise.all(sessions.map(async (sessionId) => {
-    for (let i = 0; i < perSession; i++) postMs.push(await oneTurn(client, sessionId))
+    for (let i = 0; i < perSession; i++) postMs.push(await oneTurn(client, sessionId, extra))
   }))
   const wallMs = performance.now() - t0
   const core1 = await cpuSplitOf(host, "host")
@@ -104,6 +147,9 @@ const turnsRound = async (host: Child, peer: Child, client: OperatorClient, sess
     wallMs,
     coreCpuUs: core1.total - core0.total,
     coreSysUs: core1.system - core0.system,
+    coreMainUs: core1.main - core0.main,
+    coreMainSysUs: core1.mainSystem - core0.mainSystem,
+    coreWorkerUs: core1.worker - core0.worker,
     daemonCpuUs: daemon1.total - daemon0.total,
     daemonSysUs: daemon1.system - daemon0.system,
     events: s1.events - s0.events,
@@ -217,11 +263,14 @@ export const turnsSuite: Suite = {
       ctx.log(`turns: warm-up`)
       await turnsRound(host, peer, client, sessions, 2)
       await turnsRound(host, peer, client, serial, 2)
-      await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, coreSysUs: 0, daemonCpuUs: 0, daemonSysUs: 0, events: 200, journalCommits: 20, postMs: [] })
+      await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, coreSysUs: 0, coreMainUs: 0, coreMainSysUs: 0, coreWorkerUs: 0, daemonCpuUs: 0, daemonSysUs: 0, events: 200, journalCommits: 20, postMs: [] })
 
       // Diagnostics (docs/performance.md "Turns through the operator API"): BENCH_TURNS_PROFILE=<file> writes a CPU
       // profile of the dev Core's main thread over the measured rounds; BENCH_TURNS_NO_GROWTH=1 skips the growth part.
       const profileTo = process.env["BENCH_TURNS_PROFILE"]
+      // BENCH_TURNS_DIAG=1: after each figure round, the same round three more times, each Turn with one extra piece of
+      // work (a second live follower, an invalid POST, a replay after the outcome), to price them (logged only).
+      const diag = process.env["BENCH_TURNS_DIAG"] !== undefined
       if (profileTo) {
         host.send({ op: "profile" })
         await host.next(op("profiled"))
@@ -236,9 +285,23 @@ export const turnsSuite: Suite = {
         figureRounds.push(f)
         rawRounds.push(b)
         controlRounds.push(c)
+        if (diag) {
+          // The same round with one extra piece of work per Turn each, right after the figure's round: Core CPU per
+          // Turn minus the figure's is that piece's price (a live event stream, a bare operator request, a replay).
+          const costs: Array<string> = []
+          for (const extra of ["follower", "invalid-post", "replay"] as const) {
+            const x = await turnsRound(host, peer, client, sessions, p.perSession, extra)
+            const pair = { f: f.coreCpuUs / f.turns, x: x.coreCpuUs / x.turns }
+            const main = { f: f.coreMainUs / f.turns, x: x.coreMainUs / x.turns }
+            costs.push(`+${extra} ${formatNumber(pair.x)} µs (+${formatNumber(pair.x - pair.f)}; main thread +${formatNumber(main.x - main.f)})`)
+          }
+          ctx.log(`turns diag round ${r + 1}/${p.rounds}: Core CPU per Turn ${formatNumber(f.coreCpuUs / f.turns)} µs; ${costs.join(", ")}`)
+        }
         ctx.log(
           `turns round ${r + 1}/${p.rounds}: ${formatNumber(rate(f))} Turns/s, Core ${formatNumber(f.coreCpuUs / f.turns)} µs ` +
-            `(${formatNumber(f.coreSysUs / f.turns)} system), daemon ${formatNumber(f.daemonCpuUs / f.turns)} µs ` +
+            `(${formatNumber(f.coreSysUs / f.turns)} system; main thread ${formatNumber(f.coreMainUs / f.turns)} of it ` +
+            `${formatNumber(f.coreMainSysUs / f.turns)} system, store worker ${formatNumber(f.coreWorkerUs / f.turns)}, other threads ` +
+            `${formatNumber((f.coreCpuUs - f.coreMainUs - f.coreWorkerUs) / f.turns)}), daemon ${formatNumber(f.daemonCpuUs / f.turns)} µs ` +
             `(${formatNumber(f.daemonSysUs / f.turns)} system) CPU per Turn, ${formatNumber(f.events / f.turns)} journal rows ` +
             `and ${formatNumber(f.journalCommits / f.turns)} journal commits per Turn; raw ${formatNumber(rate(b))}/s; ` +
             `one Session ${formatNumber(rate(c))}/s`
@@ -301,7 +364,10 @@ export const turnsSuite: Suite = {
           unit: "µs",
           samples: figureRounds.map((f) => f.coreCpuUs / f.turns),
           baseline: { name: "raw sqlite writes + ws receiver", samples: rawRounds.map((b) => b.selfCpuUs / b.turns) },
-          note: `system (kernel) part ${formatNumber(median(figureRounds.map((f) => f.coreSysUs / f.turns)))} µs; journal rows per Turn ${formatNumber(median(figureRounds.map((f) => f.events / f.turns)))}, journal commits per Turn ` +
+          note: `system (kernel) part ${formatNumber(median(figureRounds.map((f) => f.coreSysUs / f.turns)))} µs; main thread ` +
+            `${formatNumber(median(figureRounds.map((f) => f.coreMainUs / f.turns)))} µs (system ` +
+            `${formatNumber(median(figureRounds.map((f) => f.coreMainSysUs / f.turns)))}), store worker thread ` +
+            `${formatNumber(median(figureRounds.map((f) => f.coreWorkerUs / f.turns)))} µs; journal rows per Turn ${formatNumber(median(figureRounds.map((f) => f.events / f.turns)))}, journal commits per Turn ` +
             `${formatNumber(median(figureRounds.map((f) => f.journalCommits / f.turns)))}`
         }),
         figure({
