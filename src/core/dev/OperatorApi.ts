@@ -19,7 +19,7 @@ import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
 import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
-import { dropLaggingClient, sseEvent, withKeepAlive, writeBeside } from "./OperatorSse.js"
+import { dropLaggingClient, withKeepAlive, writeBeside, writeEvents } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { MaxCreateSessionBodyBytes } from "./InitializationSpec.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
@@ -118,8 +118,6 @@ export const deviceIdParam: Effect.Effect<Ids.DeviceId, OperatorRequestInvalid, 
       ? Effect.succeed(id)
       : Effect.fail(new RequestInvalid({ detail: `device_id must be non-blank and at most ${Limits.MaxCorrelationIdBytes} bytes` }))
 )
-
-const encoder = new TextEncoder()
 
 /** The last event of a stream whose journal could not be read. */
 const internalErrorEvent = Sse.encoder.write({ _tag: "Event", id: undefined, event: "error", data: "{\"error\":\"internal\"}" })
@@ -320,12 +318,9 @@ export const layer = (
             const after = Number.parseInt(lastEventId, 10)
             // 404 before the stream starts.
             const followed = yield* turns.followChecked(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id))
-            // One stage per event (issue 18): the SSE text and its bytes in one step.
-            const events = followed.pipe(
-              Stream.map((item) => encoder.encode(sseEvent(item))),
-              Stream.catch(() => Stream.make(encoder.encode(internalErrorEvent)))
-            )
-            const body = withKeepAlive(events, writeBeside(request), options.keepAlive)
+            // Written straight to the response (OperatorSse.writeEvents, issue 18); the body stream carries nothing.
+            const events = Stream.fromEffectDrain(writeEvents(followed, request, internalErrorEvent))
+            const body = withKeepAlive<Uint8Array, never, never>(events, writeBeside(request), options.keepAlive)
             return HttpServerResponse.stream(body, {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }

@@ -62,14 +62,68 @@ export const withKeepAlive = <A, E, R>(
  * the keep-alive comments of an event stream.
  */
 export const writeBeside = (request: HttpServerRequest.HttpServerRequest) => (text: string): void => {
-  const response: unknown = NodeHttpServerRequest.toServerResponse(request)
-  if (
-    typeof response === "object" && response !== null && "write" in response && typeof response.write === "function" &&
-    !("writableEnded" in response && response.writableEnded === true) && !("destroyed" in response && response.destroyed === true)
-  ) {
-    response.write(text)
-  }
+  openResponse(request)?.write(text)
 }
+
+/** The Node response of `request` while it can still be written; undefined once it ended or was destroyed. */
+const openResponse = (request: HttpServerRequest.HttpServerRequest): NodeWritable | undefined => {
+  const response: unknown = NodeHttpServerRequest.toServerResponse(request)
+  return typeof response === "object" && response !== null && "write" in response && typeof response.write === "function" &&
+      !("writableEnded" in response && response.writableEnded === true) && !("destroyed" in response && response.destroyed === true)
+    ? response as NodeWritable
+    : undefined
+}
+
+/** The part of Node's `ServerResponse` the event writer uses. */
+interface NodeWritable {
+  readonly write: (text: string) => boolean
+  readonly once: (event: "drain" | "close", listener: () => void) => unknown
+  readonly off: (event: "drain" | "close", listener: () => void) => unknown
+}
+
+/** Waits until `response` drained its buffer (or closed). */
+const drained = (response: NodeWritable): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    const done = () => {
+      response.off("drain", done)
+      response.off("close", done)
+      resume(Effect.void)
+    }
+    response.once("drain", done)
+    response.once("close", done)
+    return Effect.sync(() => {
+      response.off("drain", done)
+      response.off("close", done)
+    })
+  })
+
+/**
+ * A Turn's event stream written straight to the response of `request` (issue 18: one write per batch of items the
+ * follower has ready, their SSE text joined, with no stream stages, no byte encoding and no hand-off between the
+ * follower and the response). When the socket's buffer is full the writer waits for `drain` before it takes more,
+ * so a client that stops reading pushes back into its follower (LiveBuffer.ts drops it past its bound). A failure
+ * of `items` ends the stream with `failed` (the `error` event). The response body itself carries nothing: the
+ * server writes the headers before it runs the body and ends the response after it.
+ */
+export const writeEvents = <E>(
+  items: Stream.Stream<JournalItem, E>,
+  request: HttpServerRequest.HttpServerRequest,
+  failed: string
+): Effect.Effect<void> =>
+  items.pipe(
+    Stream.runForEachArray((batch) => {
+      const response = openResponse(request)
+      if (response === undefined) return Effect.void
+      let text = ""
+      for (let i = 0; i < batch.length; i++) text += sseEvent(batch[i]!)
+      return response.write(text) ? Effect.void : drained(response)
+    }),
+    Effect.catch(() =>
+      Effect.sync(() => {
+        openResponse(request)?.write(failed)
+      })
+    )
+  )
 
 /** Closes the client's connection: a client that stopped reading never pulls the end of its stream. */
 const closeConnection = (request: HttpServerRequest.HttpServerRequest): void => {

@@ -1,11 +1,35 @@
 /**
  * The operator SSE format: readable fact names, and the keep-alive comment at its interval on TestClock
- * (none just before the interval, one just after, written beside the events; none once the events end).
+ * (none just before the interval, one just after, written beside the events; none once the events end); the event
+ * writer (one write per ready batch, a wait for `drain` on a full socket buffer, the error event on a failure).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type Cause, Effect, Fiber, Queue, Ref, Stream } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import { TestClock } from "effect/testing"
-import { KeepAliveComment, readableFact, snakeCase, withKeepAlive } from "../../../src/core/dev/OperatorSse.js"
+import { EventEmitter } from "node:events"
+import type { JournalItem } from "../../../src/core/dev/JournalItem.js"
+import { KeepAliveComment, readableFact, snakeCase, sseEvent, withKeepAlive, writeEvents } from "../../../src/core/dev/OperatorSse.js"
+
+/** A Node response double: records each write; `full` makes `write` answer false (the socket's buffer is full). */
+const responseDouble = () => {
+  const emitter = new EventEmitter()
+  const writes: Array<string> = []
+  const double = Object.assign(emitter, {
+    full: false,
+    writableEnded: false,
+    destroyed: false,
+    write: (text: string) => {
+      writes.push(text)
+      return !double.full
+    }
+  })
+  // The shape `NodeHttpServerRequest.toServerResponse` reads.
+  const request = { response: double } as unknown as HttpServerRequest.HttpServerRequest
+  return { double, writes, request }
+}
+
+const entry = (seq: number): JournalItem => ({ _tag: "entry", seq, kind: "frame", type: "delta", bodyJson: `{"n":${seq}}` })
 
 describe("OperatorSse", () => {
   it("names facts in snake_case under `fact`, keeps the other fields, and leaves anything else as it was", () => {
@@ -42,5 +66,30 @@ describe("OperatorSse", () => {
       yield* Fiber.join(fiber)
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual(written.length, 2)
+    }))
+
+  it.effect("writes each ready batch of events as one write, waits for drain when the buffer is full, and ends a failed stream with the error event", () =>
+    Effect.gen(function* () {
+      const { double, writes, request } = responseDouble()
+      const source = yield* Queue.unbounded<JournalItem, string | Cause.Done>()
+      const fiber = yield* writeEvents(Stream.fromQueue(source), request, "event: error\n\n").pipe(Effect.forkChild)
+      yield* Queue.offerAll(source, [entry(1), entry(2)])
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(writes, [sseEvent(entry(1)) + sseEvent(entry(2))])
+      // A full buffer: the next batch is written, then nothing more is taken until the response drains.
+      double.full = true
+      yield* Queue.offer(source, entry(3))
+      yield* Effect.yieldNow
+      yield* Queue.offer(source, entry(4))
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(writes.slice(1), [sseEvent(entry(3))])
+      double.full = false
+      double.emit("drain")
+      yield* Effect.yieldNow
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(writes.slice(2), [sseEvent(entry(4))])
+      yield* Queue.fail(source, "store failed")
+      yield* Fiber.join(fiber)
+      assert.deepStrictEqual(writes.slice(3), ["event: error\n\n"])
     }))
 })
