@@ -89,6 +89,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   let paused = false
   let heard = true
   const metrics = yield* Effect.context<never>()
+  const countIn = RuntimeMetrics.boundFrameCounter(metrics, "in")
+  const countOut = RuntimeMetrics.boundFrameCounter(metrics, "out")
   const writeDeadlineMs = Duration.toMillis(FrameWriteDeadline)
 
   /** Records the first reason the transport ended and ends the inbound stream with it. */
@@ -109,7 +111,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
           error: new InvalidFrame({ code: "not_json", bytes: typeof data === "string" ? data.length : data.byteLength })
         }
         : decodeInbound(data)
-      RuntimeMetrics.inboundUnsafe(metrics, item)
+      countIn(1, sizeOf(item))
+      if (item._tag === "Invalid") RuntimeMetrics.decodeFailureUnsafe(metrics, item.error.code)
       Queue.offerUnsafe(inbound, item)
       bufferedBytes += sizeOf(item)
       bufferedFrames += 1
@@ -224,7 +227,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     const text = frameData(frame)
     if (Result.isFailure(text)) return Result.fail(text.failure)
     const data = wireBytes(text.success)
-    RuntimeMetrics.frameUnsafe(metrics, "out", data.byteLength)
+    countOut(1, data.byteLength)
     return Result.succeed(data)
   }
 
@@ -265,7 +268,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       }
       return written((done) => {
         const bytes = socket.sendAll(texts, done)
-        RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
+        countOut(texts.length, bytes)
       })
     })
 
