@@ -244,16 +244,13 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       if (frames.length === 0) return Effect.void
-      if (frames.length === 1) {
-        const data = outgoing(frames[0]!)
-        if (Result.isFailure(data)) return Effect.fail(data.failure)
-        return written((done) => socket.send(data.success, done))
-      }
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written.
-      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A short text
-      // stays text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`) and reports
-      // the batch's UTF-8 size for the metrics, so no frame is measured here.
+      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A text stays
+      // text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`) and reports the
+      // batch's UTF-8 size for the metrics, so no frame is measured or converted here. A batch of one frame (a Run's
+      // `done` with its whole content, often) goes the same way (issue 18, relay: converted first and then masked
+      // and copied again by `ws.send`, a 430 KB `done` cost about twice as much).
       const texts: Array<string | Uint8Array> = new Array(frames.length)
       for (let i = 0; i < frames.length; i++) {
         const frame = frames[i]!
@@ -264,7 +261,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
           if (Result.isFailure(text)) return Effect.fail(text.failure)
           data = text.success
         }
-        texts[i] = typeof data === "string" && data.length < 2048 ? data : wireBytes(data)
+        texts[i] = data
       }
       return written((done) => {
         const bytes = socket.sendAll(texts, done)
