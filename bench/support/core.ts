@@ -176,16 +176,20 @@ export const runTurn = (
       let lastDelta = 0
       let deltas = 0
       let done = 0
+      // The Run's events as the gateway hands them over: each socket read's events as one array (one Effect per
+      // read, not per event; docs/gateway.md "Run subscriptions").
       yield* events.pipe(
-        Stream.runForEach((event) =>
+        Stream.runForEachArray((batch) =>
           Effect.sync(() => {
-            const at = performance.now()
-            if (event.type === "delta") {
-              if (deltas === 0) firstDelta = at
-              lastDelta = at
-              deltas++
-              options.onDelta?.(event, at)
-            } else if (event.type === "done") done = at
+            for (const event of batch) {
+              const at = performance.now()
+              if (event.type === "delta") {
+                if (deltas === 0) firstDelta = at
+                lastDelta = at
+                deltas++
+                options.onDelta?.(event, at)
+              } else if (event.type === "done") done = at
+            }
           })
         )
       )

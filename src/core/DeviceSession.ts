@@ -70,7 +70,9 @@ export interface DeviceSession {
    * The only Run subscription entry point. Register before sending the request that can produce the Run's
    * frames. The stream ends successfully after `done`, or fails with `ObservationLost` (disconnection,
    * replacement) or `SubscriberOverflow`; it never fabricates an error or a done. Closing the scope
-   * unsubscribes (observer cancellation settles nothing).
+   * unsubscribes (observer cancellation settles nothing). Each of the stream's chunks is everything routed to
+   * the Run since its consumer last took (a socket read's events, hundreds of deltas in a burst), so a consumer
+   * that takes them as arrays (`Stream.runForEachArray`) runs one Effect per read instead of one per event.
    */
   readonly subscribeDurable: (
     runId: Ids.RunId

@@ -85,7 +85,7 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   heartbeatTemplate: HeartbeatFrame.HeartbeatTemplate | undefined = undefined
   /** The end, once decided. */
   ended: Ended | undefined = undefined
-  /** Core's clock (Unix ms) at the last inbound frame (or when routing resumed). */
+  /** Core's clock (Unix ms) at the first frame of the last socket read that carried any (or when routing resumed). */
   lastInbound: number
   /** The read side waits (for room in a full Run subscriber, or a log line): the deadline does not run. */
   holding = false
@@ -173,7 +173,7 @@ export class SessionState implements LivenessWheel.LivenessWatch {
     return Deferred.await(this.closeSignal)
   }
 
-  /** An inbound frame arrived (or routing resumed): the deadline restarts now. */
+  /** A socket read's first frame arrived (or routing resumed): the deadline restarts now. */
   received(): void {
     this.lastInbound = this.clock.currentTimeMillisUnsafe()
   }

@@ -7,6 +7,11 @@
  * buffered is still delivered first), for small reply and preparation buffers; `tryPush` + `offer` let the
  * producer wait for room instead (the Run routes' backpressure: the read loop stops reading while a Run's
  * consumer catches up, see `Subscriptions.ts`).
+ *
+ * The stream's chunks are what the consumer finds buffered when it takes (`Queue.takeAll`): every item pushed
+ * since its last take, as one array. The read side routes a socket read's frames synchronously, before the
+ * consumer's fiber runs again, so a consumer taking arrays (`Stream.runForEachArray`) gets each read's items
+ * at once (issue 18: one Effect per read, not per delta; `test/core/gateway/KeyedRegistry.test.ts`).
  */
 import { Cause, Effect, Queue, Stream } from "effect"
 import { type ObservationLost, SubscriberOverflow } from "./Errors.js"

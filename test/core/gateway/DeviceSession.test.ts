@@ -565,6 +565,24 @@ describe("DeviceSession liveness", () => {
       yield* TestClock.adjust("1 millis")
       assert.deepStrictEqual(yield* Fiber.join(connection.accepted), lost("liveness_timeout"))
     }).pipe(Effect.provide(gatewayLayer())))
+
+  it.effect("restarts the 60 s at every later socket read too (the clock is read once per read)", () =>
+    Effect.gen(function*() {
+      const connection = yield* connectMemory(device("dev-1"))
+      // Heartbeats: valid frames the read side routes without waiting (an invalid one restarts it when its log
+      // line is done).
+      yield* TestClock.adjust("30 seconds")
+      yield* connection.runtime.send(heartbeat([kind("codex")]))
+      yield* connection.runtime.send(heartbeat([kind("codex")], { activeRequests: 1 }))
+      yield* settle(connection)
+      yield* TestClock.adjust("50 seconds")
+      yield* connection.runtime.send(heartbeat([kind("codex")], { activeRequests: 2 }))
+      yield* settle(connection)
+      yield* TestClock.adjust("59999 millis")
+      assert.isUndefined(connection.accepted.pollUnsafe())
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(yield* Fiber.join(connection.accepted), lost("liveness_timeout"))
+    }).pipe(Effect.provide(gatewayLayer())))
 })
 
 describe("DeviceSession traces", () => {

@@ -3,7 +3,7 @@
  * state, delivery and overflow, release with the caller's scope, close.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Scope, Stream } from "effect"
+import { Effect, Exit, Fiber, Scope, Stream } from "effect"
 import { ObservationLost, SubscriberOverflow, SubscriptionRejected } from "../../../src/core/Errors.js"
 import * as KeyedRegistry from "../../../src/core/KeyedRegistry.js"
 
@@ -63,5 +63,21 @@ describe("KeyedRegistry", () => {
       assert.deepStrictEqual(yield* Effect.exit(Stream.runCollect(sub.stream)), Exit.fail(lost))
       assert.deepStrictEqual(yield* Effect.flip(r.subscribe("b", 0)), new SubscriptionRejected({ reason: "connection_closed" }))
       assert.isFalse(r.fail("a", lost))
+    }).pipe(Effect.scoped))
+
+  it.effect("hands the consumer what was delivered since its last take as one array (a socket read's events, one Effect)", () =>
+    Effect.gen(function*() {
+      const r = registry(1, 64)
+      const sub = yield* r.subscribe("a", 0)
+      const arrays: Array<ReadonlyArray<string>> = []
+      const consumer = yield* Effect.forkChild(Stream.runForEachArray(sub.stream, (items) => Effect.sync(() => void arrays.push(items))))
+      yield* Effect.yieldNow
+      // One read's frames are routed synchronously, before the consumer runs.
+      for (const item of ["a1", "a2", "a3"]) assert.strictEqual(r.tryDeliver("a", item), "delivered")
+      yield* Effect.yieldNow
+      for (const item of ["b1", "b2"]) assert.strictEqual(r.tryDeliver("a", item), "delivered")
+      r.end("a")
+      yield* Fiber.join(consumer)
+      assert.deepStrictEqual(arrays, [["a1", "a2", "a3"], ["b1", "b2"]])
     }).pipe(Effect.scoped))
 })
