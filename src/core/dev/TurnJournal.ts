@@ -176,7 +176,8 @@ const make = Effect.gen(function* () {
         lock.withPermit(Effect.suspend(() => {
           const next = current() + 1
           const entry = toEntry(fact)
-          const stored = Effect.map(store.appendEvents(turnId, [{ seq: next, attempt, ...entry }], withBegin(options)), () => {
+          const row = { seq: next, attempt, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson }
+          const stored = Effect.map(store.appendEvents(turnId, [row], withBegin(options)), () => {
             pendingBegin = undefined
             live.lastSeq = next
             PubSub.publishUnsafe(live.hub, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })

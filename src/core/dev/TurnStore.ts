@@ -186,16 +186,19 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
   const batch = yield* SqlBatch.current
   const journal = yield* GroupCommit.make(commitJournal(sql, batch), options.groupCommit)
 
+  // Per fact (issue 18): the fence is read from the fiber in the same step as the write is handed over.
   const appendEvents: TurnStore["Service"]["appendEvents"] = (turnId, events, options) =>
     Arr.isReadonlyArrayNonEmpty(events)
-      ? Effect.flatMap(JournalFence, (lease) =>
-        journal.submit({
+      ? Effect.withFiber((fiber) => {
+        const lease = fiber.getRef(JournalFence)
+        return journal.submit({
           turnId,
           events,
           fence: lease === undefined ? undefined : { deviceId: lease.deviceId, generation: lease.generation },
           markDispatched: options?.markDispatched === true,
           begin: options?.begin
-        }))
+        })
+      })
       : Effect.void
   const settle = settleTurn(sql, journal)
 

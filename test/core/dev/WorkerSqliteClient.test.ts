@@ -6,7 +6,7 @@
  * in WorkerSqliteClient.live.test.ts (real time).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Option } from "effect"
+import { Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError } from "effect/sql"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
@@ -63,6 +63,28 @@ describe("WorkerSqliteClient", () => {
       assert.deepStrictEqual(yield* sql`SELECT name FROM t WHERE id = ${1}`.unprepared, [{ name: "a" }])
       const raw = yield* sql`UPDATE t SET n = 1`.raw
       assert.deepStrictEqual(raw, { changes: 2, lastInsertRowid: 2 })
+    }))
+
+  // Issue 18: a reply resumes its waiting caller from the thread's message listener; no fiber per reply (the
+  // effect/workers transport forked one for every message it received).
+  it.effect("starts no fiber per reply: statements and batches resume their caller directly", () =>
+    Effect.gen(function* () {
+      let started = 0
+      const counting: Metric.FiberRuntimeMetricsService = {
+        recordFiberStart: () => void started++,
+        recordFiberEnd: () => undefined
+      }
+      yield* Effect.gen(function* () {
+        const { batch, client: sql } = yield* worker()
+        yield* schema(sql)
+        const before = started
+        for (let i = 0; i < 40; i++) yield* sql`SELECT ${i} AS n`
+        yield* batch.insertRows({ table: "t", columns: ["name", "n"], values: ["a", 1, "b", 2] }, [])
+        yield* batch.transaction([sql`UPDATE t SET n = n + 1`])
+        assert.deepStrictEqual(yield* sql`SELECT SUM(n) AS s FROM t`, [{ s: 5 }])
+        // 43 round trips; the effect/workers transport started one fiber for each reply.
+        assert.isBelow(started - before, 5)
+      }).pipe(Effect.provideService(Metric.FiberRuntimeMetrics, counting))
     }))
 
   it.effect("fails a statement with the same SqlError reason as the in-thread client", () =>

@@ -7,7 +7,7 @@
  * no side file: `sqliteWorkerSource` is this function's own text. The function is therefore self-contained: it
  * uses no import and no module-level binding, only globals (`process.getBuiltinModule`).
  *
- * Framing is the one of `effect/workers` (`@effect/platform-node` `NodeWorker`): the worker posts `[0]` once it
+ * Framing (the one of `effect/workers`, which the client used before): the worker posts `[0]` once it
  * listens, then `[1, reply]` per request; the main thread posts `[0, request]` per request and `[1]` to close
  * (the worker then closes the database and its port, and exits). Each reply says whether the connection is inside
  * a transaction (`tx`), which the main thread's one-permit acquirers read. Errors are sent as their SQLite result

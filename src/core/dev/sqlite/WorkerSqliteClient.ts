@@ -14,18 +14,18 @@
  * - A round trip, once sent, is waited for even when the caller is interrupted (as a synchronous call was): the
  *   worker runs it anyway, and the transaction state the acquirers read must match what ran.
  * - Errors carry SQLite's result code and map to the same `SqlError` reasons as the in-thread client.
- * - Lifecycle: the worker (effect/workers' Node platform) lives in the caller's scope; closing it asks the worker
+ * - Lifecycle: the worker thread lives in the caller's scope (`Effect.acquireRelease`); closing it asks the worker
  *   to close the database and exit, and terminates it if it has not within 5 s. A worker that crashes or exits
  *   fails every waiting and later statement with `SqlError` (`ConnectionError`, "the SQLite worker stopped"):
  *   callers never hang.
+ * - Replies (issue 18): the thread's `message` listener resumes the waiting caller directly (its `Effect.callback`),
+ *   so a reply costs no fiber and no `Deferred`; the framing is the one `SqliteWorkerProgram.ts` describes.
  *
  * It never logs statements or parameters, and no error carries them.
  */
-import { NodeWorker } from "@effect/platform-node"
-import { Cause, Context, Deferred, Effect, Exit, Layer, type Scope, Stream } from "effect"
+import { Context, Effect, Layer, type Scope, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError, type Statement } from "effect/sql"
-import { Worker, WorkerError } from "effect/workers"
 import { Worker as NodeThread } from "node:worker_threads"
 import { insertSizes, lastRows, rowsAt, rowStatements, SqlBatch } from "../SqlBatch.js"
 import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
@@ -50,12 +50,15 @@ const stopped = (detail: string) =>
     reason: new SqlError.ConnectionError({ cause: detail, message: `the SQLite worker stopped: ${detail}`, operation: "execute" })
   })
 
-/** Why the worker's run ended: a closed scope, or the worker's error (exit code, error event; never a statement). */
-const endOf = (exit: Exit.Exit<unknown, unknown>): string => {
-  if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return "closed"
-  const error = Cause.squash(exit.cause)
-  return WorkerError.isWorkerError(error) ? error.message : "worker failed"
+/** A round trip waiting for its reply: its caller's resumption, and what a failure of it is called. */
+interface Waiting {
+  readonly resume: (effect: Effect.Effect<unknown, SqlError.SqlError>) => void
+  readonly message: string
+  readonly operation: string
 }
+
+/** How long a closing worker may take to close the database and exit before it is terminated. */
+const closeTimeoutMs = 5000
 
 /** Starts a worker thread running the SQLite program (from source text: the bundle needs no side file). */
 export const spawnWorker = (): NodeThread => new NodeThread(sqliteWorkerSource(), { eval: true })
@@ -70,50 +73,77 @@ export const make = (
   spawn: () => NodeThread = spawnWorker
 ): Effect.Effect<WorkerSqlite, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function* () {
-    const pending = new Map<number, Deferred.Deferred<WorkerReply, SqlError.SqlError>>()
+    const pending = new Map<number, Waiting>()
     let nextId = 0
     let inTransaction = false
     let stop: SqlError.SqlError | undefined
+    let exited = false
+    const onExit: Array<() => void> = []
 
-    const worker = yield* Effect.gen(function* () {
-      const platform = yield* Worker.WorkerPlatform
-      return yield* platform.spawn<WorkerReply, WorkerRequest>(0)
-    }).pipe(
-      Effect.provide(NodeWorker.layer(spawn)),
-      Effect.mapError((e) => stopped(e.message))
-    )
-
+    /** The worker stopped (or is closing): everything waiting and everything later fails with the first reason. */
     const settleAll = (error: SqlError.SqlError) => {
       stop ??= error
-      for (const done of pending.values()) Deferred.doneUnsafe(done, Exit.fail(stop))
+      const failed = Effect.fail(stop)
+      const waiting = [...pending.values()]
       pending.clear()
+      for (const w of waiting) w.resume(failed)
     }
-    const onReply = (reply: WorkerReply) =>
-      Effect.sync(() => {
-        const done = pending.get(reply.id)
-        if (done === undefined) return
-        pending.delete(reply.id)
-        inTransaction = reply.tx
-        Deferred.doneUnsafe(done, Exit.succeed(reply))
-      })
-    // The worker runs (and is closed) with this scope; its end, for any reason, fails whatever still waits.
-    yield* worker.run(onReply).pipe(
-      Effect.onExit((exit) => Effect.sync(() => settleAll(stopped(endOf(exit))))),
-      Effect.forkScoped
+    const onMessage = (message: readonly [0] | readonly [1, WorkerReply]) => {
+      if (message[0] !== 1) return // [0]: the worker listens (requests sent before that wait in its port)
+      const reply = message[1]
+      const waiting = pending.get(reply.id)
+      if (waiting === undefined) return
+      pending.delete(reply.id)
+      inTransaction = reply.tx
+      waiting.resume(reply.ok ? Effect.succeed(reply.value) : Effect.fail(toSqlError(reply.error, waiting.message, waiting.operation)))
+    }
+
+    // The thread belongs to this scope: closing asks the worker to close the database and exit (it answers
+    // nothing more), and terminates it after `closeTimeoutMs`.
+    const thread = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => {
+          const started = spawn()
+          started.on("message", onMessage)
+          started.on("messageerror", () => settleAll(stopped("A messageerror event was emitted")))
+          started.on("error", () => settleAll(stopped("An error event was emitted")))
+          started.on("exit", (code) => {
+            exited = true
+            settleAll(stopped(`The worker has exited with code: ${code}`))
+            for (const done of onExit.splice(0)) done()
+          })
+          return started
+        },
+        catch: (cause) => stopped(cause instanceof Error ? cause.message : "the worker could not start")
+      }),
+      (started) =>
+        Effect.callback<void>((resume) => {
+          settleAll(stopped("closed"))
+          if (exited) return resume(Effect.void)
+          const timer = setTimeout(() => void started.terminate(), closeTimeoutMs)
+          onExit.push(() => {
+            clearTimeout(timer)
+            resume(Effect.void)
+          })
+          try {
+            started.postMessage([1])
+          } catch {
+            void started.terminate()
+          }
+        })
     )
 
     /** One round trip: sent, then awaited uninterruptibly (the worker runs it regardless). */
     const ask = (request: Ask, message: string, operation: string) =>
-      Effect.uninterruptible(Effect.suspend(() => {
-        if (stop !== undefined) return Effect.fail(stop)
+      Effect.uninterruptible(Effect.callback<unknown, SqlError.SqlError>((resume) => {
+        if (stop !== undefined) return resume(Effect.fail(stop))
         const id = nextId++
-        const done = Deferred.makeUnsafe<WorkerReply, SqlError.SqlError>()
-        pending.set(id, done)
-        return worker.send({ ...request, id } as WorkerRequest).pipe(
-          Effect.catch((e) => Effect.sync(() => settleAll(stopped(e.message)))),
-          Effect.andThen(Deferred.await(done)),
-          Effect.flatMap((reply) => reply.ok ? Effect.succeed(reply.value) : Effect.fail(toSqlError(reply.error, message, operation)))
-        )
+        pending.set(id, { resume, message, operation })
+        try {
+          thread.postMessage([0, { ...request, id }])
+        } catch (cause) {
+          settleAll(stopped(cause instanceof Error ? cause.message : "Failed to send message to worker"))
+        }
       }))
 
     yield* ask({
