@@ -10,6 +10,7 @@ import { Result } from "effect"
 import { deltaEncoder as directEncoder, encodeChunkFrame, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { Messages } from "../../src/proto/index.js"
+import type { DonePayload } from "../../src/proto/RunEvents.js"
 
 const runId = unsafeMake.runId("run-7f3c")
 const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -110,6 +111,50 @@ describe("encodeFrame / frameText", () => {
     assert.deepStrictEqual(frameText(message), Messages.encodeMessage(message))
     const refused: Messages.RuntimeToCore = { type: "delta", id: runId, payload: { delta: "a", sequence: -1 } }
     assert.deepStrictEqual(encodeFrame(refused), Result.fail(new Messages.OutgoingFrameRejected({ type: "delta", reason: "invalid_message" })))
+  })
+})
+
+describe("encodeFrame of a done with a long content", () => {
+  const long = "The parser accepts trailing commas only in ".repeat(200) // 8,600 characters, no escape
+  const contents = [
+    long, long.slice(0, 4096), long.slice(0, 4095), "é€ ".repeat(2000), long + "\n", "\"" + long, long + "\ud800",
+    "\udfff" + long, long + "\u001f", "\u007f\u2028</script>" + long, "x".repeat(5000) + "\\"
+  ]
+  const done = (content: string, extra: Partial<DonePayload> = {}, withTrace?: string): Messages.RuntimeToCore =>
+    withTrace === undefined
+      ? { type: "done", id: runId, payload: { content, ...extra } }
+      : { type: "done", id: runId, payload: { content, ...extra }, trace: withTrace }
+
+  it("gives the codec's exact text, with and without metadata, usage, transcript and trace", () => {
+    const extras: ReadonlyArray<Partial<DonePayload>> = [
+      {},
+      { metadata: { agent_session_id: "s-1", agent_session_type: "scripted" } },
+      { transcript: "\"content\":\"\"", usage: { input_tokens: 3, output_tokens: 4 } },
+      // A second empty `content` member elsewhere: the codec's way, still the same text.
+      { metadata: { agent_session_id: "", agent_session_type: "\"content\":\"\"" }, source_completed_at_ms: 7 }
+    ]
+    for (const content of contents) {
+      for (const extra of extras) {
+        for (const withTrace of [undefined, trace]) {
+          const message = done(content, extra, withTrace)
+          const encoded = encodeFrame(message)
+          assert.deepStrictEqual(Result.map(encoded, (frame) => frame.encoded), Messages.encodeMessage(message))
+          if (Result.isSuccess(encoded)) {
+            assert.strictEqual(encoded.success.type, "done")
+            assert.strictEqual(encoded.success.id, runId)
+          }
+        }
+      }
+    }
+  })
+
+  it("refuses what the codec refuses, with the same reason and size", () => {
+    const huge = done("y".repeat(4 * 1024 * 1024))
+    const refused = encodeFrame(huge)
+    assert.isTrue(Result.isFailure(refused))
+    assert.deepStrictEqual(refused, Result.map(Messages.encodeMessage(huge), () => undefined as never))
+    const invalid = { type: "done", id: runId, payload: { content: long, usage: { input_tokens: -1 } } } as unknown as Messages.RuntimeToCore
+    assert.deepStrictEqual(encodeFrame(invalid), Result.fail(new Messages.OutgoingFrameRejected({ type: "done", reason: "invalid_message" })))
   })
 })
 

@@ -89,6 +89,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   let paused = false
   let heard = true
   const metrics = yield* Effect.context<never>()
+  const countIn = RuntimeMetrics.boundFrameCounter(metrics, "in")
+  const countOut = RuntimeMetrics.boundFrameCounter(metrics, "out")
   const writeDeadlineMs = Duration.toMillis(FrameWriteDeadline)
 
   /** Records the first reason the transport ended and ends the inbound stream with it. */
@@ -109,7 +111,8 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
           error: new InvalidFrame({ code: "not_json", bytes: typeof data === "string" ? data.length : data.byteLength })
         }
         : decodeInbound(data)
-      RuntimeMetrics.inboundUnsafe(metrics, item)
+      countIn(1, sizeOf(item))
+      if (item._tag === "Invalid") RuntimeMetrics.decodeFailureUnsafe(metrics, item.error.code)
       Queue.offerUnsafe(inbound, item)
       bufferedBytes += sizeOf(item)
       bufferedFrames += 1
@@ -224,7 +227,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     const text = frameData(frame)
     if (Result.isFailure(text)) return Result.fail(text.failure)
     const data = wireBytes(text.success)
-    RuntimeMetrics.frameUnsafe(metrics, "out", data.byteLength)
+    countOut(1, data.byteLength)
     return Result.succeed(data)
   }
 
@@ -241,16 +244,13 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       if (frames.length === 0) return Effect.void
-      if (frames.length === 1) {
-        const data = outgoing(frames[0]!)
-        if (Result.isFailure(data)) return Effect.fail(data.failure)
-        return written((done) => socket.send(data.success, done))
-      }
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written.
-      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A short text
-      // stays text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`) and reports
-      // the batch's UTF-8 size for the metrics, so no frame is measured here.
+      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A text stays
+      // text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`) and reports the
+      // batch's UTF-8 size for the metrics, so no frame is measured or converted here. A batch of one frame (a Run's
+      // `done` with its whole content, often) goes the same way (issue 18, relay: converted first and then masked
+      // and copied again by `ws.send`, a 430 KB `done` cost about twice as much).
       const texts: Array<string | Uint8Array> = new Array(frames.length)
       for (let i = 0; i < frames.length; i++) {
         const frame = frames[i]!
@@ -261,11 +261,11 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
           if (Result.isFailure(text)) return Effect.fail(text.failure)
           data = text.success
         }
-        texts[i] = typeof data === "string" && data.length < 2048 ? data : wireBytes(data)
+        texts[i] = data
       }
       return written((done) => {
         const bytes = socket.sendAll(texts, done)
-        RuntimeMetrics.framesUnsafe(metrics, "out", texts.length, bytes)
+        countOut(texts.length, bytes)
       })
     })
 

@@ -111,6 +111,25 @@ describe("clientFrames.maskedTextFrames", () => {
     assert.strictEqual(batch.bytes, texts.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0))
   })
 
+  it("frames long texts measured first, alone or among short ones, at every length form", () => {
+    // A text of at least 16 Ki units is measured before it is written (room: its UTF-8 size, not 3 bytes per unit).
+    const texts = [
+      "a".repeat(16 * 1024 - 1), "a".repeat(16 * 1024), "b".repeat(21845), "c".repeat(21846), "d".repeat(65535),
+      "e".repeat(65536), "é".repeat(16384), "😀".repeat(8192), "\udc00".repeat(16384), "x".repeat(430_000)
+    ]
+    for (const batch of [...texts.map((t) => [t]), texts, ["short", texts[9]!, "é", texts[6]!]]) {
+      const framed = maskedTextFrames(batch)
+      const frames = readFrames(framed.frames)
+      assert.strictEqual(frames.length, batch.length)
+      frames.forEach((frame, i) => {
+        const expected = Buffer.from(batch[i]!, "utf8")
+        assert.isTrue(frame.payload.equals(expected), `text ${i} of ${batch.length}`)
+        assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
+      })
+      assert.strictEqual(framed.bytes, batch.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0))
+    }
+  })
+
   it("frames a batch of ASCII texts converted in one go, and any batch with a non-ASCII text exactly as well", () => {
     const check = (texts: ReadonlyArray<string>, label: string) => {
       const batch = maskedTextFrames(texts)

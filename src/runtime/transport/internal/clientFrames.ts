@@ -19,6 +19,12 @@ const KeyPoolBytes = 8 * 1024
 const keyPool = Buffer.alloc(KeyPoolBytes)
 let keyAt = KeyPoolBytes
 
+/**
+ * A text at least this long is measured before it is written (its room is its UTF-8 size, not 3 bytes per unit):
+ * a Run's `done` carries its whole content, often hundreds of KB, written here as text rather than converted first.
+ */
+const LongText = 16 * 1024
+
 /** Header room before a text written into the batch: its UTF-8 size is at most 3 bytes per UTF-16 unit. */
 const roomFor = (text: string): number => (3 * text.length < 65536 ? 8 : 14)
 
@@ -126,15 +132,20 @@ export const maskedTextFrames = (payloads: ReadonlyArray<string | Uint8Array>): 
       asciiBackoff = 16
     }
   }
-  // One payload at a time. A text is never measured before it is written (issue 18, relay: `Buffer.byteLength` per
-  // frame, twice, was a twentieth of the daemon's relay samples): the buffer is sized for the worst case (3 bytes per
-  // UTF-16 unit; a text of the transport's is under 2 KiB), the text is encoded to UTF-8 right after the room for the
-  // longest header its size allows, and `frameAt` moves it next to its header (back by the header bytes not used)
-  // while masking it: no copy of its own. Bytes are copied into their place and masked there.
+  // One payload at a time. A short text is never measured before it is written (issue 18, relay: `Buffer.byteLength`
+  // per frame, twice, was a twentieth of the daemon's relay samples): the buffer is sized for the worst case (3 bytes
+  // per UTF-16 unit), the text is encoded to UTF-8 right after the room for the longest header its size allows, and
+  // `frameAt` moves it next to its header (back by the header bytes not used) while masking it: no copy of its own.
+  // A long text (`LongText`) is measured first, so its room is its size. Bytes are copied into their place and
+  // masked there.
   let bound = 0
   for (let j = 0; j < payloads.length; j++) {
     const payload = payloads[j]!
-    bound += typeof payload === "string" ? roomFor(payload) + 3 * payload.length : 14 + payload.byteLength
+    bound += typeof payload !== "string"
+      ? 14 + payload.byteLength
+      : payload.length < LongText
+      ? roomFor(payload) + 3 * payload.length
+      : roomFor(payload) + Buffer.byteLength(payload, "utf8")
   }
   const out = Buffer.allocUnsafe(bound)
   const view = viewOf(out)
