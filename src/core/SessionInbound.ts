@@ -38,6 +38,37 @@ export const sameDeclaration = (
   return true
 }
 
+/**
+ * Kinds maps by their declared content (the descriptors' JSON), shared by every connection that declares the same:
+ * an idle connection kept its own map, descriptors and 30-member capabilities objects for as long as it lived
+ * (issue 18: about 0.4 KiB and five objects per device, which every major GC marks). Two descriptor lists with the
+ * same JSON are the same decoded data, and the maps and descriptors are never written, so a connection sees what its
+ * own heartbeat declared. Bounded like `HeartbeatFrame`'s templates (a peer can make it no larger): started over
+ * when full; maps in use stay with their connections.
+ */
+const sharedKinds = new Map<string, ReadonlyMap<string, Capabilities.AgentKindDescriptor>>()
+let sharedKindsChars = 0
+/** How many kinds maps the process shares at most, and their keys' total length (UTF-16 units). */
+const MaxSharedKinds = 1024
+const MaxSharedKindsChars = 4 * 1024 * 1024
+
+/** The kinds map of a declaration (a changed one: the first heartbeat of a connection, or a new declaration). */
+const declaredKinds = (
+  list: ReadonlyArray<Capabilities.AgentKindDescriptor>
+): ReadonlyMap<string, Capabilities.AgentKindDescriptor> => {
+  const key = JSON.stringify(list)
+  const known = sharedKinds.get(key)
+  if (known !== undefined) return known
+  const made = new Map(list.map((k) => [k.kind, k]))
+  if (sharedKinds.size >= MaxSharedKinds || sharedKindsChars + key.length > MaxSharedKindsChars) {
+    sharedKinds.clear()
+    sharedKindsChars = 0
+  }
+  sharedKinds.set(key, made)
+  sharedKindsChars += key.length
+  return made
+}
+
 const handlers: Handlers = {
   ...routeHandlers,
   heartbeat: (state, message) => {
@@ -48,7 +79,7 @@ const handlers: Handlers = {
     // (issue 18: a heartbeat that only proves liveness costs no digest, no map and no index update).
     const changed = previous === undefined || !sameDeclaration(previous, payload)
     const next: Declaration = {
-      kinds: changed ? new Map((payload.supported_agent_kinds ?? []).map((k) => [k.kind, k])) : previous.kinds,
+      kinds: changed ? declaredKinds(payload.supported_agent_kinds ?? []) : previous.kinds,
       daemonVersion: payload.daemon_version,
       activeRequests: payload.active_requests,
       ts: payload.ts,

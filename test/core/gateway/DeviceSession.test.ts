@@ -62,6 +62,31 @@ describe("DeviceSession declarations", () => {
       assert.deepStrictEqual(known.kinds.get("codex")?.capabilities, declaration({ streaming: true }))
     }).pipe(Effect.provide(gatewayLayer())))
 
+  it.effect("connections declaring the same kinds share one kinds map; another declaration has its own", () =>
+    Effect.gen(function*() {
+      const declare = (id: string, kinds: Parameters<typeof heartbeat>[0]) =>
+        Effect.gen(function*() {
+          const connection = yield* connectMemory(device(id))
+          yield* connection.runtime.send(heartbeat(kinds, { daemonVersion: id }))
+          yield* settle(connection)
+          return Option.getOrThrow(yield* connection.session.declaration)
+        })
+      const off = declaration({ streaming: true })
+      const a = yield* declare("dev-1", [kind("codex"), kind("claude_code", { available: false })])
+      const b = yield* declare("dev-2", [kind("codex"), kind("claude_code", { available: false })])
+      const c = yield* declare("dev-3", [kind("codex", { capabilities: off }), kind("claude_code", { available: false })])
+      // Shared (issue 18: one map, descriptors and capabilities objects per distinct declaration, not per device) …
+      assert.strictEqual(b.kinds, a.kinds)
+      assert.strictEqual(b.daemonVersion, "dev-2")
+      // … and each connection still sees exactly what it declared.
+      assert.notStrictEqual(c.kinds, a.kinds)
+      assert.deepStrictEqual([...c.kinds.keys()], ["codex", "claude_code"])
+      assert.deepStrictEqual(c.kinds.get("codex")?.capabilities, off)
+      assert.strictEqual(a.kinds.get("codex")?.capabilities.steering, true)
+      assert.strictEqual(c.kinds.get("codex")?.capabilities.steering, false)
+      assert.strictEqual(a.kinds.get("claude_code")?.available, false)
+    }).pipe(Effect.provide(gatewayLayer())))
+
   it.effect("treats a heartbeat without kinds as a known, empty declaration", () =>
     Effect.gen(function*() {
       const connection = yield* connectMemory(device("dev-1"))
