@@ -37,7 +37,7 @@ import { Gateway } from "../Gateway.js"
 import { OwnerClaim, type OwnerView } from "../OwnerClaim.js"
 import { BootstrapPath, DeviceStatusPath, GatewayConfig, type GatewayConfigShape, WebSocketPath } from "../GatewayConfig.js"
 import type { DeviceTransport } from "../transport/DeviceTransport.js"
-import { markAuthenticated } from "../transport/internal/connectionGuard.js"
+import { markAuthenticated, releaseUpgradeListeners } from "../transport/internal/connectionGuard.js"
 import { fromSocket } from "../transport/internal/socket.js"
 import { dropReaderListeners, fromWebSocket, TrackedWebSocket, upgradedWebSocket } from "../transport/internal/webSocket.js"
 
@@ -360,6 +360,7 @@ const directTransport = (
     }
     const transport = fromWebSocket(ws, { capacity: config.sendQueueCapacity })
     dropReaderListeners(ws)
+    releaseUpgradeListeners(request)
     return { transport, detached: true }
   })
 

@@ -11,6 +11,7 @@ import { DeviceCredentials } from "../../../src/core/DeviceCredentials.js"
 import { ObservationLost } from "../../../src/core/Errors.js"
 import { Gateway, type GatewayEvent } from "../../../src/core/Gateway.js"
 import { GatewayServer } from "../../../src/core/server/GatewayServer.js"
+import { TrackedWebSocket } from "../../../src/core/transport/internal/webSocket.js"
 import { EncodedFrame, Ids, Limits, type Messages } from "../../../src/proto/index.js"
 import { deviceId, dialOk, frames, heartbeat, runId } from "../../support/coreScriptedRuntime.js"
 import { parsePrometheusText, sumOf } from "../../support/prometheusText.js"
@@ -21,6 +22,16 @@ const credentials = DeviceCredentials.layerMemory({
   devices: [{ deviceId: "dev-1", workspaceId: "ws-1", runtimeType: "agent-daemon", credential: CREDENTIAL }]
 })
 const serverLayer = GatewayServer.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(credentials))
+/** The same credentials, each lookup answered on a later turn of the event loop (as a store's would be). */
+const slowCredentials = Layer.effect(
+  DeviceCredentials,
+  Effect.map(DeviceCredentials, (inner) =>
+    DeviceCredentials.of({
+      ...inner,
+      authenticate: (...args) => Effect.andThen(Effect.promise(() => new Promise((resolve) => setImmediate(resolve))), inner.authenticate(...args))
+    }))
+).pipe(Layer.provide(credentials))
+const slowLookupServerLayer = GatewayServer.layer({ host: "127.0.0.1", port: 0 }).pipe(Layer.provide(slowCredentials))
 
 const nextEvent = (tag: GatewayEvent["_tag"]) =>
   Effect.gen(function*() {
@@ -97,6 +108,39 @@ describe("GatewayServer over loopback", () => {
       yield* session.send(steer)
       assert.deepStrictEqual(yield* runtime.receive, steer)
     }).pipe(Effect.provide(serverLayer)))
+
+  // The platform's upgrade handler adds its listeners after the route's first synchronous run: a lookup that
+  // answers at once (memory) runs the whole upgrade inside it, one that answers later (the dev Core's store) not.
+  for (const lookup of ["synchronous", "asynchronous"] as const) {
+    it.effect(`an open connection keeps no listener of the upgrade's request on its TCP socket, and still ends on close (${lookup} credential lookup)`, () =>
+      Effect.gen(function*() {
+        // The server side's TCP socket, seen where `ws` takes it over.
+        const sockets: Array<import("node:net").Socket> = []
+        const original = TrackedWebSocket.prototype.setSocket
+        yield* Effect.acquireRelease(
+          Effect.sync(() => {
+            TrackedWebSocket.prototype.setSocket = function(this: TrackedWebSocket, socket: object, head: Buffer, options: object) {
+              sockets.push(socket as import("node:net").Socket)
+              return original.call(this, socket, head, options)
+            }
+          }),
+          () => Effect.sync(() => { TrackedWebSocket.prototype.setSocket = original })
+        )
+        const { runtime, session } = yield* connect
+        yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        assert.strictEqual(sockets.length, 1)
+        const tcp = sockets[0]!
+        // Left: `ws`'s own listeners and the connection guard's; the platform's request-fiber interrupt and its
+        // error no-op (which kept the finished request's scope alive) are gone.
+        assert.deepStrictEqual(tcp.listeners("error").map((f) => f.name), ["socketOnError"])
+        assert.strictEqual(tcp.listeners("close").length, 2)
+        assert.isTrue(tcp.listeners("close").some((f) => f.name === "socketOnClose"))
+        const disconnected = yield* nextEvent("Disconnected")
+        yield* runtime.close()
+        yield* Fiber.join(disconnected)
+        assert.deepStrictEqual(yield* session.closed, new ObservationLost({ reason: "disconnected" }))
+      }).pipe(Effect.provide(lookup === "synchronous" ? serverLayer : slowLookupServerLayer)))
+  }
 
   it.effect("a second connection for the device replaces the first, which is closed with 4000", () =>
     Effect.gen(function*() {

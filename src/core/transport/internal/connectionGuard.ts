@@ -21,6 +21,7 @@
  */
 import { Duration } from "effect"
 import type { HttpServerRequest } from "effect/http"
+import { EventEmitter } from "node:events"
 import { createServer, type Server } from "node:http"
 import type { Socket } from "node:net"
 
@@ -67,6 +68,7 @@ export const createGuardedServer = (limits: Partial<ConnectionLimits> = {}): Ser
     pendingOf.set(socket, pending)
     socket.once("close", () => pending.delete(socket))
   })
+  recordUpgradeListeners(server)
   // Closing the server never waits on a connection that has not authenticated (Node would wait for each to
   // end by itself): they are destroyed first, then the server closes as usual.
   const close = server.close.bind(server)
@@ -84,4 +86,55 @@ export const markAuthenticated = (request: HttpServerRequest.HttpServerRequest):
   const source = request.source as { readonly socket?: unknown } | null | undefined
   const socket = typeof source === "object" && source !== null ? source.socket : undefined
   if (typeof socket === "object" && socket !== null) pendingOf.get(socket as Socket)?.delete(socket as Socket)
+}
+
+type SocketEvent = "close" | "error"
+
+/** The `close` and `error` listeners the HTTP layer's upgrade handler added to each upgraded socket. */
+const upgradeListeners = new WeakMap<Socket, ReadonlyArray<readonly [SocketEvent, (...args: Array<unknown>) => void]>>()
+
+/**
+ * The platform's upgrade handler (effect's NodeHttpServer) starts the request's fiber and then, before it
+ * returns, adds a `close` listener (interrupting that fiber) and an `error` no-op to the TCP socket. Both close
+ * over the handler's scope: the fiber, its context, the Node request and the upgrade state. The last `close` and
+ * `error` listener each `upgrade` emit added are recorded here, so a route that keeps the connection without the
+ * fiber can release them (`releaseUpgradeListeners`); `ws`'s own listeners are never recorded.
+ */
+const recordUpgradeListeners = (server: Server): void => {
+  const emit = server.emit
+  server.emit = function(this: Server, event: string | symbol, ...args: Array<unknown>): boolean {
+    const socket = args[1]
+    if (event !== "upgrade" || !(socket instanceof EventEmitter)) return Reflect.apply(emit, this, [event, ...args]) as boolean
+    const before = { close: socket.listeners("close"), error: socket.listeners("error") }
+    const result = Reflect.apply(emit, this, [event, ...args]) as boolean
+    const added: Array<readonly [SocketEvent, (...args: Array<unknown>) => void]> = []
+    for (const type of ["close", "error"] as const) {
+      const now = socket.listeners(type)
+      const last = now[now.length - 1] as ((...args: Array<unknown>) => void) | undefined
+      if (last !== undefined && !before[type].includes(last) && !wsOwn.has(last.name)) added.push([type, last])
+    }
+    if (added.length > 0) upgradeListeners.set(socket as Socket, added)
+    return result
+  } as typeof server.emit
+}
+
+/** `ws`'s socket listeners, which the connection needs until it ends. */
+const wsOwn = new Set(["socketOnClose", "socketOnError"])
+
+/**
+ * Releases the upgrade handler's listeners on the request's socket (see `recordUpgradeListeners`) at the end of
+ * the current synchronous run, when the `upgrade` emit has returned. Call it only when the route's fiber ends
+ * with the connection handed over (a `ws` transport): those listeners would otherwise keep the finished request's
+ * scope alive for the connection's lifetime (2-3 KiB per idle device that every major GC marks, issue 18).
+ * `ws` keeps its own `close` and `error` listeners, so the connection still ends and an error is never unhandled.
+ */
+export const releaseUpgradeListeners = (request: HttpServerRequest.HttpServerRequest): void => {
+  const source = request.source as { readonly socket?: unknown } | null | undefined
+  const socket = typeof source === "object" && source !== null ? source.socket : undefined
+  if (!(socket instanceof EventEmitter)) return
+  queueMicrotask(() => {
+    const added = upgradeListeners.get(socket as Socket)
+    upgradeListeners.delete(socket as Socket)
+    for (const [type, listener] of added ?? []) socket.removeListener(type, listener)
+  })
 }
