@@ -8,7 +8,7 @@
  * per connection (issue 18).
  */
 import { Effect, type Fiber, Option, Result } from "effect"
-import { Capabilities, Checks, DeltaFrame, Envelope, HeartbeatFrame, Messages } from "../proto/index.js"
+import { Capabilities, Checks, DeltaFrame, Envelope, HeartbeatFrame, Messages, SharedByKey } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
 import { failNamedObserver } from "./internal/malformedFrames.js"
@@ -38,6 +38,10 @@ export const sameDeclaration = (
   return true
 }
 
+/** How many kinds maps the process shares at most, and their keys' total length (UTF-16 units). */
+const MaxSharedKinds = 1024
+const MaxSharedKindsChars = 4 * 1024 * 1024
+
 /**
  * Kinds maps by their declared content (the descriptors' JSON), shared by every connection that declares the same:
  * an idle connection kept its own map, descriptors and 30-member capabilities objects for as long as it lived
@@ -46,27 +50,14 @@ export const sameDeclaration = (
  * own heartbeat declared. Bounded like `HeartbeatFrame`'s templates (a peer can make it no larger): started over
  * when full; maps in use stay with their connections.
  */
-const sharedKinds = new Map<string, ReadonlyMap<string, Capabilities.AgentKindDescriptor>>()
-let sharedKindsChars = 0
-/** How many kinds maps the process shares at most, and their keys' total length (UTF-16 units). */
-const MaxSharedKinds = 1024
-const MaxSharedKindsChars = 4 * 1024 * 1024
+const sharedKinds = SharedByKey.make<ReadonlyMap<string, Capabilities.AgentKindDescriptor>>(MaxSharedKinds, MaxSharedKindsChars)
 
 /** The kinds map of a declaration (a changed one: the first heartbeat of a connection, or a new declaration). */
 const declaredKinds = (
   list: ReadonlyArray<Capabilities.AgentKindDescriptor>
 ): ReadonlyMap<string, Capabilities.AgentKindDescriptor> => {
   const key = JSON.stringify(list)
-  const known = sharedKinds.get(key)
-  if (known !== undefined) return known
-  const made = new Map(list.map((k) => [k.kind, k]))
-  if (sharedKinds.size >= MaxSharedKinds || sharedKindsChars + key.length > MaxSharedKindsChars) {
-    sharedKinds.clear()
-    sharedKindsChars = 0
-  }
-  sharedKinds.set(key, made)
-  sharedKindsChars += key.length
-  return made
+  return sharedKinds.get(key) ?? sharedKinds.add(key, new Map(list.map((k) => [k.kind, k])))
 }
 
 const handlers: Handlers = {

@@ -22,6 +22,7 @@
  */
 import { utf8ByteLength } from "./Checks.js"
 import type { MessageOfType } from "./Messages.js"
+import * as SharedByKey from "./SharedByKey.js"
 
 /** A decoded heartbeat message. */
 export type Heartbeat = MessageOfType<"heartbeat">
@@ -168,22 +169,14 @@ export const template = (text: string, message: Heartbeat): HeartbeatTemplate | 
     fixedChars: prefix.length + middle.length + suffix.length,
     message
   }
-  if (shared.size >= MaxSharedTemplates || sharedChars + key.length > MaxSharedChars) {
-    // Bounded: start over (templates in use stay with their connections).
-    shared.clear()
-    sharedChars = 0
-  }
-  shared.set(key, made)
-  sharedChars += key.length
-  return made
+  return shared.add(key, made)
 }
 
 /** How many templates the process shares at most, and their total text (UTF-16 units). */
 export const MaxSharedTemplates = 1024
 export const MaxSharedChars = 4 * 1024 * 1024
 /** Templates by their parts (see `template`). */
-const shared = new Map<string, HeartbeatTemplate>()
-let sharedChars = 0
+const shared = SharedByKey.make<HeartbeatTemplate>(MaxSharedTemplates, MaxSharedChars)
 
 /**
  * The same string with storage of its own: V8 keeps a long slice as a view that holds the whole frame text alive;
