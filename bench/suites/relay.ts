@@ -98,6 +98,19 @@ export const relaySuite: Suite = {
       await turn("scripted", script(Array.from({ length: Math.min(2000, p.relayFrames) }, () => ({ delta: DeltaText }))))
       await raw.burst(Math.min(2000, p.relayFrames), "run-raw-warm", DeltaText)
       await raw.burstBatched(Math.min(2000, p.relayFrames), "run-raw-warm-b", DeltaText, 64)
+      const daemonOnly = Number(process.env["BENCH_RELAY_DAEMON_ONLY"] ?? 0)
+      if (daemonOnly > 0) {
+        const per: Array<number> = []
+        for (let i = 0; i < daemonOnly; i++) {
+          const m = await measured(daemon)
+          per.push(m.peerCpu)
+          ctx.log(`relay daemon-only turn ${i + 1}: runtime ${m.peerCpu.toFixed(2)} us/frame, core ${m.coreCpu.toFixed(2)}, ${m.rate.toFixed(0)} frames/s`)
+        }
+        const tail = per.slice(Math.floor(per.length / 3)).sort((a, b) => a - b)
+        const mean = tail.reduce((a, b) => a + b, 0) / tail.length
+        ctx.log(`relay daemon-only: median ${tail[Math.floor(tail.length / 2)]!.toFixed(3)} mean ${mean.toFixed(3)} lowest ${tail[0]!.toFixed(3)} (last ${tail.length})`)
+        return { figures, notes }
+      }
       type Round = { readonly rate: number; readonly coreCpu: number; readonly peerCpu: number }
       const rounds: Record<"daemon" | "batched" | "each", Array<Round>> = { daemon: [], batched: [], each: [] }
       const order = ["batched", "daemon", "each"] as const
