@@ -3,6 +3,7 @@
  */
 import { gatewayHost } from "./children/gatewayHost.js"
 import { load } from "./children/load.js"
+import { rawReceiver } from "./children/rawReceiver.js"
 import { runtimePeer } from "./children/runtimePeer.js"
 import { transferPeer } from "./children/transferPeer.js"
 
@@ -14,6 +15,8 @@ export const runChild = async (role: string, _argv: ReadonlyArray<string>): Prom
       return gatewayHost()
     case "load":
       return load()
+    case "raw-receiver":
+      return rawReceiver()
     case "transfer-peer":
       return transferPeer()
     default:

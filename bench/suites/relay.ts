@@ -1,13 +1,16 @@
 /**
- * Relay and latency suite (issue items 2 and 3), between two processes on loopback: the bench process is Core
- * (the real gateway: `GatewayServer`, a `DeviceSession`, `subscribeDurable`), the `runtime-peer` child is the
- * Runtime (the real daemon: Connector, WebSocket Transport, Connection, the scripted harness). The baseline of
- * each figure is raw `ws` between the same two processes, measured in alternating rounds.
+ * Relay and latency suite (issue items 2 and 3), on loopback: the bench process is Core (the real gateway:
+ * `GatewayServer`, a `DeviceSession`, `subscribeDurable`), a `runtime-peer` child is the Runtime (the real daemon:
+ * Connector, WebSocket Transport, Connection, the scripted harness). The baseline of each figure is raw `ws`,
+ * measured in alternating rounds.
  *
  * - relay: deltas per second from the scripted harness to Core's Run subscriber (first to last delta of a Turn
  *   of N deltas), against N prebuilt frames of the same shape sent over raw `ws` with the daemon's batching
  *   (corked batches of up to 64, the next after the last write callback); the negative control is raw `ws`
- *   with one write per frame. CPU per frame is each process's CPU time over its round.
+ *   with one write per frame. Each raw contender has a sender (a `runtime-peer` child, raw only) and a receiver
+ *   (a `raw-receiver` child) of its own: before 2026-12-03 the raw senders shared the daemon's process and the
+ *   raw receiver the gateway's, so one contender's garbage was collected in another's rounds. CPU per frame is
+ *   each process's CPU time over its round; each process's CPU between its rounds is reported beside (a note).
  * - per-frame latency: the `stamped` harness writes the CLOCK_MONOTONIC time of each emission into its delta
  *   and sends the same stamp over raw `ws` at the same moment (and again 1 ms later: the negative control);
  *   Core takes the difference frame by frame. Frames are paced (one per `intervalMs`), so this is latency
@@ -21,7 +24,7 @@ import { figure, type Figure, formatNumber } from "../lib/figures.js"
 import { distribution, percentile } from "../lib/stats.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
 import { makeDevices, runTurn, sessionOf, startCore, watchDeclared } from "../support/core.js"
-import { op, spawnChild, withTimeout } from "../support/processes.js"
+import { type Child, op, spawnChild, withTimeout } from "../support/processes.js"
 import { startRawServer } from "../support/rawServer.js"
 
 /** The delta text of the relay (a typical streamed fragment). */
@@ -57,18 +60,28 @@ export const relaySuite: Suite = {
   describe: "daemon relay throughput, per-frame latency and Turn start against raw ws (two processes, loopback)",
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
-      ? { relayRounds: 2, relayFrames: 1000, latencyRounds: 1, latencyFrames: 100, intervalMs: 1, turns: 5 }
-      : { relayRounds: 7, relayFrames: 10_000, latencyRounds: 3, latencyFrames: 2000, intervalMs: 1, turns: 40 }
+      ? { relayRounds: 2, relayWarmRounds: 0, relayFrames: 1000, latencyRounds: 1, latencyFrames: 100, intervalMs: 1, turns: 5 }
+      : { relayRounds: 7, relayWarmRounds: 3, relayFrames: 10_000, latencyRounds: 3, latencyFrames: 2000, intervalMs: 1, turns: 40 }
     const [device] = makeDevices("relay", 1)
     // The gateway as configured by default (Run subscriber buffer 1024, yielding to a backlogged subscriber).
     const core = await startCore([device!], {})
     const raw = await startRawServer()
     const child = spawnChild(ctx.self, "runtime-peer")
+    // The relay's raw contenders, each with a sender and a receiver process of its own (no heap shared with the
+    // daemon, the gateway or the other raw contender).
+    const rawPairs = {
+      batched: { receiver: spawnChild(ctx.self, "raw-receiver"), sender: spawnChild(ctx.self, "runtime-peer") },
+      each: { receiver: spawnChild(ctx.self, "raw-receiver"), sender: spawnChild(ctx.self, "runtime-peer") }
+    }
     const figures: Array<Figure> = []
     const notes: Array<string> = []
     try {
       child.send({ op: "raw", url: raw.url })
       await Promise.all([raw.connected, child.next(op("raw-ready"))])
+      for (const { receiver, sender } of Object.values(rawPairs)) {
+        sender.send({ op: "raw", url: (await receiver.next(op("listening")))["url"] })
+        await Promise.all([receiver.next(op("connected")), sender.next(op("raw-ready"))])
+      }
       const watch = watchDeclared(core, device!.deviceId)
       await watch.ready
       child.send({ op: "daemon", coreUrl: core.baseUrl, deviceId: device!.deviceId, credential: device!.credential })
@@ -88,30 +101,44 @@ export const relaySuite: Suite = {
       // Baseline: raw ws with the daemon's batching (corked batches of up to 64, the next after the last write
       // callback); negative control: raw ws with one write per frame, which must miss the ratio target.
       const relayScript = script(Array.from({ length: p.relayFrames }, () => ({ delta: DeltaText })))
-      const peerCpu = async () => {
-        child.send({ op: "cpu" })
-        return ((await child.next(op("cpu")))["micros"] as number)
+      const cpuOf = (c: Child) => async () => {
+        c.send({ op: "cpu" })
+        return ((await c.next(op("cpu")))["micros"] as number)
       }
-      const selfCpu = () => {
+      const selfCpu = async () => {
         const c = process.cpuUsage()
         return c.user + c.system
       }
-      /** Runs `f`, returning its rate and both processes' CPU microseconds per frame. */
-      const measured = async (f: () => Promise<{ readonly first: number; readonly last: number; readonly n: number }>) => {
-        const peer0 = await peerCpu()
-        const core0 = selfCpu()
+      /** The CPU clocks of a contender's two sides: Core's (receiving) and the Runtime's (sending). */
+      type Sides = { readonly core: () => Promise<number>; readonly peer: () => Promise<number> }
+      const daemonSides: Sides = { core: selfCpu, peer: cpuOf(child) }
+      const batchedSides: Sides = { core: cpuOf(rawPairs.batched.receiver), peer: cpuOf(rawPairs.batched.sender) }
+      const eachSides: Sides = { core: cpuOf(rawPairs.each.receiver), peer: cpuOf(rawPairs.each.sender) }
+      /** Runs `f`, returning its rate and both sides' CPU microseconds per frame (each in its own process). */
+      const measured = async (
+        f: () => Promise<{ readonly first: number; readonly last: number; readonly n: number }>,
+        sides: Sides = daemonSides
+      ) => {
+        const peer0 = await sides.peer()
+        const core0 = await sides.core()
         const r = await f()
-        const core1 = selfCpu()
-        const peer1 = await peerCpu()
+        const core1 = await sides.core()
+        const peer1 = await sides.peer()
         return {
           rate: ((r.n - 1) * 1000) / (r.last - r.first),
           coreCpu: (core1 - core0) / r.n,
           peerCpu: (peer1 - peer0) / r.n
         }
       }
-      const rawBatched = () =>
-        raw.burstBatched(p.relayFrames, "run-raw-batched", DeltaText, 64).then((b) => ({ ...b, n: p.relayFrames }))
-      const rawEach = () => raw.burst(p.relayFrames, "run-raw-each", DeltaText).then((b) => ({ ...b, n: p.relayFrames }))
+      /** A burst from the raw sender to the raw receiver (`batch`: the daemon's batching; none: one write per frame). */
+      const rawBurst = async (n: number, runId: string, batch?: number) => {
+        const receiver = batch === undefined ? rawPairs.each.receiver : rawPairs.batched.receiver
+        receiver.send({ op: "burst", n, runId, text: DeltaText, ...(batch === undefined ? {} : { batch }) })
+        const b = await receiver.next(op("burst"))
+        return { first: b["first"] as number, last: b["last"] as number, n }
+      }
+      const rawBatched = () => rawBurst(p.relayFrames, "run-raw-batched", 64)
+      const rawEach = () => rawBurst(p.relayFrames, "run-raw-each")
       const daemon = async () => {
         const t = await turn("scripted", relayScript)
         if (t.deltas !== p.relayFrames) throw new Error(`relay: ${t.deltas} deltas reached Core, expected ${p.relayFrames}`)
@@ -119,8 +146,8 @@ export const relaySuite: Suite = {
       }
       ctx.log(`relay: warm-up`)
       await turn("scripted", script(Array.from({ length: Math.min(2000, p.relayFrames) }, () => ({ delta: DeltaText }))))
-      await raw.burst(Math.min(2000, p.relayFrames), "run-raw-warm", DeltaText)
-      await raw.burstBatched(Math.min(2000, p.relayFrames), "run-raw-warm-b", DeltaText, 64)
+      await rawBurst(Math.min(2000, p.relayFrames), "run-raw-warm")
+      await rawBurst(Math.min(2000, p.relayFrames), "run-raw-warm-b", 64)
       const daemonOnly = Number(process.env["BENCH_RELAY_DAEMON_ONLY"] ?? 0)
       if (daemonOnly > 0) {
         // Diagnostic (README "Diagnostic switches"): only the daemon's Turns, for profiling either side; no figures.
@@ -153,14 +180,41 @@ export const relaySuite: Suite = {
       type Round = { readonly rate: number; readonly coreCpu: number; readonly peerCpu: number }
       const rounds: Record<"daemon" | "batched" | "each", Array<Round>> = { daemon: [], batched: [], each: [] }
       const order = ["batched", "daemon", "each"] as const
+      // Each process's CPU over the whole relay section, to show what it spent between its rounds (deferred work,
+      // such as garbage collected at idle, that no round's figure carries).
+      // Unmeasured full rounds first: each contender's processes warm up on their own work only (JIT tiers, heap
+      // sizes), as the daemon's process once did on the raw senders' work too; the rounds then measure steady state.
+      for (let r = 0; r < p.relayWarmRounds; r++) {
+        ctx.log(`relay: warm-up round ${r + 1}/${p.relayWarmRounds}`)
+        for (const who of order) await (who === "daemon" ? daemon() : who === "batched" ? rawBatched() : rawEach())
+      }
+      const spans = {
+        core: daemonSides.core,
+        daemon: daemonSides.peer,
+        "batched receiver": batchedSides.core,
+        "batched sender": batchedSides.peer,
+        "control receiver": eachSides.core,
+        "control sender": eachSides.peer
+      }
+      const spanKeys = Object.keys(spans) as Array<keyof typeof spans>
+      const spanStart: Record<string, number> = {}
+      for (const k of spanKeys) spanStart[k] = await spans[k]()
       for (let r = 0; r < p.relayRounds; r++) {
         ctx.log(`relay: round ${r + 1}/${p.relayRounds} (${p.relayFrames} frames per contender)`)
         // Rotating order, so no contender always runs first or last in a round.
         for (let k = 0; k < order.length; k++) {
           const who = order[(r + k) % order.length]!
-          rounds[who].push(await measured(who === "daemon" ? daemon : who === "batched" ? rawBatched : rawEach))
+          rounds[who].push(
+            who === "daemon"
+              ? await measured(daemon)
+              : who === "batched"
+              ? await measured(rawBatched, batchedSides)
+              : await measured(rawEach, eachSides)
+          )
         }
       }
+      const spanCpu: Record<string, number> = {}
+      for (const k of spanKeys) spanCpu[k] = (await spans[k]()) - spanStart[k]!
       const pick = (xs: ReadonlyArray<{ rate: number; coreCpu: number; peerCpu: number }>, k: "rate" | "coreCpu" | "peerCpu") =>
         xs.map((x) => x[k])
       figures.push(
@@ -181,7 +235,8 @@ export const relaySuite: Suite = {
           samples: pick(rounds.daemon, "peerCpu"),
           baseline: { name: "raw ws sender, same batching", samples: pick(rounds.batched, "peerCpu") },
           target: { on: "value", op: "<=", value: 2 },
-          note: "the child's whole CPU time over the round / frames (the scripted harness producing the deltas included)"
+          note: "the daemon child's whole CPU time over the round / frames (the scripted harness producing the deltas " +
+            "included); the baseline: the raw sender's own process"
         }),
         figure({
           suite: "relay",
@@ -190,7 +245,8 @@ export const relaySuite: Suite = {
           samples: pick(rounds.daemon, "coreCpu"),
           baseline: { name: "raw ws receiver", samples: pick(rounds.batched, "coreCpu") },
           target: { on: "value", op: "<=", value: 2 },
-          note: "the bench process's CPU time over the round / frames (Turn setup included: prepare, start, done)"
+          note: "the bench process's CPU time over the round / frames (Turn setup included: prepare, start, done); the " +
+            "baseline: the raw receiver's own process"
         })
       )
       notes.push(
@@ -198,6 +254,25 @@ export const relaySuite: Suite = {
           `frames/s; CPU per frame ${pick(rounds.each, "peerCpu").map((x) => x.toFixed(2)).join(" / ")} µs sender, ` +
           `${pick(rounds.each, "coreCpu").map((x) => x.toFixed(2)).join(" / ")} µs receiver`
       )
+      {
+        const sum = (xs: ReadonlyArray<number>) => xs.reduce((a, b) => a + b, 0)
+        const inRounds: Record<keyof typeof spans, number> = {
+          core: sum(pick(rounds.daemon, "coreCpu")),
+          daemon: sum(pick(rounds.daemon, "peerCpu")),
+          "batched receiver": sum(pick(rounds.batched, "coreCpu")),
+          "batched sender": sum(pick(rounds.batched, "peerCpu")),
+          "control receiver": sum(pick(rounds.each, "coreCpu")),
+          "control sender": sum(pick(rounds.each, "peerCpu"))
+        }
+        notes.push(
+          `relay: CPU outside its own rounds over the ${p.relayRounds} rounds, µs per frame of its rounds (work the round ` +
+            `figures do not carry): ` +
+            spanKeys.map((k) =>
+              `${k} ${((spanCpu[k]! / p.relayFrames - inRounds[k]) / p.relayRounds).toFixed(2)}`
+            ).join(", ") +
+            ` (core = the bench process, which also drives the rounds)`
+        )
+      }
 
       // ------------------------------------------------------------------ per-frame latency (paired)
       // Each stamped delta is also sent over raw ws with the same stamp at the same moment, and again 1 ms later
@@ -324,8 +399,10 @@ export const relaySuite: Suite = {
         figure({ suite: "latency", name: "Turn start: start → first delta", unit: "ms", samples: starts })
       )
       notes.push(
-        `relay: two processes (bench = Core gateway, child = daemon + raw ws client), loopback; the gateway's default Run ` +
-          `subscriber buffer (1024); ${p.relayRounds} interleaved rounds (rotating order) of ${p.relayFrames} deltas of ` +
+        `relay: six processes, loopback: bench = Core gateway; daemon child; for each raw contender a sender child and ` +
+          `a receiver child (no contender's heap shared with another's since 2026-12-03); the gateway's default Run ` +
+          `subscriber buffer (1024); ${p.relayWarmRounds} unmeasured warm-up rounds, then ${p.relayRounds} interleaved ` +
+          `rounds (rotating order) of ${p.relayFrames} deltas of ` +
           `${DeltaText.length} characters per contender: daemon, raw ws with the daemon's batching (baseline), raw ws with ` +
           `one write per frame (control); CPU = each process's CPU time over its round / frames (not pinned to CPUs)`,
         `latency: ${p.latencyRounds} rounds of ${p.latencyFrames} frames paced every ${p.intervalMs} ms; each frame also sent ` +
@@ -334,6 +411,10 @@ export const relaySuite: Suite = {
         ...roundNotes
       )
     } finally {
+      for (const { receiver, sender } of Object.values(rawPairs)) {
+        await sender.stop()
+        await receiver.stop()
+      }
       await child.stop()
       await raw.close()
       await core.dispose()
