@@ -9,9 +9,13 @@
  * Per level: memory after a full GC (RSS and per-device growth over the same process before any connection;
  * judged after a memory-reducing GC, which gives back V8's young generation, a per-process buffer that a burst
  * of connections grows once and a full GC keeps: gatewayHost.ts),
- * then CPU over consecutive windows at the real 15 s heartbeat cadence (full runs): the measured share of a
- * core (minus the process's idle CPU) and that CPU divided by the heartbeats sent in the window. "Flat" is the
- * last level against the middle one (the first carries one-time costs).
+ * then CPU at the real 15 s heartbeat cadence (full runs): the measured share of a core (minus the process's
+ * idle CPU) and that CPU divided by the heartbeats sent meanwhile. At the judged levels (all but the first) it is
+ * taken over whole old-generation GC cycles: from the end of a major GC, through two windows of one whole cadence
+ * each, to the end of the first major GC after them (at 10k idle devices a mark-compact of the dev Core's heap costs
+ * as much CPU as thousands of heartbeats, so a 5 s window read 60-170 µs per heartbeat depending on whether one fell
+ * in it). Raw `ws` is measured the same way. The per-window readings are reported in the notes, the event-loop
+ * figures are per window. "Flat" is the last level against the middle one (the first carries one-time costs).
  *
  * The operator page (`GET /operator/devices?limit=50`, first page, devcore only) is judged on requests made after
  * the CPU windows, while heartbeats run, spaced over a second or two (docs/performance.md, "Device page"): not
@@ -183,7 +187,9 @@ const runMode = async (
       // measured over whole old-generation cycles: a 5 s window read 60-170 µs per heartbeat depending on whether a
       // mark-compact fell in it (docs/performance.md, "idle2").
       const gcWaitMs = out.length > 0 ? p.gcWaitMs : 0
+      const waitFrom = performance.now()
       let previous = await measure(host, false, gcWaitMs > 0 ? gcWaitMs : undefined)
+      const waitedMs = performance.now() - waitFrom
       const first = previous
       let cpu = previous.cpuMicros
       let sent = await heartbeatsSent(load)
@@ -225,7 +231,8 @@ const runMode = async (
         aligned: first.atMajorGc && last.atMajorGc
       }
       ctx.log(`scale: ${mode}: ${n}: ${level.span.perHeartbeat.toFixed(1)} µs per heartbeat over ${level.span.seconds.toFixed(1)} s, ` +
-        `${level.span.majorGcs} major GCs${level.span.aligned ? "" : gcWaitMs > 0 ? " (not aligned: no major GC within the wait)" : ""}`)
+        `${level.span.majorGcs} major GCs${level.span.aligned ? "" : gcWaitMs > 0 ? " (not aligned: no major GC within the wait)" : ""}` +
+        ` (after waiting ${(waitedMs / 1000).toFixed(1)} s for its start)`)
       if (mode === "devcore") {
         for (let k = 0; k < p.pageSamples; k++) {
           await sleep(p.pageGapMs)
