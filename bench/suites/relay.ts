@@ -16,6 +16,7 @@
  *   clock; the baseline is two raw round trips (the two request / reply exchanges a Turn start needs).
  */
 
+import { readdirSync, readFileSync } from "node:fs"
 import { figure, type Figure, formatNumber } from "../lib/figures.js"
 import { distribution, percentile } from "../lib/stats.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
@@ -28,6 +29,28 @@ const DeltaText = "The parser accepts trailing commas only in "
 
 
 const script = (steps: ReadonlyArray<unknown>) => JSON.stringify({ script: steps })
+
+/** CPU clock ticks of each thread of this process, by `name#tid` (Linux `/proc`; empty elsewhere). */
+const threadTicks = (): Map<string, number> => {
+  const ticks = new Map<string, number>()
+  let tids: Array<string> = []
+  try {
+    tids = readdirSync("/proc/self/task")
+  } catch {
+    return ticks
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8")
+      const close = stat.lastIndexOf(")")
+      const fields = stat.slice(close + 2).split(" ")
+      ticks.set(`${stat.slice(stat.indexOf("(") + 1, close)}#${tid}`, Number(fields[11]) + Number(fields[12]))
+    } catch {
+      // The thread ended.
+    }
+  }
+  return ticks
+}
 
 export const relaySuite: Suite = {
   name: "relay",
@@ -98,6 +121,35 @@ export const relaySuite: Suite = {
       await turn("scripted", script(Array.from({ length: Math.min(2000, p.relayFrames) }, () => ({ delta: DeltaText }))))
       await raw.burst(Math.min(2000, p.relayFrames), "run-raw-warm", DeltaText)
       await raw.burstBatched(Math.min(2000, p.relayFrames), "run-raw-warm-b", DeltaText, 64)
+      const daemonOnly = Number(process.env["BENCH_RELAY_DAEMON_ONLY"] ?? 0)
+      if (daemonOnly > 0) {
+        // Diagnostic (README "Diagnostic switches"): only the daemon's Turns, for profiling either side; no figures.
+        const perTurn: Array<{ readonly core: number; readonly main: number; readonly peer: number }> = []
+        const threads0 = threadTicks()
+        for (let i = 0; i < daemonOnly; i++) {
+          const main0 = process.threadCpuUsage()
+          const r = await measured(daemon)
+          const main1 = process.threadCpuUsage(main0)
+          perTurn.push({ core: r.coreCpu, main: (main1.user + main1.system) / p.relayFrames, peer: r.peerCpu })
+        }
+        const threads1 = threadTicks()
+        const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!.toFixed(2)
+        ctx.log(
+          `relay, daemon only: ${daemonOnly} Turns of ${p.relayFrames} deltas; µs per delta (median of Turns): Core process ` +
+            `${median(perTurn.map((t) => t.core))}, Core main thread ${median(perTurn.map((t) => t.main))}, daemon ` +
+            `${median(perTurn.map((t) => t.peer))}; per Turn (Core process / main / daemon): ` +
+            perTurn.map((t) => `${t.core.toFixed(2)}/${t.main.toFixed(2)}/${t.peer.toFixed(2)}`).join(" ")
+        )
+        const byName = new Map<string, number>()
+        for (const [key, ticks] of threads1) {
+          const name = key.slice(0, key.lastIndexOf("#"))
+          byName.set(name, (byName.get(name) ?? 0) + ticks - (threads0.get(key) ?? 0))
+        }
+        // /proc ticks are 10 ms (USER_HZ 100): meaningful over many Turns only.
+        const frames = daemonOnly * p.relayFrames
+        ctx.log(`relay, daemon only: Core CPU µs per delta by thread name: ${[...byName].map(([name, ticks]) => `${name} ${((ticks * 10_000) / frames).toFixed(3)}`).join(", ")}`)
+        return { figures: [], notes: [] }
+      }
       type Round = { readonly rate: number; readonly coreCpu: number; readonly peerCpu: number }
       const rounds: Record<"daemon" | "batched" | "each", Array<Round>> = { daemon: [], batched: [], each: [] }
       const order = ["batched", "daemon", "each"] as const

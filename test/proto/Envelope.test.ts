@@ -4,7 +4,9 @@
  * peer text.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Envelope, Limits, Messages } from "../../src/proto/index.js"
+import { Result } from "effect"
+import { vi } from "vitest"
+import { Envelope, Ids, Limits, Messages } from "../../src/proto/index.js"
 import { getErr, getOk, utf8Bytes } from "./support/frames.js"
 import { neverMentions } from "./support/wireShape.js"
 
@@ -168,3 +170,67 @@ describe("Envelope.isEchoableId", () => {
     assert.isFalse(Envelope.isEchoableId(undefined))
   })
 })
+
+describe("Envelope.decodeEnvelope of a done with a long content (read without copying it)", () => {
+  const content = "The parser accepts trailing commas only in ".repeat(1000) // 43,000 characters
+  const head = `{"type":"done","id":"run-1","payload":{"content":"`
+  /** The same frame through the generic path only: a leading space is valid JSON, and no fast path reads it. */
+  const generic = (text: string) => Envelope.decodeEnvelope(` ${text}`, utf8Bytes(text))
+  const view = (result: ReturnType<typeof Envelope.decodeEnvelope>) =>
+    Result.isFailure(result)
+      ? { failure: result.failure }
+      : { type: result.success.type, id: result.success.id, payload: result.success.payload, trace: result.success.trace, bytes: result.success.bytes, violation: result.success.violation }
+  const deep = "[".repeat(Limits.MaxJsonDepth + 1) + "]".repeat(Limits.MaxJsonDepth + 1)
+  const frames: ReadonlyArray<readonly [string, string]> = [
+    ["the daemon's layout", `${head}${content}","usage":{"input_tokens":3,"output_tokens":5}}}`],
+    ["with a trace", `${head}${content}"},"trace":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`],
+    ["a later content member wins", `${head}${content}","content":"x"}}`],
+    ["a later content member written with an escape wins", `${head}${content}","cont\\u0065nt":"x"}}`],
+    ["a later payload member wins", `${head}${content}"},"payload":{"content":"y"}}`],
+    ["a later type member wins", `${head}${content}"},"type":"delta"}`],
+    ["an escape in the content", `${head}${content}\\"${content}"}}`],
+    ["a raw control character in the content", `${head}${content}\u0001"}}`],
+    ["an unterminated content", `${head}${content}`],
+    ["trailing text", `${head}${content}"}}x`],
+    ["a rest nested too deep", `${head}${content}","metadata":{"x":${deep}}}}`],
+    ["an escaped id", `{"type":"done","id":"run\\u002d1","payload":{"content":"${content}"}}`],
+    ["a short content", `${head}short"}}`],
+    ["an unknown member", `${head}${content}","extra":1}}`]
+  ]
+
+  it("gives exactly what the generic decode gives, step one and step two", () => {
+    for (const [name, text] of frames) {
+      assert.deepStrictEqual(view(Envelope.decodeEnvelope(text)), view(generic(text)), name)
+      assert.deepStrictEqual(view(Envelope.decodeEnvelope(text, utf8Bytes(text))), view(generic(text)), name)
+      const raw = generic(text)
+      const message = Result.isFailure(raw) ? raw : Messages.decodeRuntimeToCoreEnvelope(raw.success)
+      assert.deepStrictEqual(Messages.decodeRuntimeToCore(text), message, name)
+    }
+    const decoded = getOk(Messages.decodeRuntimeToCore(frames[0]![1]))
+    assert.deepStrictEqual(decoded, {
+      type: "done",
+      id: Ids.unsafeMake.runId("run-1"),
+      payload: { content, usage: { input_tokens: 3, output_tokens: 5 } }
+    })
+  })
+
+  it("refuses an oversized frame by its known size, as the generic decode does", () => {
+    const text = frames[0]![1]
+    refusedWith(Envelope.decodeEnvelope(text, Limits.MaxFrameBytes + 1), "frame_too_large", Limits.MaxFrameBytes + 1)
+  })
+
+  it("never hands the long content to JSON.parse", () => {
+    const parse = vi.spyOn(JSON, "parse")
+    try {
+      const raw = getOk(Envelope.decodeEnvelope(frames[0]![1]))
+      assert.strictEqual((raw.payload as { content: string }).content, content)
+      assert.isTrue(parse.mock.calls.length > 0)
+      for (const [text] of parse.mock.calls) assert.isBelow(text.length, content.length)
+    } finally {
+      parse.mockRestore()
+    }
+  })
+})
+
+const refusedWith = (result: ReturnType<typeof Envelope.decodeEnvelope>, code: Envelope.InvalidFrameCode, bytes: number) =>
+  assert.deepStrictEqual(getErr(result), new Envelope.InvalidFrame({ code, bytes }))
