@@ -73,6 +73,7 @@ export const spawnChild = (self: string, role: string, options: { readonly execA
     // BENCH_CHILD_CPU_PROF_INTERVAL=<µs> samples more often than the default 1000 µs (not allowed in NODE_OPTIONS).
     execArgv: [
       ...(options.execArgv ?? []),
+      ...(process.env["BENCH_CHILD_EXEC_ARGV"] ? process.env["BENCH_CHILD_EXEC_ARGV"].split(" ") : []),
       ...(process.env["BENCH_CHILD_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_CHILD_CPU_PROF"]}`] : []),
       ...(process.env["BENCH_CHILD_CPU_PROF"] && process.env["BENCH_CHILD_CPU_PROF_INTERVAL"]
         ? [`--cpu-prof-interval=${process.env["BENCH_CHILD_CPU_PROF_INTERVAL"]}`]

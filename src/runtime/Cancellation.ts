@@ -14,7 +14,7 @@ import { unsafeMake } from "../proto/Ids.js"
 import { CancelSettlementBudget, ReceiptSendBudget } from "../proto/Limits.js"
 import type { DonePayload } from "../proto/RunEvents.js"
 import { Background } from "./ConnectionServices.js"
-import type { Settlement, SettlementUnconfirmed } from "./harness/Harness.js"
+import { type Settlement, settledDone, type SettlementUnconfirmed } from "./harness/Harness.js"
 import { Outbound, withTrace } from "./Outbound.js"
 import { NoTurn } from "./RunRecord.js"
 import { Runs } from "./Runs.js"
@@ -130,7 +130,7 @@ const makeCancellation = Effect.gen(function* () {
         // The receipt follows the Run's done (which closes the stream).
         yield* Deferred.await(run.finished)
         return yield* s.success.outcome === "cancelled"
-          ? ack(runId, deliveryId, trace, { applied: true, outcome: s.success.done })
+          ? ack(runId, deliveryId, trace, { applied: true, outcome: settledDone(s.success) })
           : ack(runId, deliveryId, trace, { applied: false, code: "run_inactive" })
       })
       yield* FiberSet.run(background, waiter)

@@ -19,7 +19,7 @@
  */
 import { type Cause, Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
 import type { RunId } from "../proto/Ids.js"
-import { type EncodedFrame, encodeFrame, deltaEncoder } from "../proto/EncodedFrame.js"
+import { type EncodedFrame, encodeDoneParts, encodeFrame, deltaEncoder } from "../proto/EncodedFrame.js"
 import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
 import { Messages } from "../proto/index.js"
 import type { DonePayload } from "../proto/RunEvents.js"
@@ -109,6 +109,15 @@ const makeRuns = Effect.gen(function* () {
         : replacements(run, encoded.failure, message.type === "done" ? message.payload : undefined)
     }
 
+    /** The `done` of a settlement whose content came as parts (`Settlement.contentParts`), as the frames to queue. */
+    const doneFromParts = (run: RunRecord, payload: DonePayload, parts: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<EncodedFrame>> => {
+      const message = done(run, payload) as Messages.RuntimeToCore & { readonly type: "done" }
+      const encoded = encodeDoneParts(message, parts)
+      return Result.isSuccess(encoded)
+        ? Effect.succeed([encoded.success])
+        : replacements(run, encoded.failure, payload)
+    }
+
     /**
      * The single consumer of a Run's output: takes whatever is queued (frames already encoded) and hands it to
      * the transport as one batch (frames in order; the batch resolves when its last frame was written locally).
@@ -158,12 +167,14 @@ const makeRuns = Effect.gen(function* () {
         const offerAll = (frames: ReadonlyArray<EncodedFrame>): Effect.Effect<void> =>
           Effect.forEach(frames, offer, { discard: true })
         const queueChecked = (message: Messages.RuntimeToCore) => Effect.flatMap(encodeChecked(run, message), offerAll)
-        const closeStream = (last: Messages.RuntimeToCore | undefined) =>
+        const closeStreamWith = (last: Effect.Effect<ReadonlyArray<EncodedFrame>> | undefined) =>
           Effect.gen(function* () {
-            if (last !== undefined) yield* queueChecked(last)
+            if (last !== undefined) yield* Effect.flatMap(last, offerAll)
             yield* Queue.end(queue)
             yield* Fiber.await(forwarder)
           })
+        const closeStream = (last: Messages.RuntimeToCore | undefined) =>
+          closeStreamWith(last === undefined ? undefined : encodeChecked(run, last))
         const refuse = (refusal: StartRefusal) =>
           Effect.gen(function* () {
             run.phase = "finished"
@@ -252,7 +263,11 @@ const makeRuns = Effect.gen(function* () {
           yield* Effect.logInfo("run finished").pipe(
             Effect.annotateLogs({ run_id: run.runId, kind: spec.kind, outcome: s.outcome, duration_ms: durationMs })
           )
-          yield* closeStream(done(run, s.outcome === "cancelled" && run.receiptsOwnOutcome ? { content: "" } : s.done))
+          yield* s.outcome === "cancelled" && run.receiptsOwnOutcome
+            ? closeStream(done(run, { content: "" }))
+            : s.contentParts === undefined
+            ? closeStream(done(run, s.done))
+            : closeStreamWith(doneFromParts(run, s.done, s.contentParts))
         } else {
           // Settlement unconfirmed: no done is fabricated; the Executor is closed below.
           yield* Effect.logWarning("turn settlement unconfirmed").pipe(Effect.annotateLogs({ run_id: run.runId, duration_ms: durationMs }))

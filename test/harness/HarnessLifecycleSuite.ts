@@ -37,6 +37,7 @@ import type {
   Turn,
   TurnEvent
 } from "../../src/runtime/harness/Harness.js"
+import { settledDone } from "../../src/runtime/harness/Harness.js"
 import { isRunning } from "../support/processAlive.js"
 import { withPreparationServices } from "../support/preparationServices.js"
 import type { Ownership } from "../../src/runtime/Ownership.js"
@@ -219,8 +220,8 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         assert.isTrue(settlement.reusable)
         assert.isTrue(started.seen.some((e) => e.type === "delta"))
         assert.isFalse(started.seen.some((e) => e.type === "error"))
-        assert.strictEqual(settlement.done.content, text(started))
-        assert.isTrue(settlement.done.content.length > 0)
+        assert.strictEqual(settledDone(settlement).content, text(started))
+        assert.isTrue(settledDone(settlement).content.length > 0)
         const session = settlement.done.metadata?.agent_session_id
         assert.isString(session)
         assert.deepStrictEqual(yield* executor.nativeSessionId, Option.some(session!))
@@ -266,7 +267,7 @@ export const runLifecycleSuite = (fixture: LifecycleFixture) => {
         assert.strictEqual(settlement.outcome, "cancelled")
         assert.isTrue(settlement.reusable)
         assert.isString(settlement.done.metadata?.agent_session_id)
-        assert.isTrue(settlement.done.content.length > 0, "partial output stays in the snapshot")
+        assert.isTrue(settledDone(settlement).content.length > 0, "partial output stays in the snapshot")
         // Cancelling the settled Turn again has no effect; the next Turn completes normally.
         yield* Effect.orDie(started.turn.cancel)
         const next = yield* settle(yield* start(executor, fixture.inputs.text))

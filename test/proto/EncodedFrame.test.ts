@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { deltaEncoder as directEncoder, encodeChunkFrame, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
+import { deltaEncoder as directEncoder, encodeChunkFrame, encodeDoneParts, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { Messages } from "../../src/proto/index.js"
 import type { DonePayload } from "../../src/proto/RunEvents.js"
@@ -142,10 +142,61 @@ describe("encodeFrame of a done with a long content", () => {
           if (Result.isSuccess(encoded)) {
             assert.strictEqual(encoded.success.type, "done")
             assert.strictEqual(encoded.success.id, runId)
+            // When the frame carries its UTF-8 bytes, they are the codec's text, byte for byte.
+            const bytes = encoded.success.bytes
+            if (bytes !== undefined) assert.isTrue(Buffer.from(bytes).equals(Buffer.from(encoded.success.encoded, "utf8")))
           }
         }
       }
     }
+  })
+
+  it("writes a long content that needs no escape straight into the frame's UTF-8 bytes", () => {
+    // The frame's text is never flattened into one string: the transport writes these bytes (issue 18, relay).
+    for (const content of [long, "é€ ".repeat(2000), "\u007f\u2028</script>" + long]) {
+      const message = done(content, { metadata: { agent_session_id: "s-é", agent_session_type: "scripted" } }, trace)
+      const encoded = encodeFrame(message)
+      assert.isTrue(Result.isSuccess(encoded))
+      if (Result.isFailure(encoded)) return
+      const codec = Messages.encodeMessage(message)
+      assert.isTrue(Result.isSuccess(codec))
+      if (Result.isFailure(codec)) return
+      assert.isDefined(encoded.success.bytes)
+      assert.isTrue(Buffer.from(encoded.success.bytes!).equals(Buffer.from(codec.success, "utf8")))
+    }
+    // A content that needs an escape is the codec's text alone.
+    const escaped = encodeFrame(done(long + "\n"))
+    assert.isTrue(Result.isSuccess(escaped) && escaped.success.bytes === undefined)
+  })
+
+  it("writes a content given as parts (encodeDoneParts) as the codec writes the joined content", () => {
+    const splits = (content: string): ReadonlyArray<ReadonlyArray<string>> => [
+      [content],
+      [content.slice(0, 1), content.slice(1)],
+      [content.slice(0, 3000), "", content.slice(3000, 5000), content.slice(5000)],
+      Array.from({ length: Math.ceil(content.length / 43) }, (_, i) => content.slice(43 * i, 43 * i + 43))
+    ]
+    // Both halves of a surrogate pair in different parts: the parts are escaped as the codec escapes the whole.
+    for (const content of [...contents, "😀".repeat(3000), "a\ud83d" + "x".repeat(5000)]) {
+      for (const parts of [...splits(content), ["a\ud83d", "\ude00" + long]]) {
+        const whole = parts.join("")
+        const message = done("ignored", { metadata: { agent_session_id: "s-1", agent_session_type: "scripted" } }, trace)
+        const expected = Messages.encodeMessage(done(whole, { metadata: { agent_session_id: "s-1", agent_session_type: "scripted" } }, trace))
+        const encoded = encodeDoneParts(message as Messages.RuntimeToCore & { type: "done" }, parts)
+        assert.deepStrictEqual(Result.map(encoded, (frame) => frame.encoded), expected)
+        if (Result.isSuccess(encoded) && encoded.success.bytes !== undefined) {
+          assert.isTrue(Buffer.from(encoded.success.bytes).equals(Buffer.from(encoded.success.encoded, "utf8")))
+        }
+      }
+    }
+    const parts = Array.from({ length: 200 }, () => "The parser accepts trailing commas only in ")
+    const placed = encodeDoneParts(done("") as Messages.RuntimeToCore & { type: "done" }, parts)
+    assert.isTrue(Result.isSuccess(placed) && placed.success.bytes !== undefined)
+    const huge = Array.from({ length: 1025 }, () => "y".repeat(4096)) // 4 MiB + 4 KiB
+    assert.deepStrictEqual(
+      encodeDoneParts(done("") as Messages.RuntimeToCore & { type: "done" }, huge),
+      Result.map(Messages.encodeMessage(done(huge.join(""))), () => undefined as never)
+    )
   })
 
   it("refuses what the codec refuses, with the same reason and size", () => {
@@ -153,6 +204,8 @@ describe("encodeFrame of a done with a long content", () => {
     const refused = encodeFrame(huge)
     assert.isTrue(Result.isFailure(refused))
     assert.deepStrictEqual(refused, Result.map(Messages.encodeMessage(huge), () => undefined as never))
+    const wide = done("é".repeat(2 * 1024 * 1024 + 1)) // 4 MiB + 2 bytes of UTF-8 from fewer units
+    assert.deepStrictEqual(encodeFrame(wide), Result.map(Messages.encodeMessage(wide), () => undefined as never))
     const invalid = { type: "done", id: runId, payload: { content: long, usage: { input_tokens: -1 } } } as unknown as Messages.RuntimeToCore
     assert.deepStrictEqual(encodeFrame(invalid), Result.fail(new Messages.OutgoingFrameRejected({ type: "done", reason: "invalid_message" })))
   })

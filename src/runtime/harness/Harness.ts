@@ -147,10 +147,22 @@ export interface Settlement {
    * snapshot (partial content, usage, native session); missing evidence stays absent.
    */
   readonly done: DonePayload
+  /**
+   * Optional: the content as consecutive parts, for a harness that keeps a Turn's text in pieces. When present,
+   * `done.content` is empty and the content is the parts' concatenation (`settledDone`): the Runtime writes the
+   * `done` frame from the parts without making them one string (issue 18, relay).
+   */
+  readonly contentParts?: ReadonlyArray<string> | undefined
   /** True when the native owner can take the next Turn; false obliges the Runtime to close the Executor. */
   readonly reusable: boolean
   readonly reason?: string | undefined
 }
+
+/** A settlement's `done` payload with its whole content (the parts joined when it came as `contentParts`). */
+export const settledDone = (settlement: Settlement): DonePayload =>
+  settlement.contentParts === undefined
+    ? settlement.done
+    : { ...settlement.done, content: settlement.contentParts.join("") }
 
 // ---------------------------------------------------------------------------------------------- errors
 

@@ -56,7 +56,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
     }
     const emit = ctx.sink.emit
 
-    const { snapshot, delta, deltaUnsafe, completeMessage, toolCall } = makeOutput(env, ctx, state)
+    const { snapshot, settled: settledOutput, delta, deltaUnsafe, completeMessage, toolCall } = makeOutput(env, ctx, state)
 
     /** Applies an accept mode to a written input and reports the native receipt. */
     const consume = (entry: BufferedInput, accept: AcceptMode) =>
@@ -378,7 +378,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
         }),
       awaitSettlement: Effect.map(Deferred.await(settled), ({ outcome }) => ({
         outcome,
-        done: snapshot(),
+        ...settledOutput(),
         reusable: state.reusable
       }))
     }

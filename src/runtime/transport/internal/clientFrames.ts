@@ -136,8 +136,7 @@ export const maskedTextFrames = (payloads: ReadonlyArray<string | Uint8Array>): 
   // per frame, twice, was a twentieth of the daemon's relay samples): the buffer is sized for the worst case (3 bytes
   // per UTF-16 unit), the text is encoded to UTF-8 right after the room for the longest header its size allows, and
   // `frameAt` moves it next to its header (back by the header bytes not used) while masking it: no copy of its own.
-  // A long text (`LongText`) is measured first, so its room is its size. Bytes are copied into their place and
-  // masked there.
+  // A long text (`LongText`) is measured first, so its room is its size. Bytes are masked into their place.
   let bound = 0
   for (let j = 0; j < payloads.length; j++) {
     const payload = payloads[j]!
@@ -159,10 +158,9 @@ export const maskedTextFrames = (payloads: ReadonlyArray<string | Uint8Array>): 
       n = out.write(payload, from, "utf8")
       o = frameAt(out, view, o, n, out, view, from)
     } else {
+      // Masked from where the bytes are, with no copy of their own first (a `done` of a long Run is hundreds of KB).
       n = payload.byteLength
-      const from = o + (n < 126 ? 6 : n < 65536 ? 8 : 14)
-      out.set(payload, from)
-      o = frameAt(out, view, o, n, out, view, from)
+      o = frameAt(out, view, o, n, payload, viewOf(payload), 0)
     }
     bytes += n
   }
