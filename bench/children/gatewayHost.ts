@@ -22,7 +22,7 @@ import { createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { monitorEventLoopDelay, PerformanceObserver, type RecordableHistogram } from "node:perf_hooks"
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type RecordableHistogram } from "node:perf_hooks"
 import { Session } from "node:inspector/promises"
 import { writeHeapSnapshot } from "node:v8"
 import { WebSocketServer } from "ws"
@@ -64,8 +64,13 @@ export type HostCommand =
    * as one: `{op: "got", ms, status (the last page's), bytes (pages read), loopMaxMs}`.
    */
   | { readonly op: "walk"; readonly path: string; readonly pages: number }
-  /** Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. */
-  | { readonly op: "measure"; readonly collect: boolean }
+  /**
+   * Memory after a full collection (`collect: true`; costs CPU) or CPU time alone. With `atMajorGcWithinMs`
+   * (and no `collect`), the reading is taken as soon as the next major (mark-compact) GC has ended, or after that
+   * many ms without one: the scale suite's CPU spans start and end at the end of an old-generation cycle, so a
+   * span holds whole GC cycles (docs/performance.md, "idle2").
+   */
+  | { readonly op: "measure"; readonly collect: boolean; readonly atMajorGcWithinMs?: number }
   /** Writes a heap snapshot (diagnostics: docs/performance.md). */
   | { readonly op: "snapshot"; readonly path: string }
   /** Starts a CPU profile of this process's main thread, or stops it and writes it to `path` (`{op: "profiled"}`). */
@@ -96,6 +101,10 @@ export interface HostMeasurement {
   /** Event-loop delay since the previous measurement (the monitor's resolution taken out): p99 and max, ms. */
   readonly loopP99Ms: number
   readonly loopMaxMs: number
+  /** Major (mark-compact) GCs of the main isolate so far, the forced ones of `collect` readings included. */
+  readonly majorGcs: number
+  /** Whether the reading was taken right after a major GC ended (`atMajorGcWithinMs`; false: it timed out). */
+  readonly atMajorGc: boolean
 }
 
 export interface HostGot {
@@ -118,17 +127,45 @@ export interface HostGot {
 
 /** The main thread's GC pauses (start, duration; ms on the performance clock), the last 4096. */
 const gcPauses: Array<{ readonly start: number; readonly duration: number }> = []
+/** Major GCs seen so far, and who waits for the next one's end (`measure` with `atMajorGcWithinMs`). */
+let majorGcs = 0
+const majorGcWaiters = new Set<() => void>()
 let gcObserver: PerformanceObserver | undefined
+const observeGc = () => {
+  if (gcObserver !== undefined) return
+  gcObserver = new PerformanceObserver((list) => {
+    let major = false
+    for (const e of list.getEntries()) {
+      gcPauses.push({ start: e.startTime, duration: e.duration })
+      if ((((e as { detail?: { kind?: number } }).detail)?.kind ?? 0) & perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+        majorGcs++
+        major = true
+      }
+    }
+    if (gcPauses.length > 4096) gcPauses.splice(0, gcPauses.length - 4096)
+    if (major) for (const wake of [...majorGcWaiters]) wake()
+  })
+  gcObserver.observe({ entryTypes: ["gc"] })
+}
+
+/** Resolves true once the next major GC has ended (its entry observed), or false after `ms` without one. */
+const nextMajorGc = (ms: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const wake = () => {
+      clearTimeout(timer)
+      majorGcWaiters.delete(wake)
+      resolve(true)
+    }
+    const timer = setTimeout(() => {
+      majorGcWaiters.delete(wake)
+      resolve(false)
+    }, ms)
+    majorGcWaiters.add(wake)
+  })
 
 /** Runs `request` and reports its wall time, loop stall, CPU per thread and GC pauses (`HostGot` without op). */
 const timed = async <A>(loop: Pick<RecordableHistogram, "reset" | "max">, request: () => Promise<A>): Promise<readonly [A, Omit<HostGot, "op" | "status" | "bytes">]> => {
-  if (gcObserver === undefined) {
-    gcObserver = new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, duration: e.duration })
-      if (gcPauses.length > 4096) gcPauses.splice(0, gcPauses.length - 4096)
-    })
-    gcObserver.observe({ entryTypes: ["gc"] })
-  }
+  observeGc()
   loop.reset()
   const worker0 = threadsCpuMicros("WorkerThread")
   const cpu0 = process.cpuUsage()
@@ -182,6 +219,7 @@ export const gatewayHost = async (): Promise<void> => {
   let profiler: Session | undefined
   const loop = monitorEventLoopDelay({ resolution: LoopResolutionMs })
   loop.enable()
+  observeGc()
   process.on("message", async (message: HostCommand) => {
     try {
       switch (message.op) {
@@ -207,6 +245,9 @@ export const gatewayHost = async (): Promise<void> => {
           return
         }
         case "measure": {
+          const atMajorGc = !message.collect && message.atMajorGcWithinMs !== undefined
+            ? await nextMajorGc(message.atMajorGcWithinMs)
+            : false
           if (message.collect) collect()
           const memory = process.memoryUsage()
           const cpu = process.cpuUsage()
@@ -224,7 +265,9 @@ export const gatewayHost = async (): Promise<void> => {
             workerMicros: threadsCpuMicros("WorkerThread"),
             frames,
             loopP99Ms: loopDelayMs(loop.percentile(99)),
-            loopMaxMs: loopDelayMs(loop.max)
+            loopMaxMs: loopDelayMs(loop.max),
+            majorGcs,
+            atMajorGc
           } satisfies HostMeasurement)
           loop.reset()
           return

@@ -13,7 +13,7 @@
  */
 import { Option, Result } from "effect"
 import type { Checks, Ids } from "../proto/index.js"
-import { Execution, MessageInput, Messages } from "../proto/index.js"
+import { Execution, InputFrame, MessageInput, Messages } from "../proto/index.js"
 import {
   type AdmissionInput,
   type Admitted,
@@ -131,9 +131,9 @@ const checkAgainstAdmitted = (
   return Result.succeed(undefined)
 }
 
-/** Runs the wire codec on the finished message: schema, frame size. Nothing is sent. */
+/** Runs the wire codec on the finished message: schema, frame size (a long input text is not escaped for it). Nothing is sent. */
 const encodes = <M extends Messages.CoreToRuntime>(message: M): Result.Result<M, ConfigurationRejected> =>
-  Result.match(Messages.encodeMessage(message), {
+  Result.match(InputFrame.checkMessage(message), {
     onFailure: (e) => Result.fail(new ConfigurationRejected({ issue: e.reason })),
     onSuccess: () => Result.succeed(message)
   })

@@ -7,7 +7,7 @@
  * These are gateway-wide functions of the connection's state record (SessionServices.ts), not a service built
  * per connection (issue 18).
  */
-import { Effect, type Fiber, Option, Result } from "effect"
+import { Effect, type Fiber, Result } from "effect"
 import { Capabilities, Checks, DeltaFrame, Envelope, HeartbeatFrame, Messages, SharedByKey } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
@@ -65,7 +65,7 @@ const handlers: Handlers = {
   heartbeat: (state, message) => {
     CoreMetrics.heartbeatUnsafe(state.metricContext)
     const payload = message.payload
-    const previous = Option.getOrUndefined(state.declared)
+    const previous = state.declaredBase
     // An unchanged declaration keeps its kinds map and is reported as such, so observers skip re-deriving it
     // (issue 18: a heartbeat that only proves liveness costs no digest, no map and no index update).
     const changed = previous === undefined || !sameDeclaration(previous, payload)
@@ -91,23 +91,16 @@ const liveness: HeartbeatFrame.Liveness = { ts: 0, active_requests: 0 }
  */
 const repeatedHeartbeat = (state: SessionState, frame: string): boolean => {
   const template = state.heartbeatTemplate
-  if (template === undefined || Option.isNone(state.declared) || !HeartbeatFrame.matches(template, frame, liveness)) {
+  if (template === undefined || state.declaredBase === undefined || !HeartbeatFrame.matches(template, frame, liveness)) {
     return false
   }
-  const previous = state.declared.value
   const bytes = HeartbeatFrame.matchedBytes(template, frame)
   CoreMetrics.inboundUnsafe(state.inbound, bytes)
   if (state.tapQueue !== undefined) {
     state.tapFrame({ direction: "runtime→core", type: "heartbeat", bytes, message: HeartbeatFrame.messageOf(template, liveness) })
   }
   CoreMetrics.heartbeatUnsafe(state.metricContext)
-  state.declare({
-    kinds: previous.kinds,
-    daemonVersion: previous.daemonVersion,
-    activeRequests: liveness.active_requests,
-    ts: liveness.ts,
-    receivedAtMs: state.clock.currentTimeMillisUnsafe()
-  }, false)
+  state.redeclare(liveness.active_requests, liveness.ts, state.clock.currentTimeMillisUnsafe())
   return true
 }
 

@@ -5,7 +5,7 @@
  */
 import { Effect, Result } from "effect"
 import type { EncodedMessage } from "../proto/EncodedFrame.js"
-import { Messages, Trace } from "../proto/index.js"
+import { InputFrame, Messages, Trace } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { NotSent } from "./Errors.js"
 import type { SessionState } from "./SessionServices.js"
@@ -24,7 +24,7 @@ const enqueue = (state: SessionState, message: Messages.CoreToRuntime, earlier?:
     return Effect.fail(new NotSent({ type: message.type, reason: "connection_closed" }))
   }
   const encoded: Result.Result<string | Uint8Array, Messages.OutgoingFrameRejected> = earlier === undefined
-    ? Messages.encodeMessage(message)
+    ? InputFrame.encodeMessageBytes(message) // a long input text (a Run's start) as its bytes, same frame
     : Result.succeed(earlier)
   if (Result.isFailure(encoded)) {
     return Effect.fail(new NotSent({ type: message.type, reason: encoded.failure.reason }))

@@ -76,8 +76,17 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   readonly runs: RunRoutes
   readonly preparations: PreparationRoutes
   readonly replies: Correlator.Correlator<ReplyFamilies>
-  /** The latest valid declaration: `None` before the first valid heartbeat and after the end. */
-  declared: Option.Option<Declaration> = Option.none()
+  /**
+   * The declaration of the last heartbeat that changed it (or began it), with that heartbeat's liveness facts;
+   * undefined before the first valid heartbeat and after the end. A repeated heartbeat only writes the liveness
+   * fields below, in place: no object per heartbeat that lives until the next one, 15 s later, and so is promoted
+   * to V8's old generation, whose marking was most of an idle device's CPU (issue 18; `declared` builds the view).
+   */
+  declaredBase: Declaration | undefined = undefined
+  /** The latest valid heartbeat's liveness facts (`Declaration.activeRequests`, `ts`, `receivedAtMs`). */
+  private activeRequests = 0
+  private ts = 0
+  private receivedAtMs = 0
   /**
    * The text of the heartbeat that set `declared`, split around its liveness numbers (`HeartbeatFrame`): a later
    * heartbeat that differs only in them is read without the generic decode (issue 18).
@@ -144,10 +153,43 @@ export class SessionState implements LivenessWheel.LivenessWatch {
     return this.budget ??= makeInvalidFrameBudget()
   }
 
+  /** The latest valid declaration: `None` before the first valid heartbeat and after the end. */
+  get declared(): Option.Option<Declaration> {
+    const base = this.declaredBase
+    return base === undefined ? Option.none() : Option.some(this.withLiveness(base))
+  }
+
   /** Replaces the snapshot with a valid heartbeat's declaration and reports it (`onDeclared`). Synchronous. */
   declare(next: Declaration, changed: boolean): void {
-    this.declared = Option.some(next)
+    this.declaredBase = next
+    this.activeRequests = next.activeRequests
+    this.ts = next.ts
+    this.receivedAtMs = next.receivedAtMs
     this.options.onDeclared(next, changed)
+  }
+
+  /**
+   * A heartbeat that repeats the declaration (`changed: false`) with new liveness facts: they are written in place
+   * and `onDeclared` gets the declaration as of this heartbeat (a fresh object each time, which no one here keeps).
+   * Synchronous; nothing happens without a declaration.
+   */
+  redeclare(activeRequests: number, ts: number, receivedAtMs: number): void {
+    const base = this.declaredBase
+    if (base === undefined) return
+    this.activeRequests = activeRequests
+    this.ts = ts
+    this.receivedAtMs = receivedAtMs
+    this.options.onDeclared(this.withLiveness(base), false)
+  }
+
+  private withLiveness(base: Declaration): Declaration {
+    return {
+      kinds: base.kinds,
+      daemonVersion: base.daemonVersion,
+      activeRequests: this.activeRequests,
+      ts: this.ts,
+      receivedAtMs: this.receivedAtMs
+    }
   }
 
   /**
@@ -159,7 +201,7 @@ export class SessionState implements LivenessWheel.LivenessWatch {
     if (this.ended !== undefined) return false
     const lost = new ObservationLost({ reason })
     this.ended = { lost, code }
-    this.declared = Option.none()
+    this.declaredBase = undefined
     this.runs.close(lost)
     this.preparations.close(lost)
     this.replies.close(lost)

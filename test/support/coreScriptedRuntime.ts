@@ -210,21 +210,26 @@ export const connectMemory = (
       })
     })
 
-    const events = yield* gateway.events
-    const connected = yield* Stream.filter(events, (e) => e._tag === "Connected" && e.deviceId === record.deviceId).pipe(
-      Stream.runHead,
-      Effect.forkScoped
-    )
-    const accepted = yield* Effect.scoped(
-      Effect.flatMap(
-        fromSocket(socket, { capacity: config.sendQueueCapacity, writeDeadline: config.writeDeadline }),
-        (transport) => gateway.accept(record, transport)
+    const connectionScope = yield* Effect.scope
+    // The event subscription lasts until the connection is registered only: a subscription that outlived it would
+    // keep every later event (and what it refers to) for the test's whole scope.
+    const [event, accepted] = yield* Effect.scoped(Effect.gen(function*() {
+      const events = yield* gateway.events
+      const connected = yield* Stream.filter(events, (e) => e._tag === "Connected" && e.deviceId === record.deviceId).pipe(
+        Stream.runHead,
+        Effect.forkScoped
       )
-    ).pipe(
-      Effect.catch(() => Effect.die("in-memory socket failed before the handshake")),
-      Effect.forkScoped
-    )
-    const event = yield* Fiber.join(connected)
+      const accepted = yield* Effect.scoped(
+        Effect.flatMap(
+          fromSocket(socket, { capacity: config.sendQueueCapacity, writeDeadline: config.writeDeadline }),
+          (transport) => gateway.accept(record, transport)
+        )
+      ).pipe(
+        Effect.catch(() => Effect.die("in-memory socket failed before the handshake")),
+        Effect.forkIn(connectionScope)
+      )
+      return [yield* Fiber.join(connected), accepted] as const
+    }))
     if (Option.isNone(event) || event.value._tag !== "Connected") return yield* Effect.die("gateway did not register the connection")
     const connectionNumber = event.value.connectionNumber
     const session = Option.getOrThrow(yield* gateway.session(record.deviceId as Ids.DeviceId))

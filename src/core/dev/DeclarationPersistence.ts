@@ -43,35 +43,47 @@ export const declarationDigest = (declaration: Declaration): string => {
   return hash.digest("base64")
 }
 
-/** Per device: what the store holds, as far as this process wrote it, and the liveness not yet written. */
-interface Known {
-  /** Digest of the stored declaration (`declarationDigest`). */
-  readonly digest: string
-  /** The connection whose declaration is stored. */
-  readonly connectionNumber: number
-  /** That connection's latest heartbeat, when its liveness facts are not stored (a field write per heartbeat). */
-  latest: Declaration | undefined
+/**
+ * Per device: what the store holds, as far as this process wrote it, and the liveness facts not yet written. The
+ * facts are copied into the entry's own fields on each heartbeat (issue 18): keeping the event's `Declaration` until
+ * the next heartbeat, 15 s later, made every repeated heartbeat promote an object into V8's old generation.
+ */
+class Known {
+  /** Whether the fields below hold the connection's latest heartbeat, not yet stored. */
+  unstored = false
+  activeRequests = 0
+  ts = 0
+  receivedAtMs = 0
+  constructor(
+    /** Digest of the stored declaration (`declarationDigest`). */
+    readonly digest: string,
+    /** The connection whose declaration is stored. */
+    readonly connectionNumber: number
+  ) {}
 }
 
 /** The pure bookkeeping: what each event changes, and what must be written. Exported for tests. */
 export const makeTracker = () => {
   const known = new Map<string, Known>()
-  /** How many `known` entries hold an unstored `latest`. */
+  /** How many `known` entries hold an unstored heartbeat. */
   let unstored = 0
   /** Per device: the change to write next. */
   const pending = new Map<string, DeclarationChange>()
 
-  const liveness = (deviceId: string, declaration: Declaration): DeclarationChange => ({
+  const liveness = (deviceId: string, entry: Known): DeclarationChange => ({
     _tag: "Liveness",
     deviceId,
-    activeRequests: declaration.activeRequests,
-    heartbeatTs: declaration.ts,
-    receivedAtMs: declaration.receivedAtMs
+    activeRequests: entry.activeRequests,
+    heartbeatTs: entry.ts,
+    receivedAtMs: entry.receivedAtMs
   })
 
   const keepLatest = (entry: Known, declaration: Declaration): false => {
-    if (entry.latest === undefined) unstored++
-    entry.latest = declaration
+    if (!entry.unstored) unstored++
+    entry.unstored = true
+    entry.activeRequests = declaration.activeRequests
+    entry.ts = declaration.ts
+    entry.receivedAtMs = declaration.receivedAtMs
     return false
   }
 
@@ -86,8 +98,8 @@ export const makeTracker = () => {
         if (same && !event.changed) return keepLatest(entry, event.declaration)
         const digest = declarationDigest(event.declaration)
         if (same && entry.digest === digest) return keepLatest(entry, event.declaration)
-        if (entry?.latest !== undefined) unstored--
-        known.set(event.deviceId, { digest, connectionNumber: event.connectionNumber, latest: undefined })
+        if (entry?.unstored === true) unstored--
+        known.set(event.deviceId, new Known(digest, event.connectionNumber))
         pending.set(event.deviceId, {
           _tag: "Record",
           deviceId: event.deviceId,
@@ -99,22 +111,29 @@ export const makeTracker = () => {
       case "Disconnected": {
         const entry = known.get(event.deviceId)
         if (event.reason === "invalid_heartbeat") {
-          if (entry?.latest !== undefined) unstored--
+          if (entry?.unstored === true) unstored--
           known.delete(event.deviceId)
           pending.set(event.deviceId, { _tag: "Clear", deviceId: event.deviceId })
           return true
         }
-        const latest = entry?.latest
         // Only the ended connection's own liveness (a newer connection of the device keeps its own).
-        if (latest === undefined || entry!.connectionNumber !== event.connectionNumber) return false
-        entry!.latest = undefined
+        if (entry === undefined || !entry.unstored || entry.connectionNumber !== event.connectionNumber) return false
+        entry.unstored = false
         unstored--
         const queued = pending.get(event.deviceId)
         pending.set(
           event.deviceId,
           queued?._tag === "Record"
-            ? { ...queued, declaration: latest }
-            : liveness(event.deviceId, latest)
+            ? {
+              ...queued,
+              declaration: {
+                ...queued.declaration,
+                activeRequests: entry.activeRequests,
+                ts: entry.ts,
+                receivedAtMs: entry.receivedAtMs
+              }
+            }
+            : liveness(event.deviceId, entry)
         )
         return true
       }
@@ -149,9 +168,9 @@ export const makeTracker = () => {
     const batch = take()
     const queued = new Set(batch.map((c) => c.deviceId))
     for (const [deviceId, entry] of known) {
-      if (entry.latest === undefined) continue
-      if (!queued.has(deviceId)) batch.push(liveness(deviceId, entry.latest))
-      entry.latest = undefined
+      if (!entry.unstored) continue
+      if (!queued.has(deviceId)) batch.push(liveness(deviceId, entry))
+      entry.unstored = false
     }
     unstored = 0
     return batch

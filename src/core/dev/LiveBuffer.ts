@@ -1,58 +1,107 @@
 /**
- * A bounded buffer between a live source that must never wait (a Turn's journal hub) and one reader that may
- * (an operator's event stream). The source is drained at its own pace from the moment the buffer is made, so the
- * Turn and its journal never wait for, or grow with, a reader; a reader that falls more than `maxWeight` behind
- * is dropped with `FollowerLagging` instead of holding memory without bound (issue #17: "SSE clients that never
- * read are dropped, the Turn is unaffected"). A dropped reader may follow again from the seq it last saw.
+ * A bounded buffer between a live source that must never wait (a Turn's journal) and one reader that may (an
+ * operator's event stream). The source hands items to the buffer synchronously (`makeSink`: its `offer` is a plain
+ * call from the publisher's step, issue 18: no fiber between the publisher and the reader's buffer) or is drained
+ * from the moment the buffer is made (`make`), so the Turn and its journal never wait for, or grow with, a reader;
+ * a reader that falls more than `maxWeight` behind is dropped with `FollowerLagging` instead of holding memory
+ * without bound (issue #17: "SSE clients that never read are dropped, the Turn is unaffected"). A dropped reader
+ * may follow again from the seq it last saw.
  */
-import { type Cause, Data, Effect, Queue, type Scope, Stream } from "effect"
+import { Cause, Data, Deferred, Effect, Exit, Queue, type Scope, Stream } from "effect"
 
 /** The reader fell more than `maxWeight` behind the live source and was dropped (nothing upstream was affected). */
 export class FollowerLagging extends Data.TaggedError("FollowerLagging")<{ readonly maxWeight: number }> {}
 
+/** The publisher's side of a buffer: never waits, never fails. */
+export interface Sink<A> {
+  /** Buffers `item` (and ends the reader's stream after it when it is the last); ignored once ended or dropped. */
+  readonly offer: (item: A) => void
+  /** Ends the reader's stream after what is buffered (the source ended). */
+  readonly end: () => void
+  /** Fails the reader's stream after what is buffered (the source failed). */
+  readonly failCause: (cause: Cause.Cause<unknown>) => void
+  /** False once the reader's stream ended, failed or was dropped (nothing more is taken). */
+  readonly open: () => boolean
+}
+
 /**
- * Starts draining `source` into a buffer now (in the current scope) and returns the reader's side. Every item
- * reaches the reader in order while the buffered weight stays at or below `maxWeight`; past it the reader's stream
- * fails with `FollowerLagging` (after the items already buffered) and draining stops; `onLagging` runs at that
- * moment, from the draining side (a reader blocked on a full socket would never pull the failure).
+ * A buffer fed synchronously through its `Sink`, and the reader's stream. Every item reaches the reader in order
+ * while the buffered weight stays at or below `maxWeight`; past it the reader's stream fails with `FollowerLagging`
+ * (after the items already buffered) and the sink takes nothing more; `onLagging` runs at that moment, on a fiber of
+ * the current scope (a reader blocked on a full socket would never pull the failure). `last`: the item after which
+ * the reader's stream ends.
  */
-export const make = <A, E>(
-  source: Stream.Stream<A, E>,
+export const makeSink = <A, E = never>(
   weigh: (item: A) => number,
   maxWeight: number,
-  onLagging: Effect.Effect<void> = Effect.void
-): Effect.Effect<Stream.Stream<A, E | FollowerLagging>, never, Scope.Scope> =>
+  last: (item: A) => boolean = () => false,
+  onLagging?: Effect.Effect<void>
+): Effect.Effect<{ readonly sink: Sink<A>; readonly stream: Stream.Stream<A, E | FollowerLagging> }, never, Scope.Scope> =>
   Effect.gen(function* () {
     const buffer = yield* Queue.unbounded<A, E | FollowerLagging | Cause.Done>()
     // The weight buffered and not yet pulled by the reader. Both sides run on this process's one thread and
     // touch it only in synchronous steps, so a plain variable is enough (issue 18: no Effect per item and side).
     let weight = 0
-    // Made only when the reader falls behind (an error captures a stack: not a cost of every follower).
-    let lagging: FollowerLagging | undefined
-    yield* source.pipe(
-      // Whatever the source has ready is weighed and buffered in one step.
-      Stream.runForEachArray((items) => {
-        for (let i = 0; i < items.length; i++) {
-          weight += weigh(items[i]!)
-          if (weight > maxWeight) {
-            if (i > 0) Queue.offerAllUnsafe(buffer, items.slice(0, i))
-            return Effect.fail(lagging ??= new FollowerLagging({ maxWeight }))
-          }
+    let open = true
+    // Completed when the reader falls behind; its waiter (forked only when there is something to run) runs `onLagging`.
+    let lagged: Deferred.Deferred<void> | undefined
+    if (onLagging !== undefined) {
+      lagged = yield* Deferred.make<void>()
+      yield* Effect.forkScoped(Effect.andThen(Deferred.await(lagged), onLagging))
+    }
+    const sink: Sink<A> = {
+      offer: (item) => {
+        if (!open) return
+        weight += weigh(item)
+        if (weight > maxWeight) {
+          open = false
+          // Made only when the reader falls behind (an error captures a stack: not a cost of every follower).
+          Queue.failCauseUnsafe(buffer, Cause.fail(new FollowerLagging({ maxWeight })))
+          if (lagged !== undefined) Deferred.doneUnsafe(lagged, Exit.void)
+          return
         }
-        Queue.offerAllUnsafe(buffer, items)
-        return Effect.void
-      }),
-      Effect.matchCauseEffect({
-        onSuccess: () => Queue.end(buffer),
-        onFailure: (cause) =>
-          lagging !== undefined && cause.reasons.some((reason) => reason._tag === "Fail" && reason.error === lagging)
-            ? Effect.andThen(onLagging, Queue.fail(buffer, lagging))
-            : Queue.failCause(buffer, cause)
-      }),
-      Effect.forkScoped
-    )
-    return Stream.fromQueue(buffer).pipe(Stream.mapArray((items) => {
+        Queue.offerUnsafe(buffer, item)
+        if (last(item)) sink.end()
+      },
+      end: () => {
+        if (!open) return
+        open = false
+        Queue.endUnsafe(buffer)
+      },
+      failCause: (cause) => {
+        if (!open) return
+        open = false
+        Queue.failCauseUnsafe(buffer, cause as Cause.Cause<E>)
+      },
+      open: () => open
+    }
+    const stream = Stream.fromQueue(buffer).pipe(Stream.mapArray((items) => {
       for (const item of items) weight -= weigh(item)
       return items
     }))
+    return { sink, stream }
+  })
+
+/**
+ * Starts draining `source` into a buffer now (in the current scope) and returns the reader's side: `makeSink`'s
+ * rules, with `source` as the publisher (its end ends the reader's stream, its failure fails it).
+ */
+export const make = <A, E>(
+  source: Stream.Stream<A, E>,
+  weigh: (item: A) => number,
+  maxWeight: number,
+  onLagging?: Effect.Effect<void>
+): Effect.Effect<Stream.Stream<A, E | FollowerLagging>, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const { sink, stream } = yield* makeSink<A, E>(weigh, maxWeight, () => false, onLagging)
+    yield* source.pipe(
+      // Whatever the source has ready is buffered in one step; draining stops once the reader was dropped.
+      Stream.runForEachWhile((item) => Effect.sync(() => {
+        sink.offer(item)
+        return sink.open()
+      })),
+      Effect.matchCause({ onSuccess: () => sink.end(), onFailure: (cause) => sink.failCause(cause) }),
+      Effect.forkScoped
+    )
+    return stream
   })

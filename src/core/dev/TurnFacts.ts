@@ -1,6 +1,6 @@
 /**
- * How a Turn's runner records the facts of its delivery: each fact journaled (plain Run events in groups, one
- * write per group; the Run's dispatch mark in the same transaction as its `Dispatched` fact), then the records it
+ * How a Turn's runner records the facts of its delivery: each fact journaled (facts that change no other record in
+ * groups, one write per group; the Run's dispatch mark in the same transaction as its `Dispatched` fact), then the records it
  * changes (active-input status, withdrawn interactions); an interaction request is stored pending before its
  * frame, so it is answerable once the frame is seen. Each write is retried until stored and fenced on the
  * attempt's owner lease (the runner's `durable`).
@@ -71,13 +71,17 @@ export const make = <T extends FactTarget>(
     const request = fact._tag === "RunEvent" ? interactionRequest(fact.event) : undefined
     if (fact._tag === "RunEvent" && request !== undefined) return onInteractionRequest(a, writer, fact, request)
     // The Run's own dispatch marks the Turn dispatched in the same transaction as its fact.
-    const markDispatched = fact._tag === "Dispatched" && (fact.type === "execution_start" || fact.type === "prompt_request")
+    const markDispatched = dispatchesRun(fact)
     const stored = durable(a, "journal", writer.record(fact, markDispatched ? { markDispatched } : undefined))
     const after = afterFact(a, writer, fact)
     return after === undefined ? Effect.asVoid(stored) : Effect.andThen(stored, after)
   }
 
-  /** The facts available at once, in order: runs of plain Run events grouped, every other fact alone. */
+  /**
+   * The facts available at once, in order: runs of facts that change no record but the journal grouped (one
+   * write, issue 18: a Turn's preparation status and its `Dispatching`, or its Run events, arrive together), every
+   * other fact alone. A group with the Run's own `Dispatched` marks the Turn dispatched in its transaction.
+   */
   const onFacts = (
     a: T,
     writer: JournalWriter,
@@ -87,14 +91,18 @@ export const make = <T extends FactTarget>(
     const from = (i: number): Effect.Effect<void, LeaseLost> => {
       if (i >= facts.length) return Effect.void
       let j = i
-      while (j < facts.length && isPlainRunEvent(facts[j]!)) j++
+      let markDispatched = false
+      while (j < facts.length && journalOnly(facts[j]!)) {
+        if (dispatchesRun(facts[j]!)) markDispatched = true
+        j++
+      }
       // Each fact is confirmed to the delivery layer once stored, in order (one `journaled` per fact).
       let stored: Effect.Effect<void, LeaseLost>
-      if (j === i) {
+      if (j <= i + 1) {
         stored = Effect.andThen(onFact(a, writer, facts[i]!), journaled)
         j = i + 1
       } else {
-        stored = Effect.andThen(durable(a, "journal", writer.recordAll(facts.slice(i, j))), journaled)
+        stored = Effect.andThen(durable(a, "journal", writer.recordAll(facts.slice(i, j), markDispatched ? { markDispatched } : undefined)), journaled)
         for (let k = i + 1; k < j; k++) stored = Effect.andThen(stored, journaled)
       }
       const next = j
@@ -146,7 +154,27 @@ const interactionRequest = (
   }
 }
 
-/** A Run event that updates no record but the journal (interaction requests and withdrawals do). */
-const isPlainRunEvent = (fact: Outcome.TurnFact): boolean =>
-  fact._tag === "RunEvent" && !interactionTypes.has(fact.event.type)
+/** The Run's own dispatch (`execution_start`, `prompt_request`): the Turn is marked dispatched with this fact. */
+const dispatchesRun = (fact: Outcome.TurnFact): boolean =>
+  fact._tag === "Dispatched" && (fact.type === "execution_start" || fact.type === "prompt_request")
+
+/**
+ * A fact that updates no record but the journal (`afterFact` has nothing for it): not an input's receipt fact, a
+ * steer's `NotDispatched` or a Run event asking for or withdrawing an interaction.
+ */
+const journalOnly = (fact: Outcome.TurnFact): boolean => {
+  switch (fact._tag) {
+    case "RunEvent":
+      return !interactionTypes.has(fact.event.type)
+    case "NotDispatched":
+      return !(fact.type === "prompt_steer" && fact.input_id !== undefined)
+    case "InputWritten":
+    case "InputAccepted":
+    case "InputRejected":
+    case "InputUnknown":
+      return false
+    default:
+      return true
+  }
+}
 const interactionTypes: ReadonlySet<string> = new Set(["permission_request", "prompt_for_user_choice", "function_call", "permission_cancel"])

@@ -9,10 +9,11 @@
  * outcome. A Turn already finished (also one finished by a previous process) replays and ends at once.
  *
  * Ownership: the Turn's runner is the only writer of its journal (one `open` per Turn). A subscriber that
- * goes away settles nothing; the journal never waits for a subscriber (hubs are unbounded per Turn and
- * dropped once the outcome is published).
+ * goes away settles nothing; the journal never waits for a subscriber: each publish hands the item to every live
+ * reader's bounded buffer in the writer's own step (LiveBuffer.ts; no hub and no fiber per reader between them,
+ * issue 18), and a Turn's readers are dropped once the outcome is published.
  */
-import { Context, Effect, Layer, Option, PubSub, Result, Schema, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Option, Result, Schema, Semaphore, Stream } from "effect"
 import { fn } from "../TracedFn.js"
 import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
@@ -38,9 +39,9 @@ export interface JournalWriter {
   readonly record: (fact: Outcome.TurnFact, options?: AppendOptions) => Effect.Effect<number, StoreFailed | LeaseLost>
   /**
    * Persists several facts at the next seqs in one store statement (group commit), then publishes them in
-   * order. Success proves all are stored; a failure stores none.
+   * order. Success proves all are stored; a failure stores none. `options` apply to the one transaction.
    */
-  readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>) => Effect.Effect<void, StoreFailed | LeaseLost>
+  readonly recordAll: (facts: ReadonlyArray<Outcome.TurnFact>, options?: AppendOptions) => Effect.Effect<void, StoreFailed | LeaseLost>
   /** Publishes a notice to live subscribers (not stored). */
   readonly notify: (event: "input" | "interaction" | "initialization", data: unknown) => Effect.Effect<void>
   /**
@@ -120,18 +121,25 @@ export const maxLiveBytes = 8 * 1024 * 1024
 /** A live item's weight in a reader's buffer: its body, plus a fixed share for the item itself. */
 const weighItem = (item: JournalItem): number => (item._tag === "entry" ? item.bodyJson.length : 0) + 64
 
+const isOutcome = (item: JournalItem): boolean => item._tag === "outcome"
+
 const itemOf = (e: StoredEvent): JournalItem => ({ _tag: "entry", seq: e.seq, kind: e.kind, type: e.type, bodyJson: e.bodyJson })
 
 /**
- * A Turn's live hub in this process, with what its writer last stored (`lastSeq`: undefined until a writer of
+ * A Turn's live readers in this process, with what its writer last stored (`lastSeq`: undefined until a writer of
  * this process opened the journal) and whether the outcome is being published. Set before the matching
  * publish, so a follower that subscribed and then sees `lastSeq <= afterSeq` and not `finished` will receive
  * every later item on its subscription (no store read needed).
  */
 interface Live {
-  readonly hub: PubSub.PubSub<JournalItem>
+  readonly readers: Set<LiveBuffer.Sink<JournalItem>>
   lastSeq: number | undefined
   finished: boolean
+}
+
+/** Hands `item` to every reader of the Turn now (each buffers it or drops itself; none waits). */
+const publish = (live: Live, item: JournalItem): void => {
+  for (const reader of live.readers) reader.offer(item)
 }
 
 const make = Effect.gen(function* () {
@@ -142,21 +150,16 @@ const make = Effect.gen(function* () {
   const feed = yield* Effect.serviceOption(JournalFeed)
   const announce = (turnId: string) => (Option.isSome(feed) ? feed.value.appended(turnId) : Effect.void)
 
-  const liveFor = (turnId: string): Effect.Effect<Live> =>
-    Effect.suspend(() => {
-      const existing = lives.get(turnId)
-      if (existing !== undefined) return Effect.succeed(existing)
-      return Effect.map(PubSub.unbounded<JournalItem>(), (hub) => {
-        const raced = lives.get(turnId)
-        if (raced !== undefined) return raced
-        const live: Live = { hub, lastSeq: undefined, finished: false }
-        lives.set(turnId, live)
-        return live
-      })
-    })
+  const liveFor = (turnId: string): Live => {
+    const existing = lives.get(turnId)
+    if (existing !== undefined) return existing
+    const live: Live = { readers: new Set(), lastSeq: undefined, finished: false }
+    lives.set(turnId, live)
+    return live
+  }
 
   const open = fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number, begin?: AttemptBegin) {
-    const live = yield* liveFor(turnId)
+    const live = liveFor(turnId)
     // Each writer continues from the store (or what its caller knows), never from an earlier writer's
     // in-memory seq: that one may be stale (an attempt on another node wrote since), and two writers sharing it
     // would both store their facts instead of the second one's append failing on the (turn_id, seq) key.
@@ -171,7 +174,7 @@ const make = Effect.gen(function* () {
       turnId,
       attempt,
       // Per fact (issue 18): one store append and, once it committed, the seq, the announcement and the publish
-      // in one step (`publishUnsafe`: the hub is unbounded, so it always takes the item).
+      // in one step (every reader takes the item at once).
       record: (fact, options) =>
         lock.withPermit(Effect.suspend(() => {
           const next = current() + 1
@@ -180,31 +183,33 @@ const make = Effect.gen(function* () {
           const stored = Effect.map(store.appendEvents(turnId, [row], withBegin(options)), () => {
             pendingBegin = undefined
             live.lastSeq = next
-            PubSub.publishUnsafe(live.hub, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
+            publish(live, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
             return next
           })
           return Option.isSome(feed) ? Effect.tap(stored, () => feed.value.appended(turnId)) : stored
         })),
-      recordAll: (facts) =>
+      recordAll: (facts, options) =>
         lock.withPermit(Effect.gen(function* () {
           const first = current() + 1
           const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
-          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })), withBegin(undefined))
+          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })), withBegin(options))
           pendingBegin = undefined
           live.lastSeq = first + facts.length - 1
           yield* announce(turnId)
-          for (const entry of entries) yield* PubSub.publish(live.hub, { _tag: "entry", ...entry })
+          for (const entry of entries) publish(live, { _tag: "entry", ...entry })
         })),
       notify: (event, data) =>
-        PubSub.publish(live.hub, { _tag: "notice", event, data }).pipe(
-          Effect.andThen(Option.isSome(feed) ? feed.value.noticed(turnId, event, data) : Effect.void)
-        ),
+        Effect.suspend(() => {
+          publish(live, { _tag: "notice", event, data })
+          return Option.isSome(feed) ? feed.value.noticed(turnId, event, data) : Effect.void
+        }),
       finish: (written) =>
         Effect.gen(function* () {
           const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)
           live.finished = true
           yield* announce(turnId)
-          if (Option.isSome(turn)) yield* PubSub.publish(live.hub, { _tag: "outcome", turn: turn.value })
+          if (Option.isSome(turn)) publish(live, { _tag: "outcome", turn: turn.value })
+          live.readers.clear()
           if (lives.get(turnId) === live) lives.delete(turnId)
         }),
       begun: lock.withPermit(Effect.suspend(() => {
@@ -226,7 +231,7 @@ const make = Effect.gen(function* () {
   const follow = (
     turnId: string,
     afterSeq: number,
-    onLagging: Effect.Effect<void> = Effect.void,
+    onLagging?: Effect.Effect<void>,
     known?: TurnRecord | "running"
   ): Stream.Stream<JournalItem, StoreFailed | FollowerLagging> =>
     Stream.unwrap(
@@ -236,18 +241,14 @@ const make = Effect.gen(function* () {
           if (Option.isNone(first)) return Stream.empty
           if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
         }
-        // Subscribe before reading the store, so nothing published in between is missed. The hub is created
-        // here when the Turn's writer has not opened it yet.
-        const live = yield* liveFor(turnId)
-        const subscription = yield* PubSub.subscribe(live.hub)
-        // Drained from now on into this reader's bounded buffer: a reader that stops reading is dropped
-        // (`FollowerLagging`), never a cost to the Turn (LiveBuffer.ts).
-        const buffered = yield* LiveBuffer.make(
-          Stream.fromSubscription(subscription).pipe(Stream.takeUntil((item) => item._tag === "outcome")),
-          weighItem,
-          maxLiveBytes,
-          onLagging
-        )
+        // Subscribe before reading the store, so nothing published in between is missed. The Turn's live state
+        // is created here when its writer has not opened it yet. Every publish from now on goes straight into this
+        // reader's bounded buffer: a reader that stops reading is dropped (`FollowerLagging`), never a cost to the
+        // Turn (LiveBuffer.ts); its stream ends after the outcome.
+        const live = liveFor(turnId)
+        const { sink, stream: buffered } = yield* LiveBuffer.makeSink<JournalItem>(weighItem, maxLiveBytes, isOutcome, onLagging)
+        live.readers.add(sink)
+        yield* Effect.addFinalizer(() => Effect.sync(() => live.readers.delete(sink)))
         // A writer of this process holds the journal, has stored nothing after `afterSeq` and has not published
         // the outcome: everything still to come arrives on the subscription; no store read (issue 18).
         if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {

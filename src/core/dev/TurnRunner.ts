@@ -271,7 +271,7 @@ const make = (options: TurnsOptions) =>
             )
             // One fact at a time: stored (and its records updated), then confirmed to the delivery layer,
             // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
-            // Group commit: consecutive Run events that update no other record are stored in one statement.
+            // Group commit: consecutive facts that update no other record are stored in one statement.
             yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled))
             return yield* delivery.resolution
           }))

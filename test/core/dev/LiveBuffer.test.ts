@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, PubSub, Ref, Stream } from "effect"
-import { FollowerLagging, make } from "../../../src/core/dev/LiveBuffer.js"
+import { FollowerLagging, make, makeSink } from "../../../src/core/dev/LiveBuffer.js"
 
 /** A hub with one subscriber buffered through LiveBuffer; `n` items of weight 1 published before the reader reads. */
 const publishedBeforeReading = (n: number, maxWeight: number) =>
@@ -57,5 +57,23 @@ describe("LiveBuffer", () => {
       yield* Effect.yieldNow
       assert.strictEqual(yield* PubSub.size(hub), 0)
       assert.strictEqual((yield* Stream.runCollect(reader)).length, 41)
+    }).pipe(Effect.scoped))
+
+  it.effect("a sink buffers each offer in the publisher's own step, ends after the last item, and drops a reader past the bound", () =>
+    Effect.gen(function* () {
+      const dropped = yield* Ref.make(false)
+      const ending = yield* makeSink<number>(() => 1, 3, (i) => i === 0)
+      // No fiber runs between the offers and the read: the items are in the reader's buffer already.
+      for (const i of [1, 2, 0, 4]) ending.sink.offer(i)
+      assert.isFalse(ending.sink.open())
+      assert.deepStrictEqual(yield* Stream.runCollect(ending.stream), [1, 2, 0])
+      const lagging = yield* makeSink<number>(() => 1, 3, () => false, Ref.set(dropped, true))
+      for (const i of [1, 2, 3, 4, 5]) lagging.sink.offer(i)
+      assert.isFalse(lagging.sink.open())
+      yield* Effect.yieldNow
+      // `onLagging` ran from the publisher's side, before the reader pulled anything.
+      assert.isTrue(yield* Ref.get(dropped))
+      const exit = yield* Effect.exit(Stream.runCollect(lagging.stream))
+      assert.deepStrictEqual(exit, Exit.fail(new FollowerLagging({ maxWeight: 3 })))
     }).pipe(Effect.scoped))
 })

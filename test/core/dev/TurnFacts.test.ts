@@ -1,0 +1,84 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { DevIds } from "../../../src/core/dev/DevIds.js"
+import { SessionStore } from "../../../src/core/dev/SessionStore.js"
+import * as Store from "../../../src/core/dev/Store.js"
+import * as TurnFacts from "../../../src/core/dev/TurnFacts.js"
+import { layer as journalLayer, TurnJournal } from "../../../src/core/dev/TurnJournal.js"
+import { TurnStore } from "../../../src/core/dev/TurnStore.js"
+import type * as Interactions from "../../../src/core/Interactions.js"
+import type * as Outcome from "../../../src/core/Outcome.js"
+import { type Functions, Ids, MessageInput } from "../../../src/proto/index.js"
+
+/** The store with every journal append (one store statement, one transaction each) counted with its options. */
+const countedAppends = () => {
+  const appends: Array<{ readonly types: ReadonlyArray<string>; readonly markDispatched: boolean }> = []
+  const base = Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest))
+  const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (store) => TurnStore.of({
+    ...store,
+    appendEvents: (turnId, rows, options) => Effect.suspend(() => {
+      appends.push({ types: rows.map((r) => r.type), markDispatched: options?.markDispatched === true })
+      return store.appendEvents(turnId, rows, options)
+    })
+  }))).pipe(Layer.provide(base))
+  return { appends, layer: journalLayer.pipe(Layer.provideMerge(Layer.merge(base, counted))) }
+}
+
+const run = Ids.unsafeMake.runId("run-1")
+const handle = Ids.unsafeMake.admissionHandle("handle-1")
+const status = (state: "ready" | "started", revision: number): Outcome.TurnFact => ({
+  _tag: "PreparationStatus",
+  status: state === "ready"
+    ? { state, handle, revision, executor_id: Ids.unsafeMake.executorId("ex-1"), expires_at: 1 }
+    : { state, handle, revision, run_id: run }
+})
+const event = (type: "output_message" | "done"): Outcome.TurnFact =>
+  type === "done"
+    ? { _tag: "RunEvent", event: { type, id: run, payload: { content: "hi" } } }
+    : { _tag: "RunEvent", event: { type, id: run, payload: { id: "m1", status: "completed", text: "hi" } } }
+
+describe("TurnFacts", () => {
+  const counted = countedAppends()
+  it.effect("stores facts that arrive together and change no other record in one append; a receipt fact alone, before its record", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const writer = yield* (yield* TurnJournal).open("t1", 1, 0)
+      const target = {
+        turnId: "t1",
+        pending: new Map<string, Interactions.PendingInteraction>(),
+        calls: new Map<string, Functions.FunctionCallPayload>()
+      }
+      const { onFacts } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
+      let journaled = 0
+      const confirm = Effect.sync(() => {
+        journaled++
+      })
+      // The preparation's `ready` and the start's `Dispatching` (the bench's usual pair), then the Run's dispatch
+      // with the next status, then a receipt fact (its input record follows it) between two Run events.
+      yield* onFacts(target, writer, [status("ready", 2), { _tag: "Dispatching", type: "execution_start" }], confirm)
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_start" }, status("started", 3)], confirm)
+      yield* onFacts(target, writer, [event("output_message"), { _tag: "InputWritten", input_id: "in-1" }, event("done")], confirm)
+      assert.deepStrictEqual(counted.appends, [
+        { types: ["PreparationStatus", "Dispatching"], markDispatched: false },
+        { types: ["Dispatched", "PreparationStatus"], markDispatched: true },
+        { types: ["output_message"], markDispatched: false },
+        { types: ["InputWritten"], markDispatched: false },
+        { types: ["done"], markDispatched: false }
+      ])
+      assert.strictEqual(journaled, 7)
+      const stored = yield* store.events("t1", 0)
+      assert.deepStrictEqual(stored.map((e) => [e.seq, e.type]), [
+        [1, "PreparationStatus"],
+        [2, "Dispatching"],
+        [3, "Dispatched"],
+        [4, "PreparationStatus"],
+        [5, "output_message"],
+        [6, "InputWritten"],
+        [7, "done"]
+      ])
+      // The Run's dispatch mark rode its group's transaction.
+      assert.isDefined(Option.getOrThrow(yield* store.get("t1")).dispatchedAtMs)
+    }).pipe(Effect.provide(counted.layer)))
+})
