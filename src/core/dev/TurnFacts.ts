@@ -43,6 +43,8 @@ export const make = <T extends FactTarget>(
 
   /** What a journaled fact changes besides the journal, if anything (most facts: nothing). */
   const afterFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact): Effect.Effect<void, LeaseLost> | undefined => {
+    // One rule for both paths: a fact that `onFacts` may group has nothing to do after its append.
+    if (journalOnly(fact)) return undefined
     switch (fact._tag) {
       case "NotDispatched":
         return fact.type === "prompt_steer" && fact.input_id !== undefined
