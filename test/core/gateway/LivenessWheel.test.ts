@@ -144,3 +144,33 @@ describe("LivenessWheel check-ahead", () => {
       assert.isTrue(live.every((c) => c.state.expiredAt === silentFrom + 10_000))
     }))
 })
+
+describe("LivenessWheel heap order", () => {
+  it.effect("many connections with moved deadlines each expire exactly at their own deadline", () =>
+    Effect.gen(function*() {
+      const wheel = yield* LivenessWheel.make
+      // A fixed pseudo-random sequence: timeouts 200-5,199 ms, frames at varied times, so re-armed slots land both
+      // within the check-ahead window (put back after the pass) and past it (moved down in place).
+      let seed = 7
+      const next = (n: number) => (seed = (seed * 16807) % 2147483647) % n
+      const all: Array<{ readonly deadline: () => number; readonly state: { lastInbound: number; expiredAt: number | undefined } }> = []
+      for (let i = 0; i < 300; i++) {
+        const timeoutMs = 200 + next(5_000)
+        const c = yield* connection(timeoutMs)
+        yield* wheel.watch(c.watch)
+        all.push({ deadline: () => c.state.lastInbound + timeoutMs, state: c.state })
+      }
+      for (let t = 0; t < 8_000; t += 50) {
+        for (let k = 0; k < 20; k++) {
+          const c = all[next(all.length)]!
+          if (c.state.expiredAt === undefined) c.state.lastInbound = t
+        }
+        yield* TestClock.adjust("50 millis")
+        yield* yieldTimes(5)
+      }
+      yield* TestClock.adjust("10 seconds")
+      yield* yieldTimes(10)
+      assert.strictEqual(wheel.size(), 0)
+      for (const c of all) assert.strictEqual(c.state.expiredAt, c.deadline())
+    }))
+})
