@@ -9,13 +9,14 @@
  *  4. consume Run events until `done` or loss of observation;
  *  5. to abandon before start send `execution_release`; after start only `prompt_cancel`.
  */
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Option, Pull, Queue, Result, type Scope, Stream } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Pull, Queue, Result, type Scope, Stream } from "effect"
 import { type Ids, Limits, type MessageInput, type Preparation } from "../proto/index.js"
 import type { DeviceSession, RunEvent } from "./DeviceSession.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import * as Request from "./ExecutionRequest.js"
 import type * as Outcome from "./Outcome.js"
 import * as CoreMetrics from "./CoreMetrics.js"
+import { awaitAny, canTake, Signal } from "./internal/turnWait.js"
 import * as Subscriber from "./Subscriber.js"
 import * as Projection from "./TurnProjection.js"
 
@@ -55,10 +56,13 @@ export interface Driver {
   readonly awaitRoom: Effect.Effect<boolean>
   readonly state: () => Outcome.TurnState
   readonly settled: Deferred.Deferred<Outcome.TurnResolution>
+  /** Fires with `settled` (the driver's waits watch it beside their queues). */
+  readonly settledSignal: Signal
   readonly turnEnded: Deferred.Deferred<void>
   /** true once the start (or prompt_request) entered the send queue; false when it never will. */
   readonly runDispatched: Deferred.Deferred<boolean>
-  readonly abandon: Deferred.Deferred<void>
+  /** Fired to abandon the preparation (`cancel` before start, `endObservation`). */
+  readonly abandon: Signal
   /** How long step 2 waits for `ready` (or, after `failed{…cleanup_unconfirmed}`, for the confirmed release). */
   readonly preparationTimeout: Duration.Duration
   readonly cleanupConfirmTimeout: Duration.Duration
@@ -95,9 +99,6 @@ const subscriptionQueue = <A>(
   return direct !== undefined ? Effect.succeed(direct) : Stream.toQueue(stream, { capacity })
 }
 
-/** Takes the next item, or reports how the queue ended. Never loses an item when interrupted. */
-const takeExit = <A>(queue: Subscription<A>) => Effect.exit(Queue.take(queue))
-
 export const notDispatched = (
   type: Outcome.DispatchType,
   e: NotSent | SubscriptionRejected,
@@ -120,22 +121,47 @@ const dispatch = (d: Driver, type: Outcome.DispatchType, send: Effect.Effect<voi
 const dispatchRun = (d: Driver, type: "execution_prepare" | "execution_start" | "prompt_request", send: Effect.Effect<void, NotSent>) =>
   Effect.flatMap(d.boundary(type), (go) => (go ? dispatch(d, type, send) : Effect.succeed(false)))
 
-/** Step 4: consume Run events until done, loss, or another fact settled the Turn (a cancellation receipt). */
-const consumeRun = (d: Driver, runQueue: Subscription<RunEvent>) =>
+/**
+ * Records the preparation statuses buffered after the start (`starting` / `started` / a start rejection keep
+ * arriving on that stream); the queue while it is open, undefined once it ended.
+ */
+const recordPreparation = (d: Driver, prepQueue: Subscription<Preparation.PreparationStatusPayload>) =>
   Effect.gen(function*() {
+    while (true) {
+      const exit = Queue.takeUnsafe(prepQueue)
+      if (exit === undefined) return prepQueue
+      if (Exit.isFailure(exit)) {
+        // A normal end follows a terminal state; only a failure is a loss of observation.
+        if (!Pull.isDoneCause(exit.cause)) {
+          yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
+        }
+        return undefined
+      }
+      yield* d.record({ _tag: "PreparationStatus", status: exit.value })
+      yield* CoreMetrics.preparationStatus(exit.value)
+    }
+  })
+
+/**
+ * Step 4: consume Run events until done, loss, or another fact settled the Turn (a cancellation receipt), and the
+ * preparation's remaining statuses as they come; one fiber waits on both queues and the settlement (`awaitAny`).
+ */
+const consumeRun = (
+  d: Driver,
+  runQueue: Subscription<RunEvent>,
+  prepQueue?: Subscription<Preparation.PreparationStatusPayload>
+) =>
+  Effect.gen(function*() {
+    let prep = prepQueue
     let overflowed = false
     while (true) {
+      if (prep !== undefined && canTake(prep)) prep = yield* recordPreparation(d, prep)
       if (Deferred.isDoneUnsafe(d.settled)) break
-      // Hot path: take what is buffered without forking; race the settlement only when idle.
-      const buffered = Queue.takeUnsafe(runQueue)
-      const next = buffered !== undefined
-        ? { _tag: "Item" as const, exit: buffered }
-        : yield* Effect.raceFirst(
-          Effect.map(takeExit(runQueue), (exit) => ({ _tag: "Item" as const, exit })),
-          Effect.as(Deferred.await(d.settled), { _tag: "Settled" as const })
-        )
-      if (next._tag === "Settled") break
-      const exit = next.exit
+      const exit = Queue.takeUnsafe(runQueue)
+      if (exit === undefined) {
+        yield* awaitAny(prep === undefined ? [runQueue] : [runQueue, prep], [d.settledSignal])
+        continue
+      }
       if (Exit.isSuccess(exit)) {
         if (d.backlogFull()) {
           // Backpressure: wait until the facts' consumer makes room (meanwhile the Run's subscriber fills and
@@ -165,7 +191,11 @@ const consumeRun = (d: Driver, runQueue: Subscription<RunEvent>) =>
     }
     yield* Deferred.succeed(d.turnEnded, undefined)
     // A pending cancellation (≤ 15 s) or in-flight input (grace) still owns the settlement.
-    yield* Deferred.await(d.settled)
+    while (true) {
+      if (prep !== undefined && canTake(prep)) prep = yield* recordPreparation(d, prep)
+      if (Deferred.isDoneUnsafe(d.settled)) break
+      yield* awaitAny(prep === undefined ? [] : [prep], [d.settledSignal])
+    }
     // Events already buffered after settlement are evidence only (journal draining), within the bound.
     while (!overflowed && !d.backlogFull()) {
       const polled = yield* Queue.poll(runQueue)
@@ -198,7 +228,7 @@ const releaseAbandoned = (
       // The admission expires on its own; observe at most that long for its handle.
       handle = yield* Effect.gen(function*() {
         while (true) {
-          const exit = yield* takeExit(prepQueue)
+          const exit = yield* Effect.exit(Queue.take(prepQueue)) // never loses an item when interrupted
           if (Exit.isFailure(exit)) return undefined
           yield* d.record({ _tag: "PreparationStatus", status: exit.value })
           if (exit.value.handle !== undefined && exit.value.state !== "rejected") return exit.value.handle
@@ -230,17 +260,24 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
     let ready: Preparation.PreparationStatusPayload | undefined
     let deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(d.preparationTimeout)
     let cleanupWait = false
+    // The budget's timer: a sleep on its own fiber (in the driver's scope), armed when the driver first waits and
+    // again only when the deadline moves; the driver itself waits on the queue and both signals (`awaitAny`).
+    let timer: { readonly at: number; readonly expired: Signal; readonly fiber: Fiber.Fiber<void> } | undefined
     while (ready === undefined) {
-      // A buffered status is taken without a race (a race's first contender, the take, would win it anyway).
-      const buffered = Queue.takeUnsafe(prepQueue)
-      const next = buffered !== undefined
-        ? { _tag: "Item" as const, exit: buffered }
-        : yield* Effect.raceAllFirst([
-          Effect.map(takeExit(prepQueue), (exit) => ({ _tag: "Item" as const, exit })),
-          Effect.as(Deferred.await(d.abandon), { _tag: "Abandon" as const }),
-          Effect.as(Effect.sleep(Duration.millis(Math.max(0, deadline - (yield* Clock.currentTimeMillis)))), { _tag: "Timeout" as const })
-        ])
-      if (next._tag === "Timeout") {
+      // A buffered status is taken first, as a status that raced the deadline or the abandonment wins.
+      let exit = Queue.takeUnsafe(prepQueue)
+      if (exit === undefined && !d.abandon.fired && !(timer?.at === deadline && timer.expired.fired)) {
+        if (timer?.at !== deadline) {
+          if (timer !== undefined) yield* Fiber.interrupt(timer.fiber)
+          const expired = new Signal()
+          const wait = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
+          const fiber = yield* Effect.forkScoped(Effect.andThen(Effect.sleep(Duration.millis(wait)), Effect.sync(() => expired.fire())))
+          timer = { at: deadline, expired, fiber }
+        }
+        yield* awaitAny([prepQueue], [d.abandon, timer.expired])
+        exit = Queue.takeUnsafe(prepQueue)
+      }
+      if (exit === undefined && !d.abandon.fired) {
         // Settles preparation_interrupted (or cleanup_unconfirmed); a known admission is released.
         yield* Effect.logWarning("preparation not ready within its budget; abandoned").pipe(
           Effect.annotateLogs({ request_id: plan.request_id, observation: "preparation_timeout", cleanup_pending: cleanupWait })
@@ -251,11 +288,10 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
         if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", session.send(release.success))
         return undefined
       }
-      if (next._tag === "Abandon") {
+      if (exit === undefined) {
         yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
         return undefined
       }
-      const exit = next.exit
       if (Exit.isFailure(exit)) {
         // A stream that ended normally delivered a terminal state, which resolved the Turn.
         if (!Projection.isResolved(d.state())) {
@@ -286,8 +322,7 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
 const startPhase = (
   d: Driver,
   plan: PreparedPlan,
-  ready: Preparation.PreparationStatusPayload,
-  prepQueue: Subscription<Preparation.PreparationStatusPayload>
+  ready: Preparation.PreparationStatusPayload
 ) =>
   Effect.gen(function*() {
     const start = Request.executionStart(
@@ -312,30 +347,16 @@ const startPhase = (
       return undefined
     }
     d.phase = "started"
-
-    // starting / started / a start rejection keep arriving on the preparation stream.
-    yield* Effect.forkScoped(
-      Effect.gen(function*() {
-        while (true) {
-          const exit = yield* takeExit(prepQueue)
-          if (Exit.isFailure(exit)) {
-            // A normal end follows a terminal state; only a failure is a loss of observation.
-            if (!Pull.isDoneCause(exit.cause)) {
-              yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
-            }
-            return
-          }
-          yield* d.record({ _tag: "PreparationStatus", status: exit.value })
-          yield* CoreMetrics.preparationStatus(exit.value)
-        }
-      })
-    )
+    // starting / started / a start rejection keep arriving on the preparation stream: step 4 records them.
     return runQueue
   }).pipe(Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "execution_start" } }, { captureStackTrace: false }))
 
 /** Step 4 in its span: the Run's events until done or loss of observation. */
-const eventsPhase = (d: Driver, runQueue: Subscription<RunEvent>) =>
-  Effect.withSpan(consumeRun(d, runQueue), "Turn.events", { captureStackTrace: false })
+const eventsPhase = (
+  d: Driver,
+  runQueue: Subscription<RunEvent>,
+  prepQueue?: Subscription<Preparation.PreparationStatusPayload>
+) => Effect.withSpan(consumeRun(d, runQueue, prepQueue), "Turn.events", { captureStackTrace: false })
 
 export const preparedDriver = (
   d: Driver,
@@ -346,9 +367,9 @@ export const preparedDriver = (
     const prepared = yield* preparePhase(d, plan, prepare)
     if (prepared === undefined) return
     d.phase = "starting"
-    const runQueue = yield* startPhase(d, plan, prepared.ready, prepared.prepQueue)
+    const runQueue = yield* startPhase(d, plan, prepared.ready)
     if (runQueue === undefined) return
-    yield* eventsPhase(d, runQueue)
+    yield* eventsPhase(d, runQueue, prepared.prepQueue)
   })
 
 /** The start never entered the queue: the reservation is Core's to abandon (no Run input was submitted). */

@@ -12,6 +12,7 @@ import type { Admitted } from "./CapabilityPolicy.js"
 import { type Driver, notDispatched, type Phase } from "./DeliveryDriver.js"
 import type { DeviceSession } from "./DeviceSession.js"
 import type * as Request from "./ExecutionRequest.js"
+import { Signal } from "./internal/turnWait.js"
 import * as JournalBarrier from "./JournalBarrier.js"
 import * as Outcome from "./Outcome.js"
 import * as Steering from "./Steering.js"
@@ -148,9 +149,10 @@ export const makeTurn = (
       awaitRoom: journal.awaitRoom(Duration.fromInputUnsafe(options.factStallBudget ?? DefaultFactStallBudget)),
       state,
       settled,
+      settledSignal: journal.settledSignal,
       turnEnded: yield* Deferred.make<void>(),
       runDispatched: yield* Deferred.make<boolean>(),
-      abandon: yield* Deferred.make<void>(),
+      abandon: new Signal(),
       preparationTimeout: Duration.fromInputUnsafe(options.preparationTimeout ?? Duration.minutes(10)),
       cleanupConfirmTimeout: Duration.fromInputUnsafe(options.cleanupConfirmTimeout ?? Duration.seconds(60)),
       phase: initialPhase
@@ -265,7 +267,7 @@ export const makeTurn = (
         })
         if (decision === "inactive") return yield* notActive()
         if (decision === "abandon") {
-          yield* Deferred.succeed(d.abandon, undefined)
+          d.abandon.fire()
           const resolution = yield* Deferred.await(settled)
           if (resolution._tag === "Settled" && resolution.outcome.status === "cancelled") {
             return { _tag: "Abandoned" } satisfies CancelResult
@@ -302,7 +304,7 @@ export const makeTurn = (
         journal.append({ _tag: "RunObservationEnded", reason })
         if (d.phase === "preparing") {
           d.phase = "abandoned"
-          Deferred.doneUnsafe(d.abandon, Exit.void)
+          d.abandon.fire()
         }
       })
 

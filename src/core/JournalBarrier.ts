@@ -13,6 +13,7 @@
  * Only a consumer that confirms (or, without `durable`, takes) nothing for the stall budget counts as gone.
  */
 import { type Cause, Deferred, type Duration, Effect, Exit, Queue, Stream } from "effect"
+import { Signal } from "./internal/turnWait.js"
 import * as Projection from "./TurnProjection.js"
 import type { DispatchType, TurnFact } from "./TurnFact.js"
 import type { TurnResolution } from "./TurnOutcome.js"
@@ -42,6 +43,8 @@ export interface JournalBarrier {
   readonly state: () => Projection.TurnState
   /** Completes once the projection resolved. */
   readonly settled: Deferred.Deferred<TurnResolution>
+  /** Fires with `settled`, for a wait that watches it beside its queues (`turnWait.awaitAny`). */
+  readonly settledSignal: Signal
   /** Releases a waiting boundary (refused) and ends the fact stream. Idempotent. */
   readonly close: () => void
 }
@@ -50,16 +53,21 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<TurnFact, Cause.Done>()
     const settled = yield* Deferred.make<TurnResolution>()
+    const settledSignal = new Signal()
     let state = Projection.initial(runId)
     /** Facts recorded so far, and how many of them the consumer confirmed journaled. */
     let offered = 0
     let confirmed = 0
     let taken = 0
-    /** Completed (and replaced) whenever the consumer makes progress. */
-    let progress = Deferred.makeUnsafe<void>()
+    /**
+     * Completed (and dropped) when the consumer makes progress; made only while `awaitRoom` waits, not once per
+     * confirmed fact.
+     */
+    let progress: Deferred.Deferred<void> | undefined
     const signalProgress = () => {
       const done = progress
-      progress = Deferred.makeUnsafe<void>()
+      if (done === undefined) return
+      progress = undefined
       Deferred.doneUnsafe(done, Exit.void)
     }
     const backlog = () => (options.durable ? offered - confirmed : offered - taken)
@@ -72,7 +80,10 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
       state = Projection.step(state, fact)
       Queue.offerUnsafe(queue, fact)
       offered++
-      if (!before && Projection.isResolved(state)) Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
+      if (!before && Projection.isResolved(state)) {
+        Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
+        settledSignal.fire()
+      }
       return offered
     }
     const refused = (type: DispatchType) => {
@@ -115,7 +126,7 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
       awaitRoom: (stallBudget) =>
         Effect.suspend(() => {
           if (backlog() < options.factBuffer) return Effect.succeed(true)
-          return Deferred.await(progress).pipe(
+          return Deferred.await(progress ??= Deferred.makeUnsafe<void>()).pipe(
             Effect.as(true),
             Effect.timeoutOrElse({ duration: stallBudget, orElse: () => Effect.succeed(false) })
           )
@@ -135,6 +146,7 @@ export const make = (runId: string, options: { readonly durable: boolean; readon
       },
       state: () => state,
       settled,
+      settledSignal,
       close: () => {
         signalProgress()
         release(false)

@@ -35,6 +35,7 @@ import type { Lease, LeaseLost } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnFence from "./TurnFence.js"
 import * as TurnFacts from "./TurnFacts.js"
+import { makeStartCache, type StartCache } from "./TurnStartChecks.js"
 import { journalVerdict } from "./JournalOutcome.js"
 import { SessionInitialization } from "./Initialization.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
@@ -104,6 +105,8 @@ export class TurnRunner extends Context.Service<TurnRunner, {
   readonly active: (turnId: string) => Option.Option<Active>
   /** Ends every connection, waits `shutdownGrace` for the runners to record, interrupts the rest. Idempotent. */
   readonly shutdown: Effect.Effect<void>
+  /** What starts may know without a read: fed by every settle that wrote its row (TurnStartChecks.ts). */
+  readonly startCache: StartCache
 }>()("agentwire/core/dev/TurnRunner") {}
 
 const make = (options: TurnsOptions) =>
@@ -155,15 +158,15 @@ const make = (options: TurnsOptions) =>
       })
 
     const { onFacts } = TurnFacts.make(store, durable)
-
+    const startCache = makeStartCache()
     // -------------------------------------------------------------------------------------- runner
-
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
         a.settling = true
         if (writer !== undefined) yield* durable(a, "begin_attempt", writer.begun)
         // One transaction: the outcome, the abandoned interactions and the Session's native Session id.
         const written = yield* durable(a, "complete", store.settle(a.turnId, outcome, a.sessionId))
+        if (Option.isSome(written)) startCache.settled(written.value)
         const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))
         yield* durable(a, "finish", w.finish(Option.getOrUndefined(written)))
         active.delete(a.turnId)
@@ -387,8 +390,7 @@ const make = (options: TurnsOptions) =>
       yield* FiberSet.clear(runners)
     })
     yield* Effect.addFinalizer(() => shutdown)
-
-    return TurnRunner.of({ launch, active: (turnId) => Option.fromUndefinedOr(active.get(turnId)), shutdown })
+    return TurnRunner.of({ launch, active: (turnId) => Option.fromUndefinedOr(active.get(turnId)), shutdown, startCache })
   })
 
 export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))

@@ -208,6 +208,13 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     Option.isSome(router)
       ? unavailable(claimTurn(router.value.nodeId, turnId, resume).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
       : Effect.succeed(true)
+  /**
+   * One node on the embedded SQLite store (the data directory's lock keeps every other process out): a start may take
+   * its checks from what this process knows for certain (TurnStartChecks.ts `StartCache`), with no store read.
+   */
+  const startCache = Option.isNone(routing) && sql.onDialectOrElse({ sqlite: () => true, orElse: () => false })
+    ? runner.startCache
+    : undefined
 
   const startOne = fn("Turns.start")(function* (
     sessionId: string,
@@ -220,7 +227,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const imageIssue = MessageInput.validateInlineImages(input)
     if (Option.isSome(imageIssue)) return yield* new OperatorRequestInvalid({ detail: `input: ${imageIssue.value}` })
     // One node: the Session is read once, under the locks (`startChecks`, issue 18: one Session read per start,
-    // not two); the checks keep their order there. Several nodes: read here first, to route before any lock.
+    // not two; none when `startCache` knows it); the checks keep their order there. Several nodes: read here first, to route before any lock.
     if (Option.isNone(routing)) return yield* locked(sessionId, dispatchOne(sessionId, input, presetTurnId, false))
     const session = yield* unavailable(sessions.get(sessionId))
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
@@ -259,7 +266,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
   ) {
     // The Session as the lock holder sees it (a start elsewhere may have bound it meanwhile), with two index
     // probes, in one statement however many Turns the Session has (issue 18: Turn start is O(1) in earlier Turns).
-    const checks = yield* unavailable(store.startChecks(sessionId))
+    const checks = startCache?.take(sessionId) ?? (yield* unavailable(store.startChecks(sessionId)))
     const session = checks.session
     if (Option.isNone(session)) return yield* new OperatorNotFound({ resource: "session", id: sessionId })
     if (!initializationChecked) yield* initializationBlocked(sessionId, session.value)
@@ -297,6 +304,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     const turnId = presetTurnId ?? (yield* ids.next("turn"))
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
     const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
+    startCache?.started(session.value.deviceId === deviceId ? session.value : { ...session.value, deviceId }, hasStartedTurn, turnId)
     // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
     if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input, fresh: true })
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))

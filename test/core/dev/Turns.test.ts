@@ -179,6 +179,23 @@ const seqReadsServices = Layer.unwrap(Effect.gen(function* () {
   )
 }))
 
+/** Counts the store reads of a Turn start's checks (`startChecks`). */
+class CheckReads extends Context.Service<CheckReads, Ref.Ref<number>>()("test/core/dev/CheckReads") {}
+const checkReadsServices = Layer.unwrap(Effect.gen(function* () {
+  const reads = yield* Ref.make(0)
+  const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (real) => TurnStore.of({
+    ...real,
+    startChecks: (sessionId) => Effect.andThen(Ref.update(reads, (n) => n + 1), real.startChecks(sessionId))
+  }))).pipe(Layer.provide(store))
+  return Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
+    Layer.provideMerge(TurnJournal.layer),
+    Layer.provideMerge(counted),
+    Layer.provideMerge(gateway),
+    Layer.provideMerge(store),
+    Layer.provideMerge(Layer.succeed(CheckReads, reads))
+  )
+}))
+
 /** A connected scripted Runtime declaring the scripted kind, and a Session. */
 const setup = Effect.gen(function* () {
   yield* (yield* DeviceStore).issueCredential("dev-1")
@@ -276,6 +293,46 @@ describe("Turns", () => {
       assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
       assert.deepStrictEqual([...new Set(events.map((e) => e.attempt))], [1, 2])
     }).pipe(Effect.provide(seqReadsServices)))
+
+  it.effect("one node on SQLite: a start after the Session's last Turn settled here reads no checks; what it knows is that settle's", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const reads = yield* CheckReads
+      const turns = yield* Turns.Turns
+      /** Plays a started Turn to its `execution_start`, ends it with `done` (and a native Session id); its configuration. */
+      const deliver = (run: string, native?: string) =>
+        Effect.gen(function* () {
+          const prepare = expectType(yield* runtime.receive, "execution_prepare")
+          for (const status of ready(prepare.id)) yield* runtime.send(status)
+          expectType(yield* runtime.receive, "execution_start")
+          const done = frames.done(run, "ok")
+          yield* runtime.send(native === undefined ? done : { ...done, payload: { content: "ok", metadata: { agent_session_id: native } } })
+          return prepare.payload.configuration
+        })
+      yield* turns.start("s1", MessageInput.text("one"))
+      assert.strictEqual(yield* Ref.get(reads), 1)
+      const first = yield* deliver("run-1", "native-1")
+      assert.isUndefined(first.agent_session_id)
+      assert.strictEqual((yield* turns.awaitOutcome("turn-1")).status, "completed")
+      // Settled here: the next start knows the Session (bound, dispatched, its native id) without a read.
+      yield* turns.start("s1", MessageInput.text("two"))
+      assert.strictEqual(yield* Ref.get(reads), 1)
+      // While turn-2 is unfinished a start reads the store, which refuses it (as without the cache).
+      const refused = yield* Effect.flip(turns.start("s1", MessageInput.text("three")))
+      assert.strictEqual((refused as OperatorConflict).reason, "turn_active")
+      assert.strictEqual(yield* Ref.get(reads), 2)
+      const second = yield* deliver("run-2")
+      assert.strictEqual(second.agent_session_id, "native-1")
+      assert.strictEqual((yield* turns.awaitOutcome("turn-2")).status, "completed")
+      // The refused start took what was known: the next one reads again, and still resumes the native Session.
+      yield* turns.start("s1", MessageInput.text("four"))
+      assert.strictEqual(yield* Ref.get(reads), 3)
+      const third = yield* deliver("run-3")
+      assert.strictEqual(third.agent_session_id, "native-1")
+      assert.strictEqual((yield* turns.awaitOutcome("turn-3")).status, "completed")
+      yield* turns.start("s1", MessageInput.text("five"))
+      assert.strictEqual(yield* Ref.get(reads), 3)
+    }).pipe(Effect.provide(checkReadsServices)))
 
   it.effect("abandons a queued Turn on cancel without sending anything more", () =>
     Effect.gen(function* () {

@@ -1,0 +1,119 @@
+/**
+ * The gateway's `ws` sockets read frames with an offset into the socket read's chunk instead of a new view of its rest
+ * per step (`core/transport/internal/webSocket.ts`, `TrackedWebSocket`; issue 18). The same masked frames (every
+ * length form, text and binary, a fragmented message, an empty one) fed in chunks split at every kind of boundary
+ * must reach `message` exactly as they reach a plain `ws` socket's listener.
+ */
+import { EventEmitter } from "node:events"
+import { createRequire } from "node:module"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { WebSocket } from "@effect/platform-node/NodeWS"
+import { TrackedWebSocket } from "../../../src/core/transport/internal/webSocket.js"
+
+class FakeSocket extends EventEmitter {
+  setTimeout(): void {}
+  setNoDelay(): void {}
+  unshift(): void {}
+  cork(): void {}
+  uncork(): void {}
+  write(): boolean {
+    return true
+  }
+}
+
+/** One masked client frame (RFC 6455 §5.2). */
+const frame = (opcode: number, payload: Uint8Array, fin = true): Buffer => {
+  const n = payload.length
+  const header = n < 126 ? [n | 0x80] : n < 65536 ? [126 | 0x80, n >> 8, n & 0xff] : [127 | 0x80, 0, 0, 0, 0, (n >>> 24) & 0xff, (n >> 16) & 0xff, (n >> 8) & 0xff, n & 0xff]
+  const mask = [0x37, 0xfa, 0x21, 0x3d]
+  const body = Buffer.from(payload.map((b, i) => b ^ mask[i & 3]!))
+  return Buffer.concat([Buffer.from([(fin ? 0x80 : 0) | opcode, ...header, ...mask]), body])
+}
+
+const text = (s: string) => new Uint8Array(Buffer.from(s, "utf8"))
+
+/** The wire bytes of one frame per size (text and binary), a non-ASCII text, and a fragmented text; what ws reads. */
+const wireOf = (sizes: ReadonlyArray<number>) => {
+  const messages: Array<readonly [Uint8Array, boolean]> = sizes.flatMap((n, i) => [
+    [text("x".repeat(n)), false] as const,
+    [new Uint8Array(n).map((_, k) => (k * 7 + i) & 0xff), true] as const
+  ])
+  messages.push([text(`{"type":"delta","payload":{"delta":"é€😀"}}`), false])
+  const wire = Buffer.concat([
+    ...messages.map(([payload, binary]) => frame(binary ? 2 : 1, payload)),
+    // A fragmented text message: "frag" + "ment" + "ed".
+    frame(1, text("frag"), false),
+    frame(0, text("ment"), false),
+    frame(0, text("ed"))
+  ])
+  const expected = [
+    ...messages.map(([payload, binary]) => `${binary}:${Buffer.from(payload).toString("hex")}`),
+    `false:${Buffer.from("fragmented").toString("hex")}`
+  ]
+  return { wire, expected }
+}
+
+/** Feeds `wire` to a fresh server-side socket of `Ws` in chunks of the given sizes (cycled); returns what it read. */
+const read = (Ws: typeof WebSocket, wire: Buffer, chunkSizes: ReadonlyArray<number>): Array<string> => {
+  const ws = new Ws(null as unknown as string, undefined, { autoPong: true })
+  const socket = new FakeSocket()
+  ;(ws as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket(socket, Buffer.alloc(0), {
+    maxPayload: 4 * 1024 * 1024
+  })
+  const out: Array<string> = []
+  ws.on("message", (data: Buffer, isBinary: boolean) => out.push(`${isBinary}:${data.toString("hex")}`))
+  // Each chunk is its own buffer inside a larger allocation, as a socket read's is.
+  for (let at = 0, k = 0; at < wire.length; k++) {
+    const size = Math.min(chunkSizes[k % chunkSizes.length]!, wire.length - at)
+    const backing = Buffer.alloc(size + 16)
+    wire.copy(backing, 8, at, at + size)
+    socket.emit("data", backing.subarray(8, 8 + size))
+    at += size
+  }
+  return out
+}
+
+const receiverOf = (ws: WebSocket): object => {
+  ;(ws as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket(new FakeSocket(), Buffer.alloc(0), {
+    maxPayload: 4 * 1024 * 1024
+  })
+  return (ws as unknown as { readonly _receiver: object })._receiver
+}
+
+describe("gateway ws frame parser", () => {
+  it.effect("ws is the version whose parser the offset consume was checked against", () =>
+    Effect.sync(() => {
+      // `consume` must stay the only reader of the parser's first buffered chunk: re-check `ws/lib/receiver.js`
+      // (and this test's frames) before changing the pin.
+      const version = (createRequire(import.meta.url)("ws/package.json") as { readonly version: string }).version
+      assert.strictEqual(version, "8.23.0")
+    }))
+
+  it.effect("reads every frame as ws does, whatever the socket reads' boundaries", () =>
+    Effect.sync(() => {
+      const tracked = receiverOf(new TrackedWebSocket(null as unknown as string, undefined, { autoPong: true }))
+      const plain = receiverOf(new WebSocket(null as unknown as string, undefined, { autoPong: true }))
+      assert.notStrictEqual(Object.getPrototypeOf(tracked), Object.getPrototypeOf(plain), "the offset consume is in use")
+      // Small frames split everywhere (a byte at a time included); large ones (16- and 64-bit lengths) in larger reads.
+      const small = wireOf([0, 1, 2, 5, 120, 125, 126, 127, 300])
+      const large = wireOf([0, 1, 126, 300, 65535, 65536, 70000])
+      const cases = [
+        [small, [small.wire.length]],
+        [small, [1]],
+        [small, [2]],
+        [small, [3]],
+        [small, [7]],
+        [small, [126, 4, 9]],
+        [large, [large.wire.length]],
+        [large, [64]],
+        [large, [1000]],
+        [large, [65536]],
+        [large, [5, 1, 200, 3, 70001, 2]]
+      ] as const
+      for (const [{ expected, wire }, chunks] of cases) {
+        assert.deepStrictEqual(read(WebSocket, wire, chunks), expected, `plain ws, chunks ${chunks.join(",")}`)
+        assert.deepStrictEqual(read(TrackedWebSocket, wire, chunks), expected, `tracked, chunks ${chunks.join(",")}`)
+      }
+    }))
+})
