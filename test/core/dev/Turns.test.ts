@@ -162,39 +162,36 @@ const poisonedServices = Turns.layer({ retryDelay: "1 second", shutdownGrace: "1
   Layer.provideMerge(store)
 )
 
+/**
+ * Turns over a TurnStore whose `method` counts its calls in `counter`'s Ref (store reads a test expects to be
+ * spared).
+ */
+const countingServices = <Self>(
+  counter: Context.Key<Self, Ref.Ref<number>>,
+  method: "lastSeq" | "startChecks"
+) =>
+  Layer.unwrap(Effect.gen(function* () {
+    const reads = yield* Ref.make(0)
+    const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (real) => {
+      const read = real[method] as (id: string) => Effect.Effect<unknown, unknown>
+      return TurnStore.of({ ...real, [method]: (id: string) => Effect.andThen(Ref.update(reads, (n) => n + 1), read(id)) })
+    })).pipe(Layer.provide(store))
+    return Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
+      Layer.provideMerge(TurnJournal.layer),
+      Layer.provideMerge(counted),
+      Layer.provideMerge(gateway),
+      Layer.provideMerge(store),
+      Layer.provideMerge(Layer.succeed(counter, reads))
+    )
+  }))
+
 /** Counts the store reads of where a Turn's journal ends (`lastSeq`). */
 class SeqReads extends Context.Service<SeqReads, Ref.Ref<number>>()("test/core/dev/SeqReads") {}
-const seqReadsServices = Layer.unwrap(Effect.gen(function* () {
-  const reads = yield* Ref.make(0)
-  const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (real) => TurnStore.of({
-    ...real,
-    lastSeq: (turnId) => Effect.andThen(Ref.update(reads, (n) => n + 1), real.lastSeq(turnId))
-  }))).pipe(Layer.provide(store))
-  return Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
-    Layer.provideMerge(TurnJournal.layer),
-    Layer.provideMerge(counted),
-    Layer.provideMerge(gateway),
-    Layer.provideMerge(store),
-    Layer.provideMerge(Layer.succeed(SeqReads, reads))
-  )
-}))
+const seqReadsServices = countingServices(SeqReads, "lastSeq")
 
 /** Counts the store reads of a Turn start's checks (`startChecks`). */
 class CheckReads extends Context.Service<CheckReads, Ref.Ref<number>>()("test/core/dev/CheckReads") {}
-const checkReadsServices = Layer.unwrap(Effect.gen(function* () {
-  const reads = yield* Ref.make(0)
-  const counted = Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (real) => TurnStore.of({
-    ...real,
-    startChecks: (sessionId) => Effect.andThen(Ref.update(reads, (n) => n + 1), real.startChecks(sessionId))
-  }))).pipe(Layer.provide(store))
-  return Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
-    Layer.provideMerge(TurnJournal.layer),
-    Layer.provideMerge(counted),
-    Layer.provideMerge(gateway),
-    Layer.provideMerge(store),
-    Layer.provideMerge(Layer.succeed(CheckReads, reads))
-  )
-}))
+const checkReadsServices = countingServices(CheckReads, "startChecks")
 
 /** A connected scripted Runtime declaring the scripted kind, and a Session. */
 const setup = Effect.gen(function* () {
