@@ -10,6 +10,48 @@ import { TestClock } from "effect/testing"
 import { EventEmitter } from "node:events"
 import type { JournalItem } from "../../../src/core/dev/JournalItem.js"
 import { KeepAliveComment, readableFact, snakeCase, sseEvent, withKeepAlive, writeEvents } from "../../../src/core/dev/OperatorSse.js"
+import * as Outcome from "../../../src/core/Outcome.js"
+
+/** `readableFact` as it was before the head was swapped as text (parse, copy without `_tag`, stringify). */
+const readableFactReference = (bodyJson: string): string => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(bodyJson)
+  } catch {
+    return bodyJson
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return bodyJson
+  const { _tag, ...rest } = parsed as { readonly _tag?: unknown }
+  if (typeof _tag !== "string") return bodyJson
+  return JSON.stringify({ fact: snakeCase(_tag), ...rest })
+}
+
+/** Every fact kind the journal stores, with each of its fields. */
+const factKinds = (Outcome.TurnFact as unknown as {
+  readonly members: ReadonlyArray<{ readonly fields: Record<string, { readonly ast: { readonly literal?: unknown } }> }>
+}).members.map((m) => ({ tag: String(m.fields._tag?.ast.literal), fields: Object.keys(m.fields).filter((k) => k !== "_tag") }))
+
+/** Field values that stress serialisation: escapes, non-ASCII, lone surrogates, numbers, nested tags, odd keys. */
+const samples: ReadonlyArray<unknown> = [
+  "plain",
+  "quote \" backslash \\ newline \n tab \t nul \u0000 del \u007f",
+  "é ü 漢字 😀 \ud800 lone",
+  0,
+  -1.5e-7,
+  12345678901234567890,
+  true,
+  null,
+  [],
+  [1, "two", { _tag: "Inner" }],
+  { _tag: "Completed", detail: { "0": "index", "10": "ten", b: 1, a: 2 } },
+  { "__proto__": { x: 1 }, "constructor": "c", toJSON: "not a function" }
+]
+
+const storedFacts = (): ReadonlyArray<string> =>
+  factKinds.flatMap(({ tag, fields }) =>
+    samples.map((_, i) => JSON.stringify(Object.fromEntries([["_tag", tag], ...fields.map((f, j) => [f, samples[(i + j) % samples.length]])])))
+      .concat(JSON.stringify({ _tag: tag }))
+  )
 
 /** A Node response double: records each write; `full` makes `write` answer false (the socket's buffer is full). */
 const responseDouble = () => {
@@ -41,6 +83,32 @@ describe("OperatorSse", () => {
       JSON.stringify({ fact: "input_accepted", input_id: "in-1", position: 1 })
     )
     for (const raw of ["not json", "[1,2]", "\"text\"", "{\"a\":1}", "{\"_tag\":3}"]) assert.strictEqual(readableFact(raw), raw)
+  })
+
+  it("renders every stored fact kind byte for byte as parse, copy and stringify did, and odd stored text too", () => {
+    assert.strictEqual(factKinds.length, 15)
+    const odd = [
+      "{ \"_tag\" : \"InputAccepted\" , \"input_id\" : \"in-1\" }",
+      "{\"_tag\":\"Input\\u0041ccepted\",\"n\":1.0,\"m\":1e2,\"z\":-0,\"s\":\"\\/\\u00e9\"}",
+      "{\"_tag\":\"A\",\"x\":1,\"x\":2}",
+      "{\"_tag\":\"A\",\"_tag\":\"B\"}",
+      "{\"x\":1,\"_tag\":\"InputAccepted\"}",
+      "{\"1\":1,\"_tag\":\"InputAccepted\",\"a\":2}",
+      "{\"_tag\":\"InputAccepted\",\"2\":1}",
+      "{\"__proto__\":{\"_tag\":\"Inherited\"}}",
+      "{\"__proto__\":1,\"_tag\":\"X\"}",
+      "{\"_tag\":\"\",\"a\":[]}",
+      "{\"_tag\":\"HTTPServerError\"}",
+      `{"_tag":"${"Long".repeat(40)}"}`,
+      "{\"_tag\":\"X\"} trailing",
+      "{}"
+    ]
+    const all = [...storedFacts(), ...odd]
+    assert.isAbove(all.length, 15 * samples.length)
+    // Twice: the first pass fills the cached heads, the second reads them.
+    for (let pass = 0; pass < 2; pass++) {
+      for (const body of all) assert.strictEqual(readableFact(body), readableFactReference(body), body)
+    }
   })
 
   it.effect("writes a keep-alive comment beside the events every interval while they are open, and stops with them", () =>
