@@ -83,16 +83,24 @@ type WaitEnd = { readonly _tag: "Deadline" } | { readonly _tag: "TurnEnded" } | 
 
 const raceWindow = Effect.repeat(Effect.yieldNow, { times: 16 })
 
-/** Builds the per-Run steering channel (one input at a time). */
+/**
+ * Builds the per-Run steering channel (one input at a time). Most Turns are never steered: the lock is made at
+ * the first `deliver` (synchronously, so every later call waits on the same one).
+ */
 export const make = (session: DeviceSession, runId: Ids.RunId, options: SteeringOptions): Effect.Effect<Steering> =>
-  Effect.map(Semaphore.make(1), (lock) => ({
-    runId,
-    deliver: (inputId, input) =>
-      lock.withPermits(1)(deliverOne(session, runId, inputId, input, options)).pipe(
-        Effect.withSpan("Steering.deliver"),
-        Effect.annotateLogs({ run_id: runId, input_id: inputId })
-      )
-  }))
+  Effect.sync(() => {
+    let lock: Semaphore.Semaphore | undefined
+    return {
+      runId,
+      deliver: (inputId, input) =>
+        Effect.suspend(() =>
+          (lock ??= Semaphore.makeUnsafe(1)).withPermits(1)(deliverOne(session, runId, inputId, input, options))
+        ).pipe(
+          Effect.withSpan("Steering.deliver"),
+          Effect.annotateLogs({ run_id: runId, input_id: inputId })
+        )
+    }
+  })
 
 const deliverOne = (
   session: DeviceSession,

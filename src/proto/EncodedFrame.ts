@@ -29,6 +29,7 @@ import type { RunId } from "./Ids.js"
 import { encode as encodeBase64 } from "./internal/base64.js"
 import { MaxFrameBytes } from "./Limits.js"
 import { encodeMessage, type Message, OutgoingFrameRejected, type RuntimeToCore } from "./Messages.js"
+import { aroundEmpty, isPlain, spliceBytes, spliceOf } from "./PlainText.js"
 
 const utf8 = new TextEncoder()
 
@@ -56,18 +57,19 @@ const idOf = (message: Message): string | undefined => ("id" in message ? messag
 /** A `done` content at least this long is placed as it is when nothing in it needs escaping (`encodeFrame`). */
 const LongContent = 4096
 
-// The empty `content` member of a `done` probe: structural exactly where it occurs once (see `EmptyData`).
+// The empty `content` member of a `done` probe (`PlainText.aroundEmpty`).
 const EmptyContent = `"content":""`
 
 /**
- * A `done` frame whose long content needs no escaping (`Unescaped`), given as its consecutive `parts`, or `undefined`
- * to use the codec: the message with an empty content goes through `encodeMessage` (every rule of the codec; `content`
- * is any string), and the content takes the empty string's place, which is the text `encodeMessage` writes for the
- * whole message. Testing the content costs about half of `JSON.stringify`'s escaping of it (issue 18, relay: 0.1 µs
- * per delta of a Turn). The frame's UTF-8 bytes are written from the parts and the two ends of the probe (`bytes`),
- * so neither the frame's text nor (from several parts) the content is ever made one string: a flat copy of a 430 KB
- * frame was a fresh large-object allocation per Turn, page faults included (issue 18, relay: the one-frame batch of
- * the `done` was 7 % of the daemon's relay samples). The text (`encoded`) is made when first read.
+ * A `done` frame whose long content needs no escaping (`PlainText.isPlain`), given as its consecutive `parts`, or
+ * `undefined` to use the codec: the message with an empty content goes through `encodeMessage` (every rule of the
+ * codec; `content` is any string), and the content takes the empty string's place (`PlainText.aroundEmpty`), which is
+ * the text `encodeMessage` writes for the whole message. Testing the content costs about half of `JSON.stringify`'s
+ * escaping of it (issue 18, relay: 0.1 µs per delta of a Turn). The frame's UTF-8 bytes are written from the parts
+ * and the two ends of the probe (`PlainText.spliceBytes`), so neither the frame's text nor (from several parts) the
+ * content is ever made one string: a flat copy of a 430 KB frame was a fresh large-object allocation per Turn, page
+ * faults included (issue 18, relay: the one-frame batch of the `done` was 7 % of the daemon's relay samples). The
+ * text (`encoded`) is made when first read.
  */
 const placeContent = (
   message: RuntimeToCore & { readonly type: "done" },
@@ -80,35 +82,23 @@ const placeContent = (
     units += part.length
   }
   if (units < LongContent) return undefined
-  for (let i = 0; i < parts.length; i++) if (!Unescaped.test(parts[i]!)) return undefined
+  for (let i = 0; i < parts.length; i++) if (!isPlain(parts[i]!)) return undefined
   const probe = encodeMessage({ ...message, payload: { ...message.payload, content: "" } })
   if (Result.isFailure(probe)) return Result.fail(probe.failure)
-  const at = probe.success.indexOf(EmptyContent)
-  if (at < 0 || probe.success.indexOf(EmptyContent, at + EmptyContent.length) >= 0) return undefined
-  const cut = at + EmptyContent.length - 1
-  const before = probe.success.slice(0, cut)
-  const after = probe.success.slice(cut)
-  const head = utf8.encode(before)
-  const tail = utf8.encode(after)
-  // No surrogate in any part (`Unescaped`), so each part's UTF-8 size is exact and `encodeInto` writes all of it.
-  const sizes = parts.map(utf8ByteLength)
-  let size = head.length + tail.length
-  for (const n of sizes) size += n
-  if (size > MaxFrameBytes) return Result.fail(new OutgoingFrameRejected({ type: "done", reason: "frame_too_large", bytes: size }))
-  const bytes = new Uint8Array(size)
-  bytes.set(head, 0)
-  let o = head.length
-  for (let i = 0; i < parts.length; i++) {
-    utf8.encodeInto(parts[i]!, bytes.subarray(o, o + sizes[i]!))
-    o += sizes[i]!
+  const around = aroundEmpty(probe.success, EmptyContent)
+  if (around === undefined) return undefined
+  const splice = spliceOf(around, [parts], true)
+  if (splice.size > MaxFrameBytes) {
+    return Result.fail(new OutgoingFrameRejected({ type: "done", reason: "frame_too_large", bytes: splice.size }))
   }
-  bytes.set(tail, o)
-  let text: string | undefined = parts.length === 1 ? before + parts[0]! + after : undefined
+  const bytes = spliceBytes(splice)
+  const [before, after] = around
+  let text: string | undefined = parts.length === 1 ? `${before}"${parts[0]!}"${after}` : undefined
   return Result.succeed({
     type: "done",
     id: message.id,
     get encoded() {
-      return (text ??= before + parts.join("") + after)
+      return (text ??= `${before}"${parts.join("")}"${after}`)
     },
     bytes
   })
@@ -151,15 +141,8 @@ export const frameText = (frame: Outgoing): Result.Result<string, OutgoingFrameR
 export const frameData = (frame: Outgoing): Result.Result<string | Uint8Array, OutgoingFrameRejected> =>
   isEncoded(frame) && frame.bytes !== undefined ? Result.succeed(frame.bytes) : frameText(frame)
 
-/**
- * A string `JSON.stringify` writes as it is between its quotes: no quote, backslash or control character (the only
- * characters it escapes besides lone surrogates) and no surrogate at all. Testing this is much cheaper than
- * `JSON.stringify` of a short string (issue 18, relay: about 0.1 µs per delta); the text is the same.
- */
-const Unescaped = /^[^"\\\u0000-\u001f\ud800-\udfff]*$/
-
-/** `JSON.stringify(text)` of a string, without the call when nothing in it is escaped (`Unescaped`). */
-const jsonString = (text: string): string => (Unescaped.test(text) ? `"${text}"` : JSON.stringify(text))
+/** `JSON.stringify(text)` of a string, without the call when nothing in it is escaped (`isPlain`). */
+const jsonString = (text: string): string => (isPlain(text) ? `"${text}"` : JSON.stringify(text))
 
 /**
  * Encodes one `delta` frame of a Run: `item_id` only when the Run observes messages. The frame, or the codec's
@@ -192,7 +175,7 @@ export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEnco
       return Result.isSuccess(codec) ? codec.success : codec.failure
     }
     const text = itemId === undefined
-      ? Unescaped.test(delta)
+      ? isPlain(delta)
         ? plainHead + delta + `","sequence":` + sequence + tail
         : `${head}"delta":${JSON.stringify(delta)},"sequence":${sequence}${tail}`
       : `${head}"item_id":${jsonString(itemId)},"delta":${jsonString(delta)},"sequence":${sequence}${tail}`

@@ -12,6 +12,7 @@ import { Result, Schema } from "effect"
 import { fitsUtf8Bytes, utf8ByteLength } from "./Checks.js"
 import { scanJsonText } from "./JsonBounds.js"
 import { MaxCorrelationIdBytes, MaxEchoedTraceChars, MaxFrameBytes } from "./Limits.js"
+import { plainTokenEnd } from "./PlainText.js"
 
 /** The outer envelope as sent. `payload` is decoded in step two, by `type`. */
 export const Envelope = Schema.Struct({
@@ -99,23 +100,15 @@ export const decodeEnvelope = (
 const LongContent = 16_384
 const DoneHead = `{"type":"done","id":"`
 const ContentHead = `,"payload":{"content":`
-/** A JSON string token's characters when it has no escape and no raw control character, then its closing quote. */
-const PlainString = /[^"\\\u0000-\u001f]*"/y
-
-/** The closing quote of the plain string token whose opening quote is at `open`, or -1. */
-const plainStringEnd = (text: string, open: number): number => {
-  PlainString.lastIndex = open + 1
-  return PlainString.test(text) ? PlainString.lastIndex - 1 : -1
-}
-
 /**
  * A Run's `done` with a long content, as the daemon writes it (`EncodedFrame.encodeFrame`: the content is the
  * payload's first member), decoded without `JSON.parse` making a second copy of the content (issue 18, relay: the
  * done of a 10,000-delta Turn carries 430 KB, and on this VM a new string of that size costs about 1 ms, most of
  * it page faults of a fresh large-object page). It applies only to a text that starts exactly
  * `{"type":"done","id":"<id>","payload":{"content":"<content>"` where both strings have no escape and no raw
- * control character, and whose rest (after the content's closing quote) has no backslash and neither `"content"`
- * nor `"payload"` (so no later member can replace either: every key in it is written as it reads). The text with
+ * control character (`PlainText.plainTokenEnd`), and whose rest (after the content's closing quote) has no
+ * backslash and neither `"content"` nor `"payload"` (so no later member can replace either: every key in it is
+ * written as it reads). The text with
  * `""` in the content's place then goes through the generic decode with the frame's own size: JSON is context-free
  * and both texts differ only inside one string token, so it is valid, within the JSON bounds and of the same
  * envelope exactly when the frame is, and its payload differs only in that member, which gets the content back (the
@@ -124,11 +117,11 @@ const plainStringEnd = (text: string, open: number): number => {
  */
 const decodeLongDone = (text: string, knownBytes: number | undefined): Result.Result<RawEnvelope, InvalidFrame> | undefined => {
   if (!text.startsWith(DoneHead)) return undefined
-  const idClose = plainStringEnd(text, DoneHead.length - 1)
+  const idClose = plainTokenEnd(text, DoneHead.length - 1)
   if (idClose < 0 || !text.startsWith(ContentHead, idClose + 1)) return undefined
   const open = idClose + 1 + ContentHead.length
   if (text.charCodeAt(open) !== 0x22) return undefined
-  const close = plainStringEnd(text, open)
+  const close = plainTokenEnd(text, open)
   if (close - open - 1 < LongContent) return undefined
   const rest = text.slice(close)
   if (rest.includes("\\") || rest.includes(`"content"`) || rest.includes(`"payload"`)) return undefined

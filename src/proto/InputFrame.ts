@@ -10,24 +10,10 @@ import { Result } from "effect"
 import { utf8ByteLength } from "./Checks.js"
 import { MaxFrameBytes } from "./Limits.js"
 import { encodeMessage, type Message, type OutgoingFrameRejected } from "./Messages.js"
+import { aroundMarkers, isPlainButQuotes, Marker, type Splice, spliceBytes, spliceOf } from "./PlainText.js"
 
 /** An `input_text` at least this long (UTF-16 units) is written from its bytes (`encodeMessageBytes`). */
 export const LongText = 16_384
-
-/**
- * What `JSON.stringify` writes differently from the text itself, besides a quote: a backslash, a control character,
- * a lone surrogate (escaped as `\udXXX`); every surrogate is refused here, so a paired one takes the codec's path
- * too. Everything else, U+2028 and U+2029 included, is written as it is.
- */
-const NeedsEscape = /[\\\u0000-\u001f\ud800-\udfff]/
-
-/** What a long text is replaced with in the probe, and the token the codec writes for it. */
-const Marker = "\u0000"
-const MarkerToken = `"\\u0000"`
-
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const utf8 = new TextEncoder()
 
 interface Part {
   readonly type: string
@@ -53,7 +39,7 @@ const probeOf = (message: Message, texts: Array<string>, any = false): Message |
     let changed = false
     const parts = content.map((part: Part | null) => {
       const text = part?.text
-      if (part?.type !== "input_text" || typeof text !== "string" || text.length < LongText || (!any && NeedsEscape.test(text))) {
+      if (part?.type !== "input_text" || typeof text !== "string" || text.length < LongText || (!any && !isPlainButQuotes(text))) {
         return part
       }
       changed = true
@@ -67,21 +53,6 @@ const probeOf = (message: Message, texts: Array<string>, any = false): Message |
   return replaced ? ({ ...message, payload: { ...payload, input: probeInput } } as unknown as Message) : undefined
 }
 
-/** Number of quotes in a text. */
-const quotesIn = (text: string): number => {
-  let n = 0
-  for (let at = text.indexOf('"'); at >= 0; at = text.indexOf('"', at + 1)) n++
-  return n
-}
-
-/** A message's frame as the probe's text in pieces around its long texts, with its exact size in bytes. */
-interface Plan {
-  readonly pieces: ReadonlyArray<string>
-  readonly texts: ReadonlyArray<string>
-  readonly quotes: ReadonlyArray<number>
-  readonly size: number
-}
-
 /**
  * The probe (the message with each long text that only quotes would escape replaced by one NUL) goes through the
  * codec: a text never takes part in a rule of the codec but the 4 MiB bound, and each NUL is written as the token
@@ -89,23 +60,19 @@ interface Plan {
  * by the text between quotes with each quote escaped, which is what `JSON.stringify` writes for it. Anything else
  * (no such text, a refused probe, a token count that differs, a frame over 4 MiB) is the codec's answer.
  */
-const planOf = (message: Message): Plan | Result.Result<string, OutgoingFrameRejected> => {
+const planOf = (message: Message): Splice | Result.Result<string, OutgoingFrameRejected> => {
   const texts: Array<string> = []
   const probe = probeOf(message, texts)
   if (probe === undefined) return encodeMessage(message)
   const encoded = encodeMessage(probe)
   if (Result.isFailure(encoded)) return encodeMessage(message)
-  const pieces = encoded.success.split(MarkerToken)
-  if (pieces.length !== texts.length + 1) return encodeMessage(message)
-  const quotes = texts.map(quotesIn)
-  let size = 0
-  for (const piece of pieces) size += utf8ByteLength(piece)
-  for (let i = 0; i < texts.length; i++) size += utf8ByteLength(texts[i]!) + quotes[i]! + 2
-  if (size > MaxFrameBytes) return encodeMessage(message)
-  return { pieces, texts, quotes, size }
+  const pieces = aroundMarkers(encoded.success, texts.length)
+  if (pieces === undefined) return encodeMessage(message)
+  const plan = spliceOf(pieces, texts.map((text) => [text]))
+  return plan.size > MaxFrameBytes ? encodeMessage(message) : plan
 }
 
-const isPlan = (plan: Plan | Result.Result<string, OutgoingFrameRejected>): plan is Plan => "pieces" in plan
+const isPlan = (plan: Splice | Result.Result<string, OutgoingFrameRejected>): plan is Splice => "pieces" in plan
 
 /**
  * Encodes one message as `Messages.encodeMessage` does (every rule of the codec; the same refusal for a message it
@@ -114,25 +81,7 @@ const isPlan = (plan: Plan | Result.Result<string, OutgoingFrameRejected>): plan
  */
 export const encodeMessageBytes = (message: Message): Result.Result<string | Uint8Array, OutgoingFrameRejected> => {
   const plan = planOf(message)
-  if (!isPlan(plan)) return plan
-  const { pieces, quotes, texts } = plan
-  const out = new Uint8Array(plan.size)
-  let at = utf8.encodeInto(pieces[0]!, out).written
-  for (let i = 0; i < texts.length; i++) {
-    out[at++] = QUOTE
-    // The text's bytes go to the end of its slot, then move forward with a backslash before each quote: the
-    // write position never passes the read position.
-    const from = at + quotes[i]!
-    const end = from + utf8.encodeInto(texts[i]!, out.subarray(from)).written
-    for (let read = from; read < end; read++) {
-      const byte = out[read]!
-      if (byte === QUOTE) out[at++] = BACKSLASH
-      out[at++] = byte
-    }
-    out[at++] = QUOTE
-    at += utf8.encodeInto(pieces[i + 1]!, out.subarray(at)).written
-  }
-  return Result.succeed(out)
+  return isPlan(plan) ? Result.succeed(spliceBytes(plan)) : plan
 }
 
 /**
