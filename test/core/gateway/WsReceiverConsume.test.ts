@@ -4,23 +4,18 @@
  * length form, text and binary, a fragmented message, an empty one) fed in chunks split at every kind of boundary
  * must reach `message` exactly as they reach a plain `ws` socket's listener.
  */
-import { EventEmitter } from "node:events"
 import { createRequire } from "node:module"
+import { Socket } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { WebSocket } from "@effect/platform-node/NodeWS"
 import { TrackedWebSocket } from "../../../src/core/transport/internal/webSocket.js"
 
-class FakeSocket extends EventEmitter {
-  setTimeout(): void {}
-  setNoDelay(): void {}
-  unshift(): void {}
-  cork(): void {}
-  uncork(): void {}
-  write(): boolean {
-    return true
-  }
-}
+/**
+ * The TCP socket under a server-side `ws` socket: a `net.Socket` that never connects; the test emits its `data`
+ * events itself (no timer, no I/O).
+ */
+const unconnectedSocket = () => new Socket()
 
 /** One masked client frame (RFC 6455 §5.2). */
 const frame = (opcode: number, payload: Uint8Array, fin = true): Buffer => {
@@ -57,7 +52,7 @@ const wireOf = (sizes: ReadonlyArray<number>) => {
 /** Feeds `wire` to a fresh server-side socket of `Ws` in chunks of the given sizes (cycled); returns what it read. */
 const read = (Ws: typeof WebSocket, wire: Buffer, chunkSizes: ReadonlyArray<number>): Array<string> => {
   const ws = new Ws(null as unknown as string, undefined, { autoPong: true })
-  const socket = new FakeSocket()
+  const socket = unconnectedSocket()
   ;(ws as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket(socket, Buffer.alloc(0), {
     maxPayload: 4 * 1024 * 1024
   })
@@ -75,7 +70,7 @@ const read = (Ws: typeof WebSocket, wire: Buffer, chunkSizes: ReadonlyArray<numb
 }
 
 const receiverOf = (ws: WebSocket): object => {
-  ;(ws as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket(new FakeSocket(), Buffer.alloc(0), {
+  ;(ws as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket(unconnectedSocket(), Buffer.alloc(0), {
     maxPayload: 4 * 1024 * 1024
   })
   return (ws as unknown as { readonly _receiver: object })._receiver
