@@ -6,16 +6,21 @@
  * store; or the raw `ws` baseline server), `load` holds the connections (bootstrap + dial + heartbeats, as a
  * daemon does).
  *
- * Per level: memory after a full GC (RSS and per-device growth over the same process before any connection;
- * judged after a memory-reducing GC, which gives back V8's young generation, a per-process buffer that a burst
- * of connections grows once and a full GC keeps: gatewayHost.ts),
- * then CPU at the real 15 s heartbeat cadence (full runs): the measured share of a core (minus the process's
- * idle CPU) and that CPU divided by the heartbeats sent meanwhile. At the judged levels (all but the first) it is
- * taken over whole old-generation GC cycles: from the end of a major GC, through two windows of one whole cadence
- * each, to the end of the first major GC after them (at 10k idle devices a mark-compact of the dev Core's heap costs
- * as much CPU as thousands of heartbeats, so a 5 s window read 60-170 µs per heartbeat depending on whether one fell
- * in it). Raw `ws` is measured the same way. The per-window readings are reported in the notes, the event-loop
- * figures are per window. "Flat" is the last level against the middle one (the first carries one-time costs).
+ * Per level, after connecting and a settle: first CPU at the real 15 s heartbeat cadence (full runs): the measured
+ * share of a core (minus the process's idle CPU) and that CPU divided by the heartbeats sent meanwhile. At the
+ * judged levels (all but the first) it is taken over whole old-generation GC cycles: from the end of a major GC,
+ * through two windows of one whole cadence each, to the end of the first major GC after them (at 10k idle devices a
+ * mark-compact of the dev Core's heap costs as much CPU as thousands of heartbeats, so a 5 s window read 60-170 µs
+ * per heartbeat depending on whether one fell in it). Raw `ws` is measured the same way. The per-window readings
+ * are reported in the notes, the event-loop figures are per window. "Flat" is the last level against the middle
+ * one (the first carries one-time costs). Then memory after a full GC (RSS and per-device growth over the same
+ * process before any connection; judged after a memory-reducing GC, which gives back V8's young generation, a
+ * per-process buffer that a burst of connections grows once and a full GC keeps: gatewayHost.ts), twice. Memory
+ * comes last because its forced GCs, the memory-reducing one above all, put the heap in a transient a Core that
+ * never forces a GC is not in (young generation at its smallest, old-generation limit at 1.1× the live heap: more
+ * scavenges and mark-compacts for tens of seconds; docs/performance.md, "idle3" and "idlemeas"), and a span taken
+ * after it read that transient; the span now starts after the next level's connection burst and a natural
+ * mark-compact.
  *
  * The operator page (`GET /operator/devices?limit=50`, first page, devcore only) is judged on requests made after
  * the CPU windows, while heartbeats run, spaced over a second or two (docs/performance.md, "Device page"): not
@@ -174,15 +179,16 @@ const runMode = async (
         level.perDeviceReduced.push((m.rssReduced - emptyRssReduced) / n)
         level.heapPerDevice.push((m.heapUsed - empty.heapUsed) / n)
       }
-      await memory()
       const got = async (command: { readonly op: "get"; readonly path: string } | { readonly op: "walk"; readonly path: string; readonly pages: number }) => {
         host.send(command)
         return host.next((m): m is HostGot => op("got")(m), 120_000)
       }
       const pagePath = "/api/v1/operator/devices?limit=50"
-      if (mode === "devcore") {
-        for (let k = 0; k < 3; k++) level.pageAfterGc.push(await got({ op: "get", path: pagePath }))
-      }
+      // The CPU and event-loop span comes before the memory reading, for every host alike: the reading's forced
+      // GCs (the last a memory-reducing one) leave V8's young generation at its smallest and the old-generation
+      // limit at 1.1× the live heap, a transient of extra scavenges and mark-compacts that a Core which never forces
+      // a GC is not in (docs/performance.md, "idle3", "idlemeas"). The last forced GC before a span is the previous
+      // level's reading; the connection burst and at least one natural mark-compact lie between them.
       // Levels after the first (the judged ones: the top level's share, the flatness of the top vs the middle) are
       // measured over whole old-generation cycles: a 5 s window read 60-170 µs per heartbeat depending on whether a
       // mark-compact fell in it (docs/performance.md, "idle2").
@@ -242,6 +248,11 @@ const runMode = async (
           await sleep(p.pageGapMs)
           level.walk.push(await got({ op: "walk", path: pagePath, pages: Math.ceil(n / 50) }))
         }
+      }
+      // Memory last (two readings), with the 3 operator requests right after the first one's forced GCs (a note).
+      await memory()
+      if (mode === "devcore") {
+        for (let k = 0; k < 3; k++) level.pageAfterGc.push(await got({ op: "get", path: pagePath }))
       }
       await memory()
       out.push(level)
@@ -387,7 +398,9 @@ export const scaleSuite: Suite = {
         `DeviceCredentials.layerMemory; memory after a full GC (--expose-gc); CPU = all of the measured process's CPU time ` +
         `in ${p.windows} windows of ${p.windowMs} ms at a ${p.heartbeatSeconds} s heartbeat cadence, after the process's ` +
         `idle CPU (measured with no connection) is taken out; judged at the levels after the first over the whole span from ` +
-        `the end of a major GC to the end of the first one after the windows (each waited for at most ${p.gcWaitMs / 1000} s)`,
+        `the end of a major GC to the end of the first one after the windows (each waited for at most ${p.gcWaitMs / 1000} s); ` +
+        `per level the CPU span comes first (after connecting and a ${p.settleMs / 1000} s settle), the memory readings and ` +
+        `their forced GCs after it`,
       ...([["dev Core", devcore], ["gateway", gateway], ["raw ws", raw]] as const).filter(([, run]) => run !== undefined).map(([label, run]) => {
         const r = run!
         return `scale: ${label as string}: JS heap per device ` +
