@@ -188,7 +188,7 @@ const runMode = async (
       // GCs (the last a memory-reducing one) leave V8's young generation at its smallest and the old-generation
       // limit at 1.1× the live heap, a transient of extra scavenges and mark-compacts that a Core which never forces
       // a GC is not in (docs/performance.md, "idle3", "idlemeas"). The last forced GC before a span is the previous
-      // level's reading; the connection burst and at least one natural mark-compact lie between them.
+      // level's reading; the next level's connection burst (with its own mark-compacts) lies between them.
       // Levels after the first (the judged ones: the top level's share, the flatness of the top vs the middle) are
       // measured over whole old-generation cycles: a 5 s window read 60-170 µs per heartbeat depending on whether a
       // mark-compact fell in it (docs/performance.md, "idle2").
