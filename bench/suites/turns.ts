@@ -265,6 +265,44 @@ export const turnsSuite: Suite = {
       await turnsRound(host, peer, client, serial, 2)
       await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, coreSysUs: 0, coreMainUs: 0, coreMainSysUs: 0, coreWorkerUs: 0, daemonCpuUs: 0, daemonSysUs: 0, events: 200, journalCommits: 20, postMs: [] })
 
+      // BENCH_TURNS_HEAP=<n,n,…> (with BENCH_CHILD_EXEC_ARGV=--expose-gc): instead of the figures, one Session runs
+      // Turns one after another and Core's heap after a full GC is logged at each count (docs/performance.md
+      // "turnmem"); BENCH_TURNS_HEAP_SNAPSHOT=<dir> also writes a heap snapshot there at each count.
+      const heapAt = process.env["BENCH_TURNS_HEAP"]
+      if (heapAt) {
+        const at = heapAt.split(",").map(Number)
+        const snapshots = process.env["BENCH_TURNS_HEAP_SNAPSHOT"]
+        // BENCH_TURNS_HEAP_SESSIONS=<k>: k Sessions share the counts (each runs its part one Turn after another).
+        const heapSessions: Array<string> = []
+        for (let i = 0; i < Number(process.env["BENCH_TURNS_HEAP_SESSIONS"] ?? 1); i++) heapSessions.push(await createSession(client))
+        const notes: Array<string> = []
+        let done = 0
+        for (const n of at) {
+          const c0 = await cpuOf(host, "host")
+          const t0 = performance.now()
+          const ran = n - done
+          const heapClient = client
+          await Promise.all(heapSessions.map(async (sessionId, k) => {
+            for (let i = done + k; i < n; i += heapSessions.length) await oneTurn(heapClient, sessionId)
+          }))
+          done = n
+          const cpuPerTurn = ((await cpuOf(host, "host")) - c0) / Math.max(1, ran)
+          const wall = performance.now() - t0
+          host.send({ op: "measure", collect: true })
+          const m = (await host.next(op("measured"))) as unknown as { heapUsed: number; external: number; rss: number; rssReduced: number }
+          if (snapshots) {
+            host.send({ op: "snapshot", path: join(snapshots, `turns-${n}.heapsnapshot`) })
+            await host.next(op("snapshot-written"), 300_000)
+          }
+          const line = `turns heap: Turn ${n}: heapUsed ${(m.heapUsed / 1024).toFixed(0)} KiB, external ${(m.external / 1024).toFixed(0)} KiB, ` +
+            `rss ${(m.rss / 1048576).toFixed(1)} MiB after a full GC (${(m.rssReduced / 1048576).toFixed(1)} MiB after a ` +
+            `memory-reducing one); Core CPU ${formatNumber(cpuPerTurn)} µs per Turn over the last ${ran} (${formatNumber(ran / (wall / 1000))} Turns/s)`
+          ctx.log(line)
+          notes.push(line)
+        }
+        return { figures: [], notes }
+      }
+
       // Diagnostics (docs/performance.md "Turns through the operator API"): BENCH_TURNS_PROFILE=<file> writes a CPU
       // profile of the dev Core's main thread over the measured rounds; BENCH_TURNS_NO_GROWTH=1 skips the growth part.
       const profileTo = process.env["BENCH_TURNS_PROFILE"]

@@ -22,30 +22,48 @@ import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, storeFailed } from "./StoreErrors.js"
 import { readTurn, type TurnRecord } from "./TurnRecords.js"
 
-export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) =>
-  (turnId: string, outcome: TurnOutcome, sessionId?: string): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
+/** `?` placeholders numbered `$1`, `$2`, … (PostgreSQL) or left as they are (SQLite). */
+const placeholders = (text: string, numbered: boolean): string => {
+  let n = 0
+  return numbered ? text.replace(/\?/g, () => `$${++n}`) : text
+}
+
+// The settle's statements as fixed texts with their values as parameters (built once per client): a `sql` template
+// makes a segment per literal and per value and compiles them into the text again on every settle (turnmem, issue 18:
+// with a Turn in flight across scavenges, those were the largest part of what a settle left in the old generation).
+const abandonText = `UPDATE interactions SET status = 'abandoned' WHERE turn_id = ? AND status = 'pending'
+  AND EXISTS (SELECT 1 FROM turns WHERE turn_id = ? AND status IN ('queued', 'running'))`
+const nativeText = "UPDATE sessions SET native_session_id = ? WHERE session_id = ?"
+const updateText = `UPDATE turns SET status = ?, error_code = ?, observation_reason = ?, engine_error_code = ?,
+  engine_http_status = ?, usage_json = ?, content = ?, native_session_id = ?, outcome_json = ?, completed_at_ms = ?
+  WHERE turn_id = ? AND status IN ('queued', 'running')
+  RETURNING *`
+
+export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) => {
+  const numbered = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const abandon = placeholders(abandonText, numbered)
+  const native = placeholders(nativeText, numbered)
+  const updateTurn = placeholders(updateText, numbered)
+  return (turnId: string, outcome: TurnOutcome, sessionId?: string): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
-      const statements: Array<Statement.Statement<unknown>> = [
-        sql`UPDATE interactions SET status = 'abandoned' WHERE turn_id = ${turnId} AND status = 'pending'
-          AND EXISTS (SELECT 1 FROM turns WHERE turn_id = ${turnId} AND status IN ('queued', 'running'))`
-      ]
+      const statements: Array<Statement.Statement<unknown>> = [sql.unsafe(abandon, [turnId, turnId])]
       if (sessionId !== undefined && outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
-        statements.push(sql`UPDATE sessions SET native_session_id = ${outcome.native_session_id} WHERE session_id = ${sessionId}`)
+        statements.push(sql.unsafe(native, [outcome.native_session_id, sessionId]))
       }
-      const update = sql`UPDATE turns SET
-          status = ${outcome.status},
-          error_code = ${outcome.error_code ?? null},
-          observation_reason = ${outcome.observation ?? null},
-          engine_error_code = ${outcome.engine_error_code ?? null},
-          engine_http_status = ${outcome.engine_http_status ?? null},
-          usage_json = ${outcome.usage === undefined ? null : JSON.stringify(outcome.usage)},
-          content = ${outcome.content ?? null},
-          native_session_id = ${outcome.native_session_id ?? null},
-          outcome_json = ${JSON.stringify(outcome)},
-          completed_at_ms = ${at}
-        WHERE turn_id = ${turnId} AND status IN ('queued', 'running')
-        RETURNING *`
+      const update = sql.unsafe(updateTurn, [
+        outcome.status,
+        outcome.error_code ?? null,
+        outcome.observation ?? null,
+        outcome.engine_error_code ?? null,
+        outcome.engine_http_status ?? null,
+        outcome.usage === undefined ? null : JSON.stringify(outcome.usage),
+        outcome.content ?? null,
+        outcome.native_session_id ?? null,
+        JSON.stringify(outcome),
+        at,
+        turnId
+      ])
       // Inside a transaction of the caller (a reconcile under the lease sweeper's transaction): on that
       // transaction, which gives all or none (the group commit's writer runs on another connection).
       const open = yield* Effect.serviceOption(sql.transactionService)
@@ -57,3 +75,4 @@ export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit
         )
       return Option.map(Option.fromNullishOr(rows?.[0]), readTurn)
     })
+}

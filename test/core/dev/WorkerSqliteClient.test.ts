@@ -9,8 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Metric, Option } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlError } from "effect/sql"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { getPriority, tmpdir } from "node:os"
 import { join } from "node:path"
 import { Worker as NodeThread } from "node:worker_threads"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
@@ -34,6 +34,17 @@ const names = (sql: SqlClient.SqlClient) =>
 /** What a failed statement tells: the reason's tag and its operation (the same on both clients). */
 const reasonOf = <A>(effect: Effect.Effect<A, SqlError.SqlError>) =>
   Effect.flip(effect).pipe(Effect.map((e) => ({ tag: e.reason._tag, operation: (e.reason as { operation?: string }).operation })))
+
+/** The nice value of each thread of this process (Linux: `/proc/self/task/<tid>/stat`, field 19). */
+const threadNiceValues = (): Array<number> =>
+  readdirSync("/proc/self/task").flatMap((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8")
+      return [Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16])]
+    } catch {
+      return [] // the thread exited meanwhile
+    }
+  })
 
 /** A worker that answers the open, then exits with code 3 on the next request (a crash mid-statement). */
 const crashingWorker = () =>
@@ -225,6 +236,23 @@ describe("WorkerSqliteClient", () => {
         assert.deepStrictEqual(exit, Exit.fail("abort"))
         assert.deepStrictEqual(yield* sql`SELECT n FROM t WHERE name = 'a'`, [{ n: 1 }])
       }
+    }))
+
+  // Issue 18: the worker thread runs 5 nice levels below the thread that started it (Linux only), so a request
+  // that wakes it does not take the event loop's CPU for the statement while both want the same CPU.
+  it.effect.skipIf(process.platform !== "linux" || getPriority() > 14)("runs its thread at a lower priority than the event loop (Linux)", () =>
+    Effect.gen(function* () {
+      const lowered = getPriority() + 5
+      const count = () => threadNiceValues().filter((nice) => nice === lowered).length
+      const before = count()
+      yield* Effect.scoped(Effect.gen(function* () {
+        const { client: sql } = yield* worker()
+        yield* sql`SELECT 1`
+        assert.strictEqual(count(), before + 1)
+      }))
+      // Only the worker's own thread was lowered: the caller's priority is unchanged, and the thread is gone.
+      assert.strictEqual(getPriority(), lowered - 5)
+      assert.strictEqual(count(), before)
     }))
 
   it.effect("provides its batch writer with the store's default driver", () =>
