@@ -9,6 +9,7 @@
  */
 import { type Context, Effect, Metric } from "effect"
 import type { Preparation } from "../proto/index.js"
+import * as SocketReads from "./transport/SocketReads.js"
 
 const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
 
@@ -107,9 +108,11 @@ export const frameUnsafe = (context: Context.Context<never>, direction: "in" | "
 /**
  * The inbound frames and bytes of one connection not yet added to the registry. The read side counts every frame
  * here (`inboundUnsafe`) and the counts of every connection that read something go to the registry once, at the
- * end of the current job (a microtask): one socket read can carry hundreds of frames, so a relayed Run costs two
- * metric updates per read instead of two per frame (issue 18). Counters only add, so the totals are the same; a
- * scrape (another job) never sees a read half counted.
+ * end of the socket read when the transport marks it (`SocketReads`: the `ws` transport), else at the end of the
+ * current job (a microtask): one socket read can carry hundreds of frames, so a relayed Run costs two metric
+ * updates per read instead of two per frame, and an idle device's heartbeat (a read of one frame) queues no
+ * microtask (issue 18). Counters only add, so the totals are the same; a scrape (another job) never sees a read
+ * half counted.
  */
 export class InboundCount {
   frames = 0
@@ -117,25 +120,31 @@ export class InboundCount {
   constructor(readonly context: Context.Context<never>) {}
 }
 
-/** The counts waiting for the end of the current job. */
-const uncounted: Array<InboundCount> = []
+/**
+ * The counts waiting for the end of the current read or job: the first `uncountedSize` slots. The array keeps its
+ * length (a `length = 0` dropped its backing store, so the next read's `push` allocated a new one: ~150 B per
+ * heartbeat of an idle device; issue 18).
+ */
+const uncounted: Array<InboundCount | undefined> = []
+let uncountedSize = 0
 
 const flushInbound = (): void => {
-  for (let i = 0; i < uncounted.length; i++) {
+  for (let i = 0; i < uncountedSize; i++) {
     const count = uncounted[i]!
+    uncounted[i] = undefined
     framesIn.updateUnsafe(count.frames, count.context)
     bytesIn.updateUnsafe(count.bytes, count.context)
     count.frames = 0
     count.bytes = 0
   }
-  uncounted.length = 0
+  uncountedSize = 0
 }
 
-/** Counts one inbound frame of `bytes` (added to the registry at the end of the current job, see `InboundCount`). */
+/** Counts one inbound frame of `bytes` (added to the registry at the end of the read or job, see `InboundCount`). */
 export const inboundUnsafe = (count: InboundCount, bytes: number): void => {
   if (count.frames === 0) {
-    if (uncounted.length === 0) queueMicrotask(flushInbound)
-    uncounted.push(count)
+    if (uncountedSize === 0 && !SocketReads.atReadEnd(flushInbound)) queueMicrotask(flushInbound)
+    uncounted[uncountedSize++] = count
   }
   count.frames++
   count.bytes += bytes

@@ -9,7 +9,8 @@
  *   `sequence` a non-negative integer; no other member) is checked in full by three `typeof` tests and an integer
  *   test, then each string is escaped by `JSON.stringify`, exactly as `encodeMessage` would (or, when nothing in it
  *   needs escaping, placed between quotes as it is, which is the same text), members in the same order, so the text
- *   is byte-identical (`test/proto/EncodedFrame.test.ts`). A delta payload has depth 2 and
+ *   is byte-identical (`test/proto/EncodedFrame.test.ts`). The frame is kept as its parts (`EncodedDelta`) and its
+ *   UTF-8 bytes written from them into a batch's buffer, the same bytes as the text's. A delta payload has depth 2 and
  *   at most 4 values, far inside the JSON bounds (`JsonBounds.ts`); the 4 MiB frame bound is checked per frame.
  *   Anything the direct path does not cover (a payload that fails a check) is answered by the codec's own
  *   verdict, so a refusal carries the same reason.
@@ -154,10 +155,107 @@ export type DeltaEncoder = (
   itemId: string | undefined
 ) => EncodedFrame | OutgoingFrameRejected
 
+/** The constant text of one Run's delta frames, as text and as UTF-8 bytes. */
+interface DeltaShape {
+  readonly id: string
+  /** Up to the payload's first member. */
+  readonly head: string
+  /** After the sequence's digits, to the end (`}}`, or the trace member then `}`). */
+  readonly tail: string
+  readonly headBytes: Uint8Array
+  readonly tailBytes: Uint8Array
+}
+
+const ItemKeyBytes = utf8.encode(`"item_id":`)
+const DeltaKeyBytes = utf8.encode(`"delta":`)
+const SequenceKeyBytes = utf8.encode(`,"sequence":`)
+/** Bytes of a delta frame besides its envelope and its strings' characters: keys, quotes, comma, 16 digits. */
+const DeltaFixedBytes = ItemKeyBytes.length + DeltaKeyBytes.length + SequenceKeyBytes.length + 4 + 1 + 16
+
+const copyBytes = (out: Uint8Array, o: number, bytes: Uint8Array): number => {
+  for (let i = 0; i < bytes.length; i++) out[o++] = bytes[i]!
+  return o
+}
+
+/**
+ * Writes the JSON string token of `text` at `o` as UTF-8, exactly as `JSON.stringify` writes it; returns the offset
+ * after it. A text of printable ASCII without quote or backslash (a relay's usual delta) is copied a unit at a time;
+ * any other text is written from its token (`jsonString`) by `TextEncoder.encodeInto`, whose only replacement (a
+ * lone surrogate) never occurs in a token, where `JSON.stringify` escapes them.
+ */
+const writeToken = (out: Uint8Array, o: number, text: string): number => {
+  const start = o
+  out[o++] = 0x22
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x20 || c >= 0x80 || c === 0x22 || c === 0x5c) return start + utf8.encodeInto(jsonString(text), out.subarray(start)).written
+    out[o++] = c
+  }
+  out[o++] = 0x22
+  return o
+}
+
+/** Writes the decimal digits of a safe non-negative integer at `o`; returns the offset after them. */
+const writeDigits = (out: Uint8Array, o: number, value: number): number => {
+  let digits = 1
+  for (let v = value; v >= 10; v = Math.floor(v / 10)) digits++
+  let v = value
+  for (let k = o + digits - 1; k >= o; k--) {
+    out[k] = 0x30 + (v % 10)
+    v = Math.floor(v / 10)
+  }
+  return o + digits
+}
+
+/**
+ * One `delta` frame of a Run kept as its parts (the Run's constant text, the delta's text, its sequence and item
+ * id), already checked as `deltaEncoder` describes: no text per frame. A transport writes its UTF-8 bytes straight
+ * into a batch's buffer (`writeUtf8`, issue 18, relay: the frame's text, its concatenations and the batch framer's
+ * join of 64 such texts were about 300 of the ≈ 950 bytes allocated per delta); `encoded` makes the same frame's
+ * text each time it is read (a log line, a test, a single send).
+ */
+export class EncodedDelta implements EncodedFrame {
+  constructor(
+    private readonly shape: DeltaShape,
+    readonly delta: string,
+    readonly sequence: number,
+    readonly itemId: string | undefined
+  ) {}
+  get type(): string {
+    return "delta"
+  }
+  get id(): string {
+    return this.shape.id
+  }
+  get encoded(): string {
+    const { head, tail } = this.shape
+    return this.itemId === undefined
+      ? `${head}"delta":${jsonString(this.delta)},"sequence":${this.sequence}${tail}`
+      : `${head}"item_id":${jsonString(this.itemId)},"delta":${jsonString(this.delta)},"sequence":${this.sequence}${tail}`
+  }
+  /** At most the bytes `writeUtf8` writes: 6 per UTF-16 unit of its strings (`\u001f`), the rest exactly. */
+  get room(): number {
+    return this.shape.headBytes.length + this.shape.tailBytes.length + DeltaFixedBytes +
+      6 * (this.delta.length + (this.itemId === undefined ? 0 : this.itemId.length))
+  }
+  /** Writes the frame's UTF-8 bytes (those of `encoded`) at `o`, with `room` bytes free there; returns the end. */
+  writeUtf8(out: Uint8Array, o: number): number {
+    o = copyBytes(out, o, this.shape.headBytes)
+    if (this.itemId !== undefined) {
+      o = writeToken(out, copyBytes(out, o, ItemKeyBytes), this.itemId)
+      out[o++] = 0x2c
+    }
+    o = writeToken(out, copyBytes(out, o, DeltaKeyBytes), this.delta)
+    o = writeDigits(out, copyBytes(out, o, SequenceKeyBytes), this.sequence)
+    return copyBytes(out, o, this.shape.tailBytes)
+  }
+}
+
 /**
  * The `delta` encoder of one Run (its id and its already validated trace). `undefined` when the codec refuses
  * the envelope itself (an id or trace a frame cannot carry): every delta of that Run would be refused, so the
- * caller uses `encodeFrame` and reports each refusal as it does for any other frame.
+ * caller uses `encodeFrame` and reports each refusal as it does for any other frame. A frame is an `EncodedDelta`:
+ * checked here, written later from its parts.
  */
 export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEncoder | undefined => {
   const probe: RuntimeToCore = trace === undefined
@@ -166,7 +264,7 @@ export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEnco
   if (Result.isFailure(encodeMessage(probe))) return undefined
   const head = `{"type":"delta","id":${JSON.stringify(runId)},"payload":{`
   const tail = trace === undefined ? "}}" : `},"trace":${JSON.stringify(trace)}}`
-  const plainHead = `${head}"delta":"`
+  const shape: DeltaShape = { id: runId, head, tail, headBytes: utf8.encode(head), tailBytes: utf8.encode(tail) }
   return (delta, sequence, itemId) => {
     if (typeof delta !== "string" || !Number.isSafeInteger(sequence) || sequence < 0 ||
       (itemId !== undefined && typeof itemId !== "string")) {
@@ -174,16 +272,13 @@ export const deltaEncoder = (runId: RunId, trace: string | undefined): DeltaEnco
       const codec = encodeFrame(trace === undefined ? { type: "delta", id: runId, payload } : { type: "delta", id: runId, payload, trace })
       return Result.isSuccess(codec) ? codec.success : codec.failure
     }
-    const text = itemId === undefined
-      ? isPlain(delta)
-        ? plainHead + delta + `","sequence":` + sequence + tail
-        : `${head}"delta":${JSON.stringify(delta)},"sequence":${sequence}${tail}`
-      : `${head}"item_id":${jsonString(itemId)},"delta":${jsonString(delta)},"sequence":${sequence}${tail}`
-    if (text.length > MaxFrameBytes / 3) {
-      const bytes = utf8ByteLength(text)
+    const frame = new EncodedDelta(shape, delta, sequence, itemId)
+    // The 4 MiB bound: measured only when the frame's room could exceed it.
+    if (frame.room > MaxFrameBytes) {
+      const bytes = utf8ByteLength(frame.encoded)
       if (bytes > MaxFrameBytes) return new OutgoingFrameRejected({ type: "delta", reason: "frame_too_large", bytes })
     }
-    return { type: "delta", id: runId, encoded: text }
+    return frame
   }
 }
 

@@ -17,7 +17,7 @@
  * Never does: report a local interruption (disconnect, device_shutdown, process exit) as a cancellation,
  * fabricate `error`/`done` when observation is lost, or release an Executor whose Turn did not settle.
  */
-import { type Cause, Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Queue, Result } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, FiberMap, Layer, Option, Result } from "effect"
 import type { RunId } from "../proto/Ids.js"
 import { type EncodedFrame, encodeDoneParts, encodeFrame, deltaEncoder } from "../proto/EncodedFrame.js"
 import { CancelSettlementBudget, RunOutputBuffer } from "../proto/Limits.js"
@@ -30,6 +30,7 @@ import type { SettlementUnconfirmed } from "./harness/Harness.js"
 import { Outbound } from "./Outbound.js"
 import { encodeDelta, encodeEvent, isRouted, RefusedEventText, traced } from "./RunFrames.js"
 import { RunLifecycle } from "./RunLifecycle.js"
+import * as RunOutput from "./RunOutput.js"
 import { NoTurn, type RunRecord, type RunSpec, type StartRefusal } from "./RunRecord.js"
 import { StatusBoard } from "./StatusBoard.js"
 import type { TransportClosed } from "./transport/Transport.js"
@@ -123,7 +124,7 @@ const makeRuns = Effect.gen(function* () {
      * the transport as one batch (frames in order; the batch resolves when its last frame was written locally).
      * Ends when the queue ends (after `done`).
      */
-    const forward = (run: RunRecord, queue: Queue.Dequeue<EncodedFrame, Cause.Done>): Effect.Effect<void> => {
+    const forward = (run: RunRecord, queue: RunOutput.RunOutput<EncodedFrame>): Effect.Effect<void> => {
       let lost = false
       const onLost = (e: TransportClosed) =>
         lost ? Effect.void : Effect.sync(() => {
@@ -143,7 +144,7 @@ const makeRuns = Effect.gen(function* () {
             Effect.annotateLogs({ type: e.type, run_id: run.runId })
           )
       const deliver = (batch: ReadonlyArray<EncodedFrame>): Effect.Effect<void> => Effect.catch(outbound.sendAll(batch), recover)
-      return Queue.takeAll(queue).pipe(
+      return queue.takeAll.pipe(
         Effect.flatMap(deliver),
         Effect.forever,
         // The only failure is the end of the queue (Cause.Done): every frame, done included, was handed over.
@@ -158,19 +159,19 @@ const makeRuns = Effect.gen(function* () {
     const runFiber = (run: RunRecord, spec: RunSpec): Effect.Effect<void> => {
       let settlement: Result.Result<Settlement, SettlementUnconfirmed> | undefined
       const body = Effect.gen(function* () {
-        const queue = yield* Queue.bounded<EncodedFrame, Cause.Done>(RunOutputBuffer)
+        const queue = yield* RunOutput.make<EncodedFrame>(RunOutputBuffer)
         // The single consumer of the Run's output starts before native start.
         const forwarder = yield* Effect.forkChild(forward(run, queue))
         /** Queues a frame: synchronously while there is room, otherwise waiting (the Turn is slowed, nothing dropped). */
         const offer = (frame: EncodedFrame): Effect.Effect<void> =>
-          Queue.offerUnsafe(queue, frame) ? Effect.void : Effect.asVoid(Queue.offer(queue, frame))
+          queue.offerUnsafe(frame) ? Effect.void : queue.offer(frame)
         const offerAll = (frames: ReadonlyArray<EncodedFrame>): Effect.Effect<void> =>
           Effect.forEach(frames, offer, { discard: true })
         const queueChecked = (message: Messages.RuntimeToCore) => Effect.flatMap(encodeChecked(run, message), offerAll)
         const closeStreamWith = (last: Effect.Effect<ReadonlyArray<EncodedFrame>> | undefined) =>
           Effect.gen(function* () {
             if (last !== undefined) yield* Effect.flatMap(last, offerAll)
-            yield* Queue.end(queue)
+            yield* queue.end
             yield* Fiber.await(forwarder)
           })
         const closeStream = (last: Messages.RuntimeToCore | undefined) =>
@@ -212,7 +213,7 @@ const makeRuns = Effect.gen(function* () {
         const deltaUnsafe = (text: string, itemId: string | undefined): Effect.Effect<void> | undefined => {
           const frame = encodeDelta(run, text, itemId)
           if (frame instanceof Messages.OutgoingFrameRejected) return Effect.flatMap(replacements(run, frame, undefined), offerAll)
-          return Queue.offerUnsafe(queue, frame) ? undefined : Effect.asVoid(Queue.offer(queue, frame))
+          return queue.offerUnsafe(frame) ? undefined : queue.offer(frame)
         }
         // A frame queued while there is room needs no Effect at all (`TurnSink.emitUnsafe`).
         const emitUnsafe = (event: TurnEvent): Effect.Effect<void> | undefined => {
@@ -223,8 +224,8 @@ const makeRuns = Effect.gen(function* () {
             return frame === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => queueEncoded(frame)))
           }
           if (frame === undefined) return undefined
-          if (Result.isSuccess(frame) && Queue.offerUnsafe(queue, frame.success)) return undefined
-          return Result.isSuccess(frame) ? Effect.asVoid(Queue.offer(queue, frame.success)) : queueEncoded(frame)
+          if (Result.isSuccess(frame) && queue.offerUnsafe(frame.success)) return undefined
+          return Result.isSuccess(frame) ? queue.offer(frame.success) : queueEncoded(frame)
         }
         const sink: TurnSink = {
           emit: (event) => Effect.suspend(() => emitUnsafe(event) ?? Effect.void),

@@ -7,7 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { deltaEncoder as directEncoder, encodeChunkFrame, encodeDoneParts, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
+import { deltaEncoder as directEncoder, EncodedDelta, encodeChunkFrame, encodeDoneParts, encodeFrame, frameText, isEncoded } from "../../src/proto/EncodedFrame.js"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { Messages } from "../../src/proto/index.js"
 import type { DonePayload } from "../../src/proto/RunEvents.js"
@@ -52,6 +52,41 @@ describe("deltaEncoder", () => {
               assert.strictEqual(direct.success.type, "delta")
               assert.strictEqual(direct.success.id, runId)
             }
+          }
+        }
+      }
+    }
+  })
+
+  it("writes each delta's UTF-8 bytes from its parts as the old text encoding and the codec write them", () => {
+    // The encoding before deltas were kept as parts: the frame's text by concatenation, then its UTF-8 bytes.
+    const jsonString = (text: string) => (/^[^"\\\u0000-\u001f\ud800-\udfff]*$/.test(text) ? `"${text}"` : JSON.stringify(text))
+    const oldText = (delta: string, sequence: number, itemId: string | undefined, withTrace: string | undefined) => {
+      const head = `{"type":"delta","id":${JSON.stringify(runId)},"payload":{`
+      const tail = withTrace === undefined ? "}}" : `},"trace":${JSON.stringify(withTrace)}}`
+      return itemId === undefined
+        ? `${head}"delta":${JSON.stringify(delta)},"sequence":${sequence}${tail}`
+        : `${head}"item_id":${jsonString(itemId)},"delta":${jsonString(delta)},"sequence":${sequence}${tail}`
+    }
+    const texts = [...Texts, "a\ud83d\ude00b", "\ude00\ud83d", "mixed é \" \u0001 😀 \udbff", "\u007f~ ascii"]
+    for (const withTrace of [undefined, trace]) {
+      const encode = directEncoder(runId, withTrace)!
+      for (const text of texts) {
+        for (const itemId of [undefined, "msg-1", "é \" \\", "\udc00"]) {
+          for (const sequence of [0, 9, 10, 99_999, Number.MAX_SAFE_INTEGER]) {
+            const frame = encode(text, sequence, itemId)
+            assert.instanceOf(frame, EncodedDelta)
+            if (!(frame instanceof EncodedDelta)) continue
+            const codec = viaCodec(text, sequence, itemId, withTrace)
+            assert.isTrue(Result.isSuccess(codec))
+            if (Result.isFailure(codec)) continue
+            const expected = Buffer.from(codec.success, "utf8")
+            assert.isTrue(expected.equals(Buffer.from(oldText(text, sequence, itemId, withTrace), "utf8")))
+            const out = Buffer.alloc(frame.room + 8, 0xee)
+            const end = frame.writeUtf8(out, 3)
+            assert.isTrue(out.subarray(3, end).equals(expected), `${JSON.stringify(text)} ${itemId} ${sequence}`)
+            assert.isAtMost(end - 3, frame.room)
+            assert.strictEqual(out[end], 0xee)
           }
         }
       }

@@ -16,12 +16,13 @@ import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, ty
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
-import { frameData, isEncoded, type Outgoing, textFramePayload } from "../../proto/EncodedFrame.js"
+import { EncodedDelta, frameData, isEncoded, type Outgoing, textFramePayload } from "../../proto/EncodedFrame.js"
 import { encodeMessage, type OutgoingFrameRejected, type RuntimeToCore } from "../../proto/Messages.js"
 import { ProtocolVersion } from "../../proto/Version.js"
 import { classifyStatus, errorCodeOf } from "./Bootstrap.js"
 import { ConnectFailed, type ConnectRejected } from "./ConnectError.js"
 import { bearerAuthorization } from "./internal/credential.js"
+import type { FramePayload } from "./internal/clientFrames.js"
 import type { FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
 import * as Ws from "./internal/ws.js"
 import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "./Transport.js"
@@ -245,17 +246,16 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
       if (frames.length === 0) return Effect.void
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
-      // the batch is written.
-      // A frame encoded with its UTF-8 bytes (a chunk, `EncodedFrame.bytes`) is written as those bytes. A text stays
-      // text: the socket encodes it straight into the batch's buffer (`internal/clientFrames.ts`) and reports the
-      // batch's UTF-8 size for the metrics, so no frame is measured or converted here. A batch of one frame (a Run's
-      // `done` with its whole content, often) goes the same way (issue 18, relay: converted first and then masked
-      // and copied again by `ws.send`, a 430 KB `done` cost about twice as much).
-      const texts: Array<string | Uint8Array> = new Array(frames.length)
+      // the batch is written. Bytes (a chunk, `EncodedFrame.bytes`) stay bytes, a Run's delta its parts
+      // (`EncodedDelta`), a text text: the socket writes each into the batch's buffer (`internal/clientFrames.ts`)
+      // and reports the batch's UTF-8 size, so no frame is measured or converted here; a one-frame batch (a `done`)
+      // too (issue 18, relay: through `ws.send`, a 430 KB `done` cost about twice as much).
+      const texts: Array<FramePayload> = new Array(frames.length)
       for (let i = 0; i < frames.length; i++) {
         const frame = frames[i]!
-        let data: string | Uint8Array
-        if (isEncoded(frame)) data = frame.bytes ?? frame.encoded
+        let data: FramePayload
+        if (frame instanceof EncodedDelta) data = frame
+        else if (isEncoded(frame)) data = frame.bytes ?? frame.encoded
         else {
           const text = encodeMessage(frame)
           if (Result.isFailure(text)) return Effect.fail(text.failure)

@@ -3,7 +3,9 @@
  * text, masked, with the right length form at each boundary (125/126, 65535/65536) and the exact payload.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { maskedTextFrames } from "../../../src/runtime/transport/internal/clientFrames.js"
+import { deltaEncoder, EncodedDelta } from "../../../src/proto/EncodedFrame.js"
+import { unsafeMake } from "../../../src/proto/Ids.js"
+import { type FramePayload, maskedTextFrames } from "../../../src/runtime/transport/internal/clientFrames.js"
 
 interface ReadFrame {
   readonly fin: boolean
@@ -87,8 +89,8 @@ describe("clientFrames.maskedTextFrames", () => {
   })
 
   it("frames texts written before their size is known: every length form, a text moved next to a shorter header", () => {
-    // A text is encoded after room for the longest header its UTF-16 length allows, then moved next to its header:
-    // by 2 bytes (room 8, 7-bit length), 6 bytes (room 14, 16-bit length) or not at all.
+    // Texts whose UTF-8 size differs from their UTF-16 length, around each length form's boundary (a text is
+    // converted into the scratch first, then framed behind the header its size needs).
     const texts = [
       ...[0, 1, 2, 3, 4, 5, 41, 42, 43, 125, 126, 127, 2047].map((n) => "a".repeat(n)),
       "é".repeat(62), // 124 bytes from 62 units: room 8, 7-bit length
@@ -127,6 +129,27 @@ describe("clientFrames.maskedTextFrames", () => {
         assert.strictEqual(frame.lengthForm, expected.length < 126 ? 7 : expected.length < 65536 ? 16 : 64)
       })
       assert.strictEqual(framed.bytes, batch.reduce((n, t) => n + Buffer.byteLength(t, "utf8"), 0))
+    }
+  })
+
+  it("frames Run deltas kept as parts (EncodedDelta), among texts and bytes, as the UTF-8 of their codec text", () => {
+    const encode = deltaEncoder(unsafeMake.runId("run-1"), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")!
+    const deltas = ["The parser accepts trailing commas only in ", "say \"hi\"", "é€😀", "quote \" \\ \n", "\ud800 lone", "", "x".repeat(200),
+      "y".repeat(11_000), "\u0001".repeat(11_000)].map((text, i) => encode(text, i * 1000, i % 2 === 0 ? undefined : `item-${i}é`))
+    const bytes = Buffer.from(`{"type":"usage","é":1}`, "utf8")
+    for (const batch of [deltas, [...deltas, "plain text", bytes, "é".repeat(16384), ...deltas], [bytes, deltas[0]!]]) {
+      const payloads = batch as ReadonlyArray<FramePayload>
+      const framed = maskedTextFrames(payloads)
+      const frames = readFrames(framed.frames)
+      assert.strictEqual(frames.length, payloads.length)
+      const expected = payloads.map((p) =>
+        p instanceof EncodedDelta ? Buffer.from(p.encoded, "utf8") : typeof p === "string" ? Buffer.from(p, "utf8") : Buffer.from(p)
+      )
+      frames.forEach((frame, i) => {
+        assert.isTrue(frame.payload.equals(expected[i]!), `payload ${i}`)
+        assert.strictEqual(frame.lengthForm, expected[i]!.length < 126 ? 7 : expected[i]!.length < 65536 ? 16 : 64)
+      })
+      assert.strictEqual(framed.bytes, expected.reduce((n, b) => n + b.length, 0))
     }
   })
 

@@ -6,6 +6,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Metric, Scope, Stream } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
+import { EncodedDelta } from "../../../src/proto/EncodedFrame.js"
+import type { FramePayload } from "../../../src/runtime/transport/internal/clientFrames.js"
 import { InvalidFrame } from "../../../src/proto/Envelope.js"
 import { Ids, Messages } from "../../../src/proto/index.js"
 import type { Inbound } from "../../../src/runtime/transport/Transport.js"
@@ -40,8 +42,9 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
   /** Every frame handed to the socket, in order, whichever way. */
   const order: Array<string> = []
   const calls: Array<string> = []
-  // A frame handed over as its UTF-8 bytes (a chunk frame) is recorded as its text.
-  const asText = (frame: string | Uint8Array) => (typeof frame === "string" ? frame : new TextDecoder().decode(frame))
+  // A frame handed over as its UTF-8 bytes (a chunk frame) or as a delta's parts is recorded as its text.
+  const asText = (frame: FramePayload) =>
+    typeof frame === "string" ? frame : frame instanceof EncodedDelta ? frame.encoded : new TextDecoder().decode(frame)
   const socket: FrameSocket = {
     send: (frame, written) => {
       if (closeFrameCode !== undefined) written(new Error("socket not open"))
@@ -58,7 +61,7 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
         batches.push({ texts, written })
         order.push(...texts)
       }
-      return frames.reduce((n, frame) => n + (typeof frame === "string" ? Buffer.byteLength(frame) : frame.byteLength), 0)
+      return frames.reduce((n, frame) => n + Buffer.byteLength(asText(frame)), 0)
     },
     close: (code, reason) => {
       calls.push(`close ${code} ${reason}`)

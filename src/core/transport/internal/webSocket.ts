@@ -7,7 +7,8 @@
  *   UTF-8 once, no other copy). `pause` / `resume` pause the socket (backpressure). A frame over 4 MiB closes
  *   the connection with 1009 (the WebSocket server enforces `maxPayload` first; this check keeps the bound
  *   when a host server forgot it). `ws`'s frame parser takes each frame's bytes from the socket read's chunk by
- *   an offset (`TrackedWebSocket`; issue 18: three buffer objects fewer per frame).
+ *   an offset (`TrackedWebSocket`; issue 18: three buffer objects fewer per frame), and each socket read's
+ *   frames are handed over inside a `SocketReads` bracket (what the read side batched per read runs at its end).
  * - Writing: a bounded queue (64 envelopes by default) flushed into `ws.send` at the end of the current
  *   microtask, or at once when a chunk frame (given as its bytes) is queued; `offer` never waits: a full queue
  *   answers "full" at once. A failed write closes the
@@ -25,6 +26,7 @@ import { WebSocket } from "@effect/platform-node/NodeWS"
 import type { RawData } from "@effect/platform-node/NodeWS"
 import { EncodedFrame, Limits } from "../../../proto/index.js"
 import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
+import * as SocketReads from "../SocketReads.js"
 
 const textFrame = { binary: false } as const
 // Long texts go to `ws` as UTF-8 bytes (EncodedFrame.textFramePayload).
@@ -92,13 +94,35 @@ function consume(this: ReceiverBuffers, n: number): Buffer {
   return out
 }
 
-/** `ws`'s parser prototype with `consume` above (made from the first parser seen: `ws`'s class is not typed). */
+type WriteChunk = (this: object, chunk: Buffer, encoding: string, cb: (error?: Error | null) => void) => void
+
+/**
+ * `ws`'s `Receiver._write` (one socket read's chunk: every frame it completes is emitted synchronously) as one
+ * socket read (`SocketReads`): what the read side batched for the end of the read (its inbound counts) runs when
+ * the chunk's frames are handed over, in the same job, instead of in a microtask per read (issue 18).
+ */
+const bracketedWrite = (write: WriteChunk): WriteChunk =>
+  function(chunk, encoding, cb) {
+    SocketReads.begin()
+    try {
+      write.call(this, chunk, encoding, cb)
+    } finally {
+      SocketReads.end()
+    }
+  }
+
+/**
+ * `ws`'s parser prototype with `consume` above and the bracketed `_write` (made from the first parser seen: `ws`'s
+ * class is not typed).
+ */
 let offsetReceiver: object | undefined
 
-/** Gives a fresh parser (nothing buffered yet) the offset `consume`. */
+/** Gives a fresh parser (nothing buffered yet) the offset `consume` and reads bracketed as socket reads. */
 const useOffsetConsume = (receiver: object): void => {
-  offsetReceiver ??= Object.create(Object.getPrototypeOf(receiver) as object, {
-    consume: { value: consume, writable: true, configurable: true }
+  const proto = Object.getPrototypeOf(receiver) as { readonly _write: WriteChunk }
+  offsetReceiver ??= Object.create(proto, {
+    consume: { value: consume, writable: true, configurable: true },
+    _write: { value: bracketedWrite(proto._write), writable: true, configurable: true }
   }) as object
   // Only `ws`'s parser of the class the prototype was made from (the one `TrackedWebSocket` extends).
   if (Object.getPrototypeOf(receiver) !== Object.getPrototypeOf(offsetReceiver)) return

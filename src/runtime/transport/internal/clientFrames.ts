@@ -6,27 +6,25 @@
  * callback and an iovec of the `writev`, about 0.6 µs per small frame more than framing it here.
  *
  * The masking keys come from `crypto.randomFillSync` in pools of 2048 keys, as `ws` takes its own (the RFC asks
- * for keys a peer cannot predict); the payload is masked a 4-byte word at a time. A batch of ASCII texts (the relay's
- * deltas) is converted to UTF-8 by one call for the whole batch; otherwise each text is encoded to UTF-8 in the
- * batch's buffer and masked there.
+ * for keys a peer cannot predict); the payload is masked a 4-byte word at a time. A batch of ASCII texts is converted
+ * to UTF-8 by one call for the whole batch; a Run's deltas (`EncodedDelta`) are written as UTF-8 from their parts,
+ * with no text per frame; other texts are converted one at a time; bytes are masked from where they are.
  * The frames are those `ws.send(bytes, { binary: false })` writes, masking key aside
  * (`test/runtime/transport/ClientFrames.test.ts` reads them back at every length boundary;
  * `WebSocketDial.test.ts` sends batches through a real `ws` server).
  */
 import { randomFillSync } from "node:crypto"
+import { EncodedDelta } from "../../../proto/EncodedFrame.js"
 
 const KeyPoolBytes = 8 * 1024
 const keyPool = Buffer.alloc(KeyPoolBytes)
 let keyAt = KeyPoolBytes
 
 /**
- * A text at least this long is measured before it is written (its room is its UTF-8 size, not 3 bytes per unit):
- * a Run's `done` carries its whole content, often hundreds of KB, written here as text rather than converted first.
+ * A text at least this long is measured and written straight into its place in the batch's buffer, not into the
+ * scratch first: a Run's `done` may carry its whole content, often hundreds of KB.
  */
 const LongText = 16 * 1024
-
-/** Header room before a text written into the batch: its UTF-8 size is at most 3 bytes per UTF-16 unit. */
-const roomFor = (text: string): number => (3 * text.length < 65536 ? 8 : 14)
 
 /**
  * Writes the header of a masked text frame with `n` payload bytes at `o` (FIN + text, the shortest length form, a
@@ -112,11 +110,105 @@ const asciiFrames = (texts: ReadonlyArray<string>, units: number): Buffer | unde
   return out
 }
 
+/** What one frame of a batch is given as: its text, its UTF-8 bytes, or a Run's delta kept as its parts. */
+export type FramePayload = string | Uint8Array | EncodedDelta
+
+/** A delta whose room is larger is written from its text (`encoded`), so the scratch never grows for one frame. */
+const LongDeltaRoom = 64 * 1024
+/** A scratch grown past this for one batch is let go after it. */
+const ScratchKeep = 1024 * 1024
+/** Each payload's UTF-8 size in the batch being framed (reused: no array per batch). */
+const sizes: Array<number> = []
+/** How each payload of the batch being framed is placed: 0 from the scratch, 1 a long text, 2 bytes. */
+const placed: Array<number> = []
+
+/** The scratch with room for `need` bytes from `at`, the `at` bytes already written kept. */
+const scratchFor = (at: number, need: number): void => {
+  if (at + need <= scratch.length) return
+  const grown = Buffer.allocUnsafe(Math.max(2 * scratch.length, at + need))
+  scratch.copy(grown, 0, 0, at)
+  scratch = grown
+  scratchView = viewOf(grown)
+}
+
+const headerBytes = (n: number): number => (n < 126 ? 6 : n < 65536 ? 8 : 14)
+
 /**
- * The masked client text frames of `payloads` (one frame's text, or its UTF-8 bytes, each), in order, in one buffer,
- * and the UTF-8 size of their payloads together (what the transport counts as sent).
+ * The frames of a batch with deltas (`EncodedDelta`) or bytes: each delta's UTF-8 bytes are written from its parts,
+ * and each short text converted, into the scratch one after another (no frame text, no join: issue 18, relay);
+ * then the exact-size buffer is framed from them. A long text is measured, then written into its place there; bytes
+ * are masked from where they are.
  */
-export const maskedTextFrames = (payloads: ReadonlyArray<string | Uint8Array>): { readonly frames: Buffer; readonly bytes: number } => {
+const partsFrames = (payloads: ReadonlyArray<FramePayload>): { readonly frames: Buffer; readonly bytes: number } => {
+  let at = 0
+  let size = 0
+  let bytes = 0
+  for (let j = 0; j < payloads.length; j++) {
+    let payload = payloads[j]!
+    let n: number
+    let how = 0
+    if (payload instanceof EncodedDelta) {
+      const room = payload.room
+      if (room <= LongDeltaRoom) {
+        scratchFor(at, room)
+        n = payload.writeUtf8(scratch, at) - at
+        at += n
+      } else {
+        payload = payload.encoded
+        n = Buffer.byteLength(payload, "utf8")
+        how = 1
+      }
+    } else if (typeof payload === "string") {
+      if (payload.length < LongText) {
+        scratchFor(at, 3 * payload.length)
+        n = scratch.write(payload, at, "utf8")
+        at += n
+      } else {
+        n = Buffer.byteLength(payload, "utf8")
+        how = 1
+      }
+    } else {
+      n = payload.byteLength
+      how = 2
+    }
+    sizes[j] = n
+    placed[j] = how
+    size += headerBytes(n) + n
+    bytes += n
+  }
+  const out = Buffer.allocUnsafe(size)
+  const view = viewOf(out)
+  let o = 0
+  let from = 0
+  for (let j = 0; j < payloads.length; j++) {
+    const n = sizes[j]!
+    const how = placed[j]!
+    if (how === 0) {
+      o = frameAt(out, view, o, n, scratch, scratchView, from)
+      from += n
+    } else if (how === 1) {
+      const payload = payloads[j]!
+      const text = typeof payload === "string" ? payload : (payload as EncodedDelta).encoded
+      const place = o + headerBytes(n)
+      out.write(text, place, "utf8")
+      o = frameAt(out, view, o, n, out, view, place)
+    } else {
+      const payload = payloads[j] as Uint8Array
+      o = frameAt(out, view, o, n, payload, viewOf(payload), 0)
+    }
+  }
+  if (scratch.length > ScratchKeep) {
+    scratch = Buffer.allocUnsafe(8 * 1024)
+    scratchView = viewOf(scratch)
+  }
+  return { frames: out, bytes }
+}
+
+/**
+ * The masked client text frames of `payloads` (one frame's text, its UTF-8 bytes, or a delta's parts, each), in
+ * order, in one buffer, and the UTF-8 size of their payloads together (what the transport counts as sent).
+ */
+export const maskedTextFrames = (payloads: ReadonlyArray<FramePayload>): { readonly frames: Buffer; readonly bytes: number } => {
   let units = 0
   let texts = true
   for (let j = 0; j < payloads.length && texts; j++) {
@@ -132,37 +224,5 @@ export const maskedTextFrames = (payloads: ReadonlyArray<string | Uint8Array>): 
       asciiBackoff = 16
     }
   }
-  // One payload at a time. A short text is never measured before it is written (issue 18, relay: `Buffer.byteLength`
-  // per frame, twice, was a twentieth of the daemon's relay samples): the buffer is sized for the worst case (3 bytes
-  // per UTF-16 unit), the text is encoded to UTF-8 right after the room for the longest header its size allows, and
-  // `frameAt` moves it next to its header (back by the header bytes not used) while masking it: no copy of its own.
-  // A long text (`LongText`) is measured first, so its room is its size. Bytes are masked into their place.
-  let bound = 0
-  for (let j = 0; j < payloads.length; j++) {
-    const payload = payloads[j]!
-    bound += typeof payload !== "string"
-      ? 14 + payload.byteLength
-      : payload.length < LongText
-      ? roomFor(payload) + 3 * payload.length
-      : roomFor(payload) + Buffer.byteLength(payload, "utf8")
-  }
-  const out = Buffer.allocUnsafe(bound)
-  const view = viewOf(out)
-  let o = 0
-  let bytes = 0
-  for (let j = 0; j < payloads.length; j++) {
-    const payload = payloads[j]!
-    let n: number
-    if (typeof payload === "string") {
-      const from = o + roomFor(payload)
-      n = out.write(payload, from, "utf8")
-      o = frameAt(out, view, o, n, out, view, from)
-    } else {
-      // Masked from where the bytes are, with no copy of their own first (a `done` of a long Run is hundreds of KB).
-      n = payload.byteLength
-      o = frameAt(out, view, o, n, payload, viewOf(payload), 0)
-    }
-    bytes += n
-  }
-  return { frames: out.subarray(0, o), bytes }
+  return partsFrames(payloads)
 }

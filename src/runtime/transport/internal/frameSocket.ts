@@ -4,6 +4,8 @@
  * the boundary to Node's event emitters, and everything above it is Effect.
  */
 
+import type { FramePayload } from "./clientFrames.js"
+
 /** How the connection ended, as the socket saw it. */
 export interface FrameSocketEnd {
   /** The close code of a close frame the peer sent (absent: no close frame, or one without a code). */
@@ -31,11 +33,11 @@ export interface FrameSocket {
   readonly send: (text: string | Uint8Array, written: (error?: Error) => void) => void
   /**
    * Queues several text frames in order, in one go, each given as its text or as its UTF-8 bytes (still a text
-   * frame). `written` fires once, after the last frame's write finished: without an error only when every frame
+   * frame), or as a Run's delta kept as its parts (`EncodedDelta`, written from them). `written` fires once, after the last frame's write finished: without an error only when every frame
    * of the batch was written locally. Returns the UTF-8 size of the batch's payloads (what the transport counts as
    * sent), which the socket measures while it frames them.
    */
-  readonly sendAll: (texts: ReadonlyArray<string | Uint8Array>, written: (error?: Error) => void) => number
+  readonly sendAll: (texts: ReadonlyArray<FramePayload>, written: (error?: Error) => void) => number
   /** Starts the closing handshake with a close frame (sent after every queued frame). */
   readonly close: (code: number, reason: string) => void
   /** Destroys the connection at once, without a closing handshake. */

@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import WebSocket from "ws"
 import { EncodedFrame } from "../../../proto/index.js"
 import { systemErrorCode } from "../ConnectError.js"
-import { maskedTextFrames } from "./clientFrames.js"
+import { type FramePayload, maskedTextFrames } from "./clientFrames.js"
 import type { FrameListener, FrameSocket, FrameSocketEnd } from "./frameSocket.js"
 
 export interface DialOptions {
@@ -45,7 +45,8 @@ const toBytes = (data: WebSocket.RawData): Uint8Array =>
 const textFrame = { binary: false } as const
 
 // Long texts go to `ws` as UTF-8 bytes (EncodedFrame.textFramePayload).
-const payloadOf = EncodedFrame.textFramePayload
+const payloadOf = (payload: FramePayload): string | Uint8Array =>
+  EncodedFrame.textFramePayload(payload instanceof EncodedFrame.EncodedDelta ? payload.encoded : payload)
 
 /**
  * The TCP socket under an open `ws` client (`ws` keeps it as `_socket`; its typings do not declare it), used
@@ -84,9 +85,12 @@ const directOf = (ws: WebSocket): DirectWrite | undefined => {
 }
 
 /** The UTF-8 size of a batch's payloads, measured (the framed path counts it while encoding). */
-const payloadBytes = (texts: ReadonlyArray<string | Uint8Array>): number => {
+const payloadBytes = (texts: ReadonlyArray<FramePayload>): number => {
   let bytes = 0
-  for (const text of texts) bytes += typeof text === "string" ? Buffer.byteLength(text, "utf8") : text.byteLength
+  for (const text of texts) {
+    const data = text instanceof EncodedFrame.EncodedDelta ? text.encoded : text
+    bytes += typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength
+  }
   return bytes
 }
 
