@@ -77,6 +77,16 @@ export const insertSizes = (rows: number): Array<number> => {
   return sizes
 }
 
+/** Whether `sql`'s dialect numbers its placeholders (`$1`, `$2`, …: PostgreSQL) rather than writing `?` (SQLite). */
+export const numbersPlaceholders = (sql: SqlClient.SqlClient): boolean =>
+  sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+
+/** `text` written with `?` placeholders, numbered `$1`, `$2`, … in order when `numbered` (fixed statement texts). */
+export const placeholders = (text: string, numbered: boolean): string => {
+  let n = 0
+  return numbered ? text.replace(/\?/g, () => `$${++n}`) : text
+}
+
 /** `INSERT INTO table (columns) VALUES` and `rows` tuples of placeholders: `?` or, numbered, `$n`. */
 export const insertText = (table: string, columns: ReadonlyArray<string>, rows: number, numbered: boolean): string => {
   const tuples: Array<string> = []
@@ -91,7 +101,7 @@ export const insertText = (table: string, columns: ReadonlyArray<string>, rows: 
  * row count and dialect and then reused (the drivers keep the prepared statement of each text).
  */
 export const rowStatements = (sql: SqlClient.SqlClient) => {
-  const numbered = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const numbered = numbersPlaceholders(sql)
   const texts = new Map<string, string>()
   return (rows: RowsInsert): Array<Statement.Statement<unknown>> => {
     const width = rows.columns.length

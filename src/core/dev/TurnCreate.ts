@@ -28,7 +28,7 @@ const columns = ["turn_id", "session_id", "run_id", "device_id", "status", "atte
 export const createTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) => {
   // A fixed text with the values as parameters, built once (turnmem, issue 18): `sql.insert` in a template makes a
   // helper, its segments and the compiled text again on every create.
-  const text = SqlBatch.insertText("turns", columns, 1, sql.onDialectOrElse({ pg: () => true, orElse: () => false }))
+  const text = SqlBatch.insertText("turns", columns, 1, SqlBatch.numbersPlaceholders(sql))
   return fn("TurnStore.create")(function* (turn: NewTurn) {
     const createdAtMs = yield* Clock.currentTimeMillis
     const row = sql.unsafe(text, [turn.turnId, turn.sessionId, turn.runId, null, "queued", 0, JSON.stringify(turn.input), 0, createdAtMs])

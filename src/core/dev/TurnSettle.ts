@@ -22,12 +22,6 @@ import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, storeFailed } from "./StoreErrors.js"
 import { readTurn, type TurnRecord } from "./TurnRecords.js"
 
-/** `?` placeholders numbered `$1`, `$2`, … (PostgreSQL) or left as they are (SQLite). */
-const placeholders = (text: string, numbered: boolean): string => {
-  let n = 0
-  return numbered ? text.replace(/\?/g, () => `$${++n}`) : text
-}
-
 // The settle's statements as fixed texts with their values as parameters (built once per client): a `sql` template
 // makes a segment per literal and per value and compiles them into the text again on every settle (turnmem, issue 18:
 // with a Turn in flight across scavenges, those were the largest part of what a settle left in the old generation).
@@ -40,10 +34,10 @@ const updateText = `UPDATE turns SET status = ?, error_code = ?, observation_rea
   RETURNING *`
 
 export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) => {
-  const numbered = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
-  const abandon = placeholders(abandonText, numbered)
-  const native = placeholders(nativeText, numbered)
-  const updateTurn = placeholders(updateText, numbered)
+  const numbered = SqlBatch.numbersPlaceholders(sql)
+  const abandon = SqlBatch.placeholders(abandonText, numbered)
+  const native = SqlBatch.placeholders(nativeText, numbered)
+  const updateTurn = SqlBatch.placeholders(updateText, numbered)
   return (turnId: string, outcome: TurnOutcome, sessionId?: string): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis

@@ -121,6 +121,8 @@ const ScratchKeep = 1024 * 1024
 const sizes: Array<number> = []
 /** How each payload of the batch being framed is placed: 0 from the scratch, 1 a long text, 2 bytes. */
 const placed: Array<number> = []
+/** Each long text of the batch being framed (a long delta's made once), at its payload's index; cleared after. */
+const longTexts: Array<string | undefined> = []
 
 /** The scratch with room for `need` bytes from `at`, the `at` bytes already written kept. */
 const scratchFor = (at: number, need: number): void => {
@@ -144,7 +146,7 @@ const partsFrames = (payloads: ReadonlyArray<FramePayload>): { readonly frames: 
   let size = 0
   let bytes = 0
   for (let j = 0; j < payloads.length; j++) {
-    let payload = payloads[j]!
+    const payload = payloads[j]!
     let n: number
     let how = 0
     if (payload instanceof EncodedDelta) {
@@ -154,8 +156,9 @@ const partsFrames = (payloads: ReadonlyArray<FramePayload>): { readonly frames: 
         n = payload.writeUtf8(scratch, at) - at
         at += n
       } else {
-        payload = payload.encoded
-        n = Buffer.byteLength(payload, "utf8")
+        const text = payload.encoded
+        longTexts[j] = text
+        n = Buffer.byteLength(text, "utf8")
         how = 1
       }
     } else if (typeof payload === "string") {
@@ -164,6 +167,7 @@ const partsFrames = (payloads: ReadonlyArray<FramePayload>): { readonly frames: 
         n = scratch.write(payload, at, "utf8")
         at += n
       } else {
+        longTexts[j] = payload
         n = Buffer.byteLength(payload, "utf8")
         how = 1
       }
@@ -187,8 +191,8 @@ const partsFrames = (payloads: ReadonlyArray<FramePayload>): { readonly frames: 
       o = frameAt(out, view, o, n, scratch, scratchView, from)
       from += n
     } else if (how === 1) {
-      const payload = payloads[j]!
-      const text = typeof payload === "string" ? payload : (payload as EncodedDelta).encoded
+      const text = longTexts[j]!
+      longTexts[j] = undefined
       const place = o + headerBytes(n)
       out.write(text, place, "utf8")
       o = frameAt(out, view, o, n, out, view, place)
