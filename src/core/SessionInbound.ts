@@ -252,6 +252,25 @@ const onFrame = (state: SessionState, frame: string | Uint8Array, bytes: number 
   if (effect !== undefined) drain(state, effect)
 }
 
+/** A delta's text from the frame's bytes (`DeltaFrame.matchBytes`; the transport's bytes are a `Buffer`). */
+const utf8Text: DeltaFrame.Utf8Text = (bytes, start, end) => (bytes as Buffer).toString("utf8", start, end)
+
+/**
+ * A text frame as its bytes (`InboundHandlers.onTextBytes`): a Run's delta of the connection's layout is read and
+ * routed from them, exactly as `onFrame` would from its text; anything else (and any frame while frames are held or
+ * after the end) is left to `onFrame` (false).
+ */
+const onTextBytes = (state: SessionState, frame: Buffer): boolean => {
+  if (state.ended !== undefined || state.pending !== undefined || state.deltaLayout === undefined) return false
+  const delta = DeltaFrame.matchBytes(state.deltaLayout, frame, utf8Text)
+  if (delta === undefined) return false
+  // As in `onFrame`: the first frame of a job restarts the liveness deadline.
+  if (state.inbound.frames === 0) state.received()
+  const effect = routeDelta(state, delta, frame.length)
+  if (effect !== undefined) drain(state, effect)
+  return true
+}
+
 /**
  * Starts reading: every frame is decoded and routed synchronously as the transport delivers it. When a frame
  * needs work the read side must wait for (a log line, room in a full Run subscriber), that work runs on a fiber
@@ -262,6 +281,7 @@ export const listen = (state: SessionState, fork: (effect: Effect.Effect<void>) 
   state.fork = fork
   state.transport.listen({
     onFrame: (frame, bytes) => onFrame(state, frame, bytes),
+    onTextBytes: (frame) => onTextBytes(state, frame),
     onEnd: (error) => {
       // A frame over 4 MiB is refused by the transport, unread: it still counts as a decode failure.
       if (error.reason === "frame_too_large") CoreMetrics.decodeFailureUnsafe(state.metricContext, "frame_too_large")

@@ -43,21 +43,34 @@ export interface Layout {
   readonly prefix: string
   /** After the sequence's digits, to the end. */
   readonly suffix: string
+  /** `head`, `prefix` and `suffix` as UTF-8 bytes (`matchBytes`). */
+  readonly headBytes: Uint8Array
+  readonly prefixBytes: Uint8Array
+  readonly suffixBytes: Uint8Array
 }
 
 const Sequence = `,"sequence":`
 const DeltaKey = `"delta":`
 const ItemKey = `"item_id":`
+const utf8 = new TextEncoder()
+const SequenceBytes = utf8.encode(Sequence)
+const DeltaKeyBytes = utf8.encode(DeltaKey)
+const ItemKeyBytes = utf8.encode(ItemKey)
 
 /** The layout of Run `id`'s delta frames with `trace` (undefined: untraced), as the daemon writes them. */
 export const layout = (id: string, trace: string | undefined): Layout => {
   const head = `{"type":"delta","id":${JSON.stringify(id)},"payload":{`
+  const prefix = `${head}${DeltaKey}`
+  const suffix = trace === undefined ? "}}" : `},"trace":${JSON.stringify(trace)}}`
   return {
     id,
     trace,
     head,
-    prefix: `${head}${DeltaKey}`,
-    suffix: trace === undefined ? "}}" : `},"trace":${JSON.stringify(trace)}}`
+    prefix,
+    suffix,
+    headBytes: utf8.encode(head),
+    prefixBytes: utf8.encode(prefix),
+    suffixBytes: utf8.encode(suffix)
   }
 }
 
@@ -133,8 +146,82 @@ export const match = (layout: Layout, text: string): Delta | undefined => {
     if (d < 0 || d > 9) return undefined
     sequence = sequence * 10 + d
   }
+  return deltaOf(layout, itemId, delta, sequence)
+}
+
+/** The decoded delta message (the same shape from `match` and `matchBytes`). */
+const deltaOf = (layout: Layout, itemId: string | undefined, delta: string, sequence: number): Delta => {
   const payload = itemId === undefined ? { delta, sequence } : { item_id: itemId, delta, sequence }
   return (layout.trace === undefined
     ? { type: "delta", id: layout.id, payload }
     : { type: "delta", id: layout.id, payload, trace: layout.trace }) as Delta
+}
+
+/** The text of UTF-8 bytes `start` to `end` of a frame (a complete, valid sequence: Node's `Buffer#toString`). */
+export type Utf8Text = (bytes: Uint8Array, start: number, end: number) => string
+
+/** True when `bytes` holds `part` at `at`. */
+const bytesAt = (bytes: Uint8Array, part: Uint8Array, at: number): boolean => {
+  const n = part.length
+  if (at + n > bytes.length) return false
+  for (let k = 0; k < n; k++) if (bytes[at + k] !== part[k]) return false
+  return true
+}
+
+/**
+ * The closing quote of the JSON string token whose opening quote is at `open` when the token has no escape and no raw
+ * control character (its value is then its bytes' text); -1 otherwise (`matchBytes` leaves such a frame to `match`).
+ */
+const plainTokenEnd = (bytes: Uint8Array, open: number): number => {
+  if (bytes[open] !== 0x22) return -1
+  const n = bytes.length
+  for (let i = open + 1; i < n; i++) {
+    const c = bytes[i]!
+    if (c === 0x22) return i
+    if (c === 0x5c || c < 0x20) return -1
+  }
+  return -1
+}
+
+/**
+ * `match` over a text frame's UTF-8 bytes, as a WebSocket delivers them (valid UTF-8: `ws` refuses anything else
+ * with 1007), without the frame's text: only the delta's (and an `item_id`'s) text is made, by `text` (issue 18:
+ * the frame's string, about 136 bytes, and the scan of it per relayed delta). It accepts a subset of what `match`
+ * accepts, and answers what `match` answers for the frame's text: the same shape with the layout's bytes in place of
+ * its texts, at most `MaxChars` bytes (so at most that many UTF-16 units), and string tokens without an escape or a
+ * raw control character (their value is their text; `"`, `\` and control characters are single bytes in UTF-8,
+ * never inside a multi-byte character, and a token's quotes bound whole characters). Anything else is `undefined`:
+ * the caller reads the frame's text with `match`, then the generic decoder (`test/proto/DeltaFrame.test.ts`
+ * compares both on every case).
+ */
+export const matchBytes = (layout: Layout, bytes: Uint8Array, text: Utf8Text): Delta | undefined => {
+  const n = bytes.length
+  if (n > MaxChars) return undefined
+  let open: number
+  let itemId: string | undefined
+  if (bytesAt(bytes, layout.prefixBytes, 0)) open = layout.prefixBytes.length
+  else {
+    const head = layout.headBytes.length
+    if (!bytesAt(bytes, layout.headBytes, 0) || !bytesAt(bytes, ItemKeyBytes, head)) return undefined
+    const itemOpen = head + ItemKeyBytes.length
+    const itemClose = plainTokenEnd(bytes, itemOpen)
+    if (itemClose < 0 || bytes[itemClose + 1] !== 0x2c || !bytesAt(bytes, DeltaKeyBytes, itemClose + 2)) return undefined
+    itemId = text(bytes, itemOpen + 1, itemClose)
+    open = itemClose + 2 + DeltaKeyBytes.length
+  }
+  const close = plainTokenEnd(bytes, open)
+  if (close < 0 || !bytesAt(bytes, SequenceBytes, close + 1)) return undefined
+  const start = close + 1 + SequenceBytes.length
+  const suffix = layout.suffixBytes
+  const end = n - suffix.length
+  const digits = end - start
+  if (digits < 1 || digits > 15 || !bytesAt(bytes, suffix, end)) return undefined
+  if (digits > 1 && bytes[start] === 0x30) return undefined
+  let sequence = 0
+  for (let k = start; k < end; k++) {
+    const d = bytes[k]! - 0x30
+    if (d < 0 || d > 9) return undefined
+    sequence = sequence * 10 + d
+  }
+  return deltaOf(layout, itemId, text(bytes, open + 1, close), sequence)
 }

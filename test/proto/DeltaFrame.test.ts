@@ -16,13 +16,30 @@ const frame = (delta: unknown, sequence: unknown) => JSON.stringify({ type: "del
 const tracedFrame = (delta: unknown, sequence: unknown, t: unknown = trace) =>
   JSON.stringify({ type: "delta", id, payload: { delta, sequence }, trace: t })
 
-/** The fast path's answer must equal the generic decoder's success; `undefined` leaves the text to it. */
+const utf8Text: DeltaFrame.Utf8Text = (bytes, start, end) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("utf8", start, end)
+
+/** How many frames `matchBytes` read (the rest it left to `match`). */
+let readFromBytes = 0
+
+/**
+ * The fast path's answer must equal the generic decoder's success; `undefined` leaves the text to it. The bytes path
+ * (`matchBytes`, on the text's UTF-8 bytes as a WebSocket delivers them) answers the same or leaves it to `match`.
+ */
 const checked = (text: string, layout: DeltaFrame.Layout = untraced) => {
   const fast = DeltaFrame.match(layout, text)
   const generic = Messages.decodeRuntimeToCore(text)
   if (fast !== undefined) {
     assert.isTrue(Result.isSuccess(generic), text)
     if (Result.isSuccess(generic)) assert.deepStrictEqual(fast, generic.success)
+  }
+  const bytes = Buffer.from(text, "utf8")
+  // A text with a lone surrogate has no UTF-8 form: no WebSocket text frame carries it.
+  if (bytes.toString("utf8") === text) {
+    const fromBytes = DeltaFrame.matchBytes(layout, new Uint8Array(bytes), utf8Text)
+    if (fromBytes !== undefined) {
+      readFromBytes++
+      assert.deepStrictEqual(fromBytes, fast, text)
+    }
   }
   return fast
 }
@@ -137,5 +154,33 @@ describe("DeltaFrame", () => {
     const text = `{"type":"delta","id":"run\\u002d1","payload":{"delta":"x","sequence":1}}`
     assert.isUndefined(DeltaFrame.match(untraced, text))
     assert.isTrue(Result.isSuccess(Messages.decodeRuntimeToCore(text)))
+  })
+
+  it("reads a frame's UTF-8 bytes as `match` reads its text when its tokens have no escape, and leaves the rest", () => {
+    // The tests above (run first) compared every case with a UTF-8 form in `checked`; many were read from bytes.
+    assert.isAbove(readFromBytes, 20)
+    const bytesOf = (text: string) => new Uint8Array(Buffer.from(text, "utf8"))
+    for (const delta of ["", "hello", "é€😀", "</script>", "x".repeat(1000)]) {
+      for (const [text, layout] of [
+        [frame(delta, 42), untraced],
+        [tracedFrame(delta, 42), traced],
+        [JSON.stringify({ type: "delta", id, payload: { item_id: "item-é", delta, sequence: 42 } }), untraced]
+      ] as const) {
+        const fromBytes = DeltaFrame.matchBytes(layout, bytesOf(text), utf8Text)
+        assert.isDefined(fromBytes, text)
+        assert.deepStrictEqual(fromBytes, DeltaFrame.match(layout, text))
+      }
+    }
+    // Escapes, a raw control character, an escaped item id, a frame over MaxChars bytes: left to `match`.
+    const left = [
+      frame("a\"b", 1),
+      frame("line\nnext", 1),
+      prefix + `"a\u0001b","sequence":1}}`,
+      JSON.stringify({ type: "delta", id, payload: { item_id: "i\"d", delta: "x", sequence: 1 } }),
+      frame("é".repeat(DeltaFrame.MaxChars / 2), 1)
+    ]
+    for (const text of left) assert.isUndefined(DeltaFrame.matchBytes(untraced, bytesOf(text), utf8Text), text)
+    // Under MaxChars units but over MaxChars bytes: `match` still reads it from the text.
+    assert.isDefined(DeltaFrame.match(untraced, left[4]!))
   })
 })

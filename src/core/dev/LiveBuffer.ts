@@ -7,7 +7,7 @@
  * without bound (issue #17: "SSE clients that never read are dropped, the Turn is unaffected"). A dropped reader
  * may follow again from the seq it last saw.
  */
-import { Cause, Data, Deferred, Effect, Exit, Queue, type Scope, Stream } from "effect"
+import { Cause, Data, Effect, Queue, type Scope, Stream } from "effect"
 
 /** The reader fell more than `maxWeight` behind the live source and was dropped (nothing upstream was affected). */
 export class FollowerLagging extends Data.TaggedError("FollowerLagging")<{ readonly maxWeight: number }> {}
@@ -43,11 +43,13 @@ export const makeSink = <A, E = never>(
     // touch it only in synchronous steps, so a plain variable is enough (issue 18: no Effect per item and side).
     let weight = 0
     let open = true
-    // Completed when the reader falls behind; its waiter (forked only when there is something to run) runs `onLagging`.
-    let lagged: Deferred.Deferred<void> | undefined
+    // Runs `onLagging` on a fiber of this scope, forked only when the reader falls behind (issue 18: no fiber
+    // waiting per follower); closing the scope interrupts it as it would any fiber of the scope.
+    let lagged: (() => void) | undefined
     if (onLagging !== undefined) {
-      lagged = yield* Deferred.make<void>()
-      yield* Effect.forkScoped(Effect.andThen(Deferred.await(lagged), onLagging))
+      const scope = yield* Effect.scope
+      const context = yield* Effect.context<never>()
+      lagged = () => void Effect.runForkWith(context)(Effect.forkIn(onLagging, scope, { startImmediately: true }))
     }
     const sink: Sink<A> = {
       offer: (item) => {
@@ -57,7 +59,7 @@ export const makeSink = <A, E = never>(
           open = false
           // Made only when the reader falls behind (an error captures a stack: not a cost of every follower).
           Queue.failCauseUnsafe(buffer, Cause.fail(new FollowerLagging({ maxWeight })))
-          if (lagged !== undefined) Deferred.doneUnsafe(lagged, Exit.void)
+          lagged?.()
           return
         }
         Queue.offerUnsafe(buffer, item)

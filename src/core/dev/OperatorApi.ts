@@ -8,16 +8,17 @@
  * `accepted` / `rejected` / `unknown`, a cancellation `cancelled` / `unconfirmed`, …), never an error status.
  * Error bodies are `{error, detail}`; details never echo a credential, a payload or unbounded peer text.
  */
-import { ByteSize, type Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
+import { type Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
 import { Sse } from "effect/encoding"
-import { HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { Ids, JsonBounds, Limits, MessageInput } from "../../proto/index.js"
+import { Ids, Limits, MessageInput } from "../../proto/index.js"
 import { markAuthenticated } from "../server/GatewayHttp.js"
 import type { AdmissionRejection, ConfigurationRejected } from "../Outcome.js"
 import { Operator } from "./Operator.js"
 import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
+import { queryParam, readBody } from "./OperatorBody.js"
 import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
 import { dropLaggingClient, withKeepAlive, writeBeside, writeEvents } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
@@ -28,11 +29,11 @@ import * as TurnList from "./TurnList.js"
 import { TurnStore } from "./TurnStore.js"
 import { Turns } from "./Turns.js"
 
+export { MaxOperatorBodyBytes, queryParam, readBody } from "./OperatorBody.js"
+
 /** Every operator route lives under this prefix. */
 export const OperatorPrefix = "/api/v1/operator"
 
-/** Request bodies larger than this are refused (inline images make inputs large; the wire frame is 4 MiB). */
-export const MaxOperatorBodyBytes = 4 * 1024 * 1024
 /** Path parameters up to this many characters reach the routes (the router's default bound is 100). */
 export const MaxPathParamChars = 16 * 1024
 
@@ -69,40 +70,6 @@ export const errorResponse = (error: OperatorError): HttpServerResponse.HttpServ
     case "ConfigurationRejected":
       return errorBody(422, "configuration_rejected", error.message)
   }
-}
-
-const strict = { onExcessProperty: "error" } as const
-
-/**
- * Reads and strictly decodes a JSON body (at most 4 MiB, or `maxBytes`: a Session's initialization may carry
- * 16 MiB of bytes); a failure never echoes the body.
- */
-export const readBody = <S extends Schema.Top>(
-  request: HttpServerRequest.HttpServerRequest,
-  schema: S,
-  maxBytes: number = MaxOperatorBodyBytes
-) => {
-  const decode = Schema.decodeUnknownEffect(schema as unknown as Schema.Codec<S["Type"], unknown>, strict)
-  return request.text.pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes)),
-    Effect.mapError(() => new RequestInvalid({ detail: `the body could not be read (at most ${maxBytes / (1024 * 1024)} MiB)` })),
-    Effect.flatMap((text) =>
-      Effect.try({ try: () => (text.trim() === "" ? {} : JSON.parse(text)) as unknown, catch: () => new RequestInvalid({ detail: "the body is not JSON" }) })
-    ),
-    Effect.flatMap((body) =>
-      // The same structural bound as a wire frame (JsonBounds.ts): nothing deeper reaches a schema or a Runtime.
-      JsonBounds.checkJsonValue(body) === undefined
-        ? Effect.succeed(body)
-        : Effect.fail(new RequestInvalid({
-          detail: `the body nests deeper than ${Limits.MaxJsonDepth} levels or holds more than ${Limits.MaxJsonNodes} values`
-        }))
-    ),
-    Effect.flatMap((body) =>
-      decode(body).pipe(
-        Effect.mapError((issue) => new RequestInvalid({ detail: `the body does not match the schema: ${String(issue.message).slice(0, 300)}` }))
-      )
-    )
-  ) as Effect.Effect<S["Type"], OperatorRequestInvalid>
 }
 
 const param = (name: string) =>
@@ -198,18 +165,20 @@ export const layer = (
         return tokenMatches(header.slice("Bearer ".length).trim())
       }
 
+      const recover = (error: OperatorError) => Effect.succeed(errorResponse(error))
       /** Wraps a handler: authorization first, then the typed errors as JSON answers. */
       const route = <R>(
         handler: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, OperatorError, R>
       ) =>
-      (request: HttpServerRequest.HttpServerRequest) =>
-        authorized(request)
-          ? Effect.suspend(() => {
-            // An authorized operator connection is never evicted for unauthenticated ones (connectionGuard.ts).
-            markAuthenticated(request)
-            return Effect.catch(handler(request), (error) => Effect.succeed(errorResponse(error)))
-          })
-          : Effect.as(logUnauthorized(request), errorBody(401, "unauthorized", "Authorization: Bearer <operator token> required"))
+      (request: HttpServerRequest.HttpServerRequest) => {
+        // Called by the router once per request, so the checks run here, without an Effect around them.
+        if (!authorized(request)) {
+          return Effect.as(logUnauthorized(request), errorBody(401, "unauthorized", "Authorization: Bearer <operator token> required"))
+        }
+        // An authorized operator connection is never evicted for unauthenticated ones (connectionGuard.ts).
+        markAuthenticated(request)
+        return Effect.catch(handler(request), recover)
+      }
 
       const p = (path: string) => `${OperatorPrefix}${path}` as HttpRouter.PathInput
 
@@ -280,11 +249,9 @@ export const layer = (
         "POST",
         p("/sessions/:session_id/turns"),
         route((request) =>
-          Effect.gen(function* () {
-            const id = yield* param("session_id")
-            const body = yield* readBody(request, StartTurnBody)
-            return json(202, yield* turns.start(id, body.input))
-          }))
+          Effect.flatMap(param("session_id"), (id) =>
+            Effect.flatMap(readBody(request, StartTurnBody), (body) =>
+              Effect.map(turns.start(id, body.input), (turn) => json(202, turn)))))
       )
       yield* router.add(
         "GET",
@@ -313,15 +280,13 @@ export const layer = (
         route((request) =>
           Effect.gen(function* () {
             const id = yield* param("turn_id")
-            const url = new URL(request.url, "http://operator.invalid")
-            const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0"
+            const lastEventId = request.headers["last-event-id"] ?? queryParam(request.url, "after") ?? "0"
             const after = Number.parseInt(lastEventId, 10)
             // 404 before the stream starts.
             const followed = yield* turns.followChecked(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id))
             // Written straight to the response (OperatorSse.writeEvents, issue 18); the body stream carries nothing.
-            const events = Stream.fromEffectDrain(writeEvents(followed, request, internalErrorEvent))
-            const body = withKeepAlive<Uint8Array, never, never>(events, writeBeside(request), options.keepAlive)
-            return HttpServerResponse.stream(body, {
+            const body = withKeepAlive(writeEvents(followed, request, internalErrorEvent), writeBeside(request), options.keepAlive)
+            return HttpServerResponse.stream(Stream.fromEffectDrain(body), {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
             })

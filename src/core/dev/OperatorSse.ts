@@ -4,7 +4,7 @@
  * proxies and clients can tell a quiet Turn from a dead connection.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Duration, Effect, Stream } from "effect"
+import { Duration, Effect, Fiber, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Sse } from "effect/encoding"
 import type { JournalItem } from "./JournalItem.js"
@@ -76,22 +76,20 @@ export const readableFact = (bodyJson: string): string => {
 }
 
 /**
- * `events` with a keep-alive comment handed to `write` every `interval` (the first one interval after the start),
- * until `events` ends. The comments go beside the stream, not through it (issue 18: a ticker merged into the
- * stream cost a hand-off between fibers for every event); `write` runs between two of the stream's writes,
- * never inside one, and never after the stream ended.
+ * Runs `effect` (an event stream's writer) with a keep-alive comment handed to `write` every `interval` (the first
+ * one interval after the start), until `effect` ends, fails or is interrupted. The comments go beside the events,
+ * not through a stream (issue 18: a ticker merged into the stream cost a hand-off between fibers for every event,
+ * and a stream stage around the writer cost its own channel per request); `write` runs between two of the
+ * writer's writes, never inside one, and never after it ended.
  */
 export const withKeepAlive = <A, E, R>(
-  events: Stream.Stream<A, E, R>,
+  effect: Effect.Effect<A, E, R>,
   write: (comment: string) => void,
   interval: Duration.Input = DefaultKeepAlive
-): Stream.Stream<A, E, R> =>
-  Stream.unwrap(
-    // Forked in the stream's own scope: interrupted when the stream ends, fails or is interrupted.
-    Effect.as(
-      Effect.sleep(interval).pipe(Effect.andThen(Effect.sync(() => write(KeepAliveComment))), Effect.forever, Effect.forkScoped),
-      events
-    )
+): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Effect.forkChild(Effect.forever(Effect.andThen(Effect.sleep(interval), Effect.sync(() => write(KeepAliveComment))))),
+    (ticker) => Effect.onExit(effect, () => Fiber.interrupt(ticker))
   )
 
 /**

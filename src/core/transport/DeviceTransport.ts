@@ -39,6 +39,13 @@ export interface InboundHandlers {
    */
   readonly onFrame: (frame: string | Uint8Array, bytes?: number) => void
   /**
+   * Optional: a text frame as its validated UTF-8 bytes (a `Buffer` a WebSocket transport read), before its text is
+   * made. True: the read side took the frame (a Run's delta read from the bytes, `DeltaFrame.matchBytes`), and the
+   * transport hands it over no further; false: it hands the frame's text to `onFrame` as usual. The bytes are the
+   * transport's, valid during the call only (issue 18: no string of the whole frame per relayed delta).
+   */
+  readonly onTextBytes?: (frame: Buffer) => boolean
+  /**
    * The transport ended (the peer closed, a read or write failed, an oversized frame, or `close`). Called once;
    * no frame follows it.
    */

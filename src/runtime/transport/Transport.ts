@@ -16,6 +16,7 @@ import { Envelope, Messages } from "../../proto/index.js"
 import type { DeviceId } from "../../proto/Ids.js"
 import { attach, detach } from "./ChunkData.js"
 import { decodeChunkFrame } from "../../proto/ChunkFrame.js"
+import { decodeLongTokens } from "../../proto/LongTokens.js"
 
 /** The connection ended. `code` is the WebSocket close code when one was received. */
 export class TransportClosed extends Schema.TaggedError<TransportClosed>()("TransportClosed", {
@@ -118,7 +119,8 @@ export const decodeInbound = (frame: string | Uint8Array): Inbound => {
       return { _tag: "Message", message: { ...chunk.message, payload: attach(chunk.message.payload, chunk.data) }, bytes: chunk.bytes }
     }
   }
-  const raw = Envelope.decodeEnvelope(frame)
+  // A frame with long string values (a Turn's input) is read without a large new string per value (LongTokens.ts).
+  const raw = (typeof frame === "string" ? undefined : decodeLongTokens(frame)) ?? Envelope.decodeEnvelope(frame)
   if (Result.isFailure(raw)) return { _tag: "Invalid", error: raw.failure }
   const decoded = Messages.decodeCoreToRuntimeEnvelope(raw.success)
   if (Result.isFailure(decoded)) return { _tag: "Invalid", error: decoded.failure }

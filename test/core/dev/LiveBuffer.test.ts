@@ -3,7 +3,7 @@
  * order while the buffered weight stays at or below the bound, and is dropped with `FollowerLagging` one unit past it.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, PubSub, Ref, Stream } from "effect"
+import { Effect, Exit, PubSub, Ref, Scope, Stream } from "effect"
 import { FollowerLagging, make, makeSink } from "../../../src/core/dev/LiveBuffer.js"
 
 /** A hub with one subscriber buffered through LiveBuffer; `n` items of weight 1 published before the reader reads. */
@@ -75,5 +75,31 @@ describe("LiveBuffer", () => {
       assert.isTrue(yield* Ref.get(dropped))
       const exit = yield* Effect.exit(Stream.runCollect(lagging.stream))
       assert.deepStrictEqual(exit, Exit.fail(new FollowerLagging({ maxWeight: 3 })))
+    }).pipe(Effect.scoped))
+
+  it.effect("a sink with onLagging starts no fiber until its reader falls behind; the one it starts belongs to its scope", () =>
+    Effect.gen(function* () {
+      // Fiber ids are sequential: a probe forked before and after tells whether anything forked in between.
+      const probe = Effect.map(Effect.forkChild(Effect.void), (fiber) => fiber.id)
+      const dropped = yield* Ref.make(0)
+      const before = yield* probe
+      const following = yield* makeSink<number>(() => 1, 2, () => false, Ref.update(dropped, (n) => n + 1))
+      for (const i of [1, 2]) following.sink.offer(i)
+      assert.strictEqual(yield* probe, before + 1)
+      following.sink.offer(3)
+      yield* Effect.yieldNow
+      assert.strictEqual(yield* Ref.get(dropped), 1)
+      // Once dropped, later offers run nothing more.
+      following.sink.offer(4)
+      yield* Effect.yieldNow
+      assert.strictEqual(yield* Ref.get(dropped), 1)
+      // A reader dropped after its scope closed runs nothing: the fiber is interrupted with the scope.
+      const scope = yield* Scope.make()
+      const late = yield* makeSink<number>(() => 1, 1, () => false, Ref.update(dropped, (n) => n + 10)).pipe(Scope.provide(scope))
+      yield* Scope.close(scope, Exit.void)
+      late.sink.offer(1)
+      late.sink.offer(2)
+      yield* Effect.yieldNow
+      assert.strictEqual(yield* Ref.get(dropped), 1)
     }).pipe(Effect.scoped))
 })

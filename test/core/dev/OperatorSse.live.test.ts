@@ -10,8 +10,6 @@ import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { createServer, request } from "node:http"
 import { KeepAliveComment, withKeepAlive, writeBeside } from "../../../src/core/dev/OperatorSse.js"
 
-const encoder = new TextEncoder()
-
 describe("OperatorSse (live)", () => {
   it.live("keep-alive comments reach the client between whole events, and none after the stream ended", () =>
     Effect.gen(function* () {
@@ -19,7 +17,11 @@ describe("OperatorSse (live)", () => {
       const routes = HttpRouter.use((router) =>
         router.add("GET", "/events", (req) =>
           Effect.succeed(HttpServerResponse.stream(
-            withKeepAlive(Stream.fromQueue(events).pipe(Stream.map((text) => encoder.encode(text))), writeBeside(req), "20 millis"),
+            Stream.fromEffectDrain(withKeepAlive(
+              Stream.fromQueue(events).pipe(Stream.runForEach((text) => Effect.sync(() => writeBeside(req)(text)))),
+              writeBeside(req),
+              "20 millis"
+            )),
             { contentType: "text/event-stream" }
           ))))
       const context = yield* Layer.build(

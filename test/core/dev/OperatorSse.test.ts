@@ -116,10 +116,8 @@ describe("OperatorSse", () => {
       const source = yield* Queue.unbounded<string, Cause.Done>()
       const seen = yield* Ref.make<ReadonlyArray<string>>([])
       const written: Array<string> = []
-      const fiber = yield* withKeepAlive(Stream.fromQueue(source), (comment) => written.push(comment), "15 seconds").pipe(
-        Stream.runForEach((text) => Ref.update(seen, (all) => [...all, text])),
-        Effect.forkChild
-      )
+      const writer = Stream.fromQueue(source).pipe(Stream.runForEach((text) => Ref.update(seen, (all) => [...all, text])))
+      const fiber = yield* withKeepAlive(writer, (comment) => written.push(comment), "15 seconds").pipe(Effect.forkChild)
       yield* Queue.offer(source, "event: frame\n\n")
       yield* TestClock.adjust("14999 millis")
       assert.deepStrictEqual(yield* Ref.get(seen), ["event: frame\n\n"])
@@ -132,6 +130,24 @@ describe("OperatorSse", () => {
       assert.deepStrictEqual(yield* Ref.get(seen), ["event: frame\n\n"])
       yield* Queue.end(source)
       yield* Fiber.join(fiber)
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(written.length, 2)
+    }))
+
+  it.effect("stops the keep-alive comments when the writer fails or is interrupted", () =>
+    Effect.gen(function* () {
+      const written: Array<string> = []
+      const failed = yield* withKeepAlive(Effect.andThen(Effect.sleep("20 seconds"), Effect.fail("gone")), (c) => written.push(c), "15 seconds").pipe(
+        Effect.flip,
+        Effect.forkChild
+      )
+      yield* TestClock.adjust("20 seconds")
+      assert.strictEqual(yield* Fiber.join(failed), "gone")
+      assert.strictEqual(written.length, 1)
+      const interrupted = yield* withKeepAlive(Effect.never, (c) => written.push(c), "15 seconds").pipe(Effect.forkChild)
+      yield* TestClock.adjust("15 seconds")
+      assert.strictEqual(written.length, 2)
+      yield* Fiber.interrupt(interrupted)
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual(written.length, 2)
     }))

@@ -81,10 +81,15 @@ describe("GatewayServer over loopback", () => {
       const cancel: Messages.CoreToRuntime = { type: "prompt_cancel", id: runId("run-1"), payload: {} }
       yield* session.send(cancel)
       assert.deepStrictEqual(yield* runtime.receive, cancel)
-      yield* runtime.send(frames.delta("run-1", "hello", 1))
+      // The first delta teaches the read side the Run's layout; later ones are read from the frame's bytes
+      // (`DeltaFrame.matchBytes`) when their text has no escape, else from the text: the same events either way.
+      const deltas = ["hello", "é€😀 plain", "a\"quoted\"\nline", "", "x".repeat(3000)].map((text, i) =>
+        frames.delta("run-1", text, i + 1)
+      )
+      for (const delta of deltas) yield* runtime.send(delta)
       yield* runtime.send(frames.done("run-1", "hello"))
       const events = yield* collect(run)
-      assert.deepStrictEqual(events.items, [frames.delta("run-1", "hello", 1), frames.done("run-1", "hello")])
+      assert.deepStrictEqual(events.items, [...deltas, frames.done("run-1", "hello")])
       assert.isTrue(Exit.isSuccess(events.exit))
 
       const disconnected = yield* nextEvent("Disconnected")

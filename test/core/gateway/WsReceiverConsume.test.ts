@@ -76,6 +76,21 @@ const receiverOf = (ws: WebSocket): object => {
   return (ws as unknown as { readonly _receiver: object })._receiver
 }
 
+/** Feeds `wire` in one read to a fresh server-side socket of `Ws`; returns its messages and its first error. */
+const readWithError = (Ws: typeof WebSocket, wire: Buffer): Array<string> => {
+  const ws = new Ws(null as unknown as string, undefined, { autoPong: true })
+  const socket = unconnectedSocket()
+  ;(ws as unknown as { setSocket: (s: object, h: Buffer, o: object) => void }).setSocket(socket, Buffer.alloc(0), {
+    maxPayload: 1024
+  })
+  const out: Array<string> = []
+  ws.on("message", (data: Buffer, isBinary: boolean) => out.push(`${isBinary}:${data.toString("hex")}`))
+  ws.on("error", (error: Error & { readonly code?: string }) => out.push(`error:${error.code}:${error.message}`))
+  // A copy: `ws` unmasks a payload in place.
+  socket.emit("data", Buffer.from(wire))
+  return out
+}
+
 describe("gateway ws frame parser", () => {
   it.effect("ws is the version whose parser the offset consume was checked against", () =>
     Effect.sync(() => {
@@ -110,5 +125,52 @@ describe("gateway ws frame parser", () => {
         assert.deepStrictEqual(read(WebSocket, wire, chunks), expected, `plain ws, chunks ${chunks.join(",")}`)
         assert.deepStrictEqual(read(TrackedWebSocket, wire, chunks), expected, `tracked, chunks ${chunks.join(",")}`)
       }
+    }))
+
+  it.effect("refuses a malformed frame with ws's own error", () =>
+    Effect.gen(function*() {
+      const ok = frame(1, text("ok"))
+      const unmasked = Buffer.from([0x81, 0x02, 0x6f, 0x6b])
+      const cases = [
+        Buffer.concat([ok, Buffer.from([0xa1, 0x80, 0, 0, 0, 0])]), // RSV2 set
+        Buffer.concat([ok, frame(3, text("x"))]), // reserved opcode
+        Buffer.concat([ok, unmasked]), // a client frame without a mask
+        Buffer.concat([ok, frame(9, new Uint8Array(126))]), // a control frame over 125 bytes
+        Buffer.concat([ok, frame(9, text("p"), false)]), // a fragmented control frame
+        Buffer.concat([ok, frame(0, text("x"))]), // a continuation with nothing to continue
+        Buffer.concat([ok, frame(2, new Uint8Array(2000))]), // over maxPayload (16-bit length)
+        Buffer.concat([ok, Buffer.from([0x82, 0xff, 0, 0x20, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4])]) // a length over 2^53 - 1
+      ]
+      for (const wire of cases) {
+        const expected = readWithError(WebSocket, wire)
+        const tracked = readWithError(TrackedWebSocket, wire)
+        // `ws` reports a parse error after the read (its write callback's error): one turn later.
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+        assert.strictEqual(expected.length, 2, expected.join(" "))
+        assert.deepStrictEqual(tracked, expected)
+      }
+    }))
+
+  it.effect("reads a frame's header and mask without a view of the socket's chunk", () =>
+    Effect.sync(() => {
+      const ws = new TrackedWebSocket(null as unknown as string, undefined, { autoPong: true })
+      const receiver = receiverOf(ws) as { consume: (n: number) => Buffer }
+      const consume = receiver.consume
+      const reads: Array<readonly [number, Buffer]> = []
+      receiver.consume = function(n) {
+        const out = consume.call(this, n)
+        reads.push([n, out])
+        return out
+      }
+      const messages: Array<string> = []
+      ws.on("message", (data: Buffer) => messages.push(data.toString()))
+      const payload = "x".repeat(300) // a 16-bit length
+      const chunk = Buffer.concat([frame(1, text("hello")), frame(1, text(payload))])
+      ;(ws as unknown as { readonly _socket: Socket })._socket.emit("data", chunk)
+      assert.deepStrictEqual(messages, ["hello", payload])
+      // header, mask, payload; header, 16-bit length, mask, payload
+      assert.deepStrictEqual(reads.map(([n]) => n), [2, 4, 5, 2, 2, 4, 300])
+      const views = reads.filter(([, out]) => out.buffer === chunk.buffer).map(([n]) => n)
+      assert.deepStrictEqual(views, [5, 300], "only the payloads are views of the chunk")
     }))
 })

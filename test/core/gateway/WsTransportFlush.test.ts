@@ -57,4 +57,28 @@ describe("gateway ws transport writes", () => {
       assert.deepStrictEqual([...(read[1]![0] as Uint8Array)], [1, 2, 3])
       assert.strictEqual(read[1]![1], undefined)
     }))
+
+  it.effect("a text frame the read side takes as its bytes is not handed over as text; the others are", () =>
+    Effect.sync(() => {
+      const ws = new FakeWs()
+      const transport = fromWebSocket(ws as unknown as WebSocket, { capacity: 8 })
+      const read: Array<readonly [string | Uint8Array, number | undefined]> = []
+      const offered: Array<string> = []
+      transport.listen({
+        onFrame: (frame, bytes) => read.push([frame, bytes]),
+        onTextBytes: (frame) => {
+          offered.push(frame.toString())
+          return frame[0] === 0x7b // "{": taken
+        },
+        onEnd: () => {}
+      })
+      ws.emit("message", Buffer.from(`{"a":"é"}`, "utf8"), false)
+      ws.emit("message", Buffer.from("[1]", "utf8"), false)
+      ws.emit("message", Buffer.from("{bin}", "utf8"), true)
+      // Text frames are offered as bytes first; a binary frame never is.
+      assert.deepStrictEqual(offered, [`{"a":"é"}`, "[1]"])
+      assert.strictEqual(read.length, 2)
+      assert.deepStrictEqual(read[0], ["[1]", 3])
+      assert.strictEqual(new TextDecoder().decode(read[1]![0] as Uint8Array), "{bin}")
+    }))
 })

@@ -4,11 +4,13 @@
  * CPU):
  *
  * - Reading: each `ws` message event hands its frame to `onFrame` synchronously (a text frame decoded from
- *   UTF-8 once, no other copy). `pause` / `resume` pause the socket (backpressure). A frame over 4 MiB closes
- *   the connection with 1009 (the WebSocket server enforces `maxPayload` first; this check keeps the bound
- *   when a host server forgot it). `ws`'s frame parser takes each frame's bytes from the socket read's chunk by
- *   an offset (`TrackedWebSocket`; issue 18: three buffer objects fewer per frame), and each socket read's
- *   frames are handed over inside a `SocketReads` bracket (what the read side batched per read runs at its end).
+ *   UTF-8 once, no other copy), after offering a text frame's bytes to `onTextBytes` (the read side takes a Run's
+ *   delta from them without the frame's text). `pause` / `resume` pause the socket (backpressure). A frame over
+ *   4 MiB closes the connection with 1009 (the WebSocket server enforces `maxPayload` first; this check keeps the
+ *   bound when a host server forgot it). `ws`'s frame parser takes each frame's payload from the socket read's chunk
+ *   by an offset and its header and mask through scratch buffers (`TrackedWebSocket`; issue 18: five buffer objects
+ *   fewer per frame), and each socket read's frames are handed over inside a `SocketReads` bracket (what the read
+ *   side batched per read runs at its end).
  * - Writing: a bounded queue (64 envelopes by default) flushed into `ws.send` at the end of the current
  *   microtask, or at once when a chunk frame (given as its bytes) is queued; `offer` never waits: a full queue
  *   answers "full" at once. A failed write closes the
@@ -59,6 +61,12 @@ const FastBuffer = (Buffer as unknown as { readonly [Symbol.species]: unknown })
  * whole of it, else a new buffer. `consume` is the only reader of `_buffers[0]` in `ws` 8.23.0 (pinned).
  */
 function consume(this: ReceiverBuffers, n: number): Buffer {
+  if (smallRead) {
+    // One read per step, its first: whatever runs later in the step (an error's callback) reads as `ws` does.
+    smallRead = false
+    const out = n === 2 ? scratch2 : n === 4 ? scratch4 : n === 8 ? scratch8 : undefined
+    if (out !== undefined) return consumeSmall(this, n, out)
+  }
   this._bufferedBytes -= n
   const buffers = this._buffers
   const first = buffers[0]!
@@ -94,6 +102,64 @@ function consume(this: ReceiverBuffers, n: number): Buffer {
   return out
 }
 
+/**
+ * Set only while one of `ws`'s header steps (`getInfo`, `getPayloadLength16`, `getPayloadLength64`) or a `getMask`
+ * whose payload is already buffered runs (`maskStep`): its first `consume` answers a scratch buffer of this module
+ * instead of a new view of the chunk (issue 18: two buffer objects fewer per frame, the header's and the mask's).
+ */
+let smallRead = false
+
+/** The scratch buffers by size: a header (2) or a 16-bit length, a mask (4), a 64-bit length (8). */
+const scratch2 = Buffer.alloc(2)
+const scratch4 = Buffer.alloc(4)
+const scratch8 = Buffer.alloc(8)
+
+/**
+ * The next `n` buffered bytes copied into the scratch buffer of that size (n is 2, 4 or 8: a header step's read). Safe
+ * because every reader of it is done with it before anything else runs: a header step reads its bytes before it
+ * returns or reports an error, and a mask is used by the same parsing loop's next step (`getData` unmasks the payload
+ * and drops `_mask` before emitting), which `maskStep` ensures by taking the scratch only when the payload is
+ * already buffered; a mask whose payload has not arrived stays a view of the chunk, as `ws` makes it.
+ */
+const consumeSmall = (receiver: ReceiverBuffers, n: number, out: Buffer): Buffer => {
+  receiver._bufferedBytes -= n
+  const buffers = receiver._buffers
+  let written = 0
+  while (written < n) {
+    const buf = buffers[0]!
+    let at = receiver._consumed
+    const end = Math.min(buf.length, at + n - written)
+    while (at < end) out[written++] = buf[at++]!
+    if (at === buf.length) {
+      buffers.shift()
+      receiver._consumed = 0
+    } else receiver._consumed = at
+  }
+  return out
+}
+
+/** Runs one of `ws`'s header steps with its `consume` answering the scratch buffers (`consumeSmall`). */
+const headerStep = (step: (this: object, cb: unknown) => void) =>
+  function(this: object, cb: unknown): void {
+    smallRead = true
+    try {
+      step.call(this, cb)
+    } finally {
+      smallRead = false
+    }
+  }
+
+/** `ws`'s `getMask`, with the mask in the scratch buffer when the frame's payload is already buffered. */
+const maskStep = (step: (this: object) => void) =>
+  function(this: ReceiverBuffers & { readonly _payloadLength: number }): void {
+    smallRead = this._bufferedBytes >= 4 + this._payloadLength
+    try {
+      step.call(this)
+    } finally {
+      smallRead = false
+    }
+  }
+
 type WriteChunk = (this: object, chunk: Buffer, encoding: string, cb: (error?: Error | null) => void) => void
 
 /**
@@ -119,10 +185,21 @@ let offsetReceiver: object | undefined
 
 /** Gives a fresh parser (nothing buffered yet) the offset `consume` and reads bracketed as socket reads. */
 const useOffsetConsume = (receiver: object): void => {
-  const proto = Object.getPrototypeOf(receiver) as { readonly _write: WriteChunk }
+  const proto = Object.getPrototypeOf(receiver) as {
+    readonly _write: WriteChunk
+    readonly getInfo: (this: object, cb: unknown) => void
+    readonly getPayloadLength16: (this: object, cb: unknown) => void
+    readonly getPayloadLength64: (this: object, cb: unknown) => void
+    readonly getMask: (this: object) => void
+  }
+  const own = (value: unknown) => ({ value, writable: true, configurable: true })
   offsetReceiver ??= Object.create(proto, {
-    consume: { value: consume, writable: true, configurable: true },
-    _write: { value: bracketedWrite(proto._write), writable: true, configurable: true }
+    consume: own(consume),
+    _write: own(bracketedWrite(proto._write)),
+    getInfo: own(headerStep(proto.getInfo)),
+    getPayloadLength16: own(headerStep(proto.getPayloadLength16)),
+    getPayloadLength64: own(headerStep(proto.getPayloadLength64)),
+    getMask: own(maskStep(proto.getMask))
   }) as object
   // Only `ws`'s parser of the class the prototype was made from (the one `TrackedWebSocket` extends).
   if (Object.getPrototypeOf(receiver) !== Object.getPrototypeOf(offsetReceiver)) return
@@ -217,6 +294,7 @@ class WsTransport implements DeviceTransport {
     if (this.handlers !== undefined) return
     this.handlers = handlers
     if (this.endedWith !== undefined) return handlers.onEnd(this.endedWith)
+    const onTextBytes = handlers.onTextBytes
     this.ws.on("message", (data: RawData, isBinary: boolean) => {
       if (this.endedWith !== undefined) return
       const bytes = byteLength(data)
@@ -226,7 +304,9 @@ class WsTransport implements DeviceTransport {
       }
       // `ws` refuses a text frame that is not valid UTF-8 (1007), so the text's UTF-8 size is the frame's.
       if (isBinary) handlers.onFrame(asBytes(data))
-      else handlers.onFrame(data.toString(), bytes)
+      else if (!(onTextBytes !== undefined && Buffer.isBuffer(data) && onTextBytes(data))) {
+        handlers.onFrame(data.toString(), bytes)
+      }
     })
     this.ws.resume()
   }
