@@ -7,7 +7,7 @@
  * These are gateway-wide functions of the connection's state record (SessionServices.ts), not a service built
  * per connection (issue 18).
  */
-import { Effect, type Fiber, Result } from "effect"
+import { Context, Effect, type Fiber, Result, Scheduler } from "effect"
 import { Capabilities, Checks, DeltaFrame, Envelope, HeartbeatFrame, Messages, SharedByKey } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import { type Handlers, routeHandlers } from "./internal/inboundRoutes.js"
@@ -209,6 +209,14 @@ const drain = (state: SessionState, first: Effect.Effect<void> | undefined): voi
         state.holding = true
         state.transport.pause()
       }
+      if (effect === Effect.yieldNow) {
+        // A yield (a backlogged subscriber gets a turn before the next frame): what a fiber running it does, one
+        // task on the scheduler of the connection's context, without a fiber, its dispatcher and its observer.
+        state.yieldTask ??= () => drain(state, undefined)
+        state.dispatcher ??= Context.get(state.metricContext, Scheduler.Scheduler).makeDispatcher()
+        state.dispatcher.scheduleTask(state.yieldTask, 0)
+        return
+      }
       const fiber = state.fork!(effect)
       effect = undefined
       if (fiber.pollUnsafe() === undefined) {
@@ -232,7 +240,10 @@ const drain = (state: SessionState, first: Effect.Effect<void> | undefined): voi
       return
     }
     const at = state.pendingAt++
-    effect = handleFrame(state, pending[at]!, state.pendingBytes[at])
+    const frame = pending[at]!
+    effect = typeof frame === "string" || frame instanceof Uint8Array
+      ? handleFrame(state, frame, state.pendingBytes[at])
+      : routeDelta(state, frame, state.pendingBytes[at]!)
   }
 }
 
@@ -257,13 +268,20 @@ const utf8Text: DeltaFrame.Utf8Text = (bytes, start, end) => (bytes as Buffer).t
 
 /**
  * A text frame as its bytes (`InboundHandlers.onTextBytes`): a Run's delta of the connection's layout is read and
- * routed from them, exactly as `onFrame` would from its text; anything else (and any frame while frames are held or
- * after the end) is left to `onFrame` (false).
+ * routed from them, exactly as `onFrame` would from its text; anything else (and any frame after the end) is left
+ * to `onFrame` (false). While the read side holds, the delta read is kept in order with the held frames (`pending`)
+ * and routed when its turn comes, as its text would be.
  */
 const onTextBytes = (state: SessionState, frame: Buffer): boolean => {
-  if (state.ended !== undefined || state.pending !== undefined || state.deltaLayout === undefined) return false
+  if (state.ended !== undefined || state.deltaLayout === undefined) return false
   const delta = DeltaFrame.matchBytes(state.deltaLayout, frame, utf8Text)
   if (delta === undefined) return false
+  const pending = state.pending
+  if (pending !== undefined) {
+    state.pendingBytes[pending.length] = frame.length
+    pending.push(delta)
+    return true
+  }
   // As in `onFrame`: the first frame of a job restarts the liveness deadline.
   if (state.inbound.frames === 0) state.received()
   const effect = routeDelta(state, delta, frame.length)
@@ -274,7 +292,8 @@ const onTextBytes = (state: SessionState, frame: Buffer): boolean => {
 /**
  * Starts reading: every frame is decoded and routed synchronously as the transport delivers it. When a frame
  * needs work the read side must wait for (a log line, room in a full Run subscriber), that work runs on a fiber
- * (`fork`, in the connection's context) and the socket is paused until it is done: frames stay in order. When the
+ * (`fork`, in the connection's context; a yield that gives a backlogged subscriber a turn is one task on the
+ * context's scheduler instead) and the socket is paused until it is done: frames stay in order. When the
  * transport ends first, the connection ends with `disconnected`.
  */
 export const listen = (state: SessionState, fork: (effect: Effect.Effect<void>) => Fiber.Fiber<void>): void => {

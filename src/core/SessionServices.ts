@@ -12,7 +12,7 @@
  * Every part is used from the connection's read side or a caller's fiber without waiting: state changes happen in
  * synchronous sections only (the routes are bounded maps; see Subscriptions.ts and Correlator.ts).
  */
-import { type Clock, type Context, Deferred, Duration, Effect, Exit, type Fiber, Option, Queue } from "effect"
+import { type Clock, type Context, Deferred, Duration, Effect, Exit, type Fiber, Option, Queue, type Scheduler } from "effect"
 import { type Capabilities, type DeltaFrame, type HeartbeatFrame, type Ids, Limits } from "../proto/index.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import * as Correlator from "./Correlator.js"
@@ -36,6 +36,9 @@ export interface Declaration {
   /** Core's clock (Unix ms) when the heartbeat arrived. */
   readonly receivedAtMs: number
 }
+
+/** A frame kept while the read side holds: its text, a binary frame's bytes, or a Run's delta already read. */
+export type PendingFrame = string | Uint8Array | DeltaFrame.Delta
 
 /** What the gateway knows about one authenticated connection when it builds its session. */
 export interface SessionOptions {
@@ -98,8 +101,12 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   lastInbound: number
   /** The read side waits (for room in a full Run subscriber, or a log line): the deadline does not run. */
   holding = false
-  /** Frames that arrived while the read side held, routed in order once it is released (bounded: the socket is paused). */
-  pending: Array<string | Uint8Array> | undefined = undefined
+  /**
+   * Frames that arrived while the read side held, routed in order once it is released (bounded: the socket is
+   * paused). A Run's delta of the connection's layout is kept as the delta `DeltaFrame.matchBytes` read from the
+   * frame's bytes when it arrived (the same message its text would decode to), so it never needs its text.
+   */
+  pending: Array<PendingFrame> | undefined = undefined
   /**
    * The Run id and trace of the last `delta` the generic decoder accepted, as the layout of its
    * frames (`DeltaFrame.layout`): the next deltas of that Run are read by `DeltaFrame.match` (issue 18).
@@ -111,6 +118,10 @@ export class SessionState implements LivenessWheel.LivenessWatch {
   pendingAt = 0
   /** The fiber the read side waits for while it holds. */
   holdFiber: Fiber.Fiber<void> | undefined = undefined
+  /** Continues routing after a yield of the read side (`SessionInbound.drain`; made at the first yield). */
+  yieldTask: (() => void) | undefined = undefined
+  /** Where that task is scheduled: a dispatcher of the connection's context's scheduler (made at the first yield). */
+  dispatcher: Scheduler.SchedulerDispatcher | undefined = undefined
   /** Runs a read-side effect in the connection's context (set when the connection starts reading). */
   fork: ((effect: Effect.Effect<void>) => Fiber.Fiber<void>) | undefined = undefined
   private budget: InvalidFrameBudget | undefined = undefined
