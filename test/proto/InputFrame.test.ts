@@ -10,21 +10,13 @@ import { Result } from "effect"
 import { unsafeMake } from "../../src/proto/Ids.js"
 import { InputFrame, Messages } from "../../src/proto/index.js"
 import { MaxFrameBytes } from "../../src/proto/Limits.js"
+import { executionStart } from "../support/executionStart.js"
 
 const script = JSON.stringify({ script: Array.from({ length: 500 }, () => ({ delta: "The parser accepts trailing commas only in " })) })
 const long = (text: string) => text.repeat(Math.ceil(InputFrame.LongText / text.length))
 
-const start = (texts: ReadonlyArray<ReadonlyArray<string>>, trace?: string): Messages.CoreToRuntime => ({
-  type: "execution_start",
-  id: unsafeMake.preparationRequestId("prep-1"),
-  payload: {
-    executor_id: unsafeMake.executorId("ex-1"),
-    handle: unsafeMake.admissionHandle("h-1"),
-    run_id: unsafeMake.runId("run-1"),
-    input: texts.map((parts) => ({ content: parts.map((text) => ({ type: "input_text" as const, text })) }))
-  },
-  ...(trace === undefined ? {} : { trace })
-}) as Messages.CoreToRuntime
+const start = (texts: ReadonlyArray<ReadonlyArray<string>>, trace?: string) =>
+  executionStart(texts, trace === undefined ? {} : { trace })
 
 const utf8 = new TextEncoder()
 const bytesOf = (frame: string | Uint8Array) => typeof frame === "string" ? utf8.encode(frame) : frame

@@ -6,24 +6,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { unsafeMake } from "../../src/proto/Ids.js"
 import { Envelope, InputFrame, Limits, Messages } from "../../src/proto/index.js"
 import { decodeLongTokens, LongToken, Slice } from "../../src/proto/LongTokens.js"
+import { executionStart } from "../support/executionStart.js"
 
 const utf8 = new TextEncoder()
 const script = JSON.stringify({ script: Array.from({ length: 2000 }, (_, i) => ({ delta: `The parser accepts trailing commas ${i} ` })) })
 
-const start = (texts: ReadonlyArray<string>, extra: Record<string, unknown> = {}): Messages.CoreToRuntime => ({
-  type: "execution_start",
-  id: unsafeMake.preparationRequestId("prep-1"),
-  payload: {
-    executor_id: unsafeMake.executorId("ex-1"),
-    handle: unsafeMake.admissionHandle("h-1"),
-    run_id: unsafeMake.runId("run-1"),
-    input: [{ content: texts.map((text) => ({ type: "input_text" as const, text })) }]
-  },
-  ...extra
-}) as Messages.CoreToRuntime
+const start = (texts: ReadonlyArray<string>, extra: Record<string, unknown> = {}) => executionStart([texts], extra)
 
 const view = (raw: Result.Result<Envelope.RawEnvelope, Envelope.InvalidFrame>) =>
   Result.isFailure(raw)

@@ -6,23 +6,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import { vi } from "vitest"
-import { unsafeMake } from "../../../src/proto/Ids.js"
-import { InputFrame, type Messages } from "../../../src/proto/index.js"
+import { InputFrame } from "../../../src/proto/index.js"
 import { Slice } from "../../../src/proto/LongTokens.js"
 import { decodeInbound } from "../../../src/runtime/transport/Transport.js"
+import { executionStart } from "../../support/executionStart.js"
 
 const script = JSON.stringify({ script: Array.from({ length: 2000 }, (_, i) => ({ delta: `The parser accepts trailing commas ${i} ` })) })
 
-const start = (text: string): Messages.CoreToRuntime => ({
-  type: "execution_start",
-  id: unsafeMake.preparationRequestId("prep-1"),
-  payload: {
-    executor_id: unsafeMake.executorId("ex-1"),
-    handle: unsafeMake.admissionHandle("h-1"),
-    run_id: unsafeMake.runId("run-1"),
-    input: [{ content: [{ type: "input_text" as const, text }] }]
-  }
-}) as Messages.CoreToRuntime
+const start = (text: string) => executionStart([[text]])
 
 describe("Transport.decodeInbound", () => {
   it("decodes a Turn's start frame without a text decode or JSON.parse of anything as long as its input", () => {
