@@ -46,14 +46,20 @@ const bytesFirstTransport = () => {
   return { transport, read, log }
 }
 
+/** A connection of device dev-1 over `bytesFirstTransport`, with a durable subscriber of run-1. */
+const openWithRun = Effect.gen(function*() {
+  const gateway = yield* Gateway
+  const { log, read, transport } = bytesFirstTransport()
+  yield* gateway.open(device("dev-1"), transport)
+  const session = Option.getOrThrow(yield* gateway.session(deviceId("dev-1")))
+  const slow = yield* session.subscribeDurable(runId("run-1"))
+  return { log, read, session, slow }
+})
+
 describe("deltas held while a Run subscriber is full", () => {
   it.effect("are taken from their bytes and routed in order with the text frames held beside them", () =>
     Effect.gen(function*() {
-      const gateway = yield* Gateway
-      const { log, read, transport } = bytesFirstTransport()
-      yield* gateway.open(device("dev-1"), transport)
-      const session = Option.getOrThrow(yield* gateway.session(deviceId("dev-1")))
-      const slow = yield* session.subscribeDurable(runId("run-1"))
+      const { log, read, session, slow } = yield* openWithRun
       const other = yield* session.subscribeDurable(runId("run-2"))
       // d1 sets the connection's delta layout (generic decode) and half fills the buffer of 2: the read side holds
       // (it gives the consumer a turn), so everything after d1 in this read arrives while it holds.
@@ -103,11 +109,7 @@ describe("a yield of the read side", () => {
   const scheduler = new CountingScheduler()
   it.effect("is a task on one dispatcher of the connection, not a fiber per hold; frames keep their order", () =>
     Effect.gen(function*() {
-      const gateway = yield* Gateway
-      const { log, read, transport } = bytesFirstTransport()
-      yield* gateway.open(device("dev-1"), transport)
-      const session = Option.getOrThrow(yield* gateway.session(deviceId("dev-1")))
-      const slow = yield* session.subscribeDurable(runId("run-1"))
+      const { log, read, slow } = yield* openWithRun
       yield* yieldTimes(10)
       const before = scheduler.dispatchers
       // A buffer of 8 and no consumer yet: d4 … d7 each leave it at least half full, so each read yields once.
