@@ -120,7 +120,10 @@ export class TurnStore extends Context.Service<TurnStore, {
     status: Exclude<InputStatus, "accepted" | "sending">,
     errorCode?: string
   ) => Effect.Effect<void, StoreFailed>
-  /** `accepted`: advances the Turn's cursor by one, once per input; succeeds with the input's position. */
+  /**
+   * `accepted`: advances the Turn's cursor by one, once per input (also when it is accepted twice at once);
+   * succeeds with the input's position.
+   */
   readonly acceptInput: (turnId: string, inputId: string) => Effect.Effect<number, StoreFailed>
   readonly inputs: (turnId: string) => Effect.Effect<ReadonlyArray<InputRecord>, StoreFailed>
   /** Records a request as pending; a repeated request id keeps the first record (succeeds with false). */
@@ -297,15 +300,23 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
     }),
     acceptInput: fn("TurnStore.acceptInput")(function* (turnId, inputId) {
       const at = yield* now
+      // The input's row first: its row lock orders concurrent acceptances of one input (the runner's
+      // `InputAccepted` fact and the steer's own answer both accept it, on two PostgreSQL connections), and the
+      // later one finds it accepted. Reading `status` and then `input_cursor` unlocked let an acceptance that
+      // committed between the two reads count the input twice (position 2 for a Turn's first input).
       return yield* sql.withTransaction(Effect.gen(function* () {
-        const rows = yield* sql`SELECT status, position FROM turn_inputs WHERE turn_id = ${turnId} AND input_id = ${inputId}`
-        const existing = rows[0]
-        if (existing !== undefined && String(existing.status) === "accepted") return toInt(existing.position)
-        const cursor = yield* sql`SELECT input_cursor FROM turns WHERE turn_id = ${turnId}`
-        const position = toInt(cursor[0]?.input_cursor ?? 0) + 1
-        yield* sql`UPDATE turns SET input_cursor = ${position} WHERE turn_id = ${turnId}`
-        yield* sql`UPDATE turn_inputs SET status = 'accepted', error_code = NULL, position = ${position}, updated_at_ms = ${at}
-          WHERE turn_id = ${turnId} AND input_id = ${inputId}`
+        const claimed = yield* sql`UPDATE turn_inputs SET status = 'accepted', error_code = NULL, updated_at_ms = ${at}
+          WHERE turn_id = ${turnId} AND input_id = ${inputId} AND status <> 'accepted' RETURNING input_id`
+        if (claimed.length === 0) {
+          const rows = yield* sql`SELECT position FROM turn_inputs WHERE turn_id = ${turnId} AND input_id = ${inputId}`
+          if (rows[0] !== undefined) return toInt(rows[0].position)
+        }
+        // The increment is one statement (the Turn's row lock): two inputs accepted at once get two positions.
+        const cursor = yield* sql`UPDATE turns SET input_cursor = input_cursor + 1 WHERE turn_id = ${turnId} RETURNING input_cursor`
+        const position = cursor[0] === undefined ? 1 : toInt(cursor[0].input_cursor)
+        if (claimed.length > 0) {
+          yield* sql`UPDATE turn_inputs SET position = ${position} WHERE turn_id = ${turnId} AND input_id = ${inputId}`
+        }
         return position
       })).pipe(storeFailed("accept_input"))
     }),
