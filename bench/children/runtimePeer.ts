@@ -22,6 +22,7 @@ import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSign
 import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
 import { Connector } from "../../src/runtime/transport/Connector.js"
+import { relayDiag } from "./relayDiag.js"
 
 export const StampedKind = "stamped"
 
@@ -182,6 +183,7 @@ const startDaemon = (command: Extract<PeerCommand, { op: "daemon" }>) => {
 export const runtimePeer = async (): Promise<void> => {
   let ws: WebSocket | undefined
   let daemon: Fiber.Fiber<void, unknown> | undefined
+  const diag = relayDiag(() => (daemon === undefined ? "raw" : "daemon"))
   process.on("message", (message: PeerCommand) => {
     switch (message.op) {
       case "raw":
@@ -198,6 +200,7 @@ export const runtimePeer = async (): Promise<void> => {
       case "cpu": {
         const cpu = process.cpuUsage()
         reply({ op: "cpu", micros: cpu.user + cpu.system, systemMicros: cpu.system })
+        diag()
         return
       }
       case "exit":
