@@ -20,7 +20,7 @@ import type { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, Operat
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
 import { queryParam, readBody } from "./OperatorBody.js"
 import { type AnsweredMethod, AnsweredMethods, methodNotAllowed, probes } from "./OperatorProbes.js"
-import { dropLaggingClient, withKeepAlive, writeBeside, writeEvents } from "./OperatorSse.js"
+import { dropLaggingClient, makeKeepAlive, writeBeside, writeEvents } from "./OperatorSse.js"
 import * as OperatorToken from "./OperatorToken.js"
 import { MaxCreateSessionBodyBytes } from "./InitializationSpec.js"
 import { CreateSessionRequest } from "./SessionConfig.js"
@@ -142,6 +142,8 @@ export const layer = (
       const turns = yield* Turns
       const sql = yield* SqlClient.SqlClient
       const turnStore = yield* TurnStore
+      // One keep-alive ticker for every event stream of this API (OperatorSse.makeKeepAlive), in the layer's scope.
+      const keepAlive = yield* makeKeepAlive(options.keepAlive)
       yield* probes(router_, sql)
 
       // Every operator route is registered through `router`, which remembers the methods of each path so
@@ -285,7 +287,7 @@ export const layer = (
             // 404 before the stream starts.
             const followed = yield* turns.followChecked(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id))
             // Written straight to the response (OperatorSse.writeEvents, issue 18); the body stream carries nothing.
-            const body = withKeepAlive(writeEvents(followed, request, internalErrorEvent), writeBeside(request), options.keepAlive)
+            const body = keepAlive.around(writeEvents(followed, request, internalErrorEvent), writeBeside(request))
             return HttpServerResponse.stream(Stream.fromEffectDrain(body), {
               contentType: "text/event-stream",
               headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }

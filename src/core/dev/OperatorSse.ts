@@ -4,7 +4,7 @@
  * proxies and clients can tell a quiet Turn from a dead connection.
  */
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { Duration, Effect, Fiber, Stream } from "effect"
+import { Clock, Duration, Effect, type Scope, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Sse } from "effect/encoding"
 import type { JournalItem } from "./JournalItem.js"
@@ -75,22 +75,79 @@ export const readableFact = (bodyJson: string): string => {
   return JSON.stringify({ fact: head.name, ...rest })
 }
 
+/** Keeps the open event streams of one operator API alive (`makeKeepAlive`). */
+export interface KeepAlive {
+  /**
+   * Runs `effect` (an event stream's writer) with a keep-alive comment handed to `write` every interval (the first
+   * one interval after the start), until `effect` ends, fails or is interrupted. The comments go beside the events,
+   * not through a stream (issue 18: a ticker merged into the stream cost a hand-off between fibers for every event,
+   * and a stream stage around the writer cost its own channel per request); `write` runs between two of the
+   * writer's writes, never inside one, and never after it ended.
+   */
+  readonly around: <A, E, R>(effect: Effect.Effect<A, E, R>, write: (comment: string) => void) => Effect.Effect<A, E, R>
+}
+
+/** An open stream's comment writer and when its next comment is due (the clock's milliseconds). */
+interface Kept {
+  readonly write: (comment: string) => void
+  due: number
+}
+
 /**
- * Runs `effect` (an event stream's writer) with a keep-alive comment handed to `write` every `interval` (the first
- * one interval after the start), until `effect` ends, fails or is interrupted. The comments go beside the events,
- * not through a stream (issue 18: a ticker merged into the stream cost a hand-off between fibers for every event,
- * and a stream stage around the writer cost its own channel per request); `write` runs between two of the
- * writer's writes, never inside one, and never after it ended.
+ * One ticker for every event stream of the scope (issue 18, "turnshttp": a ticker fiber per stream cost a fiber, its
+ * start and its interruption, and a timer, per followed Turn). The open streams are kept in due order: each is
+ * due one interval after its start or its last comment, and streams are added (at their start, or again after
+ * a comment) only with a due time of now plus the interval, so insertion order is due order. The ticker sleeps
+ * until the first stream's due time, writes the comments that are due and sleeps again; with no stream open it
+ * waits to be woken by the next start (its only wake outside its own timer). A stream that ends leaves at once.
+ * The ticker lives in the scope that made it (the operator API's): a stream started after it closed gets no
+ * comments.
  */
-export const withKeepAlive = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  write: (comment: string) => void,
-  interval: Duration.Input = DefaultKeepAlive
-): Effect.Effect<A, E, R> =>
-  Effect.flatMap(
-    Effect.forkChild(Effect.forever(Effect.andThen(Effect.sleep(interval), Effect.sync(() => write(KeepAliveComment))))),
-    (ticker) => Effect.onExit(effect, () => Fiber.interrupt(ticker))
-  )
+export const makeKeepAlive = (interval: Duration.Input = DefaultKeepAlive): Effect.Effect<KeepAlive, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const every = Math.max(1, Duration.toMillis(Duration.fromInputUnsafe(interval)))
+    const clock = yield* Clock.Clock
+    const open = new Set<Kept>()
+    /** Resumes the ticker while it waits for a stream (set only then). */
+    let wake: (() => void) | undefined
+    const idle = Effect.callback<void>((resume) => {
+      wake = () => {
+        wake = undefined
+        resume(Effect.void)
+      }
+      return Effect.sync(() => {
+        wake = undefined
+      })
+    })
+    const tick = Effect.suspend(() => {
+      const now = clock.currentTimeMillisUnsafe()
+      for (const kept of open) {
+        if (kept.due > now) return Effect.sleep(Duration.millis(kept.due - now))
+        open.delete(kept)
+        kept.due = now + every
+        open.add(kept)
+        try {
+          kept.write(KeepAliveComment)
+        } catch {
+          open.delete(kept) // a writer that throws gets no more comments; the others keep theirs
+        }
+      }
+      return idle
+    })
+    yield* Effect.forkScoped(Effect.forever(tick))
+    return {
+      around: (effect, write) =>
+        Effect.suspend(() => {
+          const kept: Kept = { write, due: clock.currentTimeMillisUnsafe() + every }
+          open.add(kept)
+          wake?.()
+          return Effect.onExit(effect, () =>
+            Effect.sync(() => {
+              open.delete(kept)
+            }))
+        })
+    }
+  })
 
 /**
  * Writes `text` on the response of `request` straight away (while it is open), beside the response's body stream:

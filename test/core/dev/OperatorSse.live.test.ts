@@ -8,19 +8,19 @@ import { assert, describe, it } from "@effect/vitest"
 import { type Cause, Context, Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import { createServer, request } from "node:http"
-import { KeepAliveComment, withKeepAlive, writeBeside } from "../../../src/core/dev/OperatorSse.js"
+import { KeepAliveComment, makeKeepAlive, writeBeside } from "../../../src/core/dev/OperatorSse.js"
 
 describe("OperatorSse (live)", () => {
   it.live("keep-alive comments reach the client between whole events, and none after the stream ended", () =>
     Effect.gen(function* () {
+      const keepAlive = yield* makeKeepAlive("20 millis")
       const events = yield* Queue.unbounded<string, Cause.Done>()
       const routes = HttpRouter.use((router) =>
         router.add("GET", "/events", (req) =>
           Effect.succeed(HttpServerResponse.stream(
-            Stream.fromEffectDrain(withKeepAlive(
+            Stream.fromEffectDrain(keepAlive.around(
               Stream.fromQueue(events).pipe(Stream.runForEach((text) => Effect.sync(() => writeBeside(req)(text)))),
-              writeBeside(req),
-              "20 millis"
+              writeBeside(req)
             )),
             { contentType: "text/event-stream" }
           ))))

@@ -1,6 +1,7 @@
 /**
  * The operator SSE format: readable fact names, and the keep-alive comment at its interval on TestClock
- * (none just before the interval, one just after, written beside the events; none once the events end); the event
+ * (none just before the interval, one just after, written beside the events; none once the events end; one ticker
+ * for every stream, no fiber per stream); the event
  * writer (one write per ready batch, a wait for `drain` on a full socket buffer, the error event on a failure).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -9,7 +10,7 @@ import type { HttpServerRequest } from "effect/http"
 import { TestClock } from "effect/testing"
 import { EventEmitter } from "node:events"
 import type { JournalItem } from "../../../src/core/dev/JournalItem.js"
-import { KeepAliveComment, readableFact, snakeCase, sseEvent, withKeepAlive, writeEvents } from "../../../src/core/dev/OperatorSse.js"
+import { KeepAliveComment, makeKeepAlive, readableFact, snakeCase, sseEvent, writeEvents } from "../../../src/core/dev/OperatorSse.js"
 import * as Outcome from "../../../src/core/Outcome.js"
 
 /** `readableFact` as it was before the head was swapped as text (parse, copy without `_tag`, stringify). */
@@ -113,11 +114,12 @@ describe("OperatorSse", () => {
 
   it.effect("writes a keep-alive comment beside the events every interval while they are open, and stops with them", () =>
     Effect.gen(function* () {
+      const keepAlive = yield* makeKeepAlive("15 seconds")
       const source = yield* Queue.unbounded<string, Cause.Done>()
       const seen = yield* Ref.make<ReadonlyArray<string>>([])
       const written: Array<string> = []
       const writer = Stream.fromQueue(source).pipe(Stream.runForEach((text) => Ref.update(seen, (all) => [...all, text])))
-      const fiber = yield* withKeepAlive(writer, (comment) => written.push(comment), "15 seconds").pipe(Effect.forkChild)
+      const fiber = yield* keepAlive.around(writer, (comment) => written.push(comment)).pipe(Effect.forkChild)
       yield* Queue.offer(source, "event: frame\n\n")
       yield* TestClock.adjust("14999 millis")
       assert.deepStrictEqual(yield* Ref.get(seen), ["event: frame\n\n"])
@@ -132,25 +134,64 @@ describe("OperatorSse", () => {
       yield* Fiber.join(fiber)
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual(written.length, 2)
-    }))
+    }).pipe(Effect.scoped))
 
   it.effect("stops the keep-alive comments when the writer fails or is interrupted", () =>
     Effect.gen(function* () {
+      const keepAlive = yield* makeKeepAlive("15 seconds")
       const written: Array<string> = []
-      const failed = yield* withKeepAlive(Effect.andThen(Effect.sleep("20 seconds"), Effect.fail("gone")), (c) => written.push(c), "15 seconds").pipe(
+      const failed = yield* keepAlive.around(Effect.andThen(Effect.sleep("20 seconds"), Effect.fail("gone")), (c) => written.push(c)).pipe(
         Effect.flip,
         Effect.forkChild
       )
       yield* TestClock.adjust("20 seconds")
       assert.strictEqual(yield* Fiber.join(failed), "gone")
       assert.strictEqual(written.length, 1)
-      const interrupted = yield* withKeepAlive(Effect.never, (c) => written.push(c), "15 seconds").pipe(Effect.forkChild)
+      const interrupted = yield* keepAlive.around(Effect.never, (c) => written.push(c)).pipe(Effect.forkChild)
       yield* TestClock.adjust("15 seconds")
       assert.strictEqual(written.length, 2)
       yield* Fiber.interrupt(interrupted)
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual(written.length, 2)
-    }))
+    }).pipe(Effect.scoped))
+
+  it.effect("one ticker keeps every stream alive: a stream starts no fiber, each gets its comments an interval after its own start", () =>
+    Effect.gen(function* () {
+      const keepAlive = yield* makeKeepAlive("15 seconds")
+      // Fiber ids are sequential: a probe fork before and after shows how many fibers the streams' starts made.
+      const probe = Effect.map(Effect.forkChild(Effect.void), (fiber) => fiber.id)
+      const a: Array<string> = []
+      const b: Array<string> = []
+      const ends = yield* Queue.unbounded<void>()
+      let before = yield* probe
+      const first = yield* Effect.forkChild(keepAlive.around(Queue.take(ends), (c) => a.push(c)))
+      yield* Effect.yieldNow
+      // The probe's own fiber and the stream's fiber (forked here), nothing inside `around`.
+      assert.strictEqual((yield* probe) - before, 2)
+      yield* TestClock.adjust("5 seconds")
+      before = yield* probe
+      const second = yield* Effect.forkChild(keepAlive.around(Queue.take(ends), (c) => b.push(c)))
+      yield* Effect.yieldNow
+      assert.strictEqual((yield* probe) - before, 2)
+      yield* TestClock.adjust("10 seconds") // 15 s: the first is due, the second not yet
+      assert.deepStrictEqual([a.length, b.length], [1, 0])
+      yield* TestClock.adjust("5 seconds") // 20 s: the second, an interval after its start
+      assert.deepStrictEqual([a.length, b.length], [1, 1])
+      yield* TestClock.adjust("10 seconds") // 30 s: the first again
+      assert.deepStrictEqual([a.length, b.length], [2, 1])
+      yield* Fiber.interrupt(first)
+      yield* TestClock.adjust("30 seconds") // only the second, at 35 s and 50 s
+      assert.deepStrictEqual([a.length, b.length], [2, 3])
+      yield* Queue.offer(ends, undefined)
+      yield* Fiber.join(second)
+      yield* TestClock.adjust("60 seconds")
+      assert.deepStrictEqual([a.length, b.length], [2, 3])
+      // Idle, the ticker waits for the next stream and keeps it alive from its start.
+      const third = yield* Effect.forkChild(keepAlive.around(Queue.take(ends), (c) => a.push(c)))
+      yield* TestClock.adjust("15 seconds")
+      assert.deepStrictEqual([a.length, b.length], [3, 3])
+      yield* Fiber.interrupt(third)
+    }).pipe(Effect.scoped))
 
   it.effect("writes each ready batch of events as one write, waits for drain when the buffer is full, and ends a failed stream with the error event", () =>
     Effect.gen(function* () {
