@@ -19,7 +19,7 @@
  * writer commits uninterruptibly, so a batch is either committed and acknowledged or failed and reported. The
  * writer runs in the scope that made it; writes still queued when it closes fail their callers with a defect.
  */
-import { Effect, Exit, Queue, type Scope } from "effect"
+import { Clock, Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommitOptions {
   /** Most writes committed in one transaction (default 256). */
@@ -29,7 +29,10 @@ export interface GroupCommitOptions {
 /** What one batch commit saw: how many writes it held and when its first write was queued (for metrics and tests). */
 export interface BatchInfo {
   readonly size: number
-  /** `Clock.currentTimeNanos` when the batch's first write was queued (the longest wait of its writes). */
+  /**
+   * The committer's clock (the `Clock` of the scope that made it) when the batch's first write was queued (the
+   * longest wait of its writes).
+   */
   readonly openedAtNanos: bigint
 }
 
@@ -75,6 +78,8 @@ export const make = <W, E, A = void>(
 ): Effect.Effect<GroupCommit<W, E, A>, never, Scope.Scope> =>
   Effect.gen(function* () {
     const maxBatch = Math.max(1, Math.floor(options.maxBatch ?? defaultMaxBatch))
+    // The clock of the scope that made the committer, read once (issue 18: no `clockWith` effect per write).
+    const clock = yield* Clock.Clock
     const queue = yield* Queue.unbounded<Batch<W, E, A>>()
     /** The batch new writes join: queued, not yet taken by the writer, not full. */
     let open: Batch<W, E, A> | undefined
@@ -127,21 +132,20 @@ export const make = <W, E, A = void>(
       // One callback per write (issue 18: the fewest steps per fact): the write joins the open batch or opens the
       // next one, and its caller is resumed when that batch is settled.
       submit: (write: W) =>
-        Effect.clockWith((clock) =>
-          Effect.callback<A | undefined, E>((resume) => {
-            if (closed) {
-              resume(closedDefect())
-              return
-            }
-            const joined = open
-            if (joined !== undefined && joined.writes.length < maxBatch) {
-              joined.writes.push(write)
-              joined.waiters.push(resume)
-              return
-            }
-            const batch: Batch<W, E, A> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
-            open = batch
-            Queue.offerUnsafe(queue, batch)
-          }))
+        Effect.callback<A | undefined, E>((resume) => {
+          if (closed) {
+            resume(closedDefect())
+            return
+          }
+          const joined = open
+          if (joined !== undefined && joined.writes.length < maxBatch) {
+            joined.writes.push(write)
+            joined.waiters.push(resume)
+            return
+          }
+          const batch: Batch<W, E, A> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
+          open = batch
+          Queue.offerUnsafe(queue, batch)
+        })
     }
   })

@@ -5,7 +5,7 @@
  * Real SQLite (in memory) underneath; the commit is wrapped to hold it open or make it fail.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
+import { Clock, Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
@@ -176,4 +176,18 @@ describe("GroupCommit", () => {
       assert.isTrue(sizes.length <= 4, `batch sizes ${sizes.join(",")}`)
       assert.deepStrictEqual(yield* storedSeqs("tA"), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
     }).pipe(Effect.provide(memory)))
+
+  it.effect("a batch is timed by the committer's own clock, read once per batch (no Clock effect per write)", () =>
+    Effect.gen(function* () {
+      const opened = yield* Ref.make<ReadonlyArray<bigint>>([])
+      const committer = yield* GroupCommit.make((_: ReadonlyArray<number>, info) => Ref.update(opened, (o) => [...o, info.openedAtNanos]))
+      yield* TestClock.adjust("5 millis")
+      // A caller under another clock: the batch still takes the committer's time (its `openedAtNanos` and the
+      // commit-latency metric read one clock).
+      const elsewhere: Clock.Clock = { ...(yield* Clock.Clock), currentTimeNanosUnsafe: () => 999n }
+      yield* Effect.forEach([1, 2, 3], (n) => committer.submit(n), { concurrency: "unbounded" }).pipe(
+        Effect.provideService(Clock.Clock, elsewhere)
+      )
+      assert.deepStrictEqual(yield* Ref.get(opened), [5_000_000n])
+    }))
 })
