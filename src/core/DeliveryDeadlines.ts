@@ -1,14 +1,14 @@
 /**
  * One timer for the preparation budgets of every Turn a runner service delivers (issue 18, "turnshttp"): a budget
  * armed here costs no fiber and no timer of its own (a budget on its own fiber cost a fiber, its start and its
- * interruption, and a timer, per prepared Turn). Budgets are kept in due order: one is taken only when it is due
- * no earlier than every budget already armed and than the time the ticker sleeps until (true of every budget of
- * the same length, armed as time goes on), so insertion order is due order; `armDeadline` falls back to a sleep on
- * its own fiber for any other. The ticker sleeps until the first budget is due, fires the due ones' signals (their
- * waiters go on in that step) and sleeps again; with none armed it waits to be woken by the next. It lives in the
- * scope that made it (the runners'); a budget armed after that closed falls back.
+ * interruption, and a timer, per prepared Turn). The budgets are a `DueOrder`: one is taken only when it is due
+ * no earlier than every budget already armed (true of every budget of the same length, armed as time goes on);
+ * `armDeadline` falls back to a sleep on its own fiber for any other. A due budget fires its signal (its waiter
+ * goes on in that step). The timer lives in the scope that made it (the runners'); a budget armed after that closed
+ * falls back.
  */
 import { Clock, Duration, Effect, Fiber, type Scope } from "effect"
+import * as DueOrder from "./DueOrder.js"
 import type { Signal } from "./internal/turnWait.js"
 
 export interface Deadlines {
@@ -16,61 +16,15 @@ export interface Deadlines {
   readonly arm: (at: number, signal: Signal) => (() => void) | undefined
 }
 
-interface Armed {
-  readonly at: number
-  readonly signal: Signal
-}
-
-export const makeDeadlines: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.gen(function* () {
-  const clock = yield* Clock.Clock
-  const armed = new Set<Armed>()
-  /** The latest due time armed (while any is); the ticker's wake while it sleeps. */
-  let last = Number.NEGATIVE_INFINITY
-  let sleepingUntil: number | undefined
-  let closed = false
-  /** Resumes the ticker while it waits for a budget (set only then). */
-  let wake: (() => void) | undefined
-  const idle = Effect.callback<void>((resume) => {
-    wake = () => {
-      wake = undefined
-      resume(Effect.void)
-    }
-    return Effect.sync(() => {
-      wake = undefined
-    })
-  })
-  const tick = Effect.suspend(() => {
-    sleepingUntil = undefined
-    const now = clock.currentTimeMillisUnsafe()
-    for (const entry of armed) {
-      if (entry.at > now) {
-        sleepingUntil = entry.at
-        return Effect.sleep(Duration.millis(entry.at - now))
-      }
-      armed.delete(entry)
-      entry.signal.fire()
-    }
-    last = Number.NEGATIVE_INFINITY
-    return idle
-  })
-  yield* Effect.forkScoped(Effect.forever(tick))
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      closed = true
-    }))
-  return {
+export const makeDeadlines: Effect.Effect<Deadlines, never, Scope.Scope> = Effect.map(
+  DueOrder.make<{ readonly signal: Signal }>((entry) => entry.signal.fire()),
+  (order): Deadlines => ({
     arm: (at, signal) => {
-      if (closed || at < last || (sleepingUntil !== undefined && at < sleepingUntil)) return undefined
-      const entry: Armed = { at, signal }
-      armed.add(entry)
-      last = at
-      wake?.()
-      return () => {
-        armed.delete(entry)
-      }
+      const entry = { signal }
+      return order.add(entry, at) ? () => order.remove(entry) : undefined
     }
-  }
-})
+  })
+)
 
 /**
  * Arms `signal` to fire at `at` on `deadlines` (a sleep on its own fiber in the current scope when there are none or

@@ -7,6 +7,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Duration, Effect, type Scope, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Sse } from "effect/encoding"
+import * as DueOrder from "../DueOrder.js"
 import type { JournalItem } from "./JournalItem.js"
 import { turnView } from "./TurnViews.js"
 
@@ -87,64 +88,36 @@ export interface KeepAlive {
   readonly around: <A, E, R>(effect: Effect.Effect<A, E, R>, write: (comment: string) => void) => Effect.Effect<A, E, R>
 }
 
-/** An open stream's comment writer and when its next comment is due (the clock's milliseconds). */
+/** An open stream's comment writer (one entry of the keep-alive `DueOrder`). */
 interface Kept {
   readonly write: (comment: string) => void
-  due: number
 }
 
 /**
- * One ticker for every event stream of the scope (issue 18, "turnshttp": a ticker fiber per stream cost a fiber, its
- * start and its interruption, and a timer, per followed Turn). The open streams are kept in due order: each is
- * due one interval after its start or its last comment, and streams are added (at their start, or again after
- * a comment) only with a due time of now plus the interval, so insertion order is due order. The ticker sleeps
- * until the first stream's due time, writes the comments that are due and sleeps again; with no stream open it
- * waits to be woken by the next start (its only wake outside its own timer). A stream that ends leaves at once.
- * The ticker lives in the scope that made it (the operator API's): a stream started after it closed gets no
- * comments.
+ * One timer for every event stream of the scope (issue 18, "turnshttp": a ticker fiber per stream cost a fiber, its
+ * start and its interruption, and a timer, per followed Turn). The open streams are a `DueOrder`: each is due one
+ * interval after its start or its last comment, always now plus the interval, so they fall due in the order they
+ * were added. A stream that ends leaves at once. The timer lives in the scope that made it (the operator API's): a
+ * stream started after it closed gets no comments.
  */
 export const makeKeepAlive = (interval: Duration.Input = DefaultKeepAlive): Effect.Effect<KeepAlive, never, Scope.Scope> =>
   Effect.gen(function* () {
     const every = Math.max(1, Duration.toMillis(Duration.fromInputUnsafe(interval)))
     const clock = yield* Clock.Clock
-    const open = new Set<Kept>()
-    /** Resumes the ticker while it waits for a stream (set only then). */
-    let wake: (() => void) | undefined
-    const idle = Effect.callback<void>((resume) => {
-      wake = () => {
-        wake = undefined
-        resume(Effect.void)
+    const order: DueOrder.DueOrder<Kept> = yield* DueOrder.make<Kept>((kept, now) => {
+      order.add(kept, now + every)
+      try {
+        kept.write(KeepAliveComment)
+      } catch {
+        order.remove(kept) // a writer that throws gets no more comments; the others keep theirs
       }
-      return Effect.sync(() => {
-        wake = undefined
-      })
     })
-    const tick = Effect.suspend(() => {
-      const now = clock.currentTimeMillisUnsafe()
-      for (const kept of open) {
-        if (kept.due > now) return Effect.sleep(Duration.millis(kept.due - now))
-        open.delete(kept)
-        kept.due = now + every
-        open.add(kept)
-        try {
-          kept.write(KeepAliveComment)
-        } catch {
-          open.delete(kept) // a writer that throws gets no more comments; the others keep theirs
-        }
-      }
-      return idle
-    })
-    yield* Effect.forkScoped(Effect.forever(tick))
     return {
       around: (effect, write) =>
         Effect.suspend(() => {
-          const kept: Kept = { write, due: clock.currentTimeMillisUnsafe() + every }
-          open.add(kept)
-          wake?.()
-          return Effect.onExit(effect, () =>
-            Effect.sync(() => {
-              open.delete(kept)
-            }))
+          const kept: Kept = { write }
+          order.add(kept, clock.currentTimeMillisUnsafe() + every)
+          return Effect.onExit(effect, () => Effect.sync(() => order.remove(kept)))
         })
     }
   })

@@ -28,6 +28,16 @@ const status = (payload: Msg<"preparation_status">["payload"]): Msg<"preparation
 const preparing = status({ handle: HANDLE, executor_id: EXECUTOR, revision: 1, state: "preparing" })
 const quietDevice = RealLayerWith({ livenessTimeout: Duration.hours(1) })
 
+/** A prepared Turn delivered with shared deadlines whose Runtime answered `preparing`. */
+const preparingOnDeadlines = Effect.gen(function* () {
+  const deadlines = yield* makeDeadlines
+  const real = yield* makeReal(kinds)
+  const turn = yield* Delivery.deliverPrepared(real.session, plan, { deadlines })
+  assert.strictEqual((yield* real.receive).type, "execution_prepare")
+  yield* real.emit(preparing)
+  return { real, turn }
+})
+
 describe("DeliveryDeadlines", () => {
   it.effect("fires each armed budget at its due time, in order; a disarmed one never; an earlier one is not taken", () =>
     Effect.gen(function* () {
@@ -83,11 +93,7 @@ describe("DeliveryDeadlines", () => {
 
   it.effect("a prepared Turn on shared deadlines that stays preparing ends preparation_interrupted after 10 min", () =>
     Effect.gen(function* () {
-      const deadlines = yield* makeDeadlines
-      const real = yield* makeReal(kinds)
-      const turn = yield* Delivery.deliverPrepared(real.session, plan, { deadlines })
-      assert.strictEqual((yield* real.receive).type, "execution_prepare")
-      yield* real.emit(preparing)
+      const { real, turn } = yield* preparingOnDeadlines
       yield* TestClock.adjust("599999 millis")
       yield* real.flush
       assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
@@ -102,11 +108,7 @@ describe("DeliveryDeadlines", () => {
 
   it.effect("on shared deadlines, failed with cleanup unconfirmed and no release ends cleanup_unconfirmed at 60 s", () =>
     Effect.gen(function* () {
-      const deadlines = yield* makeDeadlines
-      const real = yield* makeReal(kinds)
-      const turn = yield* Delivery.deliverPrepared(real.session, plan, { deadlines })
-      assert.strictEqual((yield* real.receive).type, "execution_prepare")
-      yield* real.emit(preparing)
+      const { real, turn } = yield* preparingOnDeadlines
       yield* real.emit(status({ handle: HANDLE, executor_id: EXECUTOR, revision: 2, state: "failed", error_code: "cleanup_unconfirmed" }))
       yield* TestClock.adjust("59999 millis")
       yield* real.flush

@@ -1,0 +1,52 @@
+/**
+ * DueOrder (one timer for entries that fall due in insertion order) on TestClock: each entry is handed to `fire` at
+ * its due time with that time, one `fire` adds again keeps coming every interval, an entry due before the latest one
+ * is refused, and nothing is taken once the scope closed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
+import { TestClock } from "effect/testing"
+import * as DueOrder from "../../src/core/DueOrder.js"
+
+describe("DueOrder", () => {
+  it.effect("fires each entry at its due time; an entry fire adds again comes back; an earlier one is refused", () =>
+    Effect.gen(function* () {
+      const fired: Array<[string, number]> = []
+      const order: DueOrder.DueOrder<string> = yield* DueOrder.make<string>((entry, now) => {
+        fired.push([entry, now])
+        if (entry === "again") order.add(entry, now + 1_000)
+      })
+      assert.isTrue(order.add("again", 1_000))
+      assert.isTrue(order.add("once", 1_500))
+      assert.isFalse(order.add("early", 1_200))
+      yield* TestClock.adjust("999 millis")
+      assert.deepStrictEqual(fired, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(fired, [["again", 1_000]])
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(fired, [["again", 1_000], ["once", 1_500]])
+      yield* TestClock.adjust("1500 millis")
+      assert.deepStrictEqual(fired.slice(2), [["again", 2_000], ["again", 3_000]])
+      order.remove("again")
+      yield* TestClock.adjust("5 seconds")
+      assert.strictEqual(fired.length, 4)
+      // Idle: the next entry wakes the timer.
+      assert.isTrue(order.add("late", 9_000))
+      yield* TestClock.adjust("999 millis")
+      assert.strictEqual(fired.length, 4)
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(fired[4], ["late", 9_000])
+    }).pipe(Effect.scoped))
+
+  it.effect("takes nothing once the scope that made it closed", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const fired: Array<string> = []
+      const order = yield* DueOrder.make<string>((entry) => fired.push(entry)).pipe(Scope.provide(scope))
+      assert.isTrue(order.add("before", 1_000))
+      yield* Scope.close(scope, Exit.void)
+      assert.isFalse(order.add("after", 2_000))
+      yield* TestClock.adjust("5 seconds")
+      assert.deepStrictEqual(fired, [])
+    }))
+})
