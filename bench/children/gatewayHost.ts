@@ -75,6 +75,13 @@ export type HostCommand =
   | { readonly op: "snapshot"; readonly path: string }
   /** Starts a CPU profile of this process's main thread, or stops it and writes it to `path` (`{op: "profiled"}`). */
   | { readonly op: "profile"; readonly path?: string }
+  /**
+   * Diagnostics: starts V8's sampling heap profiler (`intervalBytes`), or, with `path`, forces a full GC and writes
+   * what the sampled allocations since the start still hold (objects still alive, by allocation stack) to `path`
+   * (`{op: "heap-sampled"}`): what a cadence of heartbeats leaves alive (docs/performance.md, "scalemax"). (Reading the
+   * profile runs a mark-compact of its own, so it cannot show what a scavenge kept but a mark-compact frees.)
+   */
+  | { readonly op: "heap-sample"; readonly path?: string; readonly intervalBytes?: number }
   | { readonly op: "exit" }
 
 export interface HostMeasurement {
@@ -126,7 +133,7 @@ export interface HostGot {
 }
 
 /** The main thread's GC pauses (start, duration; ms on the performance clock), the last 4096. */
-const gcPauses: Array<{ readonly start: number; readonly duration: number }> = []
+const gcPauses: Array<{ readonly start: number; readonly duration: number; readonly kind: number }> = []
 /** Major GCs seen so far, and who waits for the next one's end (`measure` with `atMajorGcWithinMs`). */
 let majorGcs = 0
 const majorGcWaiters = new Set<() => void>()
@@ -136,8 +143,9 @@ const observeGc = () => {
   gcObserver = new PerformanceObserver((list) => {
     let major = false
     for (const e of list.getEntries()) {
-      gcPauses.push({ start: e.startTime, duration: e.duration })
-      if ((((e as { detail?: { kind?: number } }).detail)?.kind ?? 0) & perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
+      const kind = ((e as { detail?: { kind?: number } }).detail)?.kind ?? 0
+      gcPauses.push({ start: e.startTime, duration: e.duration, kind })
+      if (kind & perfConstants.NODE_PERFORMANCE_GC_MAJOR) {
         majorGcs++
         major = true
       }
@@ -205,6 +213,35 @@ type Gc = (options?: { readonly type: "major"; readonly execution: "sync"; reado
 /** A memory-reducing full GC (shrinks the young generation, compacts the old one). */
 const collectReducing = () => (globalThis as { gc?: Gc }).gc?.({ type: "major", execution: "sync", flavor: "last-resort" })
 
+/**
+ * Diagnostics, off by default: `BENCH_HOST_LONGTASK_MS=<ms>` runs a 5 ms timer chain that records every gap longer
+ * than that (a main-thread task or GC pause), and each `measure` logs them to stderr with the GC pauses (kind:
+ * 1 minor, 2 major, 4 incremental, 8 weak callbacks) that overlap each one, so the loop max can be told apart.
+ */
+const longTaskSampler = (thresholdMs: number): (() => Array<string>) => {
+  const found: Array<{ readonly start: number; readonly gap: number }> = []
+  const periodMs = 5
+  let last = performance.now()
+  const tick = () => {
+    const now = performance.now()
+    const gap = now - last - periodMs
+    if (gap > thresholdMs) found.push({ start: last + periodMs, gap })
+    last = now
+    setTimeout(tick, periodMs).unref()
+  }
+  setTimeout(tick, periodMs).unref()
+  return () => {
+    const lines = found.splice(0).map(({ start, gap }) => {
+      const end = start + gap
+      const gcs = gcPauses.filter((g) => g.start < end && g.start + g.duration > start)
+      const gcMs = gcs.reduce((sum, g) => sum + g.duration, 0)
+      return `longtask t=${(start / 1000).toFixed(3)}s gap=${gap.toFixed(1)}ms gc=${gcMs.toFixed(1)}ms ` +
+        `[${gcs.map((g) => `k${g.kind}:${g.duration.toFixed(1)}`).join(",")}]`
+    })
+    return lines
+  }
+}
+
 /** The event-loop monitor's timer period, ms. */
 const LoopResolutionMs = 1
 /** A reading of the monitor's histogram (the interval between its timer runs, ns) as the delay, ms. */
@@ -217,9 +254,12 @@ export const gatewayHost = async (): Promise<void> => {
   let raw: { server: Server; wss: WebSocketServer } | undefined
   let frames = 0
   let profiler: Session | undefined
+  let heapSampler: Session | undefined
   const loop = monitorEventLoopDelay({ resolution: LoopResolutionMs })
   loop.enable()
   observeGc()
+  const longTaskMs = Number(process.env["BENCH_HOST_LONGTASK_MS"] ?? "")
+  const longTasks = longTaskMs > 0 ? longTaskSampler(longTaskMs) : undefined
   process.on("message", async (message: HostCommand) => {
     try {
       switch (message.op) {
@@ -248,6 +288,10 @@ export const gatewayHost = async (): Promise<void> => {
           const atMajorGc = !message.collect && message.atMajorGcWithinMs !== undefined
             ? await nextMajorGc(message.atMajorGcWithinMs)
             : false
+          if (longTasks !== undefined) {
+            for (const line of longTasks()) process.stderr.write(`${line}\n`)
+            process.stderr.write(`measure t=${(performance.now() / 1000).toFixed(3)}s loopMax=${loopDelayMs(loop.max).toFixed(1)}ms\n`)
+          }
           if (message.collect) collect()
           const memory = process.memoryUsage()
           const cpu = process.cpuUsage()
@@ -330,6 +374,23 @@ export const gatewayHost = async (): Promise<void> => {
             profiler = undefined
           }
           process.send?.({ op: "profiled" })
+          return
+        }
+        case "heap-sample": {
+          if (message.path === undefined) {
+            heapSampler = new Session()
+            heapSampler.connect()
+            await heapSampler.post("HeapProfiler.enable")
+            await heapSampler.post("HeapProfiler.startSampling", { samplingInterval: message.intervalBytes ?? 1024 })
+          } else if (heapSampler !== undefined) {
+            collect()
+            const { profile } = await heapSampler.post("HeapProfiler.getSamplingProfile")
+            await heapSampler.post("HeapProfiler.stopSampling")
+            writeFileSync(message.path, JSON.stringify(profile))
+            heapSampler.disconnect()
+            heapSampler = undefined
+          }
+          process.send?.({ op: "heap-sampled" })
           return
         }
         case "exit": {

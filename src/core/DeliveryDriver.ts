@@ -9,13 +9,14 @@
  *  4. consume Run events until `done` or loss of observation;
  *  5. to abandon before start send `execution_release`; after start only `prompt_cancel`.
  */
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Pull, Queue, Result, type Scope, Stream } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Option, Pull, Queue, Result, type Scope, Stream } from "effect"
 import { type Ids, Limits, type MessageInput, type Preparation } from "../proto/index.js"
 import type { DeviceSession, RunEvent } from "./DeviceSession.js"
 import type { NotSent, ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import * as Request from "./ExecutionRequest.js"
 import type * as Outcome from "./Outcome.js"
 import * as CoreMetrics from "./CoreMetrics.js"
+import { armDeadline, type Deadlines } from "./DeliveryDeadlines.js"
 import { awaitAny, canTake, Signal } from "./internal/turnWait.js"
 import * as Subscriber from "./Subscriber.js"
 import * as Projection from "./TurnProjection.js"
@@ -66,6 +67,7 @@ export interface Driver {
   /** How long step 2 waits for `ready` (or, after `failed{…cleanup_unconfirmed}`, for the confirmed release). */
   readonly preparationTimeout: Duration.Duration
   readonly cleanupConfirmTimeout: Duration.Duration
+  readonly deadlines: Deadlines | undefined
   phase: Phase
 }
 
@@ -260,19 +262,18 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
     let ready: Preparation.PreparationStatusPayload | undefined
     let deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(d.preparationTimeout)
     let cleanupWait = false
-    // The budget's timer: a sleep on its own fiber (in the driver's scope), armed when the driver first waits and
-    // again only when the deadline moves; the driver itself waits on the queue and both signals (`awaitAny`).
-    let timer: { readonly at: number; readonly expired: Signal; readonly fiber: Fiber.Fiber<void> } | undefined
+    // The budget's timer (the runners' shared one, DeliveryDeadlines.ts, else a sleep on its own fiber in the driver's
+    // scope), armed when the driver first waits and again only when the deadline moves; the driver itself waits on
+    // the queue and both signals (`awaitAny`).
+    let timer: { readonly at: number; readonly expired: Signal; readonly stop: Effect.Effect<void> } | undefined
     while (ready === undefined) {
       // A buffered status is taken first, as a status that raced the deadline or the abandonment wins.
       let exit = Queue.takeUnsafe(prepQueue)
       if (exit === undefined && !d.abandon.fired && !(timer?.at === deadline && timer.expired.fired)) {
         if (timer?.at !== deadline) {
-          if (timer !== undefined) yield* Fiber.interrupt(timer.fiber)
+          if (timer !== undefined) yield* timer.stop
           const expired = new Signal()
-          const wait = Math.max(0, deadline - (yield* Clock.currentTimeMillis))
-          const fiber = yield* Effect.forkScoped(Effect.andThen(Effect.sleep(Duration.millis(wait)), Effect.sync(() => expired.fire())))
-          timer = { at: deadline, expired, fiber }
+          timer = { at: deadline, expired, stop: yield* armDeadline(d.deadlines, deadline, expired) }
         }
         yield* awaitAny([prepQueue], [d.abandon, timer.expired])
         exit = Queue.takeUnsafe(prepQueue)

@@ -9,6 +9,7 @@ import type { Ids, MessageInput } from "../proto/index.js"
 import * as Cancellation from "./Cancellation.js"
 import * as CoreMetrics from "./CoreMetrics.js"
 import type { Admitted } from "./CapabilityPolicy.js"
+import type { Deadlines } from "./DeliveryDeadlines.js"
 import { type Driver, notDispatched, type Phase } from "./DeliveryDriver.js"
 import type { DeviceSession } from "./DeviceSession.js"
 import type * as Request from "./ExecutionRequest.js"
@@ -55,6 +56,8 @@ export interface DeliveryOptions {
    * fails `cleanup_unconfirmed` (observation `preparation_timeout`). Default 60 s.
    */
   readonly cleanupConfirmTimeout?: Duration.Input
+  /** One timer for the preparation budgets of many Turns (DeliveryDeadlines.ts); default a timer fiber per Turn. */
+  readonly deadlines?: Deadlines
 }
 
 /** Default bound of the facts waiting for their consumer. */
@@ -155,6 +158,7 @@ export const makeTurn = (
       abandon: new Signal(),
       preparationTimeout: Duration.fromInputUnsafe(options.preparationTimeout ?? Duration.minutes(10)),
       cleanupConfirmTimeout: Duration.fromInputUnsafe(options.cleanupConfirmTimeout ?? Duration.seconds(60)),
+      deadlines: options.deadlines,
       phase: initialPhase
     }
 

@@ -22,6 +22,7 @@
 import { Cause, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Stream, type Tracer } from "effect"
 import { type Functions as FunctionsProto, Ids, type MessageInput } from "../../proto/index.js"
 import * as Delivery from "../Delivery.js"
+import { makeDeadlines } from "../DeliveryDeadlines.js"
 import type { DeviceSession } from "../DeviceSession.js"
 import { type ExecutionSpec, promptCancel } from "../ExecutionRequest.js"
 import * as Functions from "../Functions.js"
@@ -122,6 +123,7 @@ const make = (options: TurnsOptions) =>
     const retryDelay = Duration.fromInputUnsafe(options.retryDelay ?? Duration.seconds(1))
     const maxRetryDelay = Duration.fromInputUnsafe(options.maxRetryDelay ?? Duration.seconds(10))
     const fence = yield* TurnFence.make
+    const deadlines = yield* makeDeadlines // one timer for every runner's preparation budget (DeliveryDeadlines.ts)
     const fencedDurable = fence.guard(makeDurable(options, (a: Active) =>
       a.current === undefined ? Effect.void : a.current.delivery.endObservation("journal_unavailable")))
     /** A store write of the Turn, retried until stored; fenced on the attempt's owner lease (several nodes). */
@@ -156,10 +158,8 @@ const make = (options: TurnsOptions) =>
             return { status: "failed", error_code: "initialization_unknown", detail: ready.detail } satisfies Outcome.TurnOutcome
         }
       })
-
     const { onFacts } = TurnFacts.make(store, durable)
     const startCache = makeStartCache()
-    // -------------------------------------------------------------------------------------- runner
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
         a.settling = true
@@ -263,7 +263,7 @@ const make = (options: TurnsOptions) =>
             const delivery = yield* Delivery.deliverPrepared(
               found,
               { request_id: requestId, run_id: a.runId, spec: a.spec, input: a.input },
-              { ...options.delivery, durableDispatch: true }
+              { ...options.delivery, durableDispatch: true, deadlines }
             )
             const functions = Option.isSome(delivery.admitted)
               ? yield* Functions.make(found, a.runId, { admitted: delivery.admitted.value, engine: a.spec.engine })
