@@ -30,4 +30,17 @@ describe("ScriptedHarness settlement", () => {
       // The continuity snapshot is still the whole content as one string.
       assert.strictEqual((yield* started.turn.cancellationOutcome).content, deltas.join(""))
     }))
+
+  it.effect("joins the pieces as they fill: a Turn of exactly 1024 deltas settles as one part", () =>
+    Effect.gen(function* () {
+      const harness = yield* makeScriptedHarness().pipe(Effect.provide(ScriptedSignals.layer))
+      const executor = yield* prepare(harness, { agent_kind: "scripted", conversation_id: "", run_id: "" })
+      const deltas = Array.from({ length: 1024 }, (_, i) => `d${i} `)
+      const started = yield* start(executor, [
+        { content: [{ type: "input_text", text: JSON.stringify({ script: deltas.map((delta) => ({ delta })) }) }] }
+      ])
+      const settlement = yield* Effect.orDie(started.turn.awaitSettlement)
+      assert.deepStrictEqual(settlement.contentParts, [deltas.join("")])
+      assert.strictEqual((yield* started.turn.cancellationOutcome).content, deltas.join(""))
+    }))
 })

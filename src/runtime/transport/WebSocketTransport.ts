@@ -248,24 +248,24 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written. Bytes (a chunk, `EncodedFrame.bytes`) stay bytes, a Run's delta its parts
       // (`EncodedDelta`), a text text: the socket writes each into the batch's buffer (`internal/clientFrames.ts`)
-      // and reports the batch's UTF-8 size, so no frame is measured or converted here; a one-frame batch (a `done`)
-      // too (issue 18, relay: through `ws.send`, a 430 KB `done` cost about twice as much).
-      const texts: Array<FramePayload> = new Array(frames.length)
+      // and reports the batch's UTF-8 size; a one-frame batch (a `done`) too (issue 18, relay). A batch of deltas
+      // only is handed over as it is (`FrameSocket.sendAll` reads it before returning): no copy.
+      let texts: Array<FramePayload> | undefined
       for (let i = 0; i < frames.length; i++) {
         const frame = frames[i]!
-        let data: FramePayload
-        if (frame instanceof EncodedDelta) data = frame
-        else if (isEncoded(frame)) data = frame.bytes ?? frame.encoded
-        else {
-          const text = encodeMessage(frame)
-          if (Result.isFailure(text)) return Effect.fail(text.failure)
-          data = text.success
+        if (frame instanceof EncodedDelta) {
+          if (texts !== undefined) texts[i] = frame
+          continue
         }
-        texts[i] = data
+        const text = isEncoded(frame) ? Result.succeed(frame.bytes ?? frame.encoded) : encodeMessage(frame)
+        if (Result.isFailure(text)) return Effect.fail(text.failure)
+        texts ??= frames.slice(0, i) as Array<EncodedDelta>
+        texts[i] = text.success
       }
+      const payloads: ReadonlyArray<FramePayload> = texts ?? (frames as ReadonlyArray<EncodedDelta>)
       return written((done) => {
-        const bytes = socket.sendAll(texts, done)
-        countOut(texts.length, bytes)
+        const bytes = socket.sendAll(payloads, done)
+        countOut(payloads.length, bytes)
       })
     })
 

@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Metric, Scope, Stream } from "effect"
 import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
-import { EncodedDelta } from "../../../src/proto/EncodedFrame.js"
+import { deltaEncoder, EncodedDelta } from "../../../src/proto/EncodedFrame.js"
 import type { FramePayload } from "../../../src/runtime/transport/internal/clientFrames.js"
 import { InvalidFrame } from "../../../src/proto/Envelope.js"
 import { Ids, Messages } from "../../../src/proto/index.js"
@@ -39,6 +39,8 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
   const writes: Array<Write> = []
   /** Each `sendAll` call: its frames, and the callback the socket fires after the last one was written. */
   const batches: Array<{ readonly texts: ReadonlyArray<string>; readonly written: (error?: Error) => void }> = []
+  /** Each `sendAll` call's array itself, as the socket was given it. */
+  const handed: Array<ReadonlyArray<FramePayload>> = []
   /** Every frame handed to the socket, in order, whichever way. */
   const order: Array<string> = []
   const calls: Array<string> = []
@@ -58,6 +60,7 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
       if (closeFrameCode !== undefined) written(new Error("socket not open"))
       else {
         const texts = frames.map(asText)
+        handed.push(frames)
         batches.push({ texts, written })
         order.push(...texts)
       }
@@ -89,6 +92,7 @@ const makeSocket = (options: { readonly answersClose?: boolean } = {}) => {
     socket,
     writes,
     batches,
+    handed,
     order,
     calls,
     frame: (text: string) => listener!.onFrame(Buffer.from(text, "utf8"), false),
@@ -165,6 +169,25 @@ describe("WebSocketTransport.fromSocket", () => {
       assert.deepStrictEqual(yield* Fiber.await(fiber), Exit.void)
       fake.writes[0]!.written()
       assert.deepStrictEqual(yield* Fiber.await(after), Exit.void)
+    }))
+
+  it.effect("sendAll hands a batch of deltas only to the socket as it is, and copies a mixed batch in order", () =>
+    Effect.gen(function* () {
+      const fake = makeSocket()
+      const transport = yield* fromSocket(fake.socket, noLiveness)
+      const encode = deltaEncoder(runId, undefined)!
+      const deltas = [encode("a", 1, undefined), encode("b", 2, undefined)] as Array<EncodedDelta>
+      yield* Effect.forkChild(transport.sendAll(deltas))
+      yield* Effect.yieldNow
+      // The same array, no copy (issue 18, relay): the socket reads it before `sendAll` returns.
+      assert.strictEqual(fake.handed[0], deltas)
+      const mixed = [deltas[0]!, delta("m", 3), deltas[1]!]
+      yield* Effect.forkChild(transport.sendAll(mixed))
+      yield* Effect.yieldNow
+      assert.notStrictEqual<unknown>(fake.handed[1], mixed)
+      assert.strictEqual(fake.handed[1]![0], deltas[0])
+      assert.strictEqual(fake.handed[1]![2], deltas[1])
+      assert.deepStrictEqual(fake.batches[1]!.texts.map((t) => JSON.parse(t).payload.delta), ["a", "m", "b"])
     }))
 
   it.effect("sendAll writes nothing when one frame of the batch is refused", () =>

@@ -147,7 +147,8 @@ export interface InvalidScript {
 
 export type ParsedInput =
   | { readonly _tag: "Echo"; readonly text: string }
-  | { readonly _tag: "Script"; readonly steps: ReadonlyArray<Step> }
+  /** The steps are the caller's own (parsed for it alone): a Turn lets each go once it runs. */
+  | { readonly _tag: "Script"; readonly steps: Array<Step> }
   | InvalidScript
 
 /**
@@ -173,9 +174,9 @@ export const parseInput = (text: string): ParsedInput => {
   if (typeof value !== "object" || value === null || Array.isArray(value) || !("script" in value)) {
     return { _tag: "Echo", text }
   }
-  if (isScript !== undefined && isScript(value)) return { _tag: "Script", steps: (value as typeof Script.Type).script }
+  if (isScript !== undefined && isScript(value)) return { _tag: "Script", steps: (value as { script: Array<Step> }).script }
   const decoded = decodeScript(value)
-  if (Result.isSuccess(decoded)) return { _tag: "Script", steps: decoded.success.script }
+  if (Result.isSuccess(decoded)) return { _tag: "Script", steps: [...decoded.success.script] }
   const steps = (value as { script: unknown }).script
   if (Array.isArray(steps)) {
     const decodeStep = Schema.decodeUnknownResult(Step, { onExcessProperty: "error" })

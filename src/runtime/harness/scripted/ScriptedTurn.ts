@@ -40,6 +40,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
     const settled = yield* Deferred.make<{ readonly outcome: "completed" | "cancelled" }, SettlementUnconfirmed>()
     const state: TurnState = {
       content: [],
+      parts: [],
       usage: undefined,
       openMessage: undefined,
       cancel: { _tag: "Normal" },
@@ -246,10 +247,14 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
             payload: { error: parsed.index === undefined ? "invalid script" : `invalid script (step ${parsed.index})` }
           })
           return
-        case "Script":
+        case "Script": {
+          const steps: Array<Step | undefined> = parsed.steps
           // Indexed: an iterator's result object per step was about 30 bytes allocated per delta (issue 18, relay).
-          for (let i = 0; i < parsed.steps.length; i++) {
-            const step = parsed.steps[i]!
+          // Each step is let go once it runs (the steps are this Turn's own, parsed from its input for it alone): a
+          // long script's run steps no longer live, and are copied by the collector, until the Turn ends.
+          for (let i = 0; i < steps.length; i++) {
+            const step = steps[i]!
+            steps[i] = undefined
             // The common step without the step dispatcher and, while the Run's buffer has room, without an Effect
             // (the relay's hot loop; the fiber still suspends when the buffer is full, at most every 64 deltas).
             if ("delta" in step) {
@@ -259,6 +264,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
           }
           yield* completeMessage
           return
+        }
       }
     })
 

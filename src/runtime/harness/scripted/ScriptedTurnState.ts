@@ -49,11 +49,18 @@ export interface PendingAsk {
 
 export interface TurnState {
   /**
-   * The Turn's content as its pieces in order (joined by `snapshot`): appending a delta's text allocates nothing of
+   * The Turn's latest content as its pieces in order, after `parts`: appending a delta's text allocates nothing of
    * its own, where `+=` built a rope node per delta that lived, and was copied by the collector, until the Turn ended
-   * (issue 18, relay).
+   * (issue 18, relay). Never more than `PiecesPerPart`: a full array is joined into one of `parts` and emptied,
+   * keeping its room.
    */
   readonly content: Array<string>
+  /**
+   * The Turn's earlier content, each `PiecesPerPart` pieces joined as they fill (issue 18, relay: the pieces array
+   * of a 10,000-delta Turn grew, was copied at each growth step and at settlement, and lived with every piece until
+   * the Turn ended; about 26 bytes per delta allocated, the joins the same as at settlement).
+   */
+  readonly parts: Array<string>
   usage: Usage | undefined
   openMessage: { readonly id: string; text: string; readonly phase: string | undefined } | undefined
   cancel: { readonly _tag: "Normal" } | { readonly _tag: "Ignored" } | { readonly _tag: "SettlesOn"; readonly signal: string }
@@ -94,12 +101,21 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
   const observeTools = ctx.config.observe_tool_observations === true
   const emit = ctx.sink.emit
 
-  /** The content so far as one string (kept as the only piece, so a second snapshot does not join again). */
+  /** Joins the pieces into one part and empties them (`pop` keeps the array's room; `length = 0` would not). */
+  const fold = (): void => {
+    const pieces = state.content
+    state.parts.push(pieces.join(""))
+    while (pieces.length > 0) pieces.pop()
+  }
+
+  /** The content so far as one string (kept as the only part, so a second snapshot does not join again). */
   const contentText = (): string => {
-    if (state.content.length === 1) return state.content[0]!
-    const text = state.content.join("")
-    state.content.length = 0
-    state.content.push(text)
+    if (state.parts.length === 0 && state.content.length <= 1) return state.content[0] ?? ""
+    if (state.content.length > 0) fold()
+    if (state.parts.length === 1) return state.parts[0]!
+    const text = state.parts.join("")
+    state.parts.length = 0
+    state.parts.push(text)
     return text
   }
 
@@ -113,18 +129,14 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
 
   /**
    * The settlement's `done` with its content as parts (`Settlement.contentParts`): the pieces joined per
-   * `PiecesPerPart`, each part a short string of its own where one string of a long Turn's text was a fresh
-   * large-object allocation (issue 18, relay: 430 KB per 10,000-delta Turn). Kept as the Turn's pieces.
+   * `PiecesPerPart` (as they filled, `fold`), each part a short string of its own where one string of a long Turn's
+   * text was a fresh large-object allocation (issue 18, relay: 430 KB per 10,000-delta Turn); a Turn of fewer
+   * pieces gives its pieces. Kept as the Turn's parts.
    */
   const settled = (): { readonly done: DonePayload; readonly contentParts: ReadonlyArray<string> } => {
-    const pieces = state.content
-    if (pieces.length > PiecesPerPart) {
-      const parts: Array<string> = []
-      for (let i = 0; i < pieces.length; i += PiecesPerPart) parts.push(pieces.slice(i, i + PiecesPerPart).join(""))
-      pieces.length = 0
-      for (const part of parts) pieces.push(part)
-    }
-    return { done: payload(""), contentParts: pieces.slice() }
+    if (state.parts.length === 0) return { done: payload(""), contentParts: state.content.slice() }
+    if (state.content.length > 0) fold()
+    return { done: payload(""), contentParts: state.parts.slice() }
   }
 
   /** One delta (opening an output message first when messages are observed). The per-delta path: no generator. */
@@ -150,7 +162,7 @@ export const makeOutput = (env: ScriptedEnv, ctx: TurnContext, state: TurnState)
       emitUnsafe(itemId === undefined ? { type: "delta", delta: text } : { type: "delta", delta: text, item_id: itemId }))
   const emitDeltaUnsafe = (text: string): Effect.Effect<void> | undefined => {
     const open = state.openMessage
-    state.content.push(text)
+    if (state.content.push(text) >= PiecesPerPart) fold()
     if (open === undefined) return sinkDelta(text, undefined)
     open.text += text
     return sinkDelta(text, open.id)

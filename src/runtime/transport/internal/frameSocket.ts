@@ -35,7 +35,8 @@ export interface FrameSocket {
    * Queues several text frames in order, in one go, each given as its text or as its UTF-8 bytes (still a text
    * frame), or as a Run's delta kept as its parts (`EncodedDelta`, written from them). `written` fires once, after the last frame's write finished: without an error only when every frame
    * of the batch was written locally. Returns the UTF-8 size of the batch's payloads (what the transport counts as
-   * sent), which the socket measures while it frames them.
+   * sent), which the socket measures while it frames them. `texts` is read before it returns (the caller may
+   * reuse the array afterwards).
    */
   readonly sendAll: (texts: ReadonlyArray<FramePayload>, written: (error?: Error) => void) => number
   /** Starts the closing handshake with a close frame (sent after every queued frame). */
