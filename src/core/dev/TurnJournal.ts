@@ -13,7 +13,7 @@
  * reader's bounded buffer in the writer's own step (LiveBuffer.ts; no hub and no fiber per reader between them,
  * issue 18), and a Turn's readers are dropped once the outcome is published.
  */
-import { Context, Effect, Layer, Option, Result, Schema, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Option, Result, Schema, Stream } from "effect"
 import { fn } from "../TracedFn.js"
 import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
@@ -21,6 +21,7 @@ import * as Outcome from "../Outcome.js"
 import type { LeaseLost } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as LiveBuffer from "./LiveBuffer.js"
+import * as WriterLock from "./WriterLock.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import type { JournalItem } from "./JournalItem.js"
@@ -98,6 +99,15 @@ export const toEntry = (fact: Outcome.TurnFact): { readonly kind: JournalKind; r
     ? { kind: "frame", type: fact.event.type, bodyJson: encodeFrame(fact.event) }
     : { kind: "fact", type: fact._tag, bodyJson: JSON.stringify(encodeFact(fact)) }
 
+/**
+ * A fact's stored row that is also its published entry (`record`, issue 18: one object per fact for both). The
+ * journal row's extra `attempt` is not part of `JournalItem` (readers take the fields they know).
+ */
+const entryOf = (fact: Outcome.TurnFact, seq: number, attempt: number) =>
+  fact._tag === "RunEvent"
+    ? { _tag: "entry" as const, seq, attempt, kind: "frame" as const, type: fact.event.type, bodyJson: encodeFrame(fact.event) }
+    : { _tag: "entry" as const, seq, attempt, kind: "fact" as const, type: fact._tag, bodyJson: JSON.stringify(encodeFact(fact)) }
+
 /** Reads a stored entry back as a fact; `None` for an entry that no longer decodes (kept, but not replayed). */
 export const fromEntry = (entry: StoredEvent): Option.Option<Outcome.TurnFact> => {
   if (entry.kind === "frame") {
@@ -164,7 +174,7 @@ const make = Effect.gen(function* () {
     // in-memory seq: that one may be stale (an attempt on another node wrote since), and two writers sharing it
     // would both store their facts instead of the second one's append failing on the (turn_id, seq) key.
     live.lastSeq = knownLastSeq ?? (yield* store.lastSeq(turnId))
-    const lock = yield* Semaphore.make(1)
+    const lock = WriterLock.make()
     const current = () => live.lastSeq ?? 0
     /** The attempt's begin, until an append carried it (or `begun` wrote it). */
     let pendingBegin = begin
@@ -176,20 +186,20 @@ const make = Effect.gen(function* () {
       // Per fact (issue 18): one store append and, once it committed, the seq, the announcement and the publish
       // in one step (every reader takes the item at once).
       record: (fact, options) =>
-        lock.withPermit(Effect.suspend(() => {
+        lock.run(() => {
           const next = current() + 1
-          const entry = toEntry(fact)
-          const row = { seq: next, attempt, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson }
+          // One object is both the stored row and the published entry (issue 18: no intermediate per fact).
+          const row = entryOf(fact, next, attempt)
           const stored = Effect.map(store.appendEvents(turnId, [row], withBegin(options)), () => {
             pendingBegin = undefined
             live.lastSeq = next
-            publish(live, { _tag: "entry", seq: next, kind: entry.kind, type: entry.type, bodyJson: entry.bodyJson })
+            publish(live, row)
             return next
           })
           return Option.isSome(feed) ? Effect.tap(stored, () => feed.value.appended(turnId)) : stored
-        })),
+        }),
       recordAll: (facts, options) =>
-        lock.withPermit(Effect.gen(function* () {
+        lock.run(() => Effect.gen(function* () {
           const first = current() + 1
           const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
           yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })), withBegin(options))
@@ -212,13 +222,13 @@ const make = Effect.gen(function* () {
           live.readers.clear()
           if (lives.get(turnId) === live) lives.delete(turnId)
         }),
-      begun: lock.withPermit(Effect.suspend(() => {
+      begun: lock.run(() => {
         const pending = pendingBegin
         if (pending === undefined) return Effect.void
         return Effect.map(store.beginAttempt(turnId, pending.deviceId, pending.owner), () => {
           pendingBegin = undefined
         })
-      }))
+      })
     }
     return writer
   })
