@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Option, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as Delivery from "../../../src/core/Delivery.js"
+import { makeDeadlines } from "../../../src/core/DeliveryDeadlines.js"
 import * as Outcome from "../../../src/core/Outcome.js"
 import { Ids, MessageInput, type Messages } from "../../../src/proto/index.js"
 import { allSupported, alwaysRequiredOnly, descriptor } from "../../support/capabilities.js"
@@ -424,10 +425,11 @@ describe("Delivery", () => {
     // The device stays connected without heartbeats for the whole budget.
     const quietDevice = RealLayerWith({ livenessTimeout: Duration.hours(1) })
 
-    it.effect("a preparation that stays preparing ends preparation_interrupted after 10 min, and is released", () =>
+    for (const shared of [false, true]) {
+    it.effect(`a preparation that stays preparing ends preparation_interrupted after 10 min, and is released (${shared ? "shared deadlines" : "own timer"})`, () =>
       Effect.gen(function*() {
         const real = yield* makeReal(kinds)
-        const turn = yield* Delivery.deliverPrepared(real.session, plan)
+        const turn = yield* Delivery.deliverPrepared(real.session, plan, shared ? { deadlines: yield* makeDeadlines } : {})
         assert.strictEqual((yield* real.receive).type, "execution_prepare")
         yield* real.emit(preparing)
         yield* TestClock.adjust("599999 millis")
@@ -442,6 +444,7 @@ describe("Delivery", () => {
         const release = yield* real.receive
         assert.deepStrictEqual([release.type, "id" in release ? release.id : "", release.payload], ["execution_release", REQ, { handle: HANDLE }])
       }).pipe(Effect.provide(quietDevice)))
+    }
 
     it.effect("failed with cleanup unconfirmed waits for the confirmed release: preparation_failed, cleanup_confirmed", () =>
       Effect.gen(function*() {
@@ -467,10 +470,11 @@ describe("Delivery", () => {
         })
       }).pipe(Effect.provide(quietDevice)))
 
-    it.effect("failed with cleanup unconfirmed and no release within 60 s ends cleanup_unconfirmed (nothing released by Core)", () =>
+    for (const shared of [false, true]) {
+    it.effect(`failed with cleanup unconfirmed and no release within 60 s ends cleanup_unconfirmed (nothing released by Core) (${shared ? "shared deadlines" : "own timer"})`, () =>
       Effect.gen(function*() {
         const real = yield* makeReal(kinds)
-        const turn = yield* Delivery.deliverPrepared(real.session, plan)
+        const turn = yield* Delivery.deliverPrepared(real.session, plan, shared ? { deadlines: yield* makeDeadlines } : {})
         assert.strictEqual((yield* real.receive).type, "execution_prepare")
         yield* real.emit(preparing)
         yield* real.emit(failedCleanup("cleanup_unconfirmed"))
@@ -490,6 +494,7 @@ describe("Delivery", () => {
         })
         yield* expectNothingSent(real)
       }).pipe(Effect.provide(quietDevice)))
+    }
   })
 
   describe("final admission check", () => {

@@ -1,42 +1,14 @@
 /**
  * One timer for many preparation budgets (DeliveryDeadlines.ts) on TestClock: budgets fire at their due time in
  * order, a disarmed or out-of-scope one never fires, one due before an armed one is not taken (its caller falls
- * back to a timer fiber), a budget armed there starts no fiber; and a prepared Turn delivered with shared deadlines
- * still ends `preparation_timeout` at exactly 10 min (and at 60 s after a cleanup-unconfirmed failure, the
- * deadline that moves earlier and so falls back).
+ * back to a timer fiber), a budget armed there starts no fiber. A prepared Turn's budgets on shared deadlines (10 min,
+ * and 60 s after a cleanup-unconfirmed failure) are tested with the other budget tests in Delivery.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import * as Delivery from "../../../src/core/Delivery.js"
 import { armDeadline, makeDeadlines } from "../../../src/core/DeliveryDeadlines.js"
 import { Signal } from "../../../src/core/internal/turnWait.js"
-import * as Outcome from "../../../src/core/Outcome.js"
-import { Ids, MessageInput, type Messages } from "../../../src/proto/index.js"
-import { allSupported, descriptor } from "../../support/capabilities.js"
-import { makeReal, RealLayerWith } from "../../support/coreFakeSession.js"
-import { KIND, spec } from "../policy/fixtures.js"
-
-const REQ = Ids.unsafeMake.preparationRequestId("prep-1")
-const RUN = Ids.unsafeMake.runId("run-1")
-const HANDLE = Ids.unsafeMake.admissionHandle("handle-1")
-const EXECUTOR = Ids.unsafeMake.executorId("executor-1")
-const kinds = [descriptor(KIND, allSupported())]
-const plan: Delivery.PreparedPlan = { request_id: REQ, run_id: RUN, spec: spec(), input: MessageInput.text("hello") }
-type Msg<T extends Messages.RuntimeToCoreType> = Messages.MessageOfType<T>
-const status = (payload: Msg<"preparation_status">["payload"]): Msg<"preparation_status"> => ({ type: "preparation_status", id: REQ, payload })
-const preparing = status({ handle: HANDLE, executor_id: EXECUTOR, revision: 1, state: "preparing" })
-const quietDevice = RealLayerWith({ livenessTimeout: Duration.hours(1) })
-
-/** A prepared Turn delivered with shared deadlines whose Runtime answered `preparing`. */
-const preparingOnDeadlines = Effect.gen(function* () {
-  const deadlines = yield* makeDeadlines
-  const real = yield* makeReal(kinds)
-  const turn = yield* Delivery.deliverPrepared(real.session, plan, { deadlines })
-  assert.strictEqual((yield* real.receive).type, "execution_prepare")
-  yield* real.emit(preparing)
-  return { real, turn }
-})
 
 describe("DeliveryDeadlines", () => {
   it.effect("fires each armed budget at its due time, in order; a disarmed one never; an earlier one is not taken", () =>
@@ -90,35 +62,4 @@ describe("DeliveryDeadlines", () => {
       assert.isTrue(alone.fired)
       yield* stop
     }).pipe(Effect.scoped))
-
-  it.effect("a prepared Turn on shared deadlines that stays preparing ends preparation_interrupted after 10 min", () =>
-    Effect.gen(function* () {
-      const { real, turn } = yield* preparingOnDeadlines
-      yield* TestClock.adjust("599999 millis")
-      yield* real.flush
-      assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
-      yield* TestClock.adjust("1 millis")
-      assert.deepStrictEqual(yield* turn.resolution, {
-        _tag: "Settled",
-        outcome: { status: "failed", error_code: "preparation_interrupted", observation: "preparation_timeout" },
-        error: new Outcome.PreparationUnknown({ reason: "preparation_timeout" })
-      })
-      assert.strictEqual((yield* real.receive).type, "execution_release")
-    }).pipe(Effect.provide(quietDevice)))
-
-  it.effect("on shared deadlines, failed with cleanup unconfirmed and no release ends cleanup_unconfirmed at 60 s", () =>
-    Effect.gen(function* () {
-      const { real, turn } = yield* preparingOnDeadlines
-      yield* real.emit(status({ handle: HANDLE, executor_id: EXECUTOR, revision: 2, state: "failed", error_code: "cleanup_unconfirmed" }))
-      yield* TestClock.adjust("59999 millis")
-      yield* real.flush
-      assert.deepStrictEqual((yield* turn.snapshot).resolution, { _tag: "Pending" })
-      yield* TestClock.adjust("1 millis")
-      assert.deepStrictEqual((yield* turn.resolution)._tag, "Settled")
-      assert.deepStrictEqual((yield* turn.snapshot).resolution, {
-        _tag: "Settled",
-        outcome: { status: "failed", error_code: "cleanup_unconfirmed", preparation_error_code: "cleanup_unconfirmed", observation: "preparation_timeout" },
-        error: new Outcome.PreparationCleanupUnconfirmed({ code: "cleanup_unconfirmed", reason: "preparation_timeout" })
-      })
-    }).pipe(Effect.provide(quietDevice)))
 })

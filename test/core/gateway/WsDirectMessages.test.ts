@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { WebSocket } from "@effect/platform-node/NodeWS"
 import { TrackedWebSocket } from "../../../src/core/transport/internal/webSocket.js"
 import { directMessages, unmaskInPlace } from "../../../src/core/transport/internal/wsReceiver.js"
+import { feedChunks } from "../../support/socketChunks.js"
 
 /** One masked client frame (RFC 6455 §5.2). */
 const frame = (opcode: number, payload: Uint8Array, fin = true, mask = [0x37, 0xfa, 0x21, 0x3d]): Buffer => {
@@ -40,15 +41,7 @@ const open = (Ws: typeof WebSocket, maxPayload = 4 * 1024 * 1024) => {
   ws.on("message", listener)
   ws.on("error", (error: Error & { readonly code?: string }) => out.push(`error:${error.code}:${error.message}`))
   /** Feeds `wire` in chunks of the given sizes (cycled), each its own buffer inside a larger allocation. */
-  const feed = (wire: Buffer, chunkSizes: ReadonlyArray<number> = [wire.length]) => {
-    for (let at = 0, k = 0; at < wire.length; k++) {
-      const size = Math.min(chunkSizes[k % chunkSizes.length]!, wire.length - at)
-      const backing = Buffer.alloc(size + 16)
-      wire.copy(backing, 8, at, at + size)
-      socket.emit("data", backing.subarray(8, 8 + size))
-      at += size
-    }
-  }
+  const feed = (wire: Buffer, chunkSizes?: ReadonlyArray<number>) => feedChunks(socket, wire, chunkSizes)
   return { ws, out, listener, feed, parserEvents: () => parserEvents }
 }
 

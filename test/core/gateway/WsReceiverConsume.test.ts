@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { WebSocket } from "@effect/platform-node/NodeWS"
 import { TrackedWebSocket } from "../../../src/core/transport/internal/webSocket.js"
+import { feedChunks } from "../../support/socketChunks.js"
 
 /**
  * The TCP socket under a server-side `ws` socket: a `net.Socket` that never connects; the test emits its `data`
@@ -58,14 +59,7 @@ const read = (Ws: typeof WebSocket, wire: Buffer, chunkSizes: ReadonlyArray<numb
   })
   const out: Array<string> = []
   ws.on("message", (data: Buffer, isBinary: boolean) => out.push(`${isBinary}:${data.toString("hex")}`))
-  // Each chunk is its own buffer inside a larger allocation, as a socket read's is.
-  for (let at = 0, k = 0; at < wire.length; k++) {
-    const size = Math.min(chunkSizes[k % chunkSizes.length]!, wire.length - at)
-    const backing = Buffer.alloc(size + 16)
-    wire.copy(backing, 8, at, at + size)
-    socket.emit("data", backing.subarray(8, 8 + size))
-    at += size
-  }
+  feedChunks(socket, wire, chunkSizes)
   return out
 }
 
