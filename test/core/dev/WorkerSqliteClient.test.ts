@@ -51,11 +51,11 @@ const crashingWorker = () =>
   new NodeThread(
     `const { parentPort } = process.getBuiltinModule("node:worker_threads")
     parentPort.on("message", (m) => {
-      if (m[0] !== 0) return parentPort.close()
-      if (m[1].op === "open") return parentPort.postMessage([1, { id: m[1].id, tx: false, ok: true, value: null }])
+      if (m === 1) return parentPort.close()
+      if (m.op === "open") return parentPort.postMessage({ id: m.id, tx: false, ok: true, value: null })
       process.exit(3)
     })
-    parentPort.postMessage([0])`,
+    parentPort.postMessage(0)`,
     { eval: true }
   )
 

@@ -7,9 +7,10 @@
  * no side file: `sqliteWorkerSource` is this function's own text. The function is therefore self-contained: it
  * uses no import and no module-level binding, only globals (`process.getBuiltinModule`).
  *
- * Framing (the one of `effect/workers`, which the client used before): the worker posts `[0]` once it
- * listens, then `[1, reply]` per request; the main thread posts `[0, request]` per request and `[1]` to close
- * (the worker then closes the database and its port, and exits). Each reply says whether the connection is inside
+ * Framing: the worker posts `0` once it listens, then the reply object per request, in the order of the
+ * requests; the main thread posts the request object per request and `1` (`closeMessage`) to close (the worker
+ * then closes the database and its port, and exits). No array wraps a message (issue 18: each is one object less
+ * to serialize and to rebuild). Each reply says whether the connection is inside
  * a transaction (`tx`), which the main thread's one-permit acquirers read. Errors are sent as their SQLite result
  * code and message only (never the statement or its parameters).
  *
@@ -204,19 +205,19 @@ export function sqliteWorkerMain(): void {
       message: typeof native?.message === "string" ? native.message : "unknown error"
     }
   }
-  port.on("message", (message: readonly [0, WorkerRequest] | readonly [1]) => {
-    if (message[0] === 1) {
+  port.on("message", (message: WorkerRequest | 1) => {
+    if (message === 1) {
       cache.clear()
       if (db !== undefined && db.isOpen) db.close()
       port.close()
       return
     }
-    const request = message[1]
+    const request = message
     try {
       const value = handle(request)
-      port.postMessage([1, { id: request.id, tx: db?.isOpen === true && db.isTransaction, ok: true, value }])
+      port.postMessage({ id: request.id, tx: db?.isOpen === true && db.isTransaction, ok: true, value })
     } catch (cause) {
-      port.postMessage([1, { id: request.id, tx: db?.isOpen === true && db.isTransaction, ok: false, error: failure(cause) }])
+      port.postMessage({ id: request.id, tx: db?.isOpen === true && db.isTransaction, ok: false, error: failure(cause) })
     }
   })
   // The event loop first (issue 18): on Linux each thread has its own nice value, and this one is lowered by
@@ -234,8 +235,11 @@ export function sqliteWorkerMain(): void {
       // the thread keeps the priority it was started with
     }
   }
-  port.postMessage([0])
+  port.postMessage(0)
 }
+
+/** What the main thread posts to close the worker (see the framing above). */
+export const closeMessage = 1
 
 /** The worker's source text, for `new Worker(sqliteWorkerSource(), { eval: true })`. */
 export const sqliteWorkerSource = (): string => `(${sqliteWorkerMain.toString()})()`

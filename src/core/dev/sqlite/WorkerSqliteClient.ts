@@ -19,25 +19,27 @@
  *   fails every waiting and later statement with `SqlError` (`ConnectionError`, "the SQLite worker stopped"):
  *   callers never hang.
  * - Replies (issue 18): the thread's `message` listener resumes the waiting caller directly (its `Effect.callback`),
- *   so a reply costs no fiber and no `Deferred`; the framing is the one `SqliteWorkerProgram.ts` describes.
+ *   so a reply costs no fiber and no `Deferred`; replies come in request order, so the waiting round trips are a
+ *   FIFO list (no Map entry, no request copy); the framing is the one `SqliteWorkerProgram.ts` describes.
  *
  * It never logs statements or parameters, and no error carries them.
  */
-import { Context, Effect, Layer, type Scope, Stream } from "effect"
+import { Context, Effect, type Fiber, Layer, type Scope, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, type SqlConnection, SqlError, type Statement } from "effect/sql"
 import { Worker as NodeThread } from "node:worker_threads"
 import { insertSizes, lastRows, rowsAt, rowStatements, SqlBatch } from "../SqlBatch.js"
 import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
 import {
+  closeMessage,
   sqliteWorkerSource,
   type WorkerParams,
   type WorkerReply,
   type WorkerRequest
 } from "./SqliteWorkerProgram.js"
 
-/** A request without its id (the client numbers them). */
-type Ask = WorkerRequest extends infer R ? R extends WorkerRequest ? Omit<R, "id"> : never : never
+/** A request as built here: `id` is a placeholder the client overwrites when it sends it (no copy per request). */
+type Ask = WorkerRequest extends infer R ? R extends WorkerRequest ? Omit<R, "id"> & { id: number } : never : never
 
 /** The client and its one-message transaction writer, both over the same worker connection. */
 export interface WorkerSqlite {
@@ -50,11 +52,17 @@ const stopped = (detail: string) =>
     reason: new SqlError.ConnectionError({ cause: detail, message: `the SQLite worker stopped: ${detail}`, operation: "execute" })
   })
 
-/** A round trip waiting for its reply: its caller's resumption, and what a failure of it is called. */
+/**
+ * A round trip waiting for its reply: its caller's resumption, and what a failure of it is called. The worker
+ * answers in the order it was asked (one thread, one port), so the waiting round trips are a FIFO list linked
+ * through `next` (no Map entry per request); the reply's id is checked against the head.
+ */
 interface Waiting {
+  readonly id: number
   readonly resume: (effect: Effect.Effect<unknown, SqlError.SqlError>) => void
   readonly message: string
   readonly operation: string
+  next: Waiting | undefined
 }
 
 /** How long a closing worker may take to close the database and exit before it is terminated. */
@@ -73,7 +81,8 @@ export const make = (
   spawn: () => NodeThread = spawnWorker
 ): Effect.Effect<WorkerSqlite, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function* () {
-    const pending = new Map<number, Waiting>()
+    let head: Waiting | undefined
+    let tail: Waiting | undefined
     let nextId = 0
     let inTransaction = false
     let stop: SqlError.SqlError | undefined
@@ -84,16 +93,20 @@ export const make = (
     const settleAll = (error: SqlError.SqlError) => {
       stop ??= error
       const failed = Effect.fail(stop)
-      const waiting = [...pending.values()]
-      pending.clear()
-      for (const w of waiting) w.resume(failed)
+      let waiting = head
+      head = tail = undefined
+      while (waiting !== undefined) {
+        const next = waiting.next
+        waiting.resume(failed)
+        waiting = next
+      }
     }
-    const onMessage = (message: readonly [0] | readonly [1, WorkerReply]) => {
-      if (message[0] !== 1) return // [0]: the worker listens (requests sent before that wait in its port)
-      const reply = message[1]
-      const waiting = pending.get(reply.id)
-      if (waiting === undefined) return
-      pending.delete(reply.id)
+    const onMessage = (reply: WorkerReply | 0) => {
+      if (reply === 0) return // the worker listens (requests sent before that wait in its port)
+      const waiting = head
+      if (waiting === undefined || waiting.id !== reply.id) return
+      head = waiting.next
+      if (head === undefined) tail = undefined
       inTransaction = reply.tx
       waiting.resume(reply.ok ? Effect.succeed(reply.value) : Effect.fail(toSqlError(reply.error, waiting.message, waiting.operation)))
     }
@@ -126,7 +139,7 @@ export const make = (
             resume(Effect.void)
           })
           try {
-            started.postMessage([1])
+            started.postMessage(closeMessage)
           } catch {
             void started.terminate()
           }
@@ -137,25 +150,36 @@ export const make = (
     const ask = (request: Ask, message: string, operation: string) =>
       Effect.uninterruptible(Effect.callback<unknown, SqlError.SqlError>((resume) => {
         if (stop !== undefined) return resume(Effect.fail(stop))
-        const id = nextId++
-        pending.set(id, { resume, message, operation })
+        const waiting: Waiting = { id: nextId++, resume, message, operation, next: undefined }
+        if (tail === undefined) head = waiting
+        else tail.next = waiting
+        tail = waiting
+        request.id = waiting.id
         try {
-          thread.postMessage([0, { ...request, id }])
+          thread.postMessage(request)
         } catch (cause) {
           settleAll(stopped(cause instanceof Error ? cause.message : "Failed to send message to worker"))
         }
       }))
 
     yield* ask({
+      id: 0,
       op: "open",
       filename: options.filename,
       busyTimeoutMs: options.busyTimeoutMs ?? 5000,
       durability: options.durability ?? "full"
     }, "Failed to open the database", "open")
 
-    const params = (values: ReadonlyArray<unknown>) => toParams(values) as WorkerParams
+    /** The values as SQLite takes them; the compiled array itself when none needs converting (no copy). */
+    const params = (values: ReadonlyArray<unknown>): WorkerParams => {
+      for (let i = 0; i < values.length; i++) {
+        const value = values[i]
+        if (value === undefined || typeof value === "boolean") return toParams(values) as WorkerParams
+      }
+      return values as WorkerParams
+    }
     const all = (sql: string, values: ReadonlyArray<unknown>, cached: boolean, arrays: boolean) =>
-      ask({ op: "all", sql, params: params(values), cached, arrays }, "Failed to execute statement", "execute") as Effect.Effect<
+      ask({ id: 0, op: "all", sql, params: params(values), cached, arrays }, "Failed to execute statement", "execute") as Effect.Effect<
         ReadonlyArray<any>,
         SqlError.SqlError
       >
@@ -164,7 +188,7 @@ export const make = (
 
     const connection: SqlConnection.Connection = {
       execute: (sql, values, transformRows) => rows(sql, values, true, transformRows),
-      executeRaw: (sql, values) => ask({ op: "run", sql, params: params(values) }, "Failed to execute statement", "execute"),
+      executeRaw: (sql, values) => ask({ id: 0, op: "run", sql, params: params(values) }, "Failed to execute statement", "execute"),
       executeStream: (sql, values, transformRows) => Stream.fromIterableEffect(rows(sql, values, true, transformRows)),
       executeValues: (sql, values) => all(sql, values, true, true),
       executeValuesUnprepared: (sql, values) => all(sql, values, false, true),
@@ -175,28 +199,32 @@ export const make = (
 
     const compile = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
       statements.map((statement) => {
-        const [sql, values] = statement.compile()
-        return [sql, params(values)] as const
+        const compiled = statement.compile()
+        const values = params(compiled[1])
+        return values === compiled[1] ? compiled as readonly [string, WorkerParams] : [compiled[0], values] as const
       })
     const inCallerTransaction = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
       Effect.forEach(statements, (statement) => statement, { discard: true })
     const toStatements = rowStatements(client)
+    /** Whether the caller is inside its own transaction (read off its fiber: no Option, no extra step). */
+    const callerTransaction = (fiber: Fiber.Fiber<unknown, unknown>) =>
+      Context.getOrUndefined(fiber.context, client.transactionService) !== undefined
     const batch = SqlBatch.of({
       transaction: (statements) =>
-        Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
+        Effect.withFiber((fiber) => {
           // Inside the caller's own transaction: its statements join it (that transaction gives all or none).
-          if (open._tag === "Some") return inCallerTransaction(statements)
+          if (callerTransaction(fiber)) return inCallerTransaction(statements)
           if (statements.length === 0) return Effect.void
           return borrower(() =>
-            Effect.asVoid(ask({ op: "batch", statements: compile(statements) }, "Failed to commit the batch", "commit")))
+            Effect.asVoid(ask({ id: 0, op: "batch", statements: compile(statements) }, "Failed to commit the batch", "commit")))
         }),
       // A Turn's settle (issue 18): the whole transaction and the last statement's rows in one round trip.
       transactionRows: (statements) =>
-        Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
-          if (open._tag === "Some") return lastRows(statements)
+        Effect.withFiber((fiber) => {
+          if (callerTransaction(fiber)) return lastRows(statements)
           if (statements.length === 0) return Effect.succeed([])
           return borrower(() =>
-            ask({ op: "batch", statements: compile(statements), rows: true }, "Failed to commit the batch", "commit") as Effect.Effect<
+            ask({ id: 0, op: "batch", statements: compile(statements), rows: true }, "Failed to commit the batch", "commit") as Effect.Effect<
               ReadonlyArray<Record<string, unknown>>,
               SqlError.SqlError
             >)
@@ -205,9 +233,9 @@ export const make = (
       // built or compiled for them here).
       // With `returning` (a Turn's settle riding the batch), the rows of those statements come back in the reply.
       insertRows: (rows, then, returning) =>
-        Effect.flatMap(Effect.serviceOption(client.transactionService), (open) => {
+        Effect.withFiber((fiber) => {
           const asked = returning !== undefined && returning.length > 0 ? returning : undefined
-          if (open._tag === "Some") {
+          if (callerTransaction(fiber)) {
             const inserts = toStatements(rows)
             return rowsAt([...inserts, ...then], asked ?? [], inserts.length)
           }
@@ -215,6 +243,7 @@ export const make = (
           if (sizes.length + then.length === 0) return Effect.succeed([])
           return borrower(() =>
             Effect.map(ask({
+              id: 0,
               op: "insert",
               prefix: `INSERT INTO ${rows.table} (${rows.columns.join(", ")}) VALUES`,
               width: rows.columns.length,
