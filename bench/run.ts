@@ -67,6 +67,7 @@ const main = async () => {
   for (const suite of selected) {
     const t0 = performance.now()
     log(`suite ${suite.name}: ${suite.describe}`)
+    if (process.env["BENCH_SUITE_DIAG"] === "1") await suiteDiag(suite.name, log)
     const result = await suite.run({ quick, root, self, log })
     // A quick run is a smoke run: its targets are shown, never judged (no pass, no miss).
     figures.push(...(quick ? result.figures.map(unjudged) : result.figures))
@@ -102,6 +103,20 @@ const main = async () => {
   process.stdout.write(`\nwrote ${out}; ${figures.length} figures, ${summaryLine(figures, quick)}\n`)
   // A full run that misses a target fails (exit 1) after writing its results; a quick run judges nothing.
   if (!quick && figures.some((f) => f.meets === false)) process.exitCode = 1
+}
+
+/** BENCH_SUITE_DIAG=1: what an earlier suite left alive when a suite starts (handles, heap, idle CPU over 1 s). */
+const suiteDiag = async (name: string, log: (line: string) => void) => {
+  const kinds: Record<string, number> = {}
+  for (const k of process.getActiveResourcesInfo()) kinds[k] = (kinds[k] ?? 0) + 1
+  const heap = process.memoryUsage()
+  const cpu0 = process.cpuUsage()
+  await new Promise((r) => setTimeout(r, 1000))
+  const cpu = process.cpuUsage(cpu0)
+  log(
+    `diag before ${name}: resources ${JSON.stringify(kinds)}; heapUsed ${(heap.heapUsed / 2 ** 20).toFixed(1)} MiB, ` +
+      `rss ${(heap.rss / 2 ** 20).toFixed(1)} MiB; idle CPU ${((cpu.user + cpu.system) / 1000).toFixed(1)} ms over 1 s`
+  )
 }
 
 /** `--render=<results.json>`: prints a results file as markdown (the README's tables), without measuring. */
