@@ -49,7 +49,8 @@ describe("DeliveryDeadlines", () => {
       const shared = new Signal()
       const scope = yield* Scope.make()
       const before = yield* probe
-      yield* armDeadline(deadlines, 10_000, shared).pipe(Scope.provide(scope))
+      // Its stop effect is not used: closing the scope is what must disarm it.
+      yield* Effect.asVoid(armDeadline(deadlines, 10_000, shared).pipe(Scope.provide(scope)))
       assert.strictEqual((yield* probe) - before, 1)
       yield* Scope.close(scope, Exit.void)
       yield* TestClock.adjust("1 minute")
