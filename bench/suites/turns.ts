@@ -13,6 +13,9 @@
  *   left in Core's store (per Turn: the Turn row, its journal rows, two updates) in WAL + `synchronous=FULL`,
  *   in as many transactions as Core committed (the journal's group commits, measured, plus the Turn's three
  *   own writes: create, begin attempt, complete), and one raw `ws` round trip per Turn with the same child.
+ * - warm-up: full unmeasured rounds (figure, baseline, control) until Core's CPU per Turn is within 10 % of the
+ *   previous round's (at least 3, at most 8; bench/support/warmUp.ts), logged and named in the figures' notes: the
+ *   figures are the steady state of a Core that has run a while, not its first seconds of JIT compilation.
  * - negative control: the same path with one Session (Turns strictly one after another, nothing to batch), judged
  *   by the same targets; it must miss.
  * - growth: one Session whose store holds L earlier (seeded) finished Turns, L = 1k / 5k / 10k, then K real Turns;
@@ -20,220 +23,38 @@
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { randomBytes } from "node:crypto"
 import { figure, type Figure, formatNumber, lastVsMiddle } from "../lib/figures.js"
 import { percentile } from "../lib/stats.js"
 import type { Suite, SuiteContext, SuiteResult } from "../lib/suite.js"
 import { makeDevices } from "../support/core.js"
 import { type OperatorClient, operatorClient } from "../support/operatorClient.js"
-import { benchTempDir, type Child, op, spawnChild } from "../support/processes.js"
+import { benchTempDir, op, spawnChild } from "../support/processes.js"
 import { startRawServer } from "../support/rawServer.js"
-
-const oneDelta = { input: [{ content: [{ type: "input_text", text: JSON.stringify({ script: [{ delta: "The parser accepts trailing commas only in " }] }) }] }] }
-
-interface Round {
-  readonly turns: number
-  readonly wallMs: number
-  readonly coreCpuUs: number
-  readonly coreSysUs: number
-  /** Core's main thread (the event loop) and its system part; the SQLite store's worker thread (the rest of the
-   * process is V8's and libuv's helper threads: concurrent GC, the thread pool). */
-  readonly coreMainUs: number
-  readonly coreMainSysUs: number
-  readonly coreWorkerUs: number
-  readonly daemonCpuUs: number
-  readonly daemonSysUs: number
-  /** Core's store over the round: journal rows and group commits. */
-  readonly events: number
-  readonly journalCommits: number
-  readonly postMs: ReadonlyArray<number>
-}
-
-interface Stats {
-  readonly turns: number
-  readonly events: number
-  readonly journalCommits: number
-}
+import {
+  cpuOf,
+  createSession,
+  describeRound,
+  type FullRound,
+  oneTurn,
+  rawRound,
+  type RawRound,
+  rate,
+  type Round,
+  turnsRound,
+  waitOnline
+} from "../support/turnsRounds.js"
+import { warmedUp, warmUpNote } from "../support/warmUp.js"
 
 const median = (xs: ReadonlyArray<number>): number => percentile(xs, 50)
-
-interface CpuSplit {
-  readonly total: number
-  readonly system: number
-  /** The host only (NaN for the peer): its main thread, that thread's system part, the store's worker thread. */
-  readonly main: number
-  readonly mainSystem: number
-  readonly worker: number
-}
-
-/** A child's CPU time so far (user + system) and its system part, µs; for the host, also per thread. */
-const cpuSplitOf = async (child: Child, kind: "host" | "peer"): Promise<CpuSplit> => {
-  child.send(kind === "host" ? { op: "measure", collect: false } : { op: "cpu" })
-  const reply = (kind === "host" ? await child.next(op("measured")) : await child.next(op("cpu"))) as unknown as {
-    readonly cpuMicros?: number
-    readonly micros?: number
-    readonly systemMicros: number
-    readonly mainThreadMicros?: number
-    readonly mainThreadSystemMicros?: number
-    readonly workerMicros?: number
-  }
-  return {
-    total: reply.cpuMicros ?? reply.micros ?? Number.NaN,
-    system: reply.systemMicros,
-    main: reply.mainThreadMicros ?? Number.NaN,
-    mainSystem: reply.mainThreadSystemMicros ?? Number.NaN,
-    worker: reply.workerMicros ?? Number.NaN
-  }
-}
-const cpuOf = async (child: Child, kind: "host" | "peer"): Promise<number> => (await cpuSplitOf(child, kind)).total
-
-const statsOf = async (host: Child): Promise<Stats> => {
-  host.send({ op: "stats" })
-  return (await host.next(op("stats"))) as unknown as Stats
-}
-
-/**
- * What a Turn of a diagnostic round does besides the figure's POST and follow (BENCH_TURNS_DIAG, docs/performance.md
- * "tpath"): a second live follower of its event stream, a POST refused 400 by its schema (an operator request
- * with a body that reaches no store and no Turn), or a second follow after the outcome (a replay).
- */
-type Extra = "none" | "follower" | "invalid-post" | "replay"
-
-/** POSTs one Turn and follows it to its outcome (plus `extra`); returns the POST's response time (ms). */
-const oneTurn = async (client: OperatorClient, sessionId: string, extra: Extra = "none"): Promise<number> => {
-  const posted = await client.call("POST", `/sessions/${sessionId}/turns`, oneDelta)
-  if (posted.status !== 202) throw new Error(`POST /turns answered ${posted.status}: ${JSON.stringify(posted.body).slice(0, 200)}`)
-  const turnId = (posted.body as { turn_id: string }).turn_id
-  const [status] = await Promise.all(extra === "follower" ? [client.follow(turnId), client.follow(turnId)] : [client.follow(turnId)])
-  if (status !== "completed") throw new Error(`a Turn ended ${status}`)
-  if (extra === "invalid-post") {
-    const refused = await client.call("POST", `/sessions/${sessionId}/turns`, {})
-    if (refused.status !== 400) throw new Error(`an invalid POST /turns answered ${refused.status}`)
-  }
-  if (extra === "replay" && (await client.follow(turnId)) !== "completed") throw new Error("a replayed Turn did not end completed")
-  return posted.ms
-}
-
-const createSession = async (client: OperatorClient): Promise<string> => {
-  const created = await client.call("POST", "/sessions", { agent_kind: "scripted" })
-  if (created.status !== 201) throw new Error(`POST /sessions answered ${created.status}`)
-  return (created.body as { session_id: string }).session_id
-}
-
-/** `sessions.length` Sessions each run `perSession` Turns in sequence, all Sessions concurrently. */
-const turnsRound = async (
-  host: Child,
-  peer: Child,
-  client: OperatorClient,
-  sessions: ReadonlyArray<string>,
-  perSession: number,
-  extra: Extra = "none"
-): Promise<Round> => {
-  const s0 = await statsOf(host)
-  const core0 = await cpuSplitOf(host, "host")
-  const daemon0 = await cpuSplitOf(peer, "peer")
-  const postMs: Array<number> = []
-  const t0 = performance.now()
-  await Promise.all(sessions.map(async (sessionId) => {
-    for (let i = 0; i < perSession; i++) postMs.push(await oneTurn(client, sessionId, extra))
-  }))
-  const wallMs = performance.now() - t0
-  const core1 = await cpuSplitOf(host, "host")
-  const daemon1 = await cpuSplitOf(peer, "peer")
-  const s1 = await statsOf(host)
-  return {
-    turns: sessions.length * perSession,
-    wallMs,
-    coreCpuUs: core1.total - core0.total,
-    coreSysUs: core1.system - core0.system,
-    coreMainUs: core1.main - core0.main,
-    coreMainSysUs: core1.mainSystem - core0.mainSystem,
-    coreWorkerUs: core1.worker - core0.worker,
-    daemonCpuUs: daemon1.total - daemon0.total,
-    daemonSysUs: daemon1.system - daemon0.system,
-    events: s1.events - s0.events,
-    journalCommits: s1.journalCommits - s0.journalCommits,
-    postMs
-  }
-}
-
-interface RawRound {
-  readonly turns: number
-  readonly wallMs: number
-  readonly selfCpuUs: number
-  readonly peerCpuUs: number
-}
-
-/**
- * The baseline: the same rows in the same number of fsynced commits with raw node:sqlite (WAL,
- * synchronous=FULL), and one raw ws round trip per Turn.
- */
-const rawRound = async (file: string, peer: Child, echo: () => Promise<number>, like: Round): Promise<RawRound> => {
-  const db = new DatabaseSync(file)
-  try {
-    db.exec("PRAGMA journal_mode = WAL")
-    db.exec("PRAGMA synchronous = FULL")
-    db.exec(`CREATE TABLE IF NOT EXISTS turns (turn_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL,
-      attempt INTEGER NOT NULL, input_json TEXT NOT NULL, created_at_ms BIGINT NOT NULL, completed_at_ms BIGINT)`)
-    db.exec(`CREATE TABLE IF NOT EXISTS turn_events (turn_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
-      body_json TEXT NOT NULL, received_at_ms BIGINT NOT NULL, PRIMARY KEY (turn_id, seq))`)
-    const perTurn = Math.max(1, Math.round(like.events / like.turns))
-    const commits = Math.max(1, like.journalCommits + 3 * like.turns)
-    const tag = randomBytes(6).toString("hex")
-    const input = JSON.stringify(oneDelta.input)
-    const body = JSON.stringify({ type: "delta", id: "run-0123456789abcdef", payload: { delta: "The parser accepts trailing commas only in ", sequence: 1 } })
-    // Every row write of the round, in order: per Turn, create, its journal rows, begin attempt, complete.
-    type Write = () => void
-    const insertTurn = db.prepare("INSERT INTO turns VALUES (?, 's', 'queued', 0, ?, ?, NULL)")
-    const updateTurn = db.prepare("UPDATE turns SET status = ?, attempt = 1, completed_at_ms = ? WHERE turn_id = ?")
-    const insertEvent = db.prepare("INSERT INTO turn_events VALUES (?, ?, 'frame', ?, ?)")
-    const writes: Array<Write> = []
-    for (let t = 0; t < like.turns; t++) {
-      const id = `${tag}-${t}`
-      writes.push(() => insertTurn.run(id, input, Date.now()))
-      writes.push(() => updateTurn.run("running", null, id))
-      for (let e = 1; e <= perTurn; e++) writes.push(() => insertEvent.run(id, e, body, Date.now()))
-      writes.push(() => updateTurn.run("completed", Date.now(), id))
-    }
-    const peer0 = await cpuOf(peer, "peer")
-    const c0 = process.cpuUsage()
-    const t0 = performance.now()
-    for (let c = 0; c < commits; c++) {
-      const from = Math.floor((c * writes.length) / commits)
-      const to = Math.floor(((c + 1) * writes.length) / commits)
-      db.exec("BEGIN IMMEDIATE")
-      for (let w = from; w < to; w++) writes[w]!()
-      db.exec("COMMIT")
-    }
-    for (let t = 0; t < like.turns; t++) await echo()
-    const wallMs = performance.now() - t0
-    const c1 = process.cpuUsage(c0)
-    const peer1 = await cpuOf(peer, "peer")
-    return { turns: like.turns, wallMs, selfCpuUs: c1.user + c1.system, peerCpuUs: peer1 - peer0 }
-  } finally {
-    db.close()
-  }
-}
-
-const waitOnline = async (client: OperatorClient, deviceId: string, timeoutMs: number) => {
-  const until = Date.now() + timeoutMs
-  while (Date.now() < until) {
-    const got = await client.call("GET", `/devices/${deviceId}`)
-    const view = got.body as { online?: boolean; declaration?: unknown } | undefined
-    if (got.status === 200 && view?.online === true && view.declaration !== null) return
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`device ${deviceId} did not come online within ${timeoutMs} ms`)
-}
 
 export const turnsSuite: Suite = {
   name: "turns",
   describe: "one-delta Turns through the operator API (dev Core + real daemon child) vs raw durable writes + raw ws; POST /turns at 1k/5k/10k Turns",
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
-      ? { rounds: 2, concurrency: 8, perSession: 5, controlTurns: 5, levels: [100, 500, 1000], perLevel: 10 }
-      : { rounds: 7, concurrency: 16, perSession: 10, controlTurns: 20, levels: [1000, 5000, 10_000], perLevel: 30 }
+      ? { warmUp: { min: 1, max: 1, tolerance: 0.1 }, rounds: 2, concurrency: 8, perSession: 5, controlTurns: 5, levels: [100, 500, 1000], perLevel: 10 }
+      : { warmUp: { min: 3, max: 8, tolerance: 0.1 }, rounds: 7, concurrency: 16, perSession: 10, controlTurns: 20, levels: [1000, 5000, 10_000], perLevel: 30 }
     const [device] = makeDevices("turns", 1)
     const token = `bench-${randomBytes(18).toString("base64url")}`
     const host = spawnChild(ctx.self, "gateway-host")
@@ -254,16 +75,33 @@ export const turnsSuite: Suite = {
         maxActive: p.concurrency + 2,
         maxIdleExecutors: p.concurrency + 2
       })
-      client = operatorClient(baseUrl, token)
+      const operator = operatorClient(baseUrl, token)
+      client = operator
       await waitOnline(client, device!.deviceId, 60_000)
       const sessions: Array<string> = []
       for (let i = 0; i < p.concurrency; i++) sessions.push(await createSession(client))
       const serial = [await createSession(client)]
+      /** One full round: the figure's Sessions, the raw baseline with the same rows and commits, the control. */
+      const fullRound = async (rawFile: string): Promise<FullRound> => {
+        const f = await turnsRound(host, peer, operator, sessions, p.perSession)
+        const b = await rawRound(join(dir, rawFile), peer, raw.echo, f)
+        const c = await turnsRound(host, peer, operator, serial, p.controlTurns)
+        return { f, b, c }
+      }
 
-      ctx.log(`turns: warm-up`)
-      await turnsRound(host, peer, client, sessions, 2)
-      await turnsRound(host, peer, client, serial, 2)
-      await rawRound(join(dir, "warm.db"), peer, raw.echo, { turns: 20, wallMs: 0, coreCpuUs: 0, coreSysUs: 0, coreMainUs: 0, coreMainSysUs: 0, coreWorkerUs: 0, daemonCpuUs: 0, daemonSysUs: 0, events: 200, journalCommits: 20, postMs: [] })
+      // Warm-up (docs/performance.md "twarm"): full unmeasured rounds, the same work as a measured one for every process
+      // and contender, until Core's CPU per Turn settles (bench/support/warmUp.ts); each is logged and the figures' notes
+      // name them. A fresh Core costs about twice its steady state for its first two or three rounds (JIT tiers).
+      const warm: Array<FullRound> = []
+      const coreSeries = () => warm.map(({ f }) => f.coreCpuUs / f.turns)
+      while (!warmedUp(p.warmUp, coreSeries())) {
+        warm.push(await fullRound(`warm-${warm.length}.db`))
+        ctx.log(describeRound(`turns warm-up round ${warm.length}`, warm[warm.length - 1]!))
+      }
+      const warmNote = `${warmUpNote(p.warmUp, coreSeries(), "µs Core CPU per Turn")} (raw baseline ` +
+        `${warm.map(({ b }) => formatNumber(b.selfCpuUs / b.turns)).join(" → ")} µs, daemon ` +
+        `${warm.map(({ f }) => formatNumber(f.daemonCpuUs / f.turns)).join(" → ")} µs)`
+      ctx.log(`turns: ${warmNote}`)
 
       // BENCH_TURNS_HEAP=<n,n,…> (with BENCH_CHILD_EXEC_ARGV=--expose-gc): instead of the figures, one Session runs
       // Turns one after another and Core's heap after a full GC is logged at each count (docs/performance.md
@@ -317,9 +155,7 @@ export const turnsSuite: Suite = {
       const rawRounds: Array<RawRound> = []
       const controlRounds: Array<Round> = []
       for (let r = 0; r < p.rounds; r++) {
-        const f = await turnsRound(host, peer, client, sessions, p.perSession)
-        const b = await rawRound(join(dir, `raw-${r}.db`), peer, raw.echo, f)
-        const c = await turnsRound(host, peer, client, serial, p.controlTurns)
+        const { f, b, c } = await fullRound(`raw-${r}.db`)
         figureRounds.push(f)
         rawRounds.push(b)
         controlRounds.push(c)
@@ -335,15 +171,7 @@ export const turnsSuite: Suite = {
           }
           ctx.log(`turns diag round ${r + 1}/${p.rounds}: Core CPU per Turn ${formatNumber(f.coreCpuUs / f.turns)} µs; ${costs.join(", ")}`)
         }
-        ctx.log(
-          `turns round ${r + 1}/${p.rounds}: ${formatNumber(rate(f))} Turns/s, Core ${formatNumber(f.coreCpuUs / f.turns)} µs ` +
-            `(${formatNumber(f.coreSysUs / f.turns)} system; main thread ${formatNumber(f.coreMainUs / f.turns)} of it ` +
-            `${formatNumber(f.coreMainSysUs / f.turns)} system, store worker ${formatNumber(f.coreWorkerUs / f.turns)}, other threads ` +
-            `${formatNumber((f.coreCpuUs - f.coreMainUs - f.coreWorkerUs) / f.turns)}), daemon ${formatNumber(f.daemonCpuUs / f.turns)} µs ` +
-            `(${formatNumber(f.daemonSysUs / f.turns)} system) CPU per Turn, ${formatNumber(f.events / f.turns)} journal rows ` +
-            `and ${formatNumber(f.journalCommits / f.turns)} journal commits per Turn; raw ${formatNumber(rate(b))}/s; ` +
-            `one Session ${formatNumber(rate(c))}/s`
-        )
+        ctx.log(describeRound(`turns round ${r + 1}/${p.rounds}`, { f, b, c }))
       }
 
       if (profileTo) {
@@ -384,7 +212,8 @@ export const turnsSuite: Suite = {
           baseline: { name: "raw node:sqlite same rows + commits, raw ws round trip", samples: rawRounds.map((b) => perCore(b.selfCpuUs / b.turns)) },
           target: { on: "value", op: ">=", value: 800 },
           control: { name: "one Session (Turns in sequence)", samples: controlRounds.map((c) => perCore(c.coreCpuUs / c.turns)) },
-          note: "Turns per CPU-second of the Core process (1e6 / Core CPU µs per Turn); the POST, dispatch, journal, SSE follow to the outcome"
+          note: "Turns per CPU-second of the Core process (1e6 / Core CPU µs per Turn); the POST, dispatch, journal, SSE follow to the outcome; " +
+            `steady state, after ${warmNote}`
         }),
         figure({
           suite: "turns",
@@ -406,7 +235,7 @@ export const turnsSuite: Suite = {
             `${formatNumber(median(figureRounds.map((f) => f.coreMainUs / f.turns)))} µs (system ` +
             `${formatNumber(median(figureRounds.map((f) => f.coreMainSysUs / f.turns)))}), store worker thread ` +
             `${formatNumber(median(figureRounds.map((f) => f.coreWorkerUs / f.turns)))} µs; journal rows per Turn ${formatNumber(median(figureRounds.map((f) => f.events / f.turns)))}, journal commits per Turn ` +
-            `${formatNumber(median(figureRounds.map((f) => f.journalCommits / f.turns)))}`
+            `${formatNumber(median(figureRounds.map((f) => f.journalCommits / f.turns)))}; measured after ${warmNote}`
         }),
         figure({
           suite: "turns",
@@ -414,7 +243,7 @@ export const turnsSuite: Suite = {
           unit: "µs",
           samples: figureRounds.map((f) => f.daemonCpuUs / f.turns),
           baseline: { name: "raw ws echo peer", samples: rawRounds.map((b) => b.peerCpuUs / b.turns) },
-          note: `system (kernel) part ${formatNumber(median(figureRounds.map((f) => f.daemonSysUs / f.turns)))} µs`
+          note: `system (kernel) part ${formatNumber(median(figureRounds.map((f) => f.daemonSysUs / f.turns)))} µs; measured after the warm-up (see Core)`
         }),
         figure({
           suite: "turns",
@@ -441,7 +270,7 @@ export const turnsSuite: Suite = {
         })])
       ]
       const notes = [
-        `turns: ${p.rounds} interleaved rounds of ${p.concurrency} Sessions × ${p.perSession} one-delta scripted Turns (POST, then ` +
+        `turns: ${warmNote}, then ${p.rounds} interleaved rounds of ${p.concurrency} Sessions × ${p.perSession} one-delta scripted Turns (POST, then ` +
           `follow the SSE stream to the outcome), the raw baseline, and the control (one Session, ${p.controlTurns} Turns); ` +
           `dev Core in a child (embedded SQLite, synchronous=FULL), the real daemon in another (max active ${p.concurrency + 2}); ` +
           `growth: one Session with ${p.levels.join(" / ")} earlier Turns (seeded finished rows), ${p.perLevel} real Turns per level`,
@@ -459,4 +288,3 @@ export const turnsSuite: Suite = {
   }
 }
 
-const rate = (r: { readonly turns: number; readonly wallMs: number }) => r.turns / (r.wallMs / 1000)
