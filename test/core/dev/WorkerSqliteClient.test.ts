@@ -240,6 +240,19 @@ describe("WorkerSqliteClient", () => {
 
   // Issue 18: the worker thread runs 5 nice levels below the thread that started it (Linux only), so a request
   // that wakes it does not take the event loop's CPU for the statement while both want the same CPU.
+  // Issue 18: a transaction's statement journal past 64 KiB spilled to a new temporary file (create, unlink,
+  // writes) on the worker thread; both clients keep temporary storage in memory.
+  it.effect("keeps temporary storage (statement journals, sorts) in memory on both clients", () =>
+    Effect.gen(function* () {
+      const dir = mkdtempSync(join(tmpdir(), "agentwire-temp-store-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      const { client: onWorker } = yield* worker(join(dir, "worker.db"))
+      const inThreadFile = yield* NodeSqliteClient.make({ filename: join(dir, "thread.db") }).pipe(Effect.provide(Reactivity.layer))
+      for (const sql of [onWorker, inThreadFile]) {
+        assert.deepStrictEqual(yield* sql`PRAGMA temp_store`, [{ temp_store: 2 }])
+      }
+    }).pipe(Effect.scoped))
+
   it.effect.skipIf(process.platform !== "linux" || getPriority() > 14)("runs its thread at a lower priority than the event loop (Linux)", () =>
     Effect.gen(function* () {
       const lowered = getPriority() + 5

@@ -125,6 +125,8 @@ const openDatabase = (options: NodeSqliteOptions) =>
           if (options.filename !== ":memory:") db.exec("PRAGMA journal_mode = WAL")
           db.exec(options.durability === "normal" ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")
           db.exec("PRAGMA foreign_keys = ON")
+          // Statement journals and sorts in memory, as the worker's (`SqliteWorkerProgram.ts`): no temporary files.
+          db.exec("PRAGMA temp_store = MEMORY")
         } catch (cause) {
           db.close()
           throw cause

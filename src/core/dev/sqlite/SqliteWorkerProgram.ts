@@ -139,6 +139,10 @@ export function sqliteWorkerMain(): void {
           if (request.filename !== ":memory:") opened.exec("PRAGMA journal_mode = WAL")
           opened.exec(request.durability === "normal" ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = FULL")
           opened.exec("PRAGMA foreign_keys = ON")
+          // Statement journals and sorts in memory (issue 18): a write statement inside a transaction past 64 KiB of
+          // statement journal otherwise spills it to a new temporary file (create, unlink, writes; ≈ 8 syscalls
+          // per Turn on this thread). Only transient data: what a commit makes durable is unchanged.
+          opened.exec("PRAGMA temp_store = MEMORY")
         } catch (cause) {
           opened.close()
           throw cause

@@ -13,10 +13,10 @@
  *   events, and each socket read's frames inside a `SocketReads` bracket (what the read side batched per read runs
  *   at its end).
  * - Writing: a bounded queue (64 envelopes by default) flushed into `ws.send` at the end of the current
- *   microtask, or at once when a chunk frame (given as its bytes) is queued; `offer` never waits: a full queue
- *   answers "full" at once. A failed write closes the
- *   connection with 1011 and ends the transport. `ws.send` hands a frame over synchronously, so, as with
- *   `effect/socket`'s writer before, the write deadline only bounds that local hand-over.
+ *   microtask, or at once when a chunk frame (given as its bytes) is queued, a batch of several frames inside one
+ *   cork of the TCP socket (one `writev`); `offer` never waits: a full queue answers "full" at once. A failed
+ *   write closes the connection with 1011 and ends the transport. `ws.send` hands a frame over synchronously,
+ *   so, as with `effect/socket`'s writer before, the write deadline only bounds that local hand-over.
  *
  * The route finds the `ws` socket of its request through `WebSocketServerOptions.WebSocket`
  * (`TrackedWebSocket` records each upgraded socket by its TCP socket), after `effect/socket` completed the
@@ -27,6 +27,7 @@ import { Effect } from "effect"
 // leaves package imports to its host, which has `@effect/platform-node` and, through it, `ws`.
 import { WebSocket } from "@effect/platform-node/NodeWS"
 import type { RawData } from "@effect/platform-node/NodeWS"
+import type { Socket } from "node:net"
 import { EncodedFrame, Limits } from "../../../proto/index.js"
 import { type DeviceTransport, type InboundHandlers, type OfferResult, TransportEnded } from "../DeviceTransport.js"
 import { directMessages, type ReceiverBuffers, useOffsetConsume } from "./wsReceiver.js"
@@ -184,6 +185,10 @@ class WsTransport implements DeviceTransport {
     const batch = this.queue
     if (this.endedWith !== undefined || batch.length === 0) return
     this.queue = []
+    // Several frames: the TCP socket (`ws` keeps it as `_socket`) is corked around them, so the batch leaves in one
+    // `writev` (issue 18: `ws` corks each frame's header and payload alone, i.e. one syscall per frame otherwise).
+    const socket = batch.length > 1 ? (this.ws as unknown as { readonly _socket?: Socket | null })._socket : undefined
+    socket?.cork()
     try {
       for (let i = 0; i < batch.length - 1; i++) this.ws.send(payloadOf(batch[i]!), textFrame)
       // One callback per batch: a failed socket write ends the connection.
@@ -193,6 +198,8 @@ class WsTransport implements DeviceTransport {
     } catch {
       // Not from inside `offer` (a caller's send): the connection's end is reported after the caller's turn.
       queueMicrotask(() => this.writeFailed())
+    } finally {
+      socket?.uncork()
     }
   }
 
