@@ -7,7 +7,7 @@
  * goes on in that step). The timer lives in the scope that made it (the runners'); a budget armed after that closed
  * falls back.
  */
-import { Clock, Duration, Effect, Fiber, type Scope } from "effect"
+import { Clock, Duration, Effect, Fiber, Scope } from "effect"
 import * as DueOrder from "./DueOrder.js"
 import type { Signal } from "./internal/turnWait.js"
 
@@ -33,7 +33,8 @@ export const makeDeadlines: Effect.Effect<Deadlines, never, Scope.Scope> = Effec
 export const armDeadline = (deadlines: Deadlines | undefined, at: number, signal: Signal): Effect.Effect<Effect.Effect<void>, never, Scope.Scope> =>
   Effect.suspend(() => {
     const disarm = deadlines?.arm(at, signal)
-    if (disarm !== undefined) return Effect.as(Effect.addFinalizer(() => Effect.sync(disarm)), Effect.sync(disarm))
+    // The disarm on the scope itself: no copy of the fiber's context to run it (issue 18, "tmain").
+    if (disarm !== undefined) return Effect.flatMap(Effect.scope, (scope) => Effect.as(Scope.addFinalizer(scope, Effect.sync(disarm)), Effect.sync(disarm)))
     return Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.map(
         Effect.forkScoped(Effect.andThen(Effect.sleep(Duration.millis(Math.max(0, at - now))), Effect.sync(() => signal.fire()))),

@@ -46,6 +46,11 @@ export interface Driver {
   readonly runId: Ids.RunId
   readonly record: (fact: Outcome.TurnFact) => Effect.Effect<void>
   /**
+   * `record` as a plain call, for a step already running (a generator's body): applied and queued at once, with no
+   * Effect of its own per fact (issue 18, "tmain": the driver records about nine facts per one-delta Turn).
+   */
+  readonly append: (fact: Outcome.TurnFact) => void
+  /**
    * Records `Dispatching{type}`; succeeds with true once the send may follow (at once, or with
    * `durableDispatch` when the consumer confirmed it journaled), false when it was refused (the
    * `NotDispatched` fact is already recorded).
@@ -116,7 +121,11 @@ export const notDispatched = (
 const dispatch = (d: Driver, type: Outcome.DispatchType, send: Effect.Effect<void, NotSent>) =>
   Effect.matchEffect(send, {
     onFailure: (e) => Effect.as(d.record(notDispatched(type, e)), false),
-    onSuccess: () => Effect.as(d.record({ _tag: "Dispatched", type }), true)
+    onSuccess: () =>
+      Effect.sync(() => {
+        d.append({ _tag: "Dispatched", type })
+        return true
+      })
   })
 
 /** A request that carries or may start the Run: `Dispatching` first (durable when asked), then the send. */
@@ -139,7 +148,7 @@ const recordPreparation = (d: Driver, prepQueue: Subscription<Preparation.Prepar
         }
         return undefined
       }
-      yield* d.record({ _tag: "PreparationStatus", status: exit.value })
+      d.append({ _tag: "PreparationStatus", status: exit.value })
       yield* CoreMetrics.preparationStatus(exit.value)
     }
   })
@@ -183,7 +192,7 @@ const consumeRun = (
             break
           }
         }
-        yield* d.record({ _tag: "RunEvent", event: exit.value })
+        d.append({ _tag: "RunEvent", event: exit.value })
         if (exit.value.type === "done") break
         continue
       }
@@ -301,7 +310,7 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
         return undefined
       }
       const status = exit.value
-      yield* d.record({ _tag: "PreparationStatus", status })
+      d.append({ _tag: "PreparationStatus", status })
       yield* CoreMetrics.preparationStatus(status)
       if (Projection.isResolved(d.state())) return undefined
       if (status.state !== "rejected" && status.handle !== undefined) handle = status.handle

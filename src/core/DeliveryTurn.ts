@@ -4,7 +4,7 @@
  * `endObservation`). The driver (`DeliveryDriver.ts`) runs in the Turn's scope; the operations' waiters live
  * there too, so interrupting a caller only stops it observing.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Option, Result, type Scope, type Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option, Result, Scope, type Stream } from "effect"
 import type { Ids, MessageInput } from "../proto/index.js"
 import * as Cancellation from "./Cancellation.js"
 import * as CoreMetrics from "./CoreMetrics.js"
@@ -147,6 +147,9 @@ export const makeTurn = (
       session,
       runId,
       record,
+      append: (fact) => {
+        journal.append(fact)
+      },
       boundary: journal.boundary,
       backlogFull: journal.backlogFull,
       awaitRoom: journal.awaitRoom(Duration.fromInputUnsafe(options.factStallBudget ?? DefaultFactStallBudget)),
@@ -168,8 +171,10 @@ export const makeTurn = (
       Deferred.doneUnsafe(d.turnEnded, Exit.void)
       Deferred.doneUnsafe(finished, Exit.succeed(state().resolution))
     })
-    // Closing the Turn's scope stops observation (it settles nothing) and ends the fact stream.
-    yield* Effect.addFinalizer(() => finish)
+    // Closing the Turn's scope stops observation (it settles nothing) and ends the fact stream. Registered on the
+    // scope itself: `Effect.addFinalizer` would run it under the registering fiber's context, a copy of the whole
+    // context map per Turn (issue 18, "tmain"); `finish` reads no service.
+    yield* Scope.addFinalizer(scope, finish)
 
     const admitted = Result.isSuccess(admission) ? Option.some(admission.success) : Option.none<Admitted>()
     let steering: Steering.Steering | undefined

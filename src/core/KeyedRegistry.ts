@@ -14,7 +14,7 @@
  *
  * Everything runs on the read loop: each operation is a map lookup and a non-blocking offer.
  */
-import { type Duration, Effect, type Scope } from "effect"
+import { type Duration, Effect, Scope } from "effect"
 import { type ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriber.js"
 
@@ -78,15 +78,16 @@ class Registry<A, S> implements KeyedRegistry<A, S> {
         const entry: Entry<A, S> = { subscriber, state }
         const entries = this.entries ??= new Map()
         entries.set(key, entry)
-        return Effect.as(
-          Effect.addFinalizer(() =>
-            Effect.sync(() => {
+        // On the caller's scope itself (`Scope.addFinalizer`): `Effect.addFinalizer` would run it under the
+        // registering fiber's context, a copy of the whole context map per subscription (issue 18, "tmain").
+        return Effect.flatMap(Effect.scope, (scope) =>
+          Effect.as(
+            Scope.addFinalizer(scope, Effect.sync(() => {
               if (entries.get(key) === entry) entries.delete(key)
               subscriber.shutdown()
-            })
-          ),
-          subscriber
-        )
+            })),
+            subscriber
+          ))
       })
     })
   }

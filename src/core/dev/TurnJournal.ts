@@ -13,7 +13,7 @@
  * reader's bounded buffer in the writer's own step (LiveBuffer.ts; no hub and no fiber per reader between them,
  * issue 18), and a Turn's readers are dropped once the outcome is published.
  */
-import { Context, Effect, Layer, Option, Result, Schema, Stream } from "effect"
+import { Context, Effect, Layer, Option, Result, Schema, Scope, Stream } from "effect"
 import { fn } from "../TracedFn.js"
 import { Messages } from "../../proto/index.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
@@ -198,16 +198,27 @@ const make = Effect.gen(function* () {
           })
           return Option.isSome(feed) ? Effect.tap(stored, () => feed.value.appended(turnId)) : stored
         }),
+      // Per group of facts (issue 18, "tmain"): as `record`, one object per fact is both its stored row and its
+      // published entry, and no generator; the announcement (several nodes) still comes before the publish.
       recordAll: (facts, options) =>
-        lock.run(() => Effect.gen(function* () {
+        lock.run(() => {
           const first = current() + 1
-          const entries = facts.map((fact, i) => ({ seq: first + i, ...toEntry(fact) }))
-          yield* store.appendEvents(turnId, entries.map((entry) => ({ attempt, ...entry })), withBegin(options))
-          pendingBegin = undefined
-          live.lastSeq = first + facts.length - 1
-          yield* announce(turnId)
-          for (const entry of entries) publish(live, { _tag: "entry", ...entry })
-        })),
+          const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
+          const stored = () => {
+            pendingBegin = undefined
+            live.lastSeq = first + rows.length - 1
+          }
+          const publishAll = () => {
+            for (const row of rows) publish(live, row)
+          }
+          const appended = store.appendEvents(turnId, rows, withBegin(options))
+          return Option.isSome(feed)
+            ? appended.pipe(Effect.map(stored), Effect.andThen(feed.value.appended(turnId)), Effect.map(publishAll))
+            : Effect.map(appended, () => {
+              stored()
+              publishAll()
+            })
+        }),
       notify: (event, data) =>
         Effect.suspend(() => {
           publish(live, { _tag: "notice", event, data })
@@ -258,7 +269,8 @@ const make = Effect.gen(function* () {
         const live = liveFor(turnId)
         const { sink, stream: buffered } = yield* LiveBuffer.makeSink<JournalItem>(weighItem, maxLiveBytes, isOutcome, onLagging)
         live.readers.add(sink)
-        yield* Effect.addFinalizer(() => Effect.sync(() => live.readers.delete(sink)))
+        // On the stream's scope itself: no copy of the reader's context to run it (issue 18, "tmain").
+        yield* Scope.addFinalizer(yield* Effect.scope, Effect.sync(() => live.readers.delete(sink)))
         // A writer of this process holds the journal, has stored nothing after `afterSeq` and has not published
         // the outcome: everything still to come arrives on the subscription; no store read (issue 18).
         if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {

@@ -73,6 +73,26 @@ describe("TurnJournal", () => {
       assert.isDefined(Option.getOrThrow(stored).dispatchedAtMs)
     }).pipe(Effect.provide(fast.layer)))
 
+  // `recordAll` (a group of facts in one append): each fact is published once, in order, with the seq it was stored at.
+  const grouped = countedReads()
+  it.effect("facts stored together are published in order, once each, with their stored seqs", () =>
+    Effect.gen(function* () {
+      const { store, created } = yield* sessionWithTurn
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1, 0)
+      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, created)))
+      yield* yieldTimes(50)
+      yield* writer.recordAll([{ _tag: "Dispatched", type: "execution_start" }, delta(1), delta(2)], { markDispatched: true })
+      yield* writer.record(delta(3))
+      const written = yield* store.settle("t1", { status: "completed", content: "d1d2d3" })
+      yield* writer.finish(Option.getOrUndefined(written))
+      const items = yield* Fiber.join(follower)
+      const expected = ["1:fact:Dispatched", "2:frame:delta", "3:frame:delta", "4:frame:delta"]
+      assert.deepStrictEqual(describeItems(items), [...expected, "outcome:completed"])
+      assert.deepStrictEqual((yield* store.events("t1", 0)).map((e) => `${e.seq}:${e.kind}:${e.type}`), expected)
+      assert.isDefined(Option.getOrThrow(yield* store.get("t1")).dispatchedAtMs)
+    }).pipe(Effect.provide(grouped.layer)))
+
   const slow = countedReads()
   it.effect("a follower that starts after facts were stored replays them from the store (negative control)", () =>
     Effect.gen(function* () {
