@@ -45,10 +45,7 @@ export interface Driver {
   readonly session: DeviceSession
   readonly runId: Ids.RunId
   readonly record: (fact: Outcome.TurnFact) => Effect.Effect<void>
-  /**
-   * `record` as a plain call, for a step already running (a generator's body): applied and queued at once, with no
-   * Effect of its own per fact (issue 18, "tmain": the driver records about nine facts per one-delta Turn).
-   */
+  /** `record` as a plain call, inside a running step (a generator's body): no Effect per fact (issue 18, "tmain"). */
   readonly append: (fact: Outcome.TurnFact) => void
   /**
    * Records `Dispatching{type}`; succeeds with true once the send may follow (at once, or with
@@ -121,11 +118,7 @@ export const notDispatched = (
 const dispatch = (d: Driver, type: Outcome.DispatchType, send: Effect.Effect<void, NotSent>) =>
   Effect.matchEffect(send, {
     onFailure: (e) => Effect.as(d.record(notDispatched(type, e)), false),
-    onSuccess: () =>
-      Effect.sync(() => {
-        d.append({ _tag: "Dispatched", type })
-        return true
-      })
+    onSuccess: () => Effect.as(d.record({ _tag: "Dispatched", type }), true)
   })
 
 /** A request that carries or may start the Run: `Dispatching` first (durable when asked), then the send. */
@@ -329,11 +322,7 @@ const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMes
   }).pipe(Effect.withSpan("Turn.prepare", { attributes: { "agentwire.wire.type": "execution_prepare" } }, { captureStackTrace: false }))
 
 /** Step 3: subscribe to the Run, then send execution_start; the Run's queue once the start entered the send queue. */
-const startPhase = (
-  d: Driver,
-  plan: PreparedPlan,
-  ready: Preparation.PreparationStatusPayload
-) =>
+const startPhase = (d: Driver, plan: PreparedPlan, ready: Preparation.PreparationStatusPayload) =>
   Effect.gen(function*() {
     const start = Request.executionStart(
       plan.request_id,
