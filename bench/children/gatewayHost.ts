@@ -8,7 +8,8 @@
  * (`monitorEventLoopDelay`, 1 ms resolution) and reported per measurement since the previous one, as the delay
  * itself: Node's histogram records the interval between two runs of its timer, i.e. the resolution plus the
  * delay (an idle process reads p50 1.1 / 10.1 / 20.2 ms at resolutions 1 / 10 / 20 ms), so the resolution is
- * taken out of every reading.
+ * taken out of every reading. A suite that never reads it starts the child with `loopMonitor: false` (the monitor's
+ * own timer costs CPU that its baseline, measured elsewhere, would not pay).
  *
  * A memory reading with `collect` gives RSS twice: after a full GC (`rss`), and then after a memory-reducing one
  * (`rssReduced`, V8's "last resort" collection, as under memory pressure). The difference is mostly V8's young
@@ -52,6 +53,11 @@ export type HostCommand =
     readonly heartbeatSeconds: number
     /** devcore mode: the operator token to accept (the turns suite drives the operator API from the bench). */
     readonly operatorToken?: string
+    /**
+     * `false`: no event-loop delay monitor in this child (its 1 ms timer costs ≈ 25 µs of CPU per wake-up, 2–3 % of a
+     * core, all charged to the measured process): for suites that never read loop delay (turns).
+     */
+    readonly loopMonitor?: boolean
   }
   /** devcore mode: store counters (`{op: "stats", turns, events, journalCommits}`). */
   | { readonly op: "stats" }
@@ -256,6 +262,7 @@ export const gatewayHost = async (): Promise<void> => {
   let profiler: Session | undefined
   let heapSampler: Session | undefined
   const loop = monitorEventLoopDelay({ resolution: LoopResolutionMs })
+  // Enabled from the start (a suite's first reading covers its start-up), unless the start command turns it off.
   loop.enable()
   observeGc()
   const longTaskMs = Number(process.env["BENCH_HOST_LONGTASK_MS"] ?? "")
@@ -264,6 +271,7 @@ export const gatewayHost = async (): Promise<void> => {
     try {
       switch (message.op) {
         case "start": {
+          if (message.loopMonitor === false) loop.disable()
           if (message.mode === "gateway") {
             core = await startCore(message.devices, { heartbeatSeconds: message.heartbeatSeconds })
             process.send?.({ op: "started", baseUrl: core.baseUrl })

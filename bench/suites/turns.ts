@@ -63,7 +63,7 @@ export const turnsSuite: Suite = {
     const dir = mkdtempSync(join(benchTempDir(), "turns-"))
     let client: OperatorClient | undefined
     try {
-      host.send({ op: "start", mode: "devcore", devices: [device!], heartbeatSeconds: 15, operatorToken: token })
+      host.send({ op: "start", mode: "devcore", devices: [device!], heartbeatSeconds: 15, operatorToken: token, loopMonitor: false })
       const baseUrl = (await host.next(op("started"), 120_000))["baseUrl"] as string
       peer.send({ op: "raw", url: raw.url })
       await Promise.all([raw.connected, peer.next(op("raw-ready"))])
