@@ -19,6 +19,7 @@ import { runChild } from "./children.js"
 import { type Figure, unjudged } from "./lib/figures.js"
 import { describeMachine, machine } from "./lib/machine.js"
 import type { Suite } from "./lib/suite.js"
+import { runIsolated, runsIsolated, suiteChild } from "./support/isolatedSuite.js"
 import { removeBenchTempDirOnExit, tailBenchLogs } from "./support/processes.js"
 import { codecMatrix, figureRows, renderMarkdown, renderTable, summaryLine } from "./lib/table.js"
 import { codecSuite } from "./suites/codec.js"
@@ -42,6 +43,8 @@ const flag = (name: string): boolean => process.argv.includes(`--${name}`)
 
 const main = async () => {
   const child = argValue("child")
+  // A suite in a child process of its own (support/isolatedSuite.ts: the workspace suite).
+  if (child === "suite") return suiteChild(suites, fileURLToPath(import.meta.url))
   if (child !== undefined) return runChild(child, process.argv.slice(2))
   const render = argValue("render")
   if (render !== undefined) return renderResults(render)
@@ -68,7 +71,8 @@ const main = async () => {
     const t0 = performance.now()
     log(`suite ${suite.name}: ${suite.describe}`)
     if (process.env["BENCH_SUITE_DIAG"] === "1") await suiteDiag(suite.name, log)
-    const result = await suite.run({ quick, root, self, log })
+    const ctx = { quick, root, self, log }
+    const result = runsIsolated(suite.name, process.env) ? await runIsolated(suite, ctx) : await suite.run(ctx)
     // A quick run is a smoke run: its targets are shown, never judged (no pass, no miss).
     figures.push(...(quick ? result.figures.map(unjudged) : result.figures))
     notes.push(...result.notes)

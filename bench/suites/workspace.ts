@@ -13,11 +13,15 @@
  *   flat). Negative control: the same export with a consumer that keeps every chunk.
  *
  * The trees are created in the bound temporary workspace and removed with it.
+ * The suite runs in a child process of its own (support/isolatedSuite.ts; `BENCH_ISOLATE=0`: in the bench process),
+ * so its CPU per byte does not depend on the V8 heap state earlier suites leave (docs/performance.md, "wsorder").
  */
 import { randomUUID } from "node:crypto"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { constants, PerformanceObserver } from "node:perf_hooks"
+import { getHeapSpaceStatistics } from "node:v8"
 import { Effect, Queue, Stream } from "effect"
 import type { DeviceSession } from "../../src/core/DeviceSession.js"
 import * as WorkspaceExport from "../../src/core/workspace/WorkspaceExport.js"
@@ -41,15 +45,19 @@ interface Cost {
   /** The user and system parts of `cpu` (logged per round: disk work shows in the system part). */
   readonly user: number
   readonly system: number
+  /** Minor page faults of the process over the transfer (logged per round). */
+  readonly faults: number
 }
 
 const startCost = () => {
   const cpu0 = process.cpuUsage()
+  const faults0 = process.resourceUsage().minorPageFault
   const t0 = performance.now()
   return (): Cost => {
     const wall = (performance.now() - t0) / 1000
     const cpu = process.cpuUsage(cpu0)
-    return { cpu: (cpu.user + cpu.system) / 1e6, wall, user: cpu.user / 1e6, system: cpu.system / 1e6 }
+    const faults = process.resourceUsage().minorPageFault - faults0
+    return { cpu: (cpu.user + cpu.system) / 1e6, wall, user: cpu.user / 1e6, system: cpu.system / 1e6, faults }
   }
 }
 
@@ -177,17 +185,35 @@ const rounds = async (ctx: SuiteContext, label: string, contenders: ReadonlyArra
     perWall[c.name] = []
     await c.run() // warm-up, not counted
   }
+  // Logged per transfer (docs/performance.md, "wsorder"): the process's minor page faults, V8's young-generation
+  // size before it and its collections by kind (a mark-compact per young collection marks the slow heap state).
+  const gcs: Array<{ readonly minor: boolean; readonly ms: number }> = []
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gcs.push({ minor: (e as { readonly detail?: { readonly kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR, ms: e.duration })
+    }
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  const gcSummary = (minor: boolean) => {
+    const xs = gcs.filter((g) => g.minor === minor)
+    return `${xs.length}/${xs.reduce((a, g) => a + g.ms, 0).toFixed(0)} ms`
+  }
   for (let r = 0; r < n; r++) {
     const split: Record<string, string> = {}
     for (let k = 0; k < contenders.length; k++) {
       const c = contenders[(r + k) % contenders.length]!
-      const { bytes, cost: { cpu, wall, user, system } } = await c.run()
+      gcs.length = 0
+      const young = getHeapSpaceStatistics().find((space) => space.space_name === "new_space")?.space_size ?? Number.NaN
+      const { bytes, cost: { cpu, wall, user, system, faults } } = await c.run()
+      await new Promise((resolve) => setImmediate(resolve)) // the transfer's gc entries are delivered
       perCpu[c.name]!.push(bytes / 1e6 / cpu)
       perWall[c.name]!.push(bytes / 1e6 / wall)
-      split[c.name] = `user ${(user * 1000).toFixed(0)} + sys ${(system * 1000).toFixed(0)} ms`
+      split[c.name] = `user ${(user * 1000).toFixed(0)} + sys ${(system * 1000).toFixed(0)} ms, ${faults} faults, ` +
+        `young ${(young / 2 ** 20).toFixed(0)} MiB, gc minor ${gcSummary(true)} major ${gcSummary(false)}`
     }
     ctx.log(`${label} round ${r + 1}/${n}: ` + contenders.map((c) => `${c.name} ${perCpu[c.name]!.at(-1)!.toFixed(1)} MB/CPU-s (${split[c.name]})`).join(", "))
   }
+  observer.disconnect()
   return { perCpu, perWall }
 }
 

@@ -64,11 +64,17 @@ export const removeBenchTempDirOnExit = (keep: boolean, log: (line: string) => v
   }
 }
 
-export const spawnChild = (self: string, role: string, options: { readonly execArgv?: ReadonlyArray<string> } = {}): Child => {
+export const spawnChild = (
+  self: string,
+  role: string,
+  options: { readonly execArgv?: ReadonlyArray<string>; readonly serialization?: "json" | "advanced" } = {}
+): Child => {
   const logFile = join(benchTempDir(), `${role}-${Date.now()}.log`)
   const fd = openSync(logFile, "a", 0o600)
   const child = fork(self, [`--child=${role}`], {
     stdio: ["ignore", fd, fd, "ipc"],
+    // "advanced" (structured clone) keeps what JSON loses, e.g. NaN samples in figures (support/isolatedSuite.ts).
+    serialization: options.serialization ?? "json",
     // BENCH_CHILD_CPU_PROF=<dir> profiles every child (npx node --cpu-prof …): docs/performance.md;
     // BENCH_CHILD_CPU_PROF_INTERVAL=<µs> samples more often than the default 1000 µs (not allowed in NODE_OPTIONS).
     execArgv: [
