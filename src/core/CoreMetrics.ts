@@ -40,8 +40,29 @@ export const frames = counter("agentwire_core_frames_total", "Frames sent (out) 
 export const frameBytes = counter("agentwire_core_frame_bytes_total", "Frame bytes sent (out) and received (in)")
 export const decodeFailures = counter("agentwire_core_decode_failures_total", "Inbound frames that failed to decode, by reason")
 
-const update = <I>(metric: Metric.Metric<I, unknown>, attributes: Record<string, string>, value: I) =>
-  Metric.update(Metric.withAttributes(metric, attributes), value)
+/**
+ * One counter per series, built the first time its attribute set is seen and reused: the attributes are the
+ * counter's own (the same registry series key as `Metric.withAttributes`). `withAttributes` built a wrapper metric
+ * and added the set to the fiber's context on every update (a copy of the whole context once it is 8 adds deep)
+ * and, the set being a new object each time, recomputed the series key (a sort and a `JSON.stringify`): two per
+ * one-delta Turn (issue 18). Label values are a fixed vocabulary (see above), so the cache is bounded.
+ */
+const seriesOf = new Map<Metric.Counter<number>, Map<string, Metric.Counter<number>>>()
+export const series = (metric: Metric.Counter<number>, attributes: Record<string, string>): Metric.Counter<number> => {
+  let byValues = seriesOf.get(metric)
+  if (byValues === undefined) seriesOf.set(metric, byValues = new Map())
+  let key = ""
+  for (const name in attributes) key += `${name}\u0000${attributes[name]}\u0000`
+  let counter = byValues.get(key)
+  if (counter === undefined) {
+    counter = Metric.counter(metric.id, { description: metric.description, incremental: true, attributes })
+    byValues.set(key, counter)
+  }
+  return counter
+}
+
+const update = (metric: Metric.Counter<number>, attributes: Record<string, string>, value: number) =>
+  Metric.update(series(metric, attributes), value)
 
 /** One connection accepted (+1 open) or closed (-1 open). */
 export const connection = (event: "accepted" | "closed") =>
@@ -157,4 +178,4 @@ export const heartbeatUnsafe = (context: Context.Context<never>): void => heartb
  * `frameUnsafe`, where it was read, whether or not it decodes.
  */
 export const decodeFailureUnsafe = (context: Context.Context<never>, reason: string): void =>
-  Metric.withAttributes(decodeFailures, { reason }).updateUnsafe(1, context)
+  series(decodeFailures, { reason }).updateUnsafe(1, context)
