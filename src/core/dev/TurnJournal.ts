@@ -204,20 +204,16 @@ const make = Effect.gen(function* () {
         lock.run(() => {
           const first = current() + 1
           const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
-          const stored = () => {
-            pendingBegin = undefined
-            live.lastSeq = first + rows.length - 1
-          }
-          const publishAll = () => {
-            for (const row of rows) publish(live, row)
-          }
-          const appended = store.appendEvents(turnId, rows, withBegin(options))
-          return Option.isSome(feed)
-            ? appended.pipe(Effect.map(stored), Effect.andThen(feed.value.appended(turnId)), Effect.map(publishAll))
-            : Effect.map(appended, () => {
-              stored()
-              publishAll()
+          return store.appendEvents(turnId, rows, withBegin(options)).pipe(
+            Effect.andThen(() => {
+              pendingBegin = undefined
+              live.lastSeq = first + rows.length - 1
+              return announce(turnId)
+            }),
+            Effect.map(() => {
+              for (const row of rows) publish(live, row)
             })
+          )
         }),
       notify: (event, data) =>
         Effect.suspend(() => {

@@ -3,7 +3,7 @@ import { Effect, Fiber, Layer, Option, Stream } from "effect"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { SessionStore } from "../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
-import { fromEntry, type JournalItem, layer as journalLayer, toEntry, TurnJournal } from "../../../src/core/dev/TurnJournal.js"
+import { fromEntry, type JournalItem, type JournalWriter, layer as journalLayer, toEntry, TurnJournal } from "../../../src/core/dev/TurnJournal.js"
 import { TurnStore } from "../../../src/core/dev/TurnStore.js"
 import type * as Outcome from "../../../src/core/Outcome.js"
 import { Ids, MessageInput } from "../../../src/proto/index.js"
@@ -47,6 +47,19 @@ const delta = (n: number): Outcome.TurnFact => ({
   _tag: "RunEvent",
   event: { type: "delta", id: run, payload: { delta: `d${n}`, sequence: n } }
 })
+/** Starts a follower before the Turn's first fact, runs `write`, settles the Turn with `content` and returns what the follower read. */
+const followWhileWriting = <E, R>(write: (writer: JournalWriter) => Effect.Effect<void, E, R>, content: string) =>
+  Effect.gen(function* () {
+    const { store, created } = yield* sessionWithTurn
+    const journal = yield* TurnJournal
+    const writer = yield* journal.open("t1", 1, 0)
+    const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, created)))
+    yield* yieldTimes(50)
+    yield* write(writer)
+    const written = yield* store.settle("t1", { status: "completed", content })
+    yield* writer.finish(Option.getOrUndefined(written))
+    return { store, items: yield* Fiber.join(follower) }
+  })
 
 describe("TurnJournal", () => {
   turnJournalCases(Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest)))
@@ -56,16 +69,11 @@ describe("TurnJournal", () => {
   const fast = countedReads()
   it.effect("a follower that starts before the first fact reads no journal and still gets every entry and the outcome", () =>
     Effect.gen(function* () {
-      const { store, created } = yield* sessionWithTurn
-      const journal = yield* TurnJournal
-      const writer = yield* journal.open("t1", 1, 0)
-      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, created)))
-      yield* yieldTimes(50)
-      yield* writer.record({ _tag: "Dispatched", type: "execution_start" }, { markDispatched: true })
-      yield* writer.record(delta(1))
-      const written = yield* store.settle("t1", { status: "completed", content: "d1" })
-      yield* writer.finish(Option.getOrUndefined(written))
-      const items = yield* Fiber.join(follower)
+      const { store, items } = yield* followWhileWriting((writer) =>
+        Effect.andThen(
+          writer.record({ _tag: "Dispatched", type: "execution_start" }, { markDispatched: true }),
+          writer.record(delta(1))
+        ), "d1")
       assert.deepStrictEqual(describeItems(items), ["1:fact:Dispatched", "2:frame:delta", "outcome:completed"])
       assert.deepStrictEqual(fast.reads, { events: 0, get: 0, lastSeq: 0 })
       // The dispatch mark was stored with its fact.
@@ -77,16 +85,11 @@ describe("TurnJournal", () => {
   const grouped = countedReads()
   it.effect("facts stored together are published in order, once each, with their stored seqs", () =>
     Effect.gen(function* () {
-      const { store, created } = yield* sessionWithTurn
-      const journal = yield* TurnJournal
-      const writer = yield* journal.open("t1", 1, 0)
-      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, created)))
-      yield* yieldTimes(50)
-      yield* writer.recordAll([{ _tag: "Dispatched", type: "execution_start" }, delta(1), delta(2)], { markDispatched: true })
-      yield* writer.record(delta(3))
-      const written = yield* store.settle("t1", { status: "completed", content: "d1d2d3" })
-      yield* writer.finish(Option.getOrUndefined(written))
-      const items = yield* Fiber.join(follower)
+      const { store, items } = yield* followWhileWriting((writer) =>
+        Effect.andThen(
+          writer.recordAll([{ _tag: "Dispatched", type: "execution_start" }, delta(1), delta(2)], { markDispatched: true }),
+          writer.record(delta(3))
+        ), "d1d2d3")
       const expected = ["1:fact:Dispatched", "2:frame:delta", "3:frame:delta", "4:frame:delta"]
       assert.deepStrictEqual(describeItems(items), [...expected, "outcome:completed"])
       assert.deepStrictEqual((yield* store.events("t1", 0)).map((e) => `${e.seq}:${e.kind}:${e.type}`), expected)
