@@ -7,8 +7,11 @@
  * the store's worker thread for the worker store. Used by the durable suite's event-loop check.
  *
  * The holder is a separate Node process (`process.execPath -e`), so its CPU is not the measured process's. It
- * prints one line per released hold (`held <ms>`); `stop` kills it (a kill releases the lock: SQLite's locks are
- * the OS's file locks) and resolves with the holds it made.
+ * says `ready` once its first hold has the lock, so a run started after `startWriteLockHolder` resolves always
+ * meets a held lock first (before, `ready` came before the first `BEGIN IMMEDIATE`: a short run could take the
+ * lock first and finish while the holder's busy handler slept, and then meet no hold at all). It prints one line
+ * per released hold (`held <ms>`); `stop` kills it (a kill releases the lock: SQLite's locks are the OS's file
+ * locks) and resolves with the holds it made.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 
@@ -29,20 +32,22 @@ const [file, holdMs, gapMs] = [process.argv[1], Number(process.argv[2]), Number(
 const db = new DatabaseSync(file, { timeout: 5000 })
 const cell = new Int32Array(new SharedArrayBuffer(4))
 const parent = process.ppid
+let first = true
 const hold = () => {
   if (process.ppid !== parent) process.exit(0)
   db.exec("BEGIN IMMEDIATE")
+  if (first) process.stdout.write("ready\\n") // the lock is held now (a pipe write is synchronous on Linux)
+  first = false
   const t0 = performance.now()
   Atomics.wait(cell, 0, 0, holdMs)
   db.exec("COMMIT")
   process.stdout.write("held " + (performance.now() - t0).toFixed(1) + "\\n")
   setTimeout(hold, gapMs)
 }
-process.stdout.write("ready\\n")
 hold()
 `
 
-/** Starts a holder on `file` (resolves once it has opened the database and takes its first hold). */
+/** Starts a holder on `file` (resolves once its first hold has the write lock). */
 export const startWriteLockHolder = (file: string, options: LockHolderOptions): Promise<LockHolder> =>
   new Promise((resolve, reject) => {
     const child: ChildProcess = spawn(process.execPath, ["-e", program, file, String(options.holdMs), String(options.gapMs)], {
