@@ -4,7 +4,7 @@
  * `agentwire_migrations`). A migration is never edited once released: a change is a new entry.
  *
  * Portability (docs/store.md): the DDL uses only types and syntax PostgreSQL accepts as written (TEXT,
- * BIGINT, INTEGER, BOOLEAN, PRIMARY KEY, REFERENCES, UNIQUE, plain indexes); times are Unix milliseconds in
+ * BIGINT, INTEGER, BOOLEAN, PRIMARY KEY, REFERENCES, UNIQUE, plain and partial indexes); times are Unix milliseconds in
  * BIGINT columns named `*_ms`; structured values are JSON text in `*_json` columns; booleans are BOOLEAN
  * (SQLite stores 0/1, PostgreSQL true/false; the repositories accept both).
  */
@@ -321,6 +321,20 @@ const nodeStreams = Effect.gen(function* () {
   )`
 })
 
+const partialTurnIndexes = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // Issue 18 (docs/store.md "Keys"): the Turn start's two probes need only the unfinished Turns of a Session and
+  // whether one was ever dispatched, but migration 5's indexes kept an entry for every Turn, moved on each status
+  // change and on dispatch (a page of that Session's region of the index written per change, per group commit).
+  // Partial indexes hold only what the probes ask for: the unfinished Turns (a handful, inserted at create and
+  // removed at settle) and the dispatched ones (written once, at dispatch). A query uses them only when it repeats
+  // their predicate term as written (SQLite's rule): `status IN ('queued', 'running')`, `dispatched_at_ms IS NOT NULL`.
+  yield* sql`DROP INDEX turns_by_session_status`
+  yield* sql`DROP INDEX turns_by_session_dispatched`
+  yield* sql`CREATE INDEX turns_unfinished_by_session ON turns (session_id) WHERE status IN ('queued', 'running')`
+  yield* sql`CREATE INDEX turns_dispatched_by_session ON turns (session_id) WHERE dispatched_at_ms IS NOT NULL`
+})
+
 /** Every migration, in order. */
 export const migrations = {
   "1_initial": initial,
@@ -332,7 +346,8 @@ export const migrations = {
   "7_turn_owners": turnOwners,
   "8_session_initialization": sessionInitialization,
   "9_session_mcp_secrets": sessionMcpSecrets,
-  "10_node_streams": nodeStreams
+  "10_node_streams": nodeStreams,
+  "11_partial_turn_indexes": partialTurnIndexes
 } as const
 
 /** The table recording applied migration ids. */

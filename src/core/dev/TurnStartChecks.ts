@@ -1,8 +1,9 @@
 /**
  * What a Turn start reads under its locks, in ONE statement (`TurnStore.startChecks`, issue 18: one store round
  * trip, not three): the Session's row, whether the Session has an unfinished (queued or running) Turn, and
- * whether any of its Turns was ever dispatched. The two checks are index probes (`turns_by_session_status`,
- * `turns_by_session_dispatched`), however many Turns the Session has; the same SQL runs on SQLite and PostgreSQL.
+ * whether any of its Turns was ever dispatched. The two checks are probes of partial indexes that hold only those
+ * Turns (`turns_unfinished_by_session`, `turns_dispatched_by_session`, migration 11: each predicate below must stay
+ * written as the index's), however many Turns the Session has; the same SQL runs on SQLite and PostgreSQL.
  */
 import { Effect, Option } from "effect"
 import type { SqlClient } from "effect/sql"
