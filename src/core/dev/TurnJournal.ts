@@ -204,16 +204,21 @@ const make = Effect.gen(function* () {
         lock.run(() => {
           const first = current() + 1
           const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
-          return store.appendEvents(turnId, rows, withBegin(options)).pipe(
-            Effect.andThen(() => {
-              pendingBegin = undefined
-              live.lastSeq = first + rows.length - 1
-              return announce(turnId)
-            }),
-            Effect.map(() => {
-              for (const row of rows) publish(live, row)
+          const stored = () => {
+            pendingBegin = undefined
+            live.lastSeq = first + rows.length - 1
+          }
+          const publishAll = () => {
+            for (const row of rows) publish(live, row)
+          }
+          const appended = store.appendEvents(turnId, rows, withBegin(options))
+          // On one node (the Turn's hot path) one step after the commit; with several, the announcement between.
+          return Option.isNone(feed)
+            ? Effect.map(appended, () => {
+              stored()
+              publishAll()
             })
-          )
+            : appended.pipe(Effect.map(stored), Effect.andThen(feed.value.appended(turnId)), Effect.map(publishAll))
         }),
       notify: (event, data) =>
         Effect.suspend(() => {
