@@ -10,7 +10,7 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import type { Browser, BrowserContext, Page } from "playwright-core"
+import type { Browser, BrowserContext, Page, Route } from "playwright-core"
 import { launchChromium, readPng, skipChromium } from "../support/chromium.js"
 import { type CoreProc, createCredential, eventually, operator, type Proc, script, startCore, startDaemon, stopAll, tempDir } from "../support/devcoreLive.js"
 
@@ -116,6 +116,49 @@ describe.skipIf(skip)("web console in headless Chromium (end to end)", () => {
     const rows = await timeline()
     assert.isTrue(rows.some((r) => r.includes("input_accepted")), rows.join("\n"))
     assert.isTrue(await page.locator("#steer").isDisabled())
+  }, 60_000)
+
+  it("an earlier refresh answered after the outcome never shows the Turn running again nor re-enables Steer", async () => {
+    // Each input/interaction/outcome event makes the page GET the Turn; those answers travel on separate
+    // connections and can arrive out of order. Hold the first GET after the steer and answer it last, with a
+    // snapshot read while the Turn ran: the page must keep the outcome.
+    const turnId = await startTurn([{ delta: "a " }, { await_steer: 1 }, { delta: "b" }])
+    await page.goto(`${core.url}/#/turns/${turnId}`)
+    await page.locator("#turn-head dd[data-field=status]").filter({ hasText: "running" }).waitFor()
+    const runningSnapshot = (await operator(core.url, token).get(`/turns/${turnId}`)).body
+    assert.strictEqual(runningSnapshot.status, "running")
+    const turnPath = `/api/v1/operator/turns/${turnId}`
+    let held: Route | undefined
+    const passed: Array<Promise<unknown>> = []
+    const isTurn = (url: URL) => url.pathname === turnPath
+    await page.route(isTurn, async (route) => {
+      if (route.request().method() !== "GET") return route.continue()
+      if (held === undefined) {
+        held = route
+        return
+      }
+      passed.push(route.request().response().then((r) => r?.finished()))
+      return route.continue()
+    })
+    try {
+      await page.locator("#steer-form input").fill("go on")
+      await page.locator("#steer").click()
+      await page.locator("#timeline li.outcome").filter({ hasText: "completed" }).waitFor()
+      // One GET per input, interaction and outcome row (issued as the row is added): wait for all of them.
+      const issued = await page.locator("#timeline li.input, #timeline li.interaction, #timeline li.outcome").count()
+      await eventually(async () => (held !== undefined && passed.length + 1 >= issued ? true : undefined), 10_000, "refreshes issued")
+      await Promise.all(passed)
+      await page.locator("#turn-head dd[data-field=status]").filter({ hasText: "completed" }).waitFor()
+      const late = held!.request()
+      await held!.fulfill({ status: 200, contentType: "application/json", body: JSON.stringify(runningSnapshot) })
+      await (await late.response())?.finished()
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      assert.strictEqual(await page.locator("#turn-head dd[data-field=status]").textContent(), "completed")
+      assert.isTrue(await page.locator("#steer").isDisabled())
+      assert.isTrue(await page.locator("#cancel").isDisabled())
+    } finally {
+      await page.unroute(isTurn)
+    }
   }, 60_000)
 
   it("cancels a running Turn with the Cancel button", async () => {

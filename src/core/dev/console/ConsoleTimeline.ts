@@ -134,7 +134,7 @@ AW.views.turn = function (view, turnId) {
     rows.forEach(function (r) {
       head.append(el("dt", { text: r[0] }), typeof r[1] === "string" ? el("dd", { text: r[1], "data-field": r[0].replace(/ /g, "_") }) : el("dd", { "data-field": r[0] }, [r[1]]));
     });
-    var done = t.status === "completed" || t.status === "failed" || t.status === "cancelled";
+    var done = finished || t.status === "completed" || t.status === "failed" || t.status === "cancelled";
     steerButton.disabled = done;
     cancel.disabled = done;
   };
@@ -178,8 +178,13 @@ AW.views.turn = function (view, turnId) {
     return box;
   };
 
+  // Answers to GETs on separate connections can arrive out of order: only the newest refresh may render, so a
+  // snapshot read while the Turn ran never overwrites the outcome (nor re-enables Steer after it).
+  var refreshes = 0;
   var refresh = function () {
+    var mine = ++refreshes;
     return AW.api("GET", path).then(function (t) {
+      if (mine !== refreshes) return;
       renderHead(t);
       var pending = (t.interactions || []).filter(function (i) { return i.status === "pending"; });
       interactions.replaceChildren.apply(interactions, pending.map(interactionForm));
