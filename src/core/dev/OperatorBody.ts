@@ -5,6 +5,7 @@
 import { ByteSize, Effect, Result, Schema } from "effect"
 import { HttpIncomingMessage, type HttpServerRequest } from "effect/http"
 import { JsonBounds, Limits } from "../../proto/index.js"
+import { compileValidator } from "../../proto/internal/fastValidator.js"
 import type { OperatorRequestInvalid } from "./OperatorErrors.js"
 import { OperatorRequestInvalid as RequestInvalid } from "./OperatorErrors.js"
 
@@ -15,12 +16,19 @@ const strict = { onExcessProperty: "error" } as const
 
 type BodyDecoder = (input: unknown) => Result.Result<unknown, Schema.SchemaError>
 
-/** One strict decoder per body schema, built at its first request (issue 18: not rebuilt per request). */
+/**
+ * One strict decoder per body schema, built at its first request (issue 18: not rebuilt per request). A schema
+ * without transformations also gets the wire codec's compiled validator (`fastValidator.ts`, as frames do): a valid
+ * body is checked in place and is its own decoded value; whatever it refuses goes to Schema's decoder, which
+ * answers (so a refusal reads as before, and a body the validator is stricter about still decodes).
+ */
 const decoders = new WeakMap<Schema.Top, BodyDecoder>()
 const decoderOf = (schema: Schema.Top): BodyDecoder => {
   let decoder = decoders.get(schema)
   if (decoder === undefined) {
-    decoder = Schema.decodeUnknownResult(schema as unknown as Schema.Codec<unknown, unknown>, strict)
+    const decode = Schema.decodeUnknownResult(schema as unknown as Schema.Codec<unknown, unknown>, strict)
+    const valid = compileValidator(schema.ast)
+    decoder = valid === undefined ? decode : (input) => valid(input) ? Result.succeed(input) : decode(input)
     decoders.set(schema, decoder)
   }
   return decoder

@@ -25,6 +25,7 @@ import * as WriterLock from "./WriterLock.js"
 import type { FollowerLagging } from "./LiveBuffer.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import type { JournalItem } from "./JournalItem.js"
+import { factJson } from "./FactJson.js"
 import { type AppendOptions, type AttemptBegin, isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
 
 export type { JournalItem } from "./JournalItem.js"
@@ -90,14 +91,13 @@ export const encodeFrame = (event: RunEvent): string => {
   return encoded._tag === "Success" ? encoded.success : JSON.stringify({ type: event.type, id: event.id })
 }
 
-const encodeFact = Schema.encodeUnknownSync(Outcome.TurnFact)
 const decodeFact = Schema.decodeUnknownResult(Outcome.TurnFact)
 
 /** The stored form of a fact: Run events as frames, the rest as encoded facts. */
 export const toEntry = (fact: Outcome.TurnFact): { readonly kind: JournalKind; readonly type: string; readonly bodyJson: string } =>
   fact._tag === "RunEvent"
     ? { kind: "frame", type: fact.event.type, bodyJson: encodeFrame(fact.event) }
-    : { kind: "fact", type: fact._tag, bodyJson: JSON.stringify(encodeFact(fact)) }
+    : { kind: "fact", type: fact._tag, bodyJson: factJson(fact) }
 
 /**
  * A fact's stored row that is also its published entry (`record`, issue 18: one object per fact for both). The
@@ -106,7 +106,7 @@ export const toEntry = (fact: Outcome.TurnFact): { readonly kind: JournalKind; r
 const entryOf = (fact: Outcome.TurnFact, seq: number, attempt: number) =>
   fact._tag === "RunEvent"
     ? { _tag: "entry" as const, seq, attempt, kind: "frame" as const, type: fact.event.type, bodyJson: encodeFrame(fact.event) }
-    : { _tag: "entry" as const, seq, attempt, kind: "fact" as const, type: fact._tag, bodyJson: JSON.stringify(encodeFact(fact)) }
+    : { _tag: "entry" as const, seq, attempt, kind: "fact" as const, type: fact._tag, bodyJson: factJson(fact) }
 
 /** Reads a stored entry back as a fact; `None` for an entry that no longer decodes (kept, but not replayed). */
 export const fromEntry = (entry: StoredEvent): Option.Option<Outcome.TurnFact> => {

@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { queryParam, readBody } from "../../../src/core/dev/OperatorBody.js"
+import { MessageInput } from "../../../src/proto/index.js"
 
 const Body = Schema.Struct({ name: Schema.String, count: Schema.optionalKey(Schema.Number) })
 
@@ -34,6 +35,37 @@ describe("OperatorBody", () => {
       assert.match(extra, /^the body does not match the schema: /)
       assert.notInclude(extra, "s3cr3t")
       assert.strictEqual(yield* detail(`{"name":"${"x".repeat(2 * 1024 * 1024)}"}`, 1024 * 1024), "the body could not be read (at most 1 MiB)")
+    }))
+
+  it.effect("a Turn's input body: what the compiled validator accepts is what Schema's strict decode answers, refusals read as before", () =>
+    Effect.gen(function* () {
+      const TurnBody = Schema.Struct({ input: MessageInput.MessageInput })
+      const strictDecode = Schema.decodeUnknownResult(TurnBody, { onExcessProperty: "error" })
+      const bodies = [
+        { input: [{ content: [{ type: "input_text", text: "hello" }] }] },
+        { input: [{ content: [{ type: "input_text", text: "quote \" and é" }, { type: "input_image", image_url: "data:image/png;base64,AA" }] }, { content: [] }] },
+        { input: [] },
+        { input: [{ content: [{ type: "input_text" }] }] },
+        { input: [{ content: [{ type: "input_text", text: 7 }] }] },
+        { input: [{ content: [{ type: "input_text", text: "x", extra: true }] }] },
+        { input: [{ content: [{ type: "text", text: "x" }] }] },
+        { input: [{ content: "not parts" }] },
+        { input: {} },
+        { other: 1 }
+      ]
+      let accepted = 0
+      for (const body of bodies) {
+        const expected = strictDecode(body)
+        const got = yield* Effect.result(readBody(post(JSON.stringify(body)), TurnBody))
+        assert.strictEqual(got._tag, expected._tag, JSON.stringify(body))
+        if (got._tag === "Success" && expected._tag === "Success") {
+          assert.deepStrictEqual(got.success, expected.success)
+          accepted++
+        }
+        if (got._tag === "Failure") assert.match(got.failure.detail, /^the body does not match the schema: /)
+      }
+      assert.isAtLeast(accepted, 2)
+      assert.isBelow(accepted, bodies.length)
     }))
 
   it("reads a query parameter as the URL's searchParams do", () => {
