@@ -145,6 +145,16 @@ export const unjudged = (f: Figure): Figure => {
   return { ...rest, judged: false }
 }
 
+/**
+ * A full run's figure whose measurement does not hold what its target assumes (a span without a whole GC cycle, for
+ * example): its target stays visible with `reason` in its note, it is not judged, and the run's summary line counts
+ * it as not met, so a measurement that could not be taken the way the target needs is never a pass (nor a miss).
+ */
+export const unjudgedBecause = (f: Figure, reason: string): Figure => {
+  if (f.target === undefined) return f
+  return { ...unjudged(f), note: f.note === undefined ? `not judged: ${reason}` : `${f.note}; not judged: ${reason}` }
+}
+
 /** The table's verdict cell: yes, NO, "NO (control met)" when the check could not fail, "not judged" (quick). */
 export const verdict = (f: Figure): string => {
   if (f.target === undefined) return ""

@@ -17,6 +17,7 @@ import {
   marginalLastVsMiddle,
   meetsTarget,
   unjudged,
+  unjudgedBecause,
   verdict
 } from "../../bench/lib/figures.js"
 import { distribution, pairedRatios, percentile, percentileSorted, summarize } from "../../bench/lib/stats.js"
@@ -223,6 +224,20 @@ describe("bench checks that can fail", () => {
     const plain = figure({ suite: "s", name: "n", unit: "u", samples: [1] })
     assert.strictEqual(unjudged(plain), plain)
     assert.strictEqual(verdict(plain), "")
+  })
+
+  it("a full run's figure measured without what its target assumes is not judged, says why, and is never a pass", () => {
+    // A flatness quotient over a span without a whole GC cycle: 1.4 would read as a miss, 0.8 as a pass; neither is judged.
+    for (const value of [1.4, 0.8]) {
+      const f = figure({ suite: "scale", name: "flat", unit: "×", samples: [value], target: { on: "value", op: "<=", value: 1.25 }, note: "spans" })
+      const partial = unjudgedBecause(f, "no major GC within 30 s")
+      assert.strictEqual(verdict(partial), "not judged")
+      assert.isUndefined(partial.meets)
+      assert.strictEqual(partial.note, "spans; not judged: no major GC within 30 s")
+      assert.strictEqual(summaryLine([partial], false), "targets missed: scale/flat")
+    }
+    const plain = figure({ suite: "s", name: "n", unit: "u", samples: [1] })
+    assert.strictEqual(unjudgedBecause(plain, "x"), plain)
   })
 
   it("judges flat as the last level against the middle one, not the first", () => {
