@@ -4,6 +4,13 @@
  * changes (active-input status, withdrawn interactions); an interaction request is stored pending before its
  * frame, so it is answerable once the frame is seen. Each write is retried until stored and fenced on the
  * attempt's owner lease (the runner's `durable`).
+ *
+ * The `Dispatched` of a Turn's `execution_prepare` or `execution_start` that arrives alone is held and stored with the
+ * Turn's next facts, in order, in their write (issue 18: alone, each took a group commit, a runner suspension and an
+ * event-stream write of its own, two of a Turn's six). It is confirmed to the delivery layer when held (no send waits
+ * on a `Dispatched`: a boundary is a `Dispatching`, and a later one is confirmed only once stored, with everything
+ * before it). A crash before it is stored loses only what the `Dispatching` before it already says: the request may
+ * have left. `flush` stores what is held when the Turn's facts end.
  */
 import { Effect } from "effect"
 import type { Functions as FunctionsProto } from "../../proto/index.js"
@@ -19,6 +26,8 @@ export interface FactTarget {
   readonly turnId: string
   pending: ReadonlyMap<string, Interactions.PendingInteraction>
   readonly calls: Map<string, FunctionsProto.FunctionCallPayload>
+  /** A `Dispatched` held until the Turn's next facts (module comment); confirmed already. */
+  held?: Array<Outcome.TurnFact> | undefined
 }
 
 export const make = <T extends FactTarget>(
@@ -87,9 +96,24 @@ export const make = <T extends FactTarget>(
   const onFacts = (
     a: T,
     writer: JournalWriter,
-    facts: ReadonlyArray<Outcome.TurnFact>,
+    arrived: ReadonlyArray<Outcome.TurnFact>,
     journaled: Effect.Effect<void>
   ): Effect.Effect<void, LeaseLost> => {
+    if (arrived.length > 0 && arrived.every(heldBack)) {
+      const held = (a.held ??= [])
+      let confirmed: Effect.Effect<void> = Effect.void
+      for (const fact of arrived) {
+        held.push(fact)
+        confirmed = Effect.andThen(confirmed, journaled)
+      }
+      return confirmed
+    }
+    // What was held goes first, in the same writes; it was confirmed when held.
+    const held = a.held
+    a.held = undefined
+    const facts = held === undefined ? arrived : held.concat(arrived)
+    const confirmedBefore = held === undefined ? 0 : held.length
+    const confirm = (k: number): Effect.Effect<void> => k < confirmedBefore ? Effect.void : journaled
     const from = (i: number): Effect.Effect<void, LeaseLost> => {
       if (i >= facts.length) return Effect.void
       let j = i
@@ -101,16 +125,25 @@ export const make = <T extends FactTarget>(
       // Each fact is confirmed to the delivery layer once stored, in order (one `journaled` per fact).
       let stored: Effect.Effect<void, LeaseLost>
       if (j <= i + 1) {
-        stored = Effect.andThen(onFact(a, writer, facts[i]!), journaled)
+        stored = Effect.andThen(onFact(a, writer, facts[i]!), confirm(i))
         j = i + 1
       } else {
-        stored = Effect.andThen(durable(a, "journal", writer.recordAll(facts.slice(i, j), markDispatched ? { markDispatched } : undefined)), journaled)
-        for (let k = i + 1; k < j; k++) stored = Effect.andThen(stored, journaled)
+        stored = Effect.andThen(durable(a, "journal", writer.recordAll(facts.slice(i, j), markDispatched ? { markDispatched } : undefined)), confirm(i))
+        for (let k = i + 1; k < j; k++) stored = Effect.andThen(stored, confirm(k))
       }
       const next = j
       return next < facts.length ? Effect.andThen(stored, Effect.suspend(() => from(next))) : stored
     }
     return from(0)
+  }
+
+  /** Stores what is held (the Turn's facts ended right after a `Dispatched`). */
+  const flush = (a: T, writer: JournalWriter): Effect.Effect<void, LeaseLost> => {
+    const held = a.held
+    if (held === undefined) return Effect.void
+    a.held = undefined
+    const markDispatched = held.some(dispatchesRun)
+    return Effect.asVoid(durable(a, "journal", writer.recordAll(held, markDispatched ? { markDispatched } : undefined)))
   }
 
   const inputStatus = (
@@ -137,7 +170,7 @@ export const make = <T extends FactTarget>(
       }
     })
 
-  return { onFacts }
+  return { onFacts, flush }
 }
 
 /** The interaction a Run event asks for (a permission, a user choice, a function call), if any. */
@@ -155,6 +188,10 @@ const interactionRequest = (
       return undefined
   }
 }
+
+/** A `Dispatched` of the Turn's preparation or start: held when it arrives alone (module comment). */
+const heldBack = (fact: Outcome.TurnFact): boolean =>
+  fact._tag === "Dispatched" && (fact.type === "execution_prepare" || fact.type === "execution_start")
 
 /** The Run's own dispatch (`execution_start`, `prompt_request`): the Turn is marked dispatched with this fact. */
 const dispatchesRun = (fact: Outcome.TurnFact): boolean =>

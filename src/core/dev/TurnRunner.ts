@@ -158,7 +158,7 @@ const make = (options: TurnsOptions) =>
             return { status: "failed", error_code: "initialization_unknown", detail: ready.detail } satisfies Outcome.TurnOutcome
         }
       })
-    const { onFacts } = TurnFacts.make(store, durable)
+    const { flush, onFacts } = TurnFacts.make(store, durable)
     const startCache = makeStartCache()
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
@@ -276,6 +276,7 @@ const make = (options: TurnsOptions) =>
             // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
             // Group commit: consecutive facts that update no other record are stored in one statement.
             yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled))
+            yield* flush(a, writer) // a `Dispatched` held for the next facts (TurnFacts.ts), when none came
             return yield* delivery.resolution
           }))
           a.current = undefined

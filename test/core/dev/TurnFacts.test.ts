@@ -81,4 +81,51 @@ describe("TurnFacts", () => {
       // The Run's dispatch mark rode its group's transaction.
       assert.isDefined(Option.getOrThrow(yield* store.get("t1")).dispatchedAtMs)
     }).pipe(Effect.provide(counted.layer)))
+
+  const held = countedAppends()
+  it.effect("a preparation's or start's Dispatched that arrives alone is confirmed at once and stored first in the Turn's next write; flush stores one left at the end", () =>
+    Effect.gen(function* () {
+      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+      const store = yield* TurnStore
+      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+      const writer = yield* (yield* TurnJournal).open("t1", 1, 0)
+      const target: TurnFacts.FactTarget = {
+        turnId: "t1",
+        pending: new Map<string, Interactions.PendingInteraction>(),
+        calls: new Map<string, Functions.FunctionCallPayload>()
+      }
+      const { flush, onFacts } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
+      let journaled = 0
+      const confirm = Effect.sync(() => {
+        journaled++
+      })
+      yield* onFacts(target, writer, [{ _tag: "Dispatching", type: "execution_prepare" }], confirm)
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_prepare" }], confirm)
+      // Held: confirmed, not stored.
+      assert.strictEqual(journaled, 2)
+      assert.deepStrictEqual(held.appends.map((a) => a.types), [["Dispatching"]])
+      yield* onFacts(target, writer, [status("ready", 2), { _tag: "Dispatching", type: "execution_start" }], confirm)
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_start" }], confirm)
+      yield* onFacts(target, writer, [status("started", 3), event("output_message"), { _tag: "InputWritten", input_id: "in-1" }], confirm)
+      // A steer's Dispatched is not held; the start's, left last, is stored by flush with the Run's dispatch mark.
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "prompt_steer", input_id: "in-2" }], confirm)
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_start" }], confirm)
+      yield* flush(target, writer)
+      yield* flush(target, writer)
+      assert.deepStrictEqual(held.appends, [
+        { types: ["Dispatching"], markDispatched: false },
+        { types: ["Dispatched", "PreparationStatus", "Dispatching"], markDispatched: false },
+        { types: ["Dispatched", "PreparationStatus", "output_message"], markDispatched: true },
+        { types: ["InputWritten"], markDispatched: false },
+        { types: ["Dispatched"], markDispatched: false },
+        { types: ["Dispatched"], markDispatched: true }
+      ])
+      // Every fact confirmed exactly once, in order.
+      assert.strictEqual(journaled, 10)
+      const stored = yield* store.events("t1", 0)
+      assert.deepStrictEqual(stored.map((e) => e.type), [
+        "Dispatching", "Dispatched", "PreparationStatus", "Dispatching", "Dispatched", "PreparationStatus",
+        "output_message", "InputWritten", "Dispatched", "Dispatched"
+      ])
+    }).pipe(Effect.provide(held.layer)))
 })
