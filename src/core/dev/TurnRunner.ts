@@ -272,11 +272,10 @@ const make = (options: TurnsOptions) =>
             yield* Effect.logInfo("turn delivery started").pipe(
               Effect.annotateLogs({ turn_id: a.turnId, run_id: a.runId, device_id: a.deviceId, attempt })
             )
-            // One fact at a time: stored (and its records updated), then confirmed to the delivery layer,
-            // which holds each Run-carrying send until its `Dispatching` fact is confirmed here.
-            // Group commit: consecutive facts that update no other record are stored in one statement.
+            // Facts stored in order (consecutive journal-only ones in one statement), each then confirmed to the delivery
+            // layer, which holds a Run-carrying send until its `Dispatching` is confirmed (TurnFacts.ts, also `flush`).
             yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled))
-            yield* flush(a, writer) // a `Dispatched` held for the next facts (TurnFacts.ts), when none came
+            yield* flush(a, writer)
             return yield* delivery.resolution
           }))
           a.current = undefined
