@@ -37,24 +37,30 @@ const event = (type: "output_message" | "done"): Outcome.TurnFact =>
     ? { _tag: "RunEvent", event: { type, id: run, payload: { content: "hi" } } }
     : { _tag: "RunEvent", event: { type, id: run, payload: { id: "m1", status: "completed", text: "hi" } } }
 
+/** Session s1 with Turn t1, its attempt-1 writer, and `TurnFacts` over the store with every confirmation counted. */
+const turnOne = Effect.gen(function* () {
+  yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+  const store = yield* TurnStore
+  yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
+  const writer = yield* (yield* TurnJournal).open("t1", 1, 0)
+  const target: TurnFacts.FactTarget = {
+    turnId: "t1",
+    pending: new Map<string, Interactions.PendingInteraction>(),
+    calls: new Map<string, Functions.FunctionCallPayload>()
+  }
+  const { flush, onFacts } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
+  let count = 0
+  const confirm = Effect.sync(() => {
+    count++
+  })
+  return { confirm, flush, journaled: () => count, onFacts, store, target, writer }
+})
+
 describe("TurnFacts", () => {
   const counted = countedAppends()
   it.effect("stores facts that arrive together and change no other record in one append; a receipt fact alone, before its record", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
-      const writer = yield* (yield* TurnJournal).open("t1", 1, 0)
-      const target = {
-        turnId: "t1",
-        pending: new Map<string, Interactions.PendingInteraction>(),
-        calls: new Map<string, Functions.FunctionCallPayload>()
-      }
-      const { onFacts } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
-      let journaled = 0
-      const confirm = Effect.sync(() => {
-        journaled++
-      })
+      const { confirm, journaled, onFacts, store, target, writer } = yield* turnOne
       // The preparation's `ready` and the start's `Dispatching` (the bench's usual pair), then the Run's dispatch
       // with the next status, then a receipt fact (its input record follows it) between two Run events.
       yield* onFacts(target, writer, [status("ready", 2), { _tag: "Dispatching", type: "execution_start" }], confirm)
@@ -67,7 +73,7 @@ describe("TurnFacts", () => {
         { types: ["InputWritten"], markDispatched: false },
         { types: ["done"], markDispatched: false }
       ])
-      assert.strictEqual(journaled, 7)
+      assert.strictEqual(journaled(), 7)
       const stored = yield* store.events("t1", 0)
       assert.deepStrictEqual(stored.map((e) => [e.seq, e.type]), [
         [1, "PreparationStatus"],
@@ -85,24 +91,11 @@ describe("TurnFacts", () => {
   const held = countedAppends()
   it.effect("a preparation's or start's Dispatched that arrives alone is confirmed at once and stored first in the Turn's next write; flush stores one left at the end", () =>
     Effect.gen(function* () {
-      yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
-      const store = yield* TurnStore
-      yield* store.create({ turnId: "t1", sessionId: "s1", runId: run, input: MessageInput.text("hi") })
-      const writer = yield* (yield* TurnJournal).open("t1", 1, 0)
-      const target: TurnFacts.FactTarget = {
-        turnId: "t1",
-        pending: new Map<string, Interactions.PendingInteraction>(),
-        calls: new Map<string, Functions.FunctionCallPayload>()
-      }
-      const { flush, onFacts } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
-      let journaled = 0
-      const confirm = Effect.sync(() => {
-        journaled++
-      })
+      const { confirm, flush, journaled, onFacts, store, target, writer } = yield* turnOne
       yield* onFacts(target, writer, [{ _tag: "Dispatching", type: "execution_prepare" }], confirm)
       yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_prepare" }], confirm)
       // Held: confirmed, not stored.
-      assert.strictEqual(journaled, 2)
+      assert.strictEqual(journaled(), 2)
       assert.deepStrictEqual(held.appends.map((a) => a.types), [["Dispatching"]])
       yield* onFacts(target, writer, [status("ready", 2), { _tag: "Dispatching", type: "execution_start" }], confirm)
       yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_start" }], confirm)
@@ -121,7 +114,7 @@ describe("TurnFacts", () => {
         { types: ["Dispatched"], markDispatched: true }
       ])
       // Every fact confirmed exactly once, in order.
-      assert.strictEqual(journaled, 10)
+      assert.strictEqual(journaled(), 10)
       const stored = yield* store.events("t1", 0)
       assert.deepStrictEqual(stored.map((e) => e.type), [
         "Dispatching", "Dispatched", "PreparationStatus", "Dispatching", "Dispatched", "PreparationStatus",
