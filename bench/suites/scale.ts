@@ -297,6 +297,14 @@ export const scaleSuite: Suite = {
     const kib = (xs: ReadonlyArray<number>) => xs.map((x) => x / 1024)
     const top = levels.length - 1
     const mid = Math.floor(top / 2)
+    // Judged over whole old-generation cycles only: a span that found no major GC at one of its ends within the
+    // wait leaves that cycle's collection out (full run 2026-12-04 16:49: the gateway's 5000 level read 24.4 µs
+    // per heartbeat with none, the 10,000 level 34.1 with one, a quotient of 1.40 that measured the GC, not growth).
+    const overCycles = (f: Figure, judgedLevels: ReadonlyArray<Level>): Figure => {
+      const partial = p.gcWaitMs > 0 ? judgedLevels.filter((l) => !l.span.aligned) : []
+      return partial.length === 0 ? f : unjudgedBecause(f, `the span at ${partial.map((l) => l.devices).join(" and ")} devices ` +
+        `found no major GC at one end within ${p.gcWaitMs / 1000} s, so it does not hold whole old-generation cycles`)
+    }
     const spanNote = (l: Level) =>
       `${l.span.seconds.toFixed(0)} s, ${l.span.heartbeats} heartbeats, ${l.span.majorGcs} major GCs` +
       `${l.span.aligned || l.devices === levels[0] ? "" : ", not both ends at a major GC"}; ` +
@@ -339,14 +347,6 @@ export const scaleSuite: Suite = {
         )
       }
       const last = run.levels[top]!
-      // Judged over whole old-generation cycles only: a span that found no major GC at one of its ends within the
-      // wait leaves that cycle's collection out (full run 2026-12-04 16:49: the gateway's 5000 level read 24.4 µs
-      // per heartbeat with none, the 10,000 level 34.1 with one, a quotient of 1.40 that measured the GC, not growth).
-      const overCycles = (f: Figure, judgedLevels: ReadonlyArray<Level>): Figure => {
-        const partial = p.gcWaitMs > 0 ? judgedLevels.filter((l) => !l.span.aligned) : []
-        return partial.length === 0 ? f : unjudgedBecause(f, `the span at ${partial.map((l) => l.devices).join(" and ")} devices ` +
-          `found no major GC at one end within ${p.gcWaitMs / 1000} s, so it does not hold whole old-generation cycles`)
-      }
       figures.push(
         overCycles(figure({
           suite: "scale",

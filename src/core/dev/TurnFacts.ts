@@ -77,6 +77,10 @@ export const make = <T extends FactTarget>(
     }
   }
 
+  /** Journal-only facts in one append; a group with the Run's own `Dispatched` marks the Turn dispatched in it. */
+  const recordGroup = (a: T, writer: JournalWriter, group: ReadonlyArray<Outcome.TurnFact>): Effect.Effect<void, LeaseLost> =>
+    Effect.asVoid(durable(a, "journal", writer.recordAll(group, group.some(dispatchesRun) ? { markDispatched: true } : undefined)))
+
   /** One fact journaled, then the records it changes. A direct pipeline: this runs for every fact of a Turn. */
   const onFact = (a: T, writer: JournalWriter, fact: Outcome.TurnFact): Effect.Effect<void, LeaseLost> => {
     const request = fact._tag === "RunEvent" ? interactionRequest(fact.event) : undefined
@@ -117,18 +121,14 @@ export const make = <T extends FactTarget>(
     const from = (i: number): Effect.Effect<void, LeaseLost> => {
       if (i >= facts.length) return Effect.void
       let j = i
-      let markDispatched = false
-      while (j < facts.length && journalOnly(facts[j]!)) {
-        if (dispatchesRun(facts[j]!)) markDispatched = true
-        j++
-      }
+      while (j < facts.length && journalOnly(facts[j]!)) j++
       // Each fact is confirmed to the delivery layer once stored, in order (one `journaled` per fact).
       let stored: Effect.Effect<void, LeaseLost>
       if (j <= i + 1) {
         stored = Effect.andThen(onFact(a, writer, facts[i]!), confirm(i))
         j = i + 1
       } else {
-        stored = Effect.andThen(durable(a, "journal", writer.recordAll(facts.slice(i, j), markDispatched ? { markDispatched } : undefined)), confirm(i))
+        stored = Effect.andThen(recordGroup(a, writer, facts.slice(i, j)), confirm(i))
         for (let k = i + 1; k < j; k++) stored = Effect.andThen(stored, confirm(k))
       }
       const next = j
@@ -142,8 +142,7 @@ export const make = <T extends FactTarget>(
     const held = a.held
     if (held === undefined) return Effect.void
     a.held = undefined
-    const markDispatched = held.some(dispatchesRun)
-    return Effect.asVoid(durable(a, "journal", writer.recordAll(held, markDispatched ? { markDispatched } : undefined)))
+    return recordGroup(a, writer, held)
   }
 
   const inputStatus = (
