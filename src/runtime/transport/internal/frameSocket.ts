@@ -28,9 +28,11 @@ export interface FrameListener {
 export interface FrameSocket {
   /**
    * Queues one text frame (its text or its UTF-8 bytes). `written` fires once: without an error when the write completed locally (handed to the
-   * operating system), with one when it did not. Frames are written in call order.
+   * operating system), with one when it did not. Frames are written in call order. `joinTurn`: the frame may wait for
+   * the rest of this turn of the event loop, so that the frames sent meanwhile leave in the same write (without it,
+   * it is handed to the kernel now, unless an earlier frame of this turn holds the socket).
    */
-  readonly send: (text: string | Uint8Array, written: (error?: Error) => void) => void
+  readonly send: (text: string | Uint8Array, written: (error?: Error) => void, joinTurn?: boolean) => void
   /**
    * Queues several text frames in order, in one go, each given as its text or as its UTF-8 bytes (still a text
    * frame), or as a Run's delta kept as its parts (`EncodedDelta`, written from them). `written` fires once, after the last frame's write finished: without an error only when every frame

@@ -3,7 +3,8 @@
  * `FrameSocket`. A refused upgrade surfaces with its status and (at most 64 KiB of) its body, which Effect's own
  * `Socket` cannot give us; a send reports completion from `ws.send`'s callback, i.e. when the write completed
  * locally. A batch is framed here and written to the TCP socket in one write while `ws`'s sender is idle
- * (`clientFrames.ts`, `directOf`), and completes with that write's callback.
+ * (`clientFrames.ts`, `directOf`), and completes with that write's callback. Frames sent one at a time within one
+ * turn of the event loop reach the kernel in one write (`coalesce`).
  *
  * Never: follows redirects (a Bearer header must not travel to another origin), compresses (no
  * permessage-deflate), or keeps the Authorization value anywhere but the request it is written into.
@@ -101,6 +102,27 @@ const adapt = (ws: WebSocket): FrameSocket => {
   let failed = false
   let tooLarge = false
   let ended = false
+  /**
+   * Single frames sent with `joinTurn` within one turn of the event loop go to the kernel in one write (issue 18,
+   * Turns: a Turn's `starting` and `started` statuses and its first Run frames come from fibers resumed one after
+   * another, and each of their writes woke Core's event loop for one frame). The first such `send` of a turn corks
+   * the TCP socket and uncorks it from `setImmediate`, which runs after this turn's I/O callbacks and the fibers they
+   * resumed; any frame or batch written meanwhile joins, after them. Order and write callbacks are unchanged (a
+   * callback fires once its bytes were written, after the uncork); a frame waits at most for the rest of its turn
+   * (`test/runtime/transport/WsCoalesce.test.ts`).
+   */
+  let corked = false
+  const coalesce = () => {
+    if (corked) return
+    const tcp = tcpOf(ws)
+    if (tcp === undefined) return
+    corked = true
+    tcp.cork()
+    setImmediate(() => {
+      corked = false
+      tcp.uncork()
+    })
+  }
   const deliver = (event: Buffered) => {
     if (listener === undefined) {
       buffered.push(event)
@@ -129,11 +151,12 @@ const adapt = (ws: WebSocket): FrameSocket => {
     deliver({ _tag: "end", end })
   })
   return {
-    send: (text, written) => {
+    send: (text, written, joinTurn) => {
       if (ws.readyState !== WebSocket.OPEN) {
         written(new Error("socket not open"))
         return
       }
+      if (joinTurn === true) coalesce()
       ws.send(payloadOf(text), textFrame, (error) => written(error ?? undefined))
     },
     sendAll: (texts, written) => {
