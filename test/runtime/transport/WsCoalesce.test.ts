@@ -44,8 +44,10 @@ const sent = (socket: FrameSocket, text: string, joinTurn = true): Promise<void>
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-const until = async (check: () => boolean) => {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 5))
+/** Waits (at most about 1 s) until the server has as many frames as `expected`, then compares them in order. */
+const arrived = async (server: Server, expected: ReadonlyArray<string>) => {
+  for (let i = 0; i < 200 && server.received.length < expected.length; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+  assert.deepStrictEqual(server.received, expected)
 }
 
 /** Kernel writes of every `net.Socket` in this process while `run` runs (only the client writes here). */
@@ -65,27 +67,30 @@ describe("ws client socket: frames sent with joinTurn in one event-loop turn lea
   afterEach(async () => {
     for (const f of cleanup.splice(0)) await f()
   })
-
-  it("three sends in one turn are one kernel write; every frame arrives in order and each callback fires", async () => {
+  /** A server and an open client socket, closed after the case; returns in a later turn than the dial's. */
+  const connected = async () => {
     const server = await startServer()
     cleanup.push(server.close)
     const socket = await open(server.url)
     cleanup.push(async () => socket.terminate())
     await nextTurn()
-    const writes = await countWrites(async () => {
-      await Promise.all([sent(socket, "starting"), sent(socket, "started"), sent(socket, "delta")])
-    })
-    assert.strictEqual(writes, 1)
-    await until(() => server.received.length === 3)
-    assert.deepStrictEqual(server.received, ["starting", "started", "delta"])
+    return { server, socket }
+  }
+
+  // Three frames sent in one turn: with joinTurn one kernel write; without it (a posted receipt) three, at once. Every
+  // frame arrives in order and each callback fires.
+  it.each([
+    { joinTurn: true, writes: 1 },
+    { joinTurn: false, writes: 3 }
+  ])("three sends in one turn with joinTurn $joinTurn are $writes kernel write(s)", async ({ joinTurn, writes }) => {
+    const { server, socket } = await connected()
+    const texts = ["starting", "started", "delta"]
+    assert.strictEqual(await countWrites(async () => void (await Promise.all(texts.map((t) => sent(socket, t, joinTurn))))), writes)
+    await arrived(server, texts)
   })
 
   it("sends in different turns are written one by one (the control)", async () => {
-    const server = await startServer()
-    cleanup.push(server.close)
-    const socket = await open(server.url)
-    cleanup.push(async () => socket.terminate())
-    await nextTurn()
+    const { server, socket } = await connected()
     const writes = await countWrites(async () => {
       const first = sent(socket, "a")
       await nextTurn()
@@ -95,30 +100,11 @@ describe("ws client socket: frames sent with joinTurn in one event-loop turn lea
       await Promise.all([first, second, third])
     })
     assert.strictEqual(writes, 3)
-    await until(() => server.received.length === 3)
-    assert.deepStrictEqual(server.received, ["a", "b", "c"])
-  })
-
-  it("frames sent without joinTurn (posted receipts) are handed to the kernel one by one, at once", async () => {
-    const server = await startServer()
-    cleanup.push(server.close)
-    const socket = await open(server.url)
-    cleanup.push(async () => socket.terminate())
-    await nextTurn()
-    const writes = await countWrites(async () => {
-      await Promise.all([sent(socket, "r1", false), sent(socket, "r2", false), sent(socket, "r3", false)])
-    })
-    assert.strictEqual(writes, 3)
-    await until(() => server.received.length === 3)
-    assert.deepStrictEqual(server.received, ["r1", "r2", "r3"])
+    await arrived(server, ["a", "b", "c"])
   })
 
   it("a batch written in the same turn as a single frame joins its write, after it", async () => {
-    const server = await startServer()
-    cleanup.push(server.close)
-    const socket = await open(server.url)
-    cleanup.push(async () => socket.terminate())
-    await nextTurn()
+    const { server, socket } = await connected()
     const writes = await countWrites(async () => {
       const single = sent(socket, "status")
       const batch = new Promise<void>((resolve, reject) =>
@@ -127,7 +113,6 @@ describe("ws client socket: frames sent with joinTurn in one event-loop turn lea
       await Promise.all([single, batch])
     })
     assert.strictEqual(writes, 1)
-    await until(() => server.received.length === 3)
-    assert.deepStrictEqual(server.received, ["status", "d1", "d2"])
+    await arrived(server, ["status", "d1", "d2"])
   })
 })
