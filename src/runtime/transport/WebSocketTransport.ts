@@ -236,9 +236,7 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       const frame = outgoing(message)
       if (Result.isFailure(frame)) return Effect.fail(frame.failure)
-      // A frame the caller waits for may wait for the rest of this turn of the event loop, to leave with the frames
-      // sent meanwhile (`internal/ws.ts`); a posted one (a chunk's receipt a sender waits on) leaves now.
-      return written((done) => socket.send(frame.success, done, true))
+      return written((done) => socket.send(frame.success, done, true)) // joins this turn's write (`post`: at once)
     })
 
   const sendAll = (
