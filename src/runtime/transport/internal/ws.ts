@@ -104,8 +104,8 @@ const adapt = (ws: WebSocket): FrameSocket => {
   let ended = false
   /**
    * Single frames sent with `joinTurn` within one turn of the event loop go to the kernel in one write (issue 18,
-   * Turns: a Turn's `starting` and `started` statuses and its first Run frames come from fibers resumed one after
-   * another, and each of their writes woke Core's event loop for one frame). The first such `send` of a turn corks
+   * Turns: with many Turns in flight, the statuses of several Turns are sent within one turn, and each write of its
+   * own woke Core's event loop for one frame). The first such `send` of a turn corks
    * the TCP socket and uncorks it from `setImmediate`, which runs after this turn's I/O callbacks and the fibers they
    * resumed; any frame or batch written meanwhile joins, after them. Order and write callbacks are unchanged (a
    * callback fires once its bytes were written, after the uncork); a frame waits at most for the rest of its turn
