@@ -109,7 +109,7 @@ const adapt = (ws: WebSocket): FrameSocket => {
    * the TCP socket and uncorks it from `setImmediate`, which runs after this turn's I/O callbacks and the fibers they
    * resumed; any frame or batch written meanwhile joins, after them. Order and write callbacks are unchanged (a
    * callback fires once its bytes were written, after the uncork); a frame waits at most for the rest of its turn
-   * (`test/runtime/transport/WsCoalesce.test.ts`).
+   * (`test/runtime/transport/WsCoalesce.live.test.ts`).
    */
   let corked = false
   const coalesce = () => {

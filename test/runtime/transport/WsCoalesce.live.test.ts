@@ -1,8 +1,9 @@
 /**
  * The daemon's client socket (`internal/ws.ts`) writes single frames sent with `joinTurn` within one turn of the event
  * loop to the kernel in one write, frames sent in different turns, or without `joinTurn` (a posted receipt), in writes
- * of their own; order and write callbacks are kept. Counted on the real TCP socket under a real `ws` client, against a real `ws` server on loopback: each
- * kernel write of a `net.Socket` goes through its `_writeGeneric` (Node's stream_base path for `write` and `writev`).
+ * of their own; order and write callbacks are kept. Live: a real `ws` client and server on loopback and the real event
+ * loop, whose turns are the unit here (no clock is involved, no timer is set). Each kernel write of a `net.Socket` goes
+ * through its `_writeGeneric` (Node's stream_base path for `write` and `writev`), which the test counts.
  */
 import { createServer } from "node:http"
 import net from "node:net"
@@ -14,7 +15,8 @@ import type { FrameSocket } from "../../../src/runtime/transport/internal/frameS
 
 interface Server {
   readonly url: string
-  readonly received: Array<string>
+  /** Resolves with the first `n` frames the server received, in order, once it has them. */
+  readonly firstFrames: (n: number) => Promise<ReadonlyArray<string>>
   readonly close: () => Promise<void>
 }
 
@@ -22,12 +24,27 @@ const startServer = async (): Promise<Server> => {
   const http = createServer()
   const wss = new WebSocketServer({ server: http })
   const received: Array<string> = []
-  wss.on("connection", (socket) => socket.on("message", (data) => received.push(String(data))))
+  const waiting: Array<{ readonly n: number; readonly resolve: (frames: ReadonlyArray<string>) => void }> = []
+  const settle = () => {
+    for (const w of waiting.filter((w) => received.length >= w.n)) {
+      waiting.splice(waiting.indexOf(w), 1)
+      w.resolve(received.slice(0, w.n))
+    }
+  }
+  wss.on("connection", (socket) =>
+    socket.on("message", (data) => {
+      received.push(String(data))
+      settle()
+    }))
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve))
   const port = (http.address() as net.AddressInfo).port
   return {
     url: `ws://127.0.0.1:${port}/`,
-    received,
+    firstFrames: (n) =>
+      new Promise((resolve) => {
+        waiting.push({ n, resolve })
+        settle()
+      }),
     close: () =>
       new Promise<void>((resolve) => {
         for (const client of wss.clients) client.terminate()
@@ -44,11 +61,9 @@ const sent = (socket: FrameSocket, text: string, joinTurn = true): Promise<void>
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/** Waits (at most about 1 s) until the server has as many frames as `expected`, then compares them in order. */
-const arrived = async (server: Server, expected: ReadonlyArray<string>) => {
-  for (let i = 0; i < 200 && server.received.length < expected.length; i++) await new Promise((resolve) => setTimeout(resolve, 5))
-  assert.deepStrictEqual(server.received, expected)
-}
+/** The server's first frames are `expected`, in order (waits for them: the test's timeout bounds the wait). */
+const arrived = async (server: Server, expected: ReadonlyArray<string>) =>
+  assert.deepStrictEqual(await server.firstFrames(expected.length), expected)
 
 /** Kernel writes of every `net.Socket` in this process while `run` runs (only the client writes here). */
 const countWrites = async (run: () => Promise<void>): Promise<number> => {
