@@ -3,8 +3,8 @@
  * `FrameSocket`. A refused upgrade surfaces with its status and (at most 64 KiB of) its body, which Effect's own
  * `Socket` cannot give us; a send reports completion from `ws.send`'s callback, i.e. when the write completed
  * locally. A batch is framed here and written to the TCP socket in one write while `ws`'s sender is idle
- * (`clientFrames.ts`, `directOf`), and completes with that write's callback. Frames sent one at a time within one
- * turn of the event loop reach the kernel in one write (`coalesce`).
+ * (`clientFrames.ts`, `directOf`), and completes with that write's callback. Single frames sent with `joinTurn`
+ * within one turn of the event loop reach the kernel in one write (`coalesce`).
  *
  * Never: follows redirects (a Bearer header must not travel to another origin), compresses (no
  * permessage-deflate), or keeps the Authorization value anywhere but the request it is written into.
@@ -103,13 +103,11 @@ const adapt = (ws: WebSocket): FrameSocket => {
   let tooLarge = false
   let ended = false
   /**
-   * Single frames sent with `joinTurn` within one turn of the event loop go to the kernel in one write (issue 18,
-   * Turns: with many Turns in flight, the statuses of several Turns are sent within one turn, and each write of its
-   * own woke Core's event loop for one frame). The first such `send` of a turn corks
-   * the TCP socket and uncorks it from `setImmediate`, which runs after this turn's I/O callbacks and the fibers they
-   * resumed; any frame or batch written meanwhile joins, after them. Order and write callbacks are unchanged (a
-   * callback fires once its bytes were written, after the uncork); a frame waits at most for the rest of its turn
-   * (`test/runtime/transport/WsCoalesce.live.test.ts`).
+   * Issue 18, Turns: with many Turns in flight, the statuses of several Turns are sent within one turn of the event
+   * loop, and each write of its own woke Core's event loop for one frame. The first `joinTurn` send of a turn corks the
+   * TCP socket and `setImmediate` uncorks it, after this turn's I/O callbacks and the fibers they resumed; any frame or
+   * batch written meanwhile joins, after it. Order and write callbacks are unchanged (a callback fires once its bytes
+   * were written, after the uncork); a frame waits at most for the rest of its turn (`WsCoalesce.live.test.ts`).
    */
   let corked = false
   const coalesce = () => {
