@@ -43,4 +43,20 @@ describe("ScriptedHarness settlement", () => {
       assert.deepStrictEqual(settlement.contentParts, [deltas.join("")])
       assert.strictEqual((yield* started.turn.cancellationOutcome).content, deltas.join(""))
     }))
+
+  it.effect("a delta step with repeat settles exactly as the same delta written that many times", () =>
+    Effect.gen(function* () {
+      const harness = yield* makeScriptedHarness().pipe(Effect.provide(ScriptedSignals.layer))
+      const settle = (steps: ReadonlyArray<unknown>) =>
+        Effect.gen(function* () {
+          const executor = yield* prepare(harness, { agent_kind: "scripted", conversation_id: "", run_id: "" })
+          const started = yield* start(executor, [{ content: [{ type: "input_text", text: JSON.stringify({ script: steps }) }] }])
+          return yield* Effect.orDie(started.turn.awaitSettlement)
+        })
+      const repeated = yield* settle([{ delta: "a" }, { delta: "xy ", repeat: 1500 }, { delta: "b", repeat: 1 }])
+      const expanded = yield* settle([{ delta: "a" }, ...Array.from({ length: 1500 }, () => ({ delta: "xy " })), { delta: "b" }])
+      assert.strictEqual(repeated.outcome, "completed")
+      assert.deepStrictEqual(repeated.contentParts, expanded.contentParts)
+      assert.strictEqual(settledDone(repeated).content, `a${"xy ".repeat(1500)}b`)
+    }))
 })

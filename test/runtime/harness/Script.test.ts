@@ -18,6 +18,10 @@ describe("Script", () => {
       [{ delta: "a" }, { teleport: true }],
       [{ delta: "a", extra: 1 }],
       [{ delta: "a", thinking: "b" }],
+      [{ delta: "a", repeat: 0 }],
+      [{ delta: "a", repeat: 1_000_001 }],
+      [{ delta: "a", repeat: 1.5 }],
+      [{ delta: "a", repeat: "2" }],
       [{ sleep: "soon" }],
       [{ hang: false }],
       [{ await_steer: 0 }],
@@ -32,6 +36,11 @@ describe("Script", () => {
       ...Array.from({ length: bad.length - 1 }, () => ({ _tag: "InvalidScript" as const, index: 0 }))
     ])
     assert.deepStrictEqual(parseInput(JSON.stringify({ script: "x" })), { _tag: "InvalidScript", index: undefined })
+  })
+
+  it("a delta step repeats 1 to 1,000,000 times", () => {
+    const steps = [{ delta: "a", repeat: 1 }, { delta: "b", phase: "final", repeat: 1_000_000 }]
+    assert.deepStrictEqual(parseInput(JSON.stringify({ script: steps })), { _tag: "Script", steps })
   })
 
   it("echo fragments concatenate to exactly the text", () => {

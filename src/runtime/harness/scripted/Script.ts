@@ -24,7 +24,15 @@ export const DurationInput = Schema.Union([Schema.String, NonNegativeInt]).pipe(
 
 const SignalName = Schema.NonEmptyString
 
-export const DeltaStep = Schema.Struct({ delta: Schema.String, phase: Schema.optionalKey(Schema.String) })
+/** The most times one `delta` step may repeat its text (`repeat`). */
+export const MaxRepeat = 1_000_000
+
+/** A text fragment, `repeat` times in a row (default once): as many steps, from a script of one. */
+export const DeltaStep = Schema.Struct({
+  delta: Schema.String,
+  phase: Schema.optionalKey(Schema.String),
+  repeat: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MaxRepeat })))
+})
 export const ThinkingStep = Schema.Struct({ thinking: Schema.String })
 export const ToolCallStep = Schema.Struct({
   tool_call: Schema.Struct({

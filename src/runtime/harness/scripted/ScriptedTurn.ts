@@ -193,7 +193,7 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
 
     const runStep = (step: Step): Effect.Effect<"continue" | "stop"> => {
       const cont = Effect.as("continue" as const)
-      if ("delta" in step) return delta(step.delta, step.phase).pipe(cont)
+      if ("delta" in step) return Effect.repeat(delta(step.delta, step.phase), { times: (step.repeat ?? 1) - 1 }).pipe(cont)
       const closeThen = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.andThen(completeMessage, effect)
       if ("thinking" in step) return closeThen(emit({ type: "thinking", text: step.thinking })).pipe(cont)
       if ("tool_call" in step) return closeThen(toolCall(step.tool_call)).pipe(cont)
@@ -258,8 +258,10 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
             // The common step without the step dispatcher and, while the Run's buffer has room, without an Effect
             // (the relay's hot loop; the fiber still suspends when the buffer is full, at most every 64 deltas).
             if ("delta" in step) {
-              const rest = deltaUnsafe(step.delta, step.phase)
-              if (rest !== undefined) yield* rest
+              for (let times = step.repeat ?? 1; times > 0; times--) {
+                const rest = deltaUnsafe(step.delta, step.phase)
+                if (rest !== undefined) yield* rest
+              }
             } else if ((yield* runStep(step)) === "stop") return
           }
           yield* completeMessage
