@@ -50,6 +50,7 @@ import * as Initialization from "./Initialization.js"
 import * as McpSecrets from "./McpSecrets.js"
 import * as InitializationStore from "./InitializationStore.js"
 import * as Turns from "./Turns.js"
+import { DevCoreContextDepth, withContextDepth } from "../internal/contextDepth.js"
 
 export interface DevCoreOptions {
   /** Listen address (default 127.0.0.1). */
@@ -281,6 +282,8 @@ export const layer = (options: DevCoreOptions): Layer.Layer<DevCoreServices, Dev
     Layer.provideMerge(recovery),
     Layer.provideMerge(gatewayConfig),
     Layer.provideMerge(server),
-    Layer.provideMerge(store)
+    Layer.provideMerge(store),
+    // Its request and Turn fibers stack more services than Effect's default chain before a copy (contextDepth.ts).
+    withContextDepth(DevCoreContextDepth)
   )
 }
