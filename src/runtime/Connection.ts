@@ -85,7 +85,7 @@ const connection = (info: ConnectionInfo["Service"]) => Effect.gen(function* () 
         runs: yield* runs.view,
         unconfirmed: yield* ownership.unconfirmed
       }
-    })).pipe(Scope.provide(viewScope))
+    }), Effect.map(ownership.unconfirmed, (unconfirmed) => unconfirmed.length)).pipe(Scope.provide(viewScope))
     yield* board.setKinds((yield* registry.declarations).map(kindStatus))
 
     yield* Heartbeat.run({

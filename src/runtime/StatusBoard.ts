@@ -4,11 +4,13 @@
  * Executors, Runs and unconfirmed cleanups for as long as its scope is open (including while that scope is
  * closing and waiting for confirmed cleanup). Reading a snapshot never changes anything.
  *
- * The board is a `SubscriptionRef` of the whole snapshot (`updates` streams every new value). Every
- * `setConnection`, `setKinds`, attach or detach of a view, and every `touch` (the per-connection modules call it
- * where their admissions, Executors, Runs or ownership records change state, never per frame) recomputes the
- * snapshot from the attached view and sets it, then bumps a change count (also a `SubscriptionRef`), which wakes
- * whoever armed `changes`. Tools and tests wait on it instead of polling.
+ * Every `setConnection`, `setKinds`, attach or detach of a view, and every `touch` (the per-connection modules call
+ * it where their admissions, Executors, Runs or ownership records change state, never per frame) bumps a change
+ * count (a `SubscriptionRef`), which wakes whoever armed `changes`; tools and tests wait on it instead of polling.
+ * The snapshot itself is computed when it is read (`snapshot`, `updates`), once per change at most (issue 18,
+ * "statusboard": computed at every change, the view of up to 64 retained admissions, the Executors and the Runs
+ * was ≈ 14 % of the daemon's main thread in the turns suite, for a status nobody read). The metrics it feeds (the
+ * connection state, the unconfirmed cleanups) are updated at each change, only when they differ.
  */
 import { Context, Effect, Layer, Ref, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { statusChanged } from "./RuntimeMetrics.js"
@@ -146,8 +148,15 @@ const makeSignal = Effect.gen(function* () {
       )),
     version: SubscriptionRef.get(version)
   }
-  return { notify: SubscriptionRef.update(version, (count) => count + 1), changes }
+  return { notify: SubscriptionRef.update(version, (count) => count + 1), changes, version }
 })
+
+/** An attached view and how it counts its unconfirmed cleanups. */
+interface Attached {
+  readonly token: object
+  readonly view: Effect.Effect<RuntimeView>
+  readonly unconfirmed: Effect.Effect<number>
+}
 
 export class StatusBoard extends Context.Service<StatusBoard, {
   /** Replaces the connection section (the daemon loop calls it on every state change). */
@@ -156,9 +165,12 @@ export class StatusBoard extends Context.Service<StatusBoard, {
   readonly setSuspension: (status: SuspensionStatus) => Effect.Effect<void>
   /** Replaces the declared kinds (from the harness registry). */
   readonly setKinds: (kinds: ReadonlyArray<typeof KindStatus.Type>) => Effect.Effect<void>
-  /** Attaches a live view for the lifetime of the current scope; the latest attach wins. */
-  readonly attachView: (view: Effect.Effect<RuntimeView>) => Effect.Effect<void, never, Scope.Scope>
-  /** The current snapshot (as of the last change). */
+  /**
+   * Attaches a live view for the lifetime of the current scope; the latest attach wins. `unconfirmed` counts its
+   * unconfirmed cleanups (read at every change, for the metric; cheap), the view's `unconfirmed.length` by default.
+   */
+  readonly attachView: (view: Effect.Effect<RuntimeView>, unconfirmed?: Effect.Effect<number>) => Effect.Effect<void, never, Scope.Scope>
+  /** The current snapshot, computed from the state as of now (once per change: later reads reuse it). */
   readonly snapshot: Effect.Effect<StatusSnapshot>
   /**
    * The attached view's state changed (an admission, Executor, Run or ownership record moved): recompute the
@@ -167,7 +179,10 @@ export class StatusBoard extends Context.Service<StatusBoard, {
   readonly touch: Effect.Effect<void>
   /** Wakes waiters on every change of the snapshot's inputs (see `BoardChanges`). */
   readonly changes: BoardChanges
-  /** Every snapshot from now on, starting with the current one (`SubscriptionRef.changes`). */
+  /**
+   * The current snapshot, then the snapshot after each change, each computed when it is taken (changes that come
+   * before the reader takes the next one are read as one: the last value is always the latest state).
+   */
   readonly updates: Stream.Stream<StatusSnapshot>
 }>()("agentwire/runtime/StatusBoard") {
   /** A board for this process. */
@@ -182,7 +197,7 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       })
       const kinds = yield* Ref.make<ReadonlyArray<typeof KindStatus.Type>>([])
       const suspension = yield* Ref.make<SuspensionStatus>({ state: "open" })
-      const views = yield* Ref.make<ReadonlyArray<{ readonly token: object; readonly view: Effect.Effect<RuntimeView> }>>([])
+      const views = yield* Ref.make<ReadonlyArray<Attached>>([])
       const compute = Effect.gen(function* () {
         const attached = yield* Ref.get(views)
         const latest = attached[attached.length - 1]
@@ -197,28 +212,52 @@ export class StatusBoard extends Context.Service<StatusBoard, {
           ...view
         } satisfies StatusSnapshot
       })
-      const board = yield* SubscriptionRef.make<StatusSnapshot>(yield* compute)
-      const { changes, notify } = yield* makeSignal
-      const refresh = Effect.andThen(
-        Effect.flatMap(compute, (next) =>
-          Effect.andThen(SubscriptionRef.set(board, next), statusChanged(next.connection.state, next.unconfirmed.length))),
-        notify
-      )
+      // The snapshot as of the last change, once a read computed it; `changes` counts the changes, so a read that
+      // a change overtook while it computed leaves nothing behind.
+      let cached: StatusSnapshot | undefined
+      let changes = 0
+      const snapshot = Effect.suspend(() => {
+        if (cached !== undefined) return Effect.succeed(cached)
+        const at = changes
+        return Effect.map(compute, (next) => {
+          if (changes === at) cached = next
+          return next
+        })
+      })
+      // The metrics, at each change, updated only when they differ (no snapshot is computed for them).
+      let reported: { readonly state: ConnectionState; readonly unconfirmed: number } | undefined
+      const report = Effect.gen(function* () {
+        const attached = yield* Ref.get(views)
+        const latest = attached[attached.length - 1]
+        const state = (yield* Ref.get(connection)).state
+        const unconfirmed = latest === undefined ? 0 : yield* latest.unconfirmed
+        if (reported !== undefined && reported.state === state && reported.unconfirmed === unconfirmed) return
+        reported = { state, unconfirmed }
+        yield* statusChanged(state, unconfirmed)
+      })
+      yield* report
+      const { changes: signal, notify, version } = yield* makeSignal
+      const refresh = Effect.suspend(() => {
+        changes++
+        cached = undefined
+        return Effect.andThen(report, notify)
+      })
       return StatusBoard.of({
         setConnection: (status) => Effect.andThen(Ref.set(connection, status), refresh),
         setSuspension: (next) => Effect.andThen(Ref.set(suspension, next), refresh),
         setKinds: (next) => Effect.andThen(Ref.set(kinds, next), refresh),
-        attachView: (view) => {
+        attachView: (view, unconfirmed) => {
           const token = {}
+          const attached: Attached = { token, view, unconfirmed: unconfirmed ?? Effect.map(view, (v) => v.unconfirmed.length) }
           return Effect.acquireRelease(
-            Effect.andThen(Ref.update(views, (vs) => [...vs, { token, view }]), refresh),
+            Effect.andThen(Ref.update(views, (vs) => [...vs, attached]), refresh),
             () => Effect.andThen(Ref.update(views, (vs) => vs.filter((v) => v.token !== token)), refresh)
           )
         },
         touch: refresh,
-        changes,
-        updates: SubscriptionRef.changes(board),
-        snapshot: SubscriptionRef.get(board)
+        changes: signal,
+        updates: SubscriptionRef.changes(version).pipe(Stream.mapEffect(() => snapshot)),
+        snapshot
       })
     })
 

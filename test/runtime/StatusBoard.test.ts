@@ -122,6 +122,28 @@ describe("StatusBoard view", () => {
       same(finished.runs, [])
     }).pipe(Effect.provide(processLayer())))
 
+  it.effect("the snapshot is computed when read, once per change: touches alone compute nothing", () =>
+    Effect.gen(function* () {
+      const board = yield* makeBoard
+      let views = 0
+      let counts = 0
+      const scope = yield* Scope.make()
+      yield* Scope.provide(
+        board.attachView(Effect.sync(() => (views++, emptyView)), Effect.sync(() => (counts++, 0))),
+        scope
+      )
+      const before = { views, counts }
+      for (let i = 0; i < 5; i++) yield* board.touch
+      same({ views: views - before.views, counts: counts - before.counts }, { views: 0, counts: 5 })
+      yield* board.snapshot
+      yield* board.snapshot
+      assert.strictEqual(views - before.views, 1, "two reads after the changes: one computation")
+      yield* board.touch
+      yield* board.snapshot
+      assert.strictEqual(views - before.views, 2, "a change, then a read: computed again")
+      yield* Scope.close(scope, Exit.void)
+    }))
+
   it.effect("updates streams each new snapshot as a SubscriptionRef", () =>
     Effect.gen(function* () {
       const board = yield* makeBoard
