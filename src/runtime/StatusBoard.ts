@@ -151,9 +151,8 @@ const makeSignal = Effect.gen(function* () {
   return { notify: SubscriptionRef.update(version, (count) => count + 1), changes, version }
 })
 
-/** An attached view and how it counts its unconfirmed cleanups. */
+/** An attached view and how it counts its unconfirmed cleanups (the object itself is its identity for detaching). */
 interface Attached {
-  readonly token: object
   readonly view: Effect.Effect<RuntimeView>
   readonly unconfirmed: Effect.Effect<number>
 }
@@ -212,15 +211,15 @@ export class StatusBoard extends Context.Service<StatusBoard, {
           ...view
         } satisfies StatusSnapshot
       })
-      // The snapshot as of the last change, once a read computed it; `changes` counts the changes, so a read that
-      // a change overtook while it computed leaves nothing behind.
+      // The snapshot as of the last change, once a read computed it; `generation` counts the changes, so a read
+      // that a change overtook while it computed leaves nothing behind.
       let cached: StatusSnapshot | undefined
-      let changes = 0
+      let generation = 0
       const snapshot = Effect.suspend(() => {
         if (cached !== undefined) return Effect.succeed(cached)
-        const at = changes
+        const at = generation
         return Effect.map(compute, (next) => {
-          if (changes === at) cached = next
+          if (generation === at) cached = next
           return next
         })
       })
@@ -236,9 +235,9 @@ export class StatusBoard extends Context.Service<StatusBoard, {
         yield* statusChanged(state, unconfirmed)
       })
       yield* report
-      const { changes: signal, notify, version } = yield* makeSignal
+      const { changes, notify, version } = yield* makeSignal
       const refresh = Effect.suspend(() => {
-        changes++
+        generation++
         cached = undefined
         return Effect.andThen(report, notify)
       })
@@ -247,15 +246,14 @@ export class StatusBoard extends Context.Service<StatusBoard, {
         setSuspension: (next) => Effect.andThen(Ref.set(suspension, next), refresh),
         setKinds: (next) => Effect.andThen(Ref.set(kinds, next), refresh),
         attachView: (view, unconfirmed) => {
-          const token = {}
-          const attached: Attached = { token, view, unconfirmed: unconfirmed ?? Effect.map(view, (v) => v.unconfirmed.length) }
+          const attached: Attached = { view, unconfirmed: unconfirmed ?? Effect.map(view, (v) => v.unconfirmed.length) }
           return Effect.acquireRelease(
             Effect.andThen(Ref.update(views, (vs) => [...vs, attached]), refresh),
-            () => Effect.andThen(Ref.update(views, (vs) => vs.filter((v) => v.token !== token)), refresh)
+            () => Effect.andThen(Ref.update(views, (vs) => vs.filter((v) => v !== attached)), refresh)
           )
         },
         touch: refresh,
-        changes: signal,
+        changes,
         updates: SubscriptionRef.changes(version).pipe(Stream.mapEffect(() => snapshot)),
         snapshot
       })
