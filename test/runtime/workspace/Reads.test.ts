@@ -12,7 +12,7 @@ import { Effect } from "effect"
 import type { WorkspaceFsShape } from "../../../src/runtime/workspace/WorkspaceFs.js"
 import { StatusBoard } from "../../../src/runtime/StatusBoard.js"
 import { ScriptedSignals } from "../../../src/runtime/harness/scripted/ScriptedSignals.js"
-import { adjust, adjustUntilSent, connect, next, processLayer, promptFrame, releaseFrame, same, script, silent, startFrame } from "../../support/runtimeTestWire.js"
+import { adjust, adjustUntilSent, connect, next, processLayer, promptFrame, releaseFrame, same, script, silent, startFrame, until } from "../../support/runtimeTestWire.js"
 import { boundTo, readResult, readyReadOnly } from "../../support/workspaceDaemon.js"
 import { tempWorkspace, type TempWorkspace } from "../../support/workspaceDir.js"
 import { bytesRead, dirRead, readFrame } from "../../support/workspaceFrames.js"
@@ -138,11 +138,12 @@ describe("workspace_read", () => {
       const env = ws.local.id
       yield* Effect.gen(function* () {
         const { core } = yield* connect()
-        const prompt = promptFrame("run-1", script([{ write_file: { path: "out.txt", text: "made by the turn" } }, { wait: "go" }]))
+        // The delta after the write says the file is on disk (the write is real I/O: no clock step waits for it).
+        const prompt = promptFrame("run-1", script([{ write_file: { path: "out.txt", text: "made by the turn" } }, { delta: "written" }, { wait: "go" }]))
         if (prompt.type !== "prompt_request") throw new Error("unreachable")
         const { disable_execution_environment: _, ...payload } = prompt.payload
         yield* core.toRuntime({ ...prompt, payload: { ...payload, local_environment: ws.local } })
-        yield* adjust(0)
+        yield* until(core, "delta")
         yield* core.toRuntime(bytesRead("run-read", env, "out.txt", 100, { run_id: "run-1" }))
         same(yield* result(core), ["run-read", { outcome: "completed", data: b64("made by the turn"), close_acknowledged: true }])
         const signals = yield* ScriptedSignals
