@@ -22,6 +22,7 @@ import { ScriptedSignals } from "../../src/runtime/harness/scripted/ScriptedSign
 import * as RuntimeProcess from "../../src/runtime/RuntimeProcess.js"
 import { StatusBoard } from "../../src/runtime/StatusBoard.js"
 import { Connector } from "../../src/runtime/transport/Connector.js"
+import { loggerFor } from "../../src/bin/Logging.js"
 import { relayDiag } from "./relayDiag.js"
 
 export const StampedKind = "stamped"
@@ -175,7 +176,7 @@ const startDaemon = (command: Extract<PeerCommand, { op: "daemon" }>) => {
     )
     return yield* Daemon.run({ deviceId, coreOrigin: command.coreUrl }).pipe(Effect.provide(services))
   }).pipe(
-    Effect.provide(Layer.mergeAll(ScriptedSignals.layer, Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])))
+    Effect.provide(Layer.mergeAll(ScriptedSignals.layer, Logger.layer([loggerFor("text")])))
   )
   return Effect.runFork(program)
 }

@@ -11,7 +11,7 @@
  */
 import { Cause, Clock, Console, Effect, Exit, Runtime, Schema } from "effect"
 import { CliError } from "effect/cli"
-import { flatJsonLine } from "./Logging.js"
+import { flatJsonLine, flushLogLines } from "./Logging.js"
 
 export const ExitCode = { ok: 0, failure: 1, usage: 2, rejected: 3 } as const
 
@@ -68,6 +68,7 @@ export const reportFailureAsJson = (format: "text" | "json") =>
         : String(error)
       const exitCode = Runtime.getErrorExitCode(error)
       const now = yield* Clock.currentTimeMillis
+      yield* Effect.sync(flushLogLines) // the lines logged before the failure come first
       yield* Console.error(flatJsonLine({
         timestamp: new Date(now).toISOString(),
         level: "FATAL",
