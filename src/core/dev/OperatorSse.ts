@@ -142,6 +142,8 @@ const openResponse = (request: HttpServerRequest.HttpServerRequest): NodeWritabl
 /** The part of Node's `ServerResponse` the event writer uses. */
 interface NodeWritable {
   readonly write: (text: string) => boolean
+  /** The connection: its writes wait while it is corked, until the response's `end` uncorks it fully. */
+  readonly socket?: { readonly cork: () => void } | null
   readonly once: (event: "drain" | "close", listener: () => void) => unknown
   readonly off: (event: "drain" | "close", listener: () => void) => unknown
 }
@@ -181,6 +183,11 @@ export const writeEvents = <E>(
       if (response === undefined) return Effect.void
       let text = ""
       for (let i = 0; i < batch.length; i++) text += sseEvent(batch[i]!)
+      // The outcome is the stream's last item: its write waits on the corked socket for the server's `end`, which
+      // queues the body's last chunk behind it and uncorks the socket fully, so both leave in one write (issue 18,
+      // "ssecork"). The socket, not the response: a corked response keeps chunked writes in a buffer of its own that
+      // `end` writes after that last chunk (the client then sees the body end before the outcome).
+      if (batch[batch.length - 1]!._tag === "outcome") response.socket?.cork()
       return response.write(text) ? Effect.void : drained(response)
     }),
     Effect.catch(() =>

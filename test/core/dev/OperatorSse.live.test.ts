@@ -7,8 +7,9 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { type Cause, Context, Effect, Layer, Queue, Stream } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
-import { createServer, request } from "node:http"
-import { KeepAliveComment, makeKeepAlive, writeBeside } from "../../../src/core/dev/OperatorSse.js"
+import { Agent, createServer, request } from "node:http"
+import type { JournalItem } from "../../../src/core/dev/JournalItem.js"
+import { KeepAliveComment, makeKeepAlive, sseEvent, writeBeside, writeEvents } from "../../../src/core/dev/OperatorSse.js"
 
 describe("OperatorSse (live)", () => {
   it.live("keep-alive comments reach the client between whole events, and none after the stream ended", () =>
@@ -58,5 +59,52 @@ describe("OperatorSse (live)", () => {
       const comments = parts.slice(1, -1)
       assert.isAtLeast(comments.length, 2)
       for (const comment of comments) assert.strictEqual(`${comment}\n\n`, KeepAliveComment)
+    }).pipe(Effect.scoped))
+
+  it.live("a Turn's events reach the client with the outcome last, and the connection serves the next request", () =>
+    Effect.gen(function* () {
+      const entry = (seq: number): JournalItem => ({ _tag: "entry", seq, kind: "frame", type: "delta", bodyJson: `{"n":${seq}}` })
+      const outcome: JournalItem = { _tag: "outcome", turn: { turnId: "t" } as unknown as Extract<JournalItem, { _tag: "outcome" }>["turn"] }
+      const routes = HttpRouter.use((router) =>
+        router.add("GET", "/events", (req) =>
+          Effect.gen(function* () {
+            // Two batches: the entries, then (a later write) the outcome; the outcome's write waits for the end.
+            const items = yield* Queue.unbounded<JournalItem, Cause.Done>()
+            yield* Queue.offerAll(items, [entry(1), entry(2)])
+            yield* Effect.forkDetach(Effect.andThen(Effect.sleep("5 millis"), Effect.andThen(Queue.offer(items, outcome), Queue.end(items))))
+            return HttpServerResponse.stream(Stream.fromEffectDrain(writeEvents(Stream.fromQueue(items), req, "event: error\n\n")), {
+              contentType: "text/event-stream"
+            })
+          })))
+      const context = yield* Layer.build(
+        HttpRouter.serve(routes, { disableLogger: true, disableListenLog: true }).pipe(
+          Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1" }))
+        )
+      )
+      const server = Context.get(context, HttpServer.HttpServer)
+      const url = `${HttpServer.formatAddress(server.address)}/events`
+      // One socket for both requests: the second one proves the first left its connection uncorked.
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      yield* Effect.addFinalizer(() => Effect.sync(() => agent.destroy()))
+      const read = Effect.callback<{ readonly body: string; readonly reused: boolean }, Error>((resume) => {
+        const req = request(url, { agent }, (res) => {
+          let body = ""
+          res.setEncoding("utf8")
+          res.on("data", (chunk: string) => {
+            body += chunk
+          })
+          res.on("end", () => resume(Effect.succeed({ body, reused: req.reusedSocket })))
+          res.on("error", (e) => resume(Effect.fail(e)))
+        })
+        req.on("error", (e) => resume(Effect.fail(e)))
+        req.end()
+      })
+      const expected = sseEvent(entry(1)) + sseEvent(entry(2)) + sseEvent(outcome)
+      const first = yield* read
+      assert.strictEqual(first.body, expected)
+      yield* Effect.sleep("20 millis") // the agent takes the socket back after the response ended
+      const second = yield* read.pipe(Effect.timeout("5 seconds"))
+      assert.strictEqual(second.body, expected)
+      assert.isTrue(second.reused)
     }).pipe(Effect.scoped))
 })

@@ -62,6 +62,13 @@ const responseDouble = () => {
     full: false,
     writableEnded: false,
     destroyed: false,
+    /** How many writes had been made at each `cork` call of the socket. */
+    corkedAt: [] as Array<number>,
+    socket: {
+      cork: () => {
+        double.corkedAt.push(writes.length)
+      }
+    },
     write: (text: string) => {
       writes.push(text)
       return !double.full
@@ -216,5 +223,21 @@ describe("OperatorSse", () => {
       yield* Queue.fail(source, "store failed")
       yield* Fiber.join(fiber)
       assert.deepStrictEqual(writes.slice(3), ["event: error\n\n"])
+    }))
+
+  it.effect("corks the socket before the outcome's write only (the server's end uncorks it: outcome and end in one write)", () =>
+    Effect.gen(function* () {
+      const { double, writes, request } = responseDouble()
+      const source = yield* Queue.unbounded<JournalItem, Cause.Done>()
+      const fiber = yield* writeEvents(Stream.fromQueue(source), request, "event: error\n\n").pipe(Effect.forkChild)
+      yield* Queue.offer(source, entry(1))
+      yield* Effect.yieldNow
+      assert.deepStrictEqual(double.corkedAt, [])
+      const outcome: JournalItem = { _tag: "outcome", turn: { turnId: "t" } as unknown as Extract<JournalItem, { _tag: "outcome" }>["turn"] }
+      yield* Queue.offerAll(source, [entry(2), outcome])
+      yield* Queue.end(source)
+      yield* Fiber.join(fiber)
+      assert.strictEqual(writes.length, 2)
+      assert.deepStrictEqual(double.corkedAt, [1])
     }))
 })
