@@ -6,21 +6,20 @@
  * store; or the raw `ws` baseline server), `load` holds the connections (bootstrap + dial + heartbeats, as a
  * daemon does).
  *
- * Per level, after connecting and a settle: first CPU at the real 15 s heartbeat cadence (full runs): the measured
- * share of a core (minus the process's idle CPU) and that CPU divided by the heartbeats sent meanwhile. At the
- * judged levels (all but the first) it is taken over whole old-generation GC cycles: from the end of a major GC,
- * through two windows of one whole cadence each, to the end of the first major GC after them (at 10k idle devices a
- * mark-compact of the dev Core's heap costs as much CPU as thousands of heartbeats, so a 5 s window read 60-170 µs
- * per heartbeat depending on whether one fell in it). Raw `ws` is measured the same way. The per-window readings
- * are reported in the notes, the event-loop figures are per window. "Flat" is the last level against the middle
- * one (the first carries one-time costs). Then memory after a full GC (RSS and per-device growth over the same
+ * Per level, after connecting and a settle: first memory after a full GC (RSS and per-device growth over the same
  * process before any connection; judged after a memory-reducing GC, which gives back V8's young generation, a
- * per-process buffer that a burst of connections grows once and a full GC keeps: gatewayHost.ts), twice. Memory
- * comes last because its forced GCs, the memory-reducing one above all, put the heap in a transient a Core that
- * never forces a GC is not in (young generation at its smallest, old-generation limit at 1.1× the live heap: more
- * scavenges and mark-compacts for tens of seconds; docs/performance.md, "idle3" and "idlemeas"), and a span taken
- * after it read that transient; the span now starts after the next level's connection burst and a natural
- * mark-compact.
+ * per-process buffer that a burst of connections grows once and a full GC keeps: gatewayHost.ts), twice, at this
+ * fixed place (read after the CPU span, it moved with how long the span had waited for its GCs: docs/performance.md,
+ * "gcwait", "memfirst"). Then CPU at the real 15 s heartbeat cadence (full runs): the measured share of a core (minus
+ * the process's idle CPU) and that CPU divided by the heartbeats sent meanwhile. At the judged levels (all but the
+ * first) it is taken over whole old-generation GC cycles: 30 s after the memory readings (whose forced GCs, the
+ * memory-reducing one above all, put the heap in a transient a Core that never forces a GC is not in: "idle3",
+ * "idlemeas"), from the end of the next major GC, through two windows of one whole cadence each, to the end of the
+ * first major GC after them, each waited for at most 180 s (at 10k idle devices a mark-compact of the dev Core's heap
+ * costs as much CPU as thousands of heartbeats, so a 5 s window read 60-170 µs per heartbeat depending on whether
+ * one fell in it; at idle the major GCs are about 106 s apart). Raw `ws` is measured the same way. The per-window
+ * readings are reported in the notes, the event-loop figures are per window. "Flat" is the last level against the
+ * middle one (the first carries one-time costs).
  *
  * The operator page (`GET /operator/devices?limit=50`, first page, devcore only) is judged on requests made after
  * the CPU windows, while heartbeats run, spaced over a second or two (docs/performance.md, "Device page"): not
@@ -111,6 +110,8 @@ const runMode = async (
     readonly windows: number
     readonly windowMs: number
     readonly settleMs: number
+    /** After the memory readings' forced GCs, before the CPU span starts waiting for its first major GC. */
+    readonly recoverMs: number
     /**
      * Levels after the first: the span starts at the end of the next major GC and ends at the end of the first one
      * after the last window, each waited for at most this long (0: windows alone, as a quick run).
@@ -184,15 +185,20 @@ const runMode = async (
         return host.next((m): m is HostGot => op("got")(m), 120_000)
       }
       const pagePath = "/api/v1/operator/devices?limit=50"
-      // The CPU and event-loop span comes before the memory reading, for every host alike: the reading's forced
-      // GCs (the last a memory-reducing one) leave V8's young generation at its smallest and the old-generation
-      // limit at 1.1× the live heap, a transient of extra scavenges and mark-compacts that a Core which never forces
-      // a GC is not in (docs/performance.md, "idle3", "idlemeas"). The last forced GC before a span is the previous
-      // level's reading; the next level's connection burst (with its own mark-compacts) lies between them.
+      // Memory first, at a fixed place (right after connecting and the settle; two readings), with the 3 operator
+      // requests right after the first one's forced GCs (a note): read after the CPU span, it moved with how long the
+      // span had waited for its GCs (docs/performance.md, "gcwait", "memfirst").
+      await memory()
+      if (mode === "devcore") {
+        for (let k = 0; k < 3; k++) level.pageAfterGc.push(await got({ op: "get", path: pagePath }))
+      }
+      await memory()
       // Levels after the first (the judged ones: the top level's share, the flatness of the top vs the middle) are
-      // measured over whole old-generation cycles: a 5 s window read 60-170 µs per heartbeat depending on whether a
-      // mark-compact fell in it (docs/performance.md, "idle2").
+      // measured over whole old-generation cycles, after the transient the forced GCs leave (the smallest young
+      // generation, an old-generation limit at 1.1× the live heap; "idle3"): a 5 s window read 60-170 µs per heartbeat
+      // depending on whether a mark-compact fell in it (docs/performance.md, "idle2").
       const gcWaitMs = out.length > 0 ? p.gcWaitMs : 0
+      if (gcWaitMs > 0) await sleep(p.recoverMs)
       const waitFrom = performance.now()
       let previous = await measure(host, false, gcWaitMs > 0 ? gcWaitMs : undefined)
       const waitedMs = performance.now() - waitFrom
@@ -249,12 +255,6 @@ const runMode = async (
           level.walk.push(await got({ op: "walk", path: pagePath, pages: Math.ceil(n / 50) }))
         }
       }
-      // Memory last (two readings), with the 3 operator requests right after the first one's forced GCs (a note).
-      await memory()
-      if (mode === "devcore") {
-        for (let k = 0; k < 3; k++) level.pageAfterGc.push(await got({ op: "get", path: pagePath }))
-      }
-      await memory()
       out.push(level)
     }
     return { levels: out, emptyRss, emptyRssReduced }
@@ -284,8 +284,8 @@ export const scaleSuite: Suite = {
     const levels = ctx.quick ? [200, 500, 1000] : [1000, 5000, 10_000]
     // Full runs measure at the real 15 s cadence (the default bootstrap returns); quick runs judge nothing.
     const p = ctx.quick
-      ? { heartbeatSeconds: 5, windows: 2, windowMs: 2500, settleMs: 1000, gcWaitMs: 0, pageSamples: 5, pageGapMs: 100, controlSamples: 3 }
-      : { heartbeatSeconds: 15, windows: 2, windowMs: 15_000, settleMs: 3000, gcWaitMs: 30_000, pageSamples: 15, pageGapMs: 100, controlSamples: 5 }
+      ? { heartbeatSeconds: 5, windows: 2, windowMs: 2500, settleMs: 1000, recoverMs: 0, gcWaitMs: 0, pageSamples: 5, pageGapMs: 100, controlSamples: 3 }
+      : { heartbeatSeconds: 15, windows: 2, windowMs: 15_000, settleMs: 3000, recoverMs: 30_000, gcWaitMs: 180_000, pageSamples: 15, pageGapMs: 100, controlSamples: 5 }
     const devices = makeDevices("scale", levels[levels.length - 1]!)
     // BENCH_SCALE_MODES=raw,devcore (diagnostics, paired runs): only these hosts; raw ws is always measured.
     const only = process.env["BENCH_SCALE_MODES"]?.split(",").map((m) => m.trim())
@@ -407,8 +407,8 @@ export const scaleSuite: Suite = {
         `in ${p.windows} windows of ${p.windowMs} ms at a ${p.heartbeatSeconds} s heartbeat cadence, after the process's ` +
         `idle CPU (measured with no connection) is taken out; judged at the levels after the first over the whole span from ` +
         `the end of a major GC to the end of the first one after the windows (each waited for at most ${p.gcWaitMs / 1000} s); ` +
-        `per level the CPU span comes first (after connecting and a ${p.settleMs / 1000} s settle), the memory readings and ` +
-        `their forced GCs after it`,
+        `per level the memory readings come first (after connecting and a ${p.settleMs / 1000} s settle), then ` +
+        `${p.recoverMs / 1000} s for their forced GCs' transient, then the CPU span`,
       ...([["dev Core", devcore], ["gateway", gateway], ["raw ws", raw]] as const).filter(([, run]) => run !== undefined).map(([label, run]) => {
         const r = run!
         return `scale: ${label as string}: JS heap per device ` +
