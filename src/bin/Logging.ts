@@ -29,7 +29,10 @@ export const formatFlatJson = Logger.map(Logger.formatStructured, flatJsonLine)
 
 export type LogFormat = "text" | "json"
 
-/** Lines logged in the current event-loop task, and the console they go to (one at a time). */
+/**
+ * Lines logged in the current event-loop task, and the console they go to (one at a time). Module state on purpose:
+ * the binary has one stderr, and every logger of the process must keep its lines in one order.
+ */
 let pending: Array<string> = []
 let pendingConsole: Console.Console | undefined
 let flushScheduled = false
