@@ -186,8 +186,13 @@ export const writeEvents = <E>(
       // The outcome is the stream's last item: its write waits on the corked socket for the server's `end`, which
       // queues the body's last chunk behind it and uncorks the socket fully, so both leave in one write (issue 18,
       // "ssecork"). The socket, not the response: a corked response keeps chunked writes in a buffer of its own that
-      // `end` writes after that last chunk (the client then sees the body end before the outcome).
-      if (batch[batch.length - 1]!._tag === "outcome") response.socket?.cork()
+      // `end` writes after that last chunk (the client then sees the body end before the outcome). No wait for
+      // `drain` after it: a corked socket never drains, and the stream ends here (`end` flushes what is buffered).
+      if (batch[batch.length - 1]!._tag === "outcome") {
+        response.socket?.cork()
+        response.write(text)
+        return Effect.void
+      }
       return response.write(text) ? Effect.void : drained(response)
     }),
     Effect.catch(() =>
