@@ -21,10 +21,11 @@
  * readings are reported in the notes, the event-loop figures are per window. "Flat" is the last level against the
  * middle one (the first carries one-time costs).
  *
- * The operator page (`GET /operator/devices?limit=50`, first page, devcore only) is judged on requests made after
- * the CPU windows, while heartbeats run, spaced over a second or two (docs/performance.md, "Device page"): not
- * right after the suite's forced GCs, whose tightened heap limit makes V8 start an incremental marking of the
- * whole heap at the next allocations, so the marking of every device's objects (work that grows with the device
+ * The operator page (`GET /operator/devices?limit=50`, first page, devcore only) is judged on requests made first at
+ * each level, right after connecting and the settle, while heartbeats run, spaced over a second or two
+ * (docs/performance.md, "Device page", "pagefirst"): not after the memory readings and the idle span (the young
+ * generation at its smallest: each request met a scavenge, 12 of 15 at 10k), and not right after the forced GCs,
+ * whose tightened heap limit makes V8 start an incremental marking of the whole heap at the next allocations, so the marking of every device's objects (work that grows with the device
  * count, paid by whatever runs then) landed in the few requests timed there. Those three requests are still made
  * and reported in a note. Negative control: as many pages as the level has devices / 50, read by following
  * `next_cursor` (work proportional to the level by construction, through the same route; every level's store holds
@@ -69,7 +70,7 @@ interface Level {
   /** Event-loop delay p99 and max per window, ms. */
   readonly loopP99: Array<number>
   readonly loopMax: Array<number>
-  /** First-page timings at this level (devcore only), after the CPU windows with heartbeats running: judged. */
+  /** First-page timings at this level (devcore only), right after connecting, heartbeats running: judged. */
   readonly page: Array<HostGot>
   /** The same request right after the forced GCs of the memory reading (not judged; see the header). */
   readonly pageAfterGc: Array<HostGot>
@@ -185,6 +186,19 @@ const runMode = async (
         return host.next((m): m is HostGot => op("got")(m), 120_000)
       }
       const pagePath = "/api/v1/operator/devices?limit=50"
+      // The operator page first (devcore), right after connecting and the settle: after the memory readings and the
+      // idle span, V8's young generation is at its smallest and the requests met scavenges whose cost grows with the
+      // devices (docs/performance.md, "pagefirst").
+      if (mode === "devcore") {
+        for (let k = 0; k < p.pageSamples; k++) {
+          await sleep(p.pageGapMs)
+          level.page.push(await got({ op: "get", path: pagePath }))
+        }
+        for (let k = 0; k < p.controlSamples; k++) {
+          await sleep(p.pageGapMs)
+          level.walk.push(await got({ op: "walk", path: pagePath, pages: Math.ceil(n / 50) }))
+        }
+      }
       // Memory first, at a fixed place (right after connecting and the settle; two readings), with the 3 operator
       // requests right after the first one's forced GCs (a note): read after the CPU span, it moved with how long the
       // span had waited for its GCs (docs/performance.md, "gcwait", "memfirst").
@@ -245,16 +259,6 @@ const runMode = async (
       ctx.log(`scale: ${mode}: ${n}: ${level.span.perHeartbeat.toFixed(1)} µs per heartbeat over ${level.span.seconds.toFixed(1)} s, ` +
         `${level.span.majorGcs} major GCs${level.span.aligned ? "" : gcWaitMs > 0 ? " (not aligned: no major GC within the wait)" : ""}` +
         ` (after waiting ${(waitedMs / 1000).toFixed(1)} s for its start)`)
-      if (mode === "devcore") {
-        for (let k = 0; k < p.pageSamples; k++) {
-          await sleep(p.pageGapMs)
-          level.page.push(await got({ op: "get", path: pagePath }))
-        }
-        for (let k = 0; k < p.controlSamples; k++) {
-          await sleep(p.pageGapMs)
-          level.walk.push(await got({ op: "walk", path: pagePath, pages: Math.ceil(n / 50) }))
-        }
-      }
       out.push(level)
     }
     return { levels: out, emptyRss, emptyRssReduced }
