@@ -197,9 +197,10 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       const kinds = yield* Ref.make<ReadonlyArray<typeof KindStatus.Type>>([])
       const suspension = yield* Ref.make<SuspensionStatus>({ state: "open" })
       const views = yield* Ref.make<ReadonlyArray<Attached>>([])
+      /** The view attached last (the latest attach wins), if any. */
+      const latestView = Effect.map(Ref.get(views), (attached) => attached[attached.length - 1])
       const compute = Effect.gen(function* () {
-        const attached = yield* Ref.get(views)
-        const latest = attached[attached.length - 1]
+        const latest = yield* latestView
         const view = latest === undefined ? emptyView : yield* latest.view
         return {
           daemon_version: info.daemonVersion,
@@ -226,8 +227,7 @@ export class StatusBoard extends Context.Service<StatusBoard, {
       // The metrics, at each change, updated only when they differ (no snapshot is computed for them).
       let reported: { readonly state: ConnectionState; readonly unconfirmed: number } | undefined
       const report = Effect.gen(function* () {
-        const attached = yield* Ref.get(views)
-        const latest = attached[attached.length - 1]
+        const latest = yield* latestView
         const state = (yield* Ref.get(connection)).state
         const unconfirmed = latest === undefined ? 0 : yield* latest.unconfirmed
         if (reported !== undefined && reported.state === state && reported.unconfirmed === unconfirmed) return

@@ -188,12 +188,9 @@ export const writeEvents = <E>(
       // "ssecork"). The socket, not the response: a corked response keeps chunked writes in a buffer of its own that
       // `end` writes after that last chunk (the client then sees the body end before the outcome). No wait for
       // `drain` after it: a corked socket never drains, and the stream ends here (`end` flushes what is buffered).
-      if (batch[batch.length - 1]!._tag === "outcome") {
-        response.socket?.cork()
-        response.write(text)
-        return Effect.void
-      }
-      return response.write(text) ? Effect.void : drained(response)
+      const last = batch[batch.length - 1]!._tag === "outcome"
+      if (last) response.socket?.cork()
+      return response.write(text) || last ? Effect.void : drained(response)
     }),
     Effect.catch(() =>
       Effect.sync(() => {
