@@ -80,6 +80,12 @@ export interface Turn {
   readonly facts: Stream.Stream<Outcome.TurnFact>
   /** Completes as soon as the status is known. */
   readonly settled: Effect.Effect<Outcome.TurnResolution>
+  /**
+   * Read at once: the status is known and the Run's observation ended, so the facts still to come are the last few
+   * (events already buffered, a best-effort abort), none waiting on the peer. For a consumer of `facts` deciding
+   * how to store the ones it took (the dev Core holds them for the outcome's transaction).
+   */
+  readonly isFinishing: () => boolean
   /** Completes when the Turn finished, with the final projection (Pending only if its scope closed first). */
   readonly resolution: Effect.Effect<Outcome.TurnResolution>
   /** The resolution in the typed channel: completed / cancelled succeed; everything else fails by what is known. */
@@ -323,6 +329,7 @@ export const makeTurn = (
       admitted,
       facts: journal.facts,
       settled: Deferred.await(settled),
+      isFinishing: () => Deferred.isDoneUnsafe(settled) && Deferred.isDoneUnsafe(d.turnEnded),
       resolution,
       result: Effect.flatMap(resolution, (r) =>
         r._tag === "Pending" ? Effect.die("the Turn's scope closed before it resolved") : Effect.fromResult(toResult(r))),

@@ -65,7 +65,8 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
       const values: Array<SqlBatch.RowValue> = []
       const dispatched: Array<string> = []
       const then: Array<Statement.Statement<unknown>> = []
-      /** For each write with a `returning` statement: its index in `then`, and the write's index. */
+      /** For each write with a `returning` statement: the statement, its index in `then`, and the write's index. */
+      const answering: Array<Statement.Statement<unknown>> = []
       const returning: Array<number> = []
       const askers: Array<number> = []
       let fenced = false
@@ -75,9 +76,8 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
         if (write.begin !== undefined) then.push(beginStatement(sql, write.turnId, write.begin))
         if (write.statements !== undefined) then.push(...write.statements)
         if (write.returning !== undefined) {
-          returning.push(then.length)
+          answering.push(write.returning)
           askers.push(w)
-          then.push(write.returning)
         }
         if (write.fence !== undefined) fenced = true
         for (const event of write.events) {
@@ -88,6 +88,11 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
       if (dispatched.length > 0) {
         then.push(sql`UPDATE turns SET dispatched_at_ms = ${at}
           WHERE ${sql.in("turn_id", dispatched)} AND dispatched_at_ms IS NULL`)
+      }
+      // Last, so the rows they answer (a settle's Turn row) include every update of the transaction.
+      for (const statement of answering) {
+        returning.push(then.length)
+        then.push(statement)
       }
       let answered: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>
       if (!fenced) {

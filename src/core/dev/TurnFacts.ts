@@ -10,7 +10,15 @@
  * event-stream write of its own, two of a Turn's six). It is confirmed to the delivery layer when held (no send waits
  * on a `Dispatched`: a boundary is a `Dispatching`, and a later one is confirmed only once stored, with everything
  * before it). A crash before it is stored loses only what the `Dispatching` before it already says: the request may
- * have left. `flush` stores what is held when the Turn's facts end.
+ * have left. When the Turn's facts end, what is held rides the outcome's transaction (below), or, when the attempt
+ * ends unsettled, `flush` stores it.
+ *
+ * Once the Turn is finishing (`Turn.isFinishing`: its status known and its Run's observation ended, so the facts
+ * still to come are the last few, none waiting on the peer), facts that change no other record are held the same way, up to
+ * `maxHeldAtSettle`, and stored in the transaction that writes the outcome (`takeHeld`, `JournalWriter.settle`;
+ * issue 18, "settlefacts": the Run's last frames took a commit, a runner suspension and an event-stream write of
+ * their own). Nothing is published before it is stored, so no follower sees a held fact that a crash then loses; such a
+ * crash leaves the Turn to be reconciled from what was stored before (`JournalOutcome.ts`).
  */
 import { Effect } from "effect"
 import type { Functions as FunctionsProto } from "../../proto/index.js"
@@ -19,7 +27,7 @@ import type * as Outcome from "../Outcome.js"
 import type { LeaseLost } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import type { JournalWriter } from "./TurnJournal.js"
-import type { InteractionKind, TurnStore } from "./TurnStore.js"
+import type { AppendOptions, InteractionKind, TurnStore } from "./TurnStore.js"
 
 /** The part of a running Turn the facts update. */
 export interface FactTarget {
@@ -29,6 +37,15 @@ export interface FactTarget {
   /** A `Dispatched` held until the Turn's next facts (module comment); confirmed already. */
   held?: Array<Outcome.TurnFact> | undefined
 }
+
+/** Nothing held (`takeHeld`'s answer when no fact waits). */
+export const nothingHeld: { readonly facts: ReadonlyArray<Outcome.TurnFact>; readonly options: AppendOptions | undefined } = {
+  facts: [],
+  options: undefined
+}
+
+/** How many facts may wait for the outcome's transaction once the Turn is finishing (module comment). */
+export const maxHeldAtSettle = 256
 
 export const make = <T extends FactTarget>(
   store: TurnStore["Service"],
@@ -101,9 +118,10 @@ export const make = <T extends FactTarget>(
     a: T,
     writer: JournalWriter,
     arrived: ReadonlyArray<Outcome.TurnFact>,
-    journaled: Effect.Effect<void>
+    journaled: Effect.Effect<void>,
+    finishing?: () => boolean
   ): Effect.Effect<void, LeaseLost> => {
-    if (arrived.length > 0 && arrived.every(heldBack)) {
+    if (arrived.length > 0 && (arrived.every(heldBack) || heldForOutcome(a, arrived, finishing))) {
       const held = (a.held ??= [])
       let confirmed: Effect.Effect<void> = Effect.void
       for (const fact of arrived) {
@@ -137,7 +155,17 @@ export const make = <T extends FactTarget>(
     return from(0)
   }
 
-  /** Stores what is held (the Turn's facts ended right after a `Dispatched`). */
+  /**
+   * What is held when the Turn settles, cleared: for the outcome's transaction (`JournalWriter.settle`), with the
+   * Run's dispatch mark when one of them dispatched it.
+   */
+  const takeHeld = (a: T): { readonly facts: ReadonlyArray<Outcome.TurnFact>; readonly options: AppendOptions | undefined } => {
+    const held = a.held ?? []
+    a.held = undefined
+    return { facts: held, options: held.some(dispatchesRun) ? { markDispatched: true } : undefined }
+  }
+
+  /** Stores what is held (the Turn's facts ended unsettled right after a `Dispatched`). */
   const flush = (a: T, writer: JournalWriter): Effect.Effect<void, LeaseLost> => {
     const held = a.held
     if (held === undefined) return Effect.void
@@ -169,7 +197,7 @@ export const make = <T extends FactTarget>(
       }
     })
 
-  return { onFacts, flush }
+  return { onFacts, flush, takeHeld }
 }
 
 /** The interaction a Run event asks for (a permission, a user choice, a function call), if any. */
@@ -191,6 +219,10 @@ const interactionRequest = (
 /** A `Dispatched` of the Turn's preparation or start: held when it arrives alone (module comment). */
 const heldBack = (fact: Outcome.TurnFact): boolean =>
   fact._tag === "Dispatched" && (fact.type === "execution_prepare" || fact.type === "execution_start")
+
+/** Facts that arrived once the Turn is finishing, held for its outcome's transaction while within the bound. */
+const heldForOutcome = (a: FactTarget, arrived: ReadonlyArray<Outcome.TurnFact>, finishing: (() => boolean) | undefined): boolean =>
+  finishing !== undefined && (a.held?.length ?? 0) + arrived.length <= maxHeldAtSettle && finishing() && arrived.every(journalOnly)
 
 /** The Run's own dispatch (`execution_start`, `prompt_request`): the Turn is marked dispatched with this fact. */
 const dispatchesRun = (fact: Outcome.TurnFact): boolean =>

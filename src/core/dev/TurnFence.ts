@@ -9,7 +9,7 @@
  *
  * A single-node Core (SQLite) has no leases: `leaseFor` answers none and writes are not fenced.
  */
-import { Effect, Option } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { LeaseKeeper } from "./pg/LeaseKeeper.js"
 import { JournalFence, type Lease, type LeaseLost, OwnerLeases } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
@@ -56,3 +56,6 @@ export const make: Effect.Effect<TurnFence> = Effect.gen(function* () {
       durable<A, LeaseLost>(o, operation, fenced(operation, lease, write))
   }
 })
+
+/** How long an attempt waits when this node holds no lease for the device's connection (it is being replaced). */
+export const leaselessPause = Duration.millis(100)

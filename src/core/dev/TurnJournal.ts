@@ -26,7 +26,16 @@ import type { FollowerLagging } from "./LiveBuffer.js"
 import { JournalFeed } from "./pg/JournalFeed.js"
 import type { JournalItem } from "./JournalItem.js"
 import { factJson } from "./FactJson.js"
-import { type AppendOptions, type AttemptBegin, isTerminalStatus, type JournalKind, type StoredEvent, type TurnRecord, TurnStore } from "./TurnStore.js"
+import {
+  type AppendOptions,
+  type AttemptBegin,
+  isTerminalStatus,
+  type JournalKind,
+  type SettleJournal,
+  type StoredEvent,
+  type TurnRecord,
+  TurnStore
+} from "./TurnStore.js"
 
 export type { JournalItem } from "./JournalItem.js"
 
@@ -51,6 +60,17 @@ export interface JournalWriter {
    * it the record is read back from the store.
    */
   readonly finish: (written?: TurnRecord) => Effect.Effect<void, StoreFailed>
+  /**
+   * `recordAll` and `finish` with one commit (issue 18, "settlefacts"): `facts` get the next seqs and `write` stores
+   * their rows in the transaction that writes the Turn's outcome (`TurnStore.settle`). Success proves both are stored
+   * (a failure stores neither) and answers what `write` answered with `publish`, run after it: the facts, then the
+   * outcome (`finish`), handed to the readers in one step.
+   */
+  readonly settle: (
+    facts: ReadonlyArray<Outcome.TurnFact>,
+    options: AppendOptions | undefined,
+    write: (journal: SettleJournal) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
+  ) => Effect.Effect<{ readonly written: Option.Option<TurnRecord>; readonly publish: Effect.Effect<void, StoreFailed> }, StoreFailed>
   /**
    * A writer opened with `begin`: its attempt is begun with its first stored append; this begins it now when no
    * append was stored yet (before the attempt settles or is queued again). Otherwise nothing.
@@ -180,6 +200,15 @@ const make = Effect.gen(function* () {
     let pendingBegin = begin
     const withBegin = (options: AppendOptions | undefined): AppendOptions | undefined =>
       pendingBegin === undefined ? options : { ...options, begin: pendingBegin }
+    const finish = (written?: TurnRecord) =>
+      Effect.gen(function* () {
+        const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)
+        live.finished = true
+        yield* announce(turnId)
+        if (Option.isSome(turn)) publish(live, { _tag: "outcome", turn: turn.value })
+        live.readers.clear()
+        if (lives.get(turnId) === live) lives.delete(turnId)
+      })
     const writer: JournalWriter = {
       turnId,
       attempt,
@@ -225,14 +254,22 @@ const make = Effect.gen(function* () {
           publish(live, { _tag: "notice", event, data })
           return Option.isSome(feed) ? feed.value.noticed(turnId, event, data) : Effect.void
         }),
-      finish: (written) =>
-        Effect.gen(function* () {
-          const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)
-          live.finished = true
-          yield* announce(turnId)
-          if (Option.isSome(turn)) publish(live, { _tag: "outcome", turn: turn.value })
-          live.readers.clear()
-          if (lives.get(turnId) === live) lives.delete(turnId)
+      finish,
+      settle: (facts, options, write) =>
+        lock.run(() => {
+          const first = current() + 1
+          const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
+          const journal = { events: rows, markDispatched: options?.markDispatched, begin: withBegin(options)?.begin }
+          return Effect.map(write(journal), (written) => {
+            pendingBegin = undefined
+            live.lastSeq = first + rows.length - 1
+            // Run by the caller once it may publish (after a transaction of its own around `write`, several nodes).
+            const published = Effect.suspend(() => {
+              for (const row of rows) publish(live, row)
+              return finish(Option.getOrUndefined(written))
+            })
+            return { written, publish: published }
+          })
         }),
       begun: lock.run(() => {
         const pending = pendingBegin

@@ -158,17 +158,20 @@ const make = (options: TurnsOptions) =>
             return { status: "failed", error_code: "initialization_unknown", detail: ready.detail } satisfies Outcome.TurnOutcome
         }
       })
-    const { flush, onFacts } = TurnFacts.make(store, durable)
+    const { flush, onFacts, takeHeld } = TurnFacts.make(store, durable)
     const startCache = makeStartCache()
     const finish = (a: Active, outcome: Outcome.TurnOutcome, writer: JournalWriter | undefined) =>
       Effect.gen(function* () {
         a.settling = true
         if (writer !== undefined) yield* durable(a, "begin_attempt", writer.begun)
-        // One transaction: the outcome, the abandoned interactions and the Session's native Session id.
-        const written = yield* durable(a, "complete", store.settle(a.turnId, outcome, a.sessionId))
-        if (Option.isSome(written)) startCache.settled(written.value)
         const w = writer ?? (yield* durable(a, "journal_open", journal.open(a.turnId, 0)))
-        yield* durable(a, "finish", w.finish(Option.getOrUndefined(written)))
+        // One transaction: the facts held for it (none after a failed runner), the outcome, the abandoned interactions
+        // and the Session's native Session id; then the facts and the outcome are published (TurnFacts.ts).
+        const held = writer === undefined ? TurnFacts.nothingHeld : takeHeld(a)
+        const settled = yield* durable(a, "complete", w.settle(held.facts, held.options, (entries) =>
+          store.settle(a.turnId, outcome, a.sessionId, entries)))
+        if (Option.isSome(settled.written)) startCache.settled(settled.written.value)
+        yield* durable(a, "finish", settled.publish)
         active.delete(a.turnId)
         yield* Deferred.succeed(a.finished, undefined)
         yield* Effect.logInfo("turn finished").pipe(
@@ -219,9 +222,7 @@ const make = (options: TurnsOptions) =>
 
     /** Shutdown while queued: the Turn stays queued in the store; the next start runs it again. */
     const leaveQueued = (a: Active) =>
-      Effect.sync(() => {
-        active.delete(a.turnId)
-      }).pipe(Effect.andThen(Deferred.succeed(a.finished, undefined)))
+      Effect.andThen(Effect.sync(() => active.delete(a.turnId)), Deferred.succeed(a.finished, undefined))
 
     const runTurn = (a: Active) =>
       Effect.gen(function* () {
@@ -236,7 +237,7 @@ const make = (options: TurnsOptions) =>
           const lease = yield* fence.leaseFor(a.deviceId)
           if (fence.enabled && Option.isNone(lease)) {
             // No lease here for the device's connection (it is being replaced): wait for the next one.
-            yield* Effect.sleep(leaselessPause)
+            yield* Effect.sleep(TurnFence.leaselessPause)
             continue
           }
           a.fence = Option.getOrUndefined(lease)
@@ -274,9 +275,11 @@ const make = (options: TurnsOptions) =>
             )
             // Facts stored in order (consecutive journal-only ones in one statement), each then confirmed to the delivery
             // layer, which holds a Run-carrying send until its `Dispatching` is confirmed (TurnFacts.ts, also `flush`).
-            yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled))
-            yield* flush(a, writer)
-            return yield* delivery.resolution
+            // Once finishing, journal-only facts are held for the outcome's transaction (`finish`); else stored now.
+            yield* Stream.runForEachArray(delivery.facts, (facts) => onFacts(a, writer, facts, delivery.journaled, delivery.isFinishing))
+            const resolved = yield* delivery.resolution
+            if (resolved._tag !== "Settled") yield* flush(a, writer)
+            return resolved
           }))
           a.current = undefined
           switch (resolution._tag) {
@@ -394,6 +397,3 @@ const make = (options: TurnsOptions) =>
   })
 
 export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))
-
-/** How long an attempt waits when this node holds no lease for the device's connection (it is being replaced). */
-const leaselessPause = Duration.millis(100)

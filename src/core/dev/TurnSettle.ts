@@ -13,11 +13,15 @@
  * answer. Durability point: `settle` succeeds only after the transaction holding it committed, so an outcome
  * published after it (`JournalWriter.finish`) is stored. A settle that fails in a batch is committed again alone
  * (`GroupCommit.ts`), so it fails only by itself. Inside a transaction of the caller it runs on that transaction.
+ *
+ * `journal`: the Turn's last journal entries, stored in the same transaction before the outcome (issue 18,
+ * "settlefacts": a Turn's final facts held until its outcome, `TurnFacts.ts`), with the Run's dispatch mark and the
+ * attempt's begin when they ride it. Both are stored, or neither.
  */
 import { Clock, Effect, Option } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { TurnOutcome } from "../Outcome.js"
-import type { JournalGroupCommit } from "./JournalCommit.js"
+import { commitJournal, type JournalGroupCommit, type JournalWrite } from "./JournalCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { StoreFailed, storeFailed } from "./StoreErrors.js"
 import { readTurn, type TurnRecord } from "./TurnRecords.js"
@@ -33,12 +37,22 @@ const updateText = `UPDATE turns SET status = ?, error_code = ?, observation_rea
   WHERE turn_id = ? AND status IN ('queued', 'running')
   RETURNING *`
 
-export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) => {
+/** What a settle stores in its transaction besides the outcome: the Turn's last journal entries (module comment). */
+export type SettleJournal = Pick<JournalWrite, "events" | "markDispatched" | "begin">
+
+export const settleTurn = (sql: SqlClient.SqlClient, commits: JournalGroupCommit) => {
   const numbered = SqlBatch.numbersPlaceholders(sql)
   const abandon = SqlBatch.placeholders(abandonText, numbered)
   const native = SqlBatch.placeholders(nativeText, numbered)
   const updateTurn = SqlBatch.placeholders(updateText, numbered)
-  return (turnId: string, outcome: TurnOutcome, sessionId?: string): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
+  // Inside a caller's transaction with journal entries: the journal's own statements on that transaction.
+  const nested = commitJournal(sql)
+  return (
+    turnId: string,
+    outcome: TurnOutcome,
+    sessionId?: string,
+    journal?: SettleJournal
+  ): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
     Effect.gen(function* () {
       const at = yield* Clock.currentTimeMillis
       const statements: Array<Statement.Statement<unknown>> = [sql.unsafe(abandon, [turnId, turnId])]
@@ -62,11 +76,12 @@ export const settleTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit
       // transaction, which gives all or none (the group commit's writer runs on another connection).
       const open = yield* Effect.serviceOption(sql.transactionService)
       // Never fenced (no lease is carried), so never `LeaseLost`; a failure is the settle's.
-      const rows = Option.isSome(open)
+      const write: JournalWrite = { turnId, events: [], ...journal, statements, returning: update }
+      const rows = Option.isNone(open)
+        ? yield* commits.submit(write).pipe(Effect.mapError(() => new StoreFailed({ operation: "complete_turn" })))
+        : write.events.length === 0
         ? yield* SqlBatch.lastRows([...statements, update]).pipe(storeFailed("complete_turn"))
-        : yield* journal.submit({ turnId, events: [], statements, returning: update }).pipe(
-          Effect.mapError(() => new StoreFailed({ operation: "complete_turn" }))
-        )
+        : (yield* nested([write]).pipe(Effect.mapError(() => new StoreFailed({ operation: "complete_turn" }))))?.[0]
       return Option.map(Option.fromNullishOr(rows?.[0]), readTurn)
     })
 }

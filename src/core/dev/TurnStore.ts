@@ -17,7 +17,7 @@ import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { type AttemptBegin, commitJournal } from "./JournalCommit.js"
 import { createTurn } from "./TurnCreate.js"
-import { settleTurn } from "./TurnSettle.js"
+import { type SettleJournal, settleTurn } from "./TurnSettle.js"
 import { type StartChecks, startChecks } from "./TurnStartChecks.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { TurnOutcome } from "../Outcome.js"
@@ -38,6 +38,7 @@ import {
 } from "./TurnRecords.js"
 
 export { type AttemptBegin, commitJournal, type JournalWrite } from "./JournalCommit.js"
+export type { SettleJournal } from "./TurnSettle.js"
 export {
   type AnswerOutcome,
   type InputRecord,
@@ -90,12 +91,14 @@ export class TurnStore extends Context.Service<TurnStore, {
    * journal's group commit, so it shares other Turns' commits, `TurnSettle.ts`): pending
    * interactions abandoned and, when `sessionId` is given and the outcome carries a native Session id, the
    * Session's latest native Session id. Succeeds with the record as written, or none when an outcome was
-   * recorded already (nothing is overwritten; the Session's native id is still updated, as before).
+   * recorded already (nothing is overwritten; the Session's native id is still updated, as before). `journal`: the
+   * Turn's last journal entries, stored in the same transaction (the entries and the outcome, or neither).
    */
   readonly settle: (
     turnId: string,
     outcome: TurnOutcome,
-    sessionId?: string
+    sessionId?: string,
+    journal?: SettleJournal
   ) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
   /** `LeaseLost` only under a `JournalFence` (several nodes): a newer owner exists, nothing was stored. */
   readonly appendEvent: (turnId: string, event: Omit<StoredEvent, "receivedAtMs">) => Effect.Effect<void, StoreFailed | LeaseLost>

@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { DeviceCredentials, digestCredential } from "../../../src/core/DeviceCredentials.js"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
 import * as Store from "../../../src/core/dev/Store.js"
+import { settleJournalCases } from "./cases/SettleCases.js"
 import { storeCases } from "./cases/StoreCases.js"
 import { migrations } from "../../../src/core/dev/Migrations.js"
 
@@ -44,6 +45,7 @@ describe("Store", () => {
     }))
 
   storeCases(memory)
+  settleJournalCases(memory)
 
   it.effect("never writes the credential into the database file", () =>
     Effect.gen(function* () {

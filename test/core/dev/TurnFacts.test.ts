@@ -122,3 +122,51 @@ describe("TurnFacts", () => {
       ])
     }).pipe(Effect.provide(held.layer)))
 })
+
+describe("TurnFacts once the Turn is finishing", () => {
+  const settledCase = countedAppends()
+  it.effect("journal-only facts are confirmed at once and held for the outcome's transaction; others are stored, held ones first", () =>
+    Effect.gen(function* () {
+      const { confirm, journaled, onFacts, target, writer } = yield* turnOne
+      const { takeHeld } = TurnFacts.make(yield* TurnStore, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
+      let finishing = false
+      const isFinishing = () => finishing
+      // Before the Turn is finishing, facts are stored as they come (the start's Dispatched alone is held, as always).
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_start" }], confirm, isFinishing)
+      yield* onFacts(target, writer, [status("started", 3), event("output_message")], confirm, isFinishing)
+      assert.deepStrictEqual(settledCase.appends.map((a) => a.types), [["Dispatched", "PreparationStatus", "output_message"]])
+      // Finishing: the Run's last frame is confirmed and held, not stored.
+      finishing = true
+      yield* onFacts(target, writer, [event("done")], confirm, isFinishing)
+      assert.strictEqual(journaled(), 4)
+      assert.strictEqual(settledCase.appends.length, 1)
+      // A fact that changes another record is stored at once, with what was held before it (in order).
+      yield* onFacts(target, writer, [{ _tag: "InputWritten", input_id: "in-1" }], confirm, isFinishing)
+      assert.deepStrictEqual(settledCase.appends.slice(1).map((a) => a.types), [["done"], ["InputWritten"]])
+      // Journal-only facts after it are held again; `takeHeld` hands them over once and clears them.
+      yield* onFacts(target, writer, [{ _tag: "Dispatched", type: "execution_start" }, event("output_message")], confirm, isFinishing)
+      assert.strictEqual(journaled(), 7)
+      const held = takeHeld(target)
+      assert.deepStrictEqual(held.facts.map((f) => f._tag === "RunEvent" ? f.event.type : f._tag), ["Dispatched", "output_message"])
+      // The Run's own dispatch among them: its mark rides the outcome's transaction.
+      assert.deepStrictEqual(held.options, { markDispatched: true })
+      assert.deepStrictEqual(takeHeld(target), TurnFacts.nothingHeld)
+      assert.strictEqual(settledCase.appends.length, 3)
+    }).pipe(Effect.provide(settledCase.layer)))
+
+  const bounded = countedAppends()
+  it.effect(`holds at most ${TurnFacts.maxHeldAtSettle} facts for the outcome; a group that would pass the bound is stored with them`, () =>
+    Effect.gen(function* () {
+      const { confirm, journaled, onFacts, target, writer } = yield* turnOne
+      const isFinishing = () => true
+      const frames = (n: number) => Array.from({ length: n }, () => event("output_message"))
+      yield* onFacts(target, writer, frames(TurnFacts.maxHeldAtSettle - 1), confirm, isFinishing)
+      yield* onFacts(target, writer, frames(1), confirm, isFinishing)
+      assert.deepStrictEqual(bounded.appends, [])
+      assert.strictEqual(target.held?.length, TurnFacts.maxHeldAtSettle)
+      yield* onFacts(target, writer, frames(1), confirm, isFinishing)
+      assert.deepStrictEqual(bounded.appends.map((a) => a.types.length), [TurnFacts.maxHeldAtSettle + 1])
+      assert.isUndefined(target.held)
+      assert.strictEqual(journaled(), TurnFacts.maxHeldAtSettle + 1)
+    }).pipe(Effect.provide(bounded.layer)))
+})

@@ -4,6 +4,7 @@ import { DevIds } from "../../../src/core/dev/DevIds.js"
 import { SessionStore } from "../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import { fromEntry, type JournalItem, type JournalWriter, layer as journalLayer, toEntry, TurnJournal } from "../../../src/core/dev/TurnJournal.js"
+import { StoreFailed } from "../../../src/core/dev/StoreErrors.js"
 import { TurnStore } from "../../../src/core/dev/TurnStore.js"
 import type * as Outcome from "../../../src/core/Outcome.js"
 import { Ids, MessageInput } from "../../../src/proto/index.js"
@@ -149,6 +150,37 @@ describe("TurnJournal", () => {
       // Once published, a new follower reads the finished Turn from the store.
       assert.deepStrictEqual(describeItems(yield* Stream.runCollect(journal.follow("t1", 0))), ["1:frame:delta", "2:frame:delta", "outcome:completed"])
     }).pipe(Effect.provide(settling.layer)))
+
+  // `settle` (issue 18, "settlefacts"): the Turn's last facts stored in its outcome's transaction, published after it.
+  const settled = countedReads()
+  it.effect("settle stores the last facts with the outcome, publishes nothing until its publish runs, then both in order", () =>
+    Effect.gen(function* () {
+      const { store, created } = yield* sessionWithTurn
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1, 0)
+      const seen: Array<JournalItem> = []
+      const follower = yield* Effect.forkChild(Stream.runForEach(journal.follow("t1", 0, Effect.void, created), (item) =>
+        Effect.sync(() => {
+          seen.push(item)
+        })))
+      yield* yieldTimes(50)
+      yield* writer.record(delta(1))
+      const last: Array<Outcome.TurnFact> = [delta(2), { _tag: "RunEvent", event: { type: "done", id: run, payload: { content: "d1d2" } } }]
+      // A write that fails stores nothing and publishes nothing; the next try takes the same seqs.
+      const failed = yield* Effect.exit(writer.settle(last, undefined, () => Effect.fail(new StoreFailed({ operation: "complete_turn" }))))
+      assert.isTrue(failed._tag === "Failure")
+      const { written, publish } = yield* writer.settle(last, undefined, (entries) => store.settle("t1", { status: "completed", content: "d1d2" }, undefined, entries))
+      assert.strictEqual(Option.getOrThrow(written).status, "completed")
+      // No journal read by the writer or the follower (the test's own read below is the one counted after it).
+      assert.deepStrictEqual(settled.reads, { events: 0, get: 0, lastSeq: 0 })
+      // Stored together with the outcome, and nothing of it published yet.
+      assert.deepStrictEqual((yield* store.events("t1", 0)).map((e) => `${e.seq}:${e.type}`), ["1:delta", "2:delta", "3:done"])
+      yield* yieldTimes(50)
+      assert.deepStrictEqual(describeItems(seen), ["1:frame:delta"])
+      yield* publish
+      yield* Fiber.join(follower)
+      assert.deepStrictEqual(describeItems(seen), ["1:frame:delta", "2:frame:delta", "3:frame:done", "outcome:completed"])
+    }).pipe(Effect.provide(settled.layer)))
 
   it.effect("a later writer continues after what the store holds, not after an earlier writer's seq in this process", () =>
     Effect.gen(function* () {

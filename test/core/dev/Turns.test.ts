@@ -53,9 +53,33 @@ const slowSettle = Layer.effect(
     const real = yield* TurnStore
     return TurnStore.of({
       ...real,
-      settle: (turnId, outcome, sessionId) => Effect.andThen(yieldTimes(50), real.settle(turnId, outcome, sessionId))
+      settle: (turnId, outcome, sessionId, journal) => Effect.andThen(yieldTimes(50), real.settle(turnId, outcome, sessionId, journal))
     })
   })
+)
+/** Every journal write of the store in order: `append` or `settle`, with the types of the entries it carried. */
+const journalWrites: Array<string> = []
+const recordedWrites = Layer.effect(
+  TurnStore,
+  Effect.gen(function* () {
+    const real = yield* TurnStore
+    return TurnStore.of({
+      ...real,
+      appendEvents: (turnId, events, options) =>
+        Effect.andThen(Effect.sync(() => journalWrites.push(`append ${events.map((e) => e.type).join(",")}`)), real.appendEvents(turnId, events, options)),
+      settle: (turnId, outcome, sessionId, journal) =>
+        Effect.andThen(
+          Effect.sync(() => journalWrites.push(`settle ${(journal?.events ?? []).map((e) => e.type).join(",")}`)),
+          real.settle(turnId, outcome, sessionId, journal)
+        )
+    })
+  })
+)
+const recordedWritesServices = Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
+  Layer.provideMerge(TurnJournal.layer),
+  Layer.provideMerge(recordedWrites),
+  Layer.provideMerge(gateway),
+  Layer.provideMerge(store)
 )
 const slowSettleServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
   Layer.provideMerge(TurnJournal.layer),
@@ -112,6 +136,12 @@ const flakyTurnStore = Layer.effect(
           yield* Ref.update(outage.appends, (n) => n + 1)
           if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "append_event" })
           return yield* real.appendEvents(turnId, events, options)
+        }),
+      // A settle can carry the Turn's last journal entries: it goes away with the journal.
+      settle: (turnId, outcome, sessionId, journal) =>
+        Effect.gen(function* () {
+          if (yield* Ref.get(outage.down)) return yield* new StoreFailed({ operation: "complete_turn" })
+          return yield* real.settle(turnId, outcome, sessionId, journal)
         })
     })
   })
@@ -401,6 +431,30 @@ describe("Turns", () => {
       const done = yield* turns.get("turn-1")
       assert.deepStrictEqual(done.interactions.map((i) => [i.status, i.outcome, i.delivery_id]), [["answered", "applied", "delivery-1"]])
     }).pipe(Effect.provide(services)))
+
+  it.effect("a Turn's last frame is stored in its outcome's transaction; a follower gets it, then the outcome", () =>
+    Effect.gen(function* () {
+      journalWrites.length = 0
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      yield* startDelivered(runtime)
+      yield* flush
+      const follower = yield* Effect.forkChild(Stream.runCollect((yield* TurnJournal.TurnJournal).follow("turn-1", 0)))
+      yield* flush
+      yield* runtime.send(frames.done("run-1", "ok"))
+      const record = yield* turns.awaitOutcome("turn-1")
+      assert.strictEqual(record.status, "completed")
+      // Settled by `done`: the frame is not appended on its own; it rides the settle.
+      const withDone = journalWrites.filter((w) => w.includes("done"))
+      assert.strictEqual(withDone.length, 1)
+      assert.match(withDone[0]!, /^settle (\w+,)*done$/)
+      assert.isTrue(journalWrites.at(-1)!.startsWith("settle"))
+      const events = yield* (yield* TurnStore).events("turn-1", 0)
+      assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
+      assert.strictEqual(events.at(-1)!.type, "done")
+      const items = yield* Fiber.join(follower)
+      assert.deepStrictEqual(items.slice(-2).map((i) => i._tag === "entry" ? i.type : i._tag), ["done", "outcome"])
+    }).pipe(Effect.provide(recordedWritesServices)))
 
   it.effect("a cancel while the outcome is being recorded is turn_not_running, never a cancelled completed Turn", () =>
     Effect.gen(function* () {

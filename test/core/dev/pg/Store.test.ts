@@ -10,6 +10,7 @@ import { describeDatabaseUrl } from "../../../../src/core/dev/pg/PgStore.js"
 import * as Store from "../../../../src/core/dev/Store.js"
 import { describePostgres, withSchema } from "../../../support/postgres.js"
 import { recoveryCases } from "../cases/RecoveryCases.js"
+import { settleJournalCases } from "../cases/SettleCases.js"
 import { storeCases } from "../cases/StoreCases.js"
 import { turnJournalCases } from "../cases/TurnJournalCases.js"
 import { migrations } from "../../../../src/core/dev/Migrations.js"
@@ -22,6 +23,7 @@ describePostgres("Store on PostgreSQL", (url) => {
     Store.layerPostgres({ url: Redacted.make(url), schema }).pipe(Layer.provide(DevIds.layerTest)))
 
   describe("Store", () => storeCases(store))
+  describe("Settle with journal entries", () => settleJournalCases(store))
   describe("Recovery", () => recoveryCases(store))
   describe("TurnJournal", () => turnJournalCases(store))
 
