@@ -34,65 +34,35 @@ const services = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds
 
 const flush = yieldTimes(300)
 
+/** The store with some of its operations replaced (`wrap` gets the real store). */
+const storeWith = (wrap: (real: TurnStore["Service"]) => Partial<TurnStore["Service"]>) =>
+  Layer.effect(TurnStore, Effect.map(Effect.service(TurnStore), (real) => TurnStore.of({ ...real, ...wrap(real) })))
+/** Turns over a replaced store (`storeWith`), with the test's short retry and shutdown times. */
+const turnsOver = (turnStore: Layer.Layer<TurnStore, never, TurnStore>) =>
+  Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
+    Layer.provideMerge(TurnJournal.layer),
+    Layer.provideMerge(turnStore),
+    Layer.provideMerge(gateway),
+    Layer.provideMerge(store)
+  )
+
 /** The store records an interaction only after a few scheduler turns (as a store on another thread or node). */
-const slowInteractions = Layer.effect(
-  TurnStore,
-  Effect.gen(function* () {
-    const real = yield* TurnStore
-    return TurnStore.of({
-      ...real,
-      recordInteraction: (turnId, kind, id, request) =>
-        Effect.andThen(yieldTimes(20), real.recordInteraction(turnId, kind, id, request))
-    })
-  })
-)
+const slowInteractionServices = turnsOver(storeWith((real) => ({
+  recordInteraction: (turnId, kind, id, request) => Effect.andThen(yieldTimes(20), real.recordInteraction(turnId, kind, id, request))
+})))
 /** The store records a Turn's outcome only after a few scheduler turns. */
-const slowSettle = Layer.effect(
-  TurnStore,
-  Effect.gen(function* () {
-    const real = yield* TurnStore
-    return TurnStore.of({
-      ...real,
-      settle: (turnId, outcome, sessionId, journal) => Effect.andThen(yieldTimes(50), real.settle(turnId, outcome, sessionId, journal))
-    })
-  })
-)
+const slowSettleServices = turnsOver(storeWith((real) => ({
+  settle: (turnId, outcome, sessionId, journal) => Effect.andThen(yieldTimes(50), real.settle(turnId, outcome, sessionId, journal))
+})))
 /** Every journal write of the store in order: `append` or `settle`, with the types of the entries it carried. */
 const journalWrites: Array<string> = []
-const recordedWrites = Layer.effect(
-  TurnStore,
-  Effect.gen(function* () {
-    const real = yield* TurnStore
-    return TurnStore.of({
-      ...real,
-      appendEvents: (turnId, events, options) =>
-        Effect.andThen(Effect.sync(() => journalWrites.push(`append ${events.map((e) => e.type).join(",")}`)), real.appendEvents(turnId, events, options)),
-      settle: (turnId, outcome, sessionId, journal) =>
-        Effect.andThen(
-          Effect.sync(() => journalWrites.push(`settle ${(journal?.events ?? []).map((e) => e.type).join(",")}`)),
-          real.settle(turnId, outcome, sessionId, journal)
-        )
-    })
-  })
-)
-const recordedWritesServices = Turns.layer({ retryDelay: "1 second", shutdownGrace: "1 second" }).pipe(
-  Layer.provideMerge(TurnJournal.layer),
-  Layer.provideMerge(recordedWrites),
-  Layer.provideMerge(gateway),
-  Layer.provideMerge(store)
-)
-const slowSettleServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
-  Layer.provideMerge(TurnJournal.layer),
-  Layer.provideMerge(slowSettle),
-  Layer.provideMerge(gateway),
-  Layer.provideMerge(store)
-)
-const slowInteractionServices = Turns.layer({ retryDelay: "1 second", maxRetryDelay: "4 seconds", shutdownGrace: "1 second" }).pipe(
-  Layer.provideMerge(TurnJournal.layer),
-  Layer.provideMerge(slowInteractions),
-  Layer.provideMerge(gateway),
-  Layer.provideMerge(store)
-)
+const recordWrite = (kind: string, events: ReadonlyArray<{ readonly type: string }>) =>
+  Effect.sync(() => journalWrites.push(`${kind} ${events.map((e) => e.type).join(",")}`))
+const recordedWritesServices = turnsOver(storeWith((real) => ({
+  appendEvents: (turnId, events, options) => Effect.andThen(recordWrite("append", events), real.appendEvents(turnId, events, options)),
+  settle: (turnId, outcome, sessionId, journal) =>
+    Effect.andThen(recordWrite("settle", journal?.events ?? []), real.settle(turnId, outcome, sessionId, journal))
+})))
 
 /** How many times `SessionStore.get` was asked. */
 class SessionReads extends Context.Service<SessionReads, Ref.Ref<number>>()("test/core/dev/SessionReads") {}
