@@ -209,6 +209,22 @@ const make = Effect.gen(function* () {
         live.readers.clear()
         if (lives.get(turnId) === live) lives.delete(turnId)
       })
+    /**
+     * The rows of `facts` at the next seqs (each is both its stored row and its published entry, issue 18), and
+     * what follows their commit: the attempt is begun and they end the journal.
+     */
+    const stage = (facts: ReadonlyArray<Outcome.TurnFact>) => {
+      const first = current() + 1
+      const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
+      const stored = () => {
+        pendingBegin = undefined
+        live.lastSeq = first + rows.length - 1
+      }
+      return { rows, stored }
+    }
+    const publishRows = (rows: ReadonlyArray<JournalItem>) => {
+      for (const row of rows) publish(live, row)
+    }
     const writer: JournalWriter = {
       turnId,
       attempt,
@@ -231,23 +247,15 @@ const make = Effect.gen(function* () {
       // published entry, and no generator; the announcement (several nodes) still comes before the publish.
       recordAll: (facts, options) =>
         lock.run(() => {
-          const first = current() + 1
-          const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
-          const stored = () => {
-            pendingBegin = undefined
-            live.lastSeq = first + rows.length - 1
-          }
-          const publishAll = () => {
-            for (const row of rows) publish(live, row)
-          }
+          const { rows, stored } = stage(facts)
           const appended = store.appendEvents(turnId, rows, withBegin(options))
           // On one node (the Turn's hot path) one step after the commit; with several, the announcement between.
           return Option.isNone(feed)
             ? Effect.map(appended, () => {
               stored()
-              publishAll()
+              publishRows(rows)
             })
-            : appended.pipe(Effect.map(stored), Effect.andThen(feed.value.appended(turnId)), Effect.map(publishAll))
+            : appended.pipe(Effect.map(stored), Effect.andThen(feed.value.appended(turnId)), Effect.map(() => publishRows(rows)))
         }),
       notify: (event, data) =>
         Effect.suspend(() => {
@@ -257,15 +265,13 @@ const make = Effect.gen(function* () {
       finish,
       settle: (facts, options, write) =>
         lock.run(() => {
-          const first = current() + 1
-          const rows = facts.map((fact, i) => entryOf(fact, first + i, attempt))
+          const { rows, stored } = stage(facts)
           const journal = { events: rows, markDispatched: options?.markDispatched, begin: withBegin(options)?.begin }
           return Effect.map(write(journal), (written) => {
-            pendingBegin = undefined
-            live.lastSeq = first + rows.length - 1
+            stored()
             // Run by the caller once it may publish (after a transaction of its own around `write`, several nodes).
             const published = Effect.suspend(() => {
-              for (const row of rows) publish(live, row)
+              publishRows(rows)
               return finish(Option.getOrUndefined(written))
             })
             return { written, publish: published }

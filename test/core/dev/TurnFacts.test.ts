@@ -48,12 +48,12 @@ const turnOne = Effect.gen(function* () {
     pending: new Map<string, Interactions.PendingInteraction>(),
     calls: new Map<string, Functions.FunctionCallPayload>()
   }
-  const { flush, onFacts } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
+  const { flush, onFacts, takeHeld } = TurnFacts.make(store, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
   let count = 0
   const confirm = Effect.sync(() => {
     count++
   })
-  return { confirm, flush, journaled: () => count, onFacts, store, target, writer }
+  return { confirm, flush, journaled: () => count, onFacts, store, takeHeld, target, writer }
 })
 
 describe("TurnFacts", () => {
@@ -127,8 +127,7 @@ describe("TurnFacts once the Turn is finishing", () => {
   const settledCase = countedAppends()
   it.effect("journal-only facts are confirmed at once and held for the outcome's transaction; others are stored, held ones first", () =>
     Effect.gen(function* () {
-      const { confirm, journaled, onFacts, target, writer } = yield* turnOne
-      const { takeHeld } = TurnFacts.make(yield* TurnStore, <A, E>(_: typeof target, __: string, write: Effect.Effect<A, E>) => Effect.orDie(write))
+      const { confirm, journaled, onFacts, takeHeld, target, writer } = yield* turnOne
       let finishing = false
       const isFinishing = () => finishing
       // Before the Turn is finishing, facts are stored as they come (the start's Dispatched alone is held, as always).

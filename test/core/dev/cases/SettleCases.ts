@@ -10,12 +10,13 @@ import type * as Store from "../../../../src/core/dev/Store.js"
 import { SessionStore } from "../../../../src/core/dev/SessionStore.js"
 import { TurnStore } from "../../../../src/core/dev/TurnStore.js"
 import { MessageInput } from "../../../../src/proto/index.js"
+import { createSessionS1 } from "./StoreCases.js"
 
 const entry = (seq: number, type: string) => ({ seq, attempt: 1, kind: "fact" as const, type, bodyJson: "{}" })
 
 /** Session "s1" with Turns "t1" and "t2", each with its attempt 1 begun and seq 1 stored. */
 const twoRunningTurns = Effect.gen(function* () {
-  yield* (yield* SessionStore).create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
+  yield* createSessionS1(yield* SessionStore)
   const turns = yield* TurnStore
   for (const turnId of ["t1", "t2"]) {
     yield* turns.create({ turnId, sessionId: "s1", runId: `run-${turnId}`, input: MessageInput.text("hi") })

@@ -18,7 +18,7 @@ import { declaration } from "../../../support/capabilities.js"
 const noGateway = Layer.succeed(Gateway, {} as Gateway["Service"])
 
 /** Session "s1" of the scripted kind, bound to no device: the setup most Turn cases share. */
-const createSessionS1 = (sessions: SessionStore["Service"]) =>
+export const createSessionS1 = (sessions: SessionStore["Service"]) =>
   sessions.create({ sessionId: "s1", agentKind: "scripted", environmentType: "none", configuration: {}, deviceId: undefined })
 
 /** Turns "t1" (run-1) and "t2" (run-2) of Session "s1", both queued. */
