@@ -8,7 +8,7 @@
  * falls back.
  */
 import { Clock, Duration, Effect, Fiber, Scope } from "effect"
-import * as DueOrder from "./DueOrder.js"
+import * as DueOrder from "../proto/DueOrder.js"
 import type { Signal } from "./internal/turnWait.js"
 
 export interface Deadlines {

@@ -18,7 +18,7 @@ import { Clock, Duration, Effect, LogLevel, Random, Result, Schedule, Schema, St
 import { supportedNames } from "../proto/Capabilities.js"
 import { type DeviceId, printable } from "../proto/Ids.js"
 import { CloseRuntimeRetired } from "../proto/Limits.js"
-import { frameText, type Outgoing } from "../proto/EncodedFrame.js"
+import { frameText, isEncoded, type Outgoing } from "../proto/EncodedFrame.js"
 import type { RuntimeToCore } from "../proto/Messages.js"
 import { ProtocolVersion } from "../proto/Version.js"
 import * as Connection from "./Connection.js"
@@ -177,10 +177,9 @@ export const run = (
         return Effect.logInfo("declared kinds").pipe(Effect.annotateLogs({ kinds: text === "" ? "none" : text }))
       })
 
-    /** Sends through the real transport; a heartbeat that was written updates the declared kinds. */
-    const observed = (transport: Transport["Service"]): Transport["Service"] => {
-      const sendObserved = observedSend(transport)
-      return Transport.of({
+    /** The real transport, observed: frames at debug; a heartbeat that was written updates the declared kinds. */
+    const observed = (transport: Transport["Service"]): Transport["Service"] =>
+      Transport.of({
         ...transport,
         // Frames at debug: type, id and size; never a payload.
         // The level is checked first: a debug line per relayed frame cost about 3 µs even when nothing was logged.
@@ -198,12 +197,13 @@ export const run = (
             enabled
               ? Effect.tap(transport.sendAll(frames), () => Effect.forEach(frames, frameSent, { discard: true }))
               : transport.sendAll(frames)),
-        send: (message: RuntimeToCore) =>
-          Effect.tap(sendObserved(message), () => whenDebug(() => frameSent(message))),
+        send: (message: RuntimeToCore) => Effect.tap(transport.send(message), () => written(message)),
+        // A late frame's write is not known: nothing is observed for it (as for a send whose wait ended).
+        sendWithin: (frame: Outgoing, budget: Duration.Duration) =>
+          Effect.tap(transport.sendWithin(frame, budget), (outcome) => (outcome === "written" ? written(frame) : Effect.void)),
         post: (frame: Outgoing, unconfirmed: () => void) =>
           Effect.tap(transport.post(frame, unconfirmed), () => whenDebug(() => frameSent(frame)))
       })
-    }
 
     const debugEnabled = LogLevel.isEnabled("Debug")
     const whenDebug = (log: () => Effect.Effect<void>): Effect.Effect<void> =>
@@ -226,21 +226,24 @@ export const run = (
       return typeof id === "string" ? printable(id) : ""
     }
 
-    /** Sends through the real transport; a heartbeat that was written updates the declared kinds. */
-    const observedSend = (transport: Transport["Service"]) => (message: RuntimeToCore) =>
-          message.type === "heartbeat"
-            ? Effect.tap(transport.send(message), () =>
-              logDeclared(message.payload.supported_agent_kinds ?? []).pipe(Effect.andThen(board.setKinds((message.payload.supported_agent_kinds ?? []).map((k) => {
-                const reason = k.available ? undefined : reasons.get(k.kind)
-                return {
-                  kind: k.kind,
-                  available: k.available,
-                  ...(k.version === undefined ? {} : { version: k.version }),
-                  ...(reason === undefined ? {} : { unavailable_reason: reason }),
-                  supported: [...supportedNames(k.capabilities)]
-                }
-              })))))
-            : transport.send(message)
+    /** After a frame's write completed: a heartbeat updates the declared kinds; every frame at debug. */
+    const written = (frame: Outgoing): Effect.Effect<void> => {
+      if (isEncoded(frame) || frame.type !== "heartbeat") return whenDebug(() => frameSent(frame))
+      const kinds = frame.payload.supported_agent_kinds ?? []
+      return logDeclared(kinds).pipe(
+        Effect.andThen(board.setKinds(kinds.map((k) => {
+          const reason = k.available ? undefined : reasons.get(k.kind)
+          return {
+            kind: k.kind,
+            available: k.available,
+            ...(k.version === undefined ? {} : { version: k.version }),
+            ...(reason === undefined ? {} : { unavailable_reason: reason }),
+            supported: [...supportedNames(k.capabilities)]
+          }
+        }))),
+        Effect.andThen(whenDebug(() => frameSent(frame)))
+      )
+    }
 
     /** One physical connection in its own scope; returns after Connection.run returned (cleanup confirmed). */
     const attempt = () =>

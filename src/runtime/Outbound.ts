@@ -63,22 +63,22 @@ const logOutcome = (message: Outgoing, outcome: Exclude<SendOutcome, { _tag: "Se
       })
     )
 
+const sent: SendOutcome = { _tag: "Sent" }
+const late: SendOutcome = { _tag: "Unknown", reason: "timeout" }
+
 export const make = (transport: Transport["Service"]): OutboundShape => ({
   send: transport.send,
   sendAll: transport.sendAll,
+  // The budget is the transport's (no race, fiber or timer per send over a socket: issue 18).
   sendWithin: (message, budget) =>
-    (isEncoded(message) ? transport.sendAll([message]) : transport.send(message)).pipe(
-      Effect.as<SendOutcome>({ _tag: "Sent" }),
+    transport.sendWithin(message, budget).pipe(
+      Effect.map((written): SendOutcome => (written === "written" ? sent : late)),
       Effect.catchTags({
         OutgoingFrameRejected: () => Effect.succeed<SendOutcome>({ _tag: "NotSent", reason: "refused" }),
         TransportClosed: (closed) =>
           Effect.succeed<SendOutcome>(
             closed.unsent === true ? { _tag: "NotSent", reason: "connection_closed" } : { _tag: "Unknown", reason: "connection_lost" }
           )
-      }),
-      Effect.timeoutOrElse({
-        duration: budget,
-        orElse: () => Effect.succeed<SendOutcome>({ _tag: "Unknown", reason: "timeout" })
       }),
       Effect.tap((outcome) => (outcome._tag === "Sent" ? Effect.void : logOutcome(message, outcome, budget)))
     ),

@@ -17,7 +17,7 @@ import { Cause, Effect, Queue, Result, Stream } from "effect"
 import { Socket } from "effect/socket"
 import { frameText, type Outgoing } from "../../src/proto/EncodedFrame.js"
 import { Messages } from "../../src/proto/index.js"
-import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
+import { decodeInbound, type Inbound, refusedAfterEnd, sendWithinBy, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
 
 export type Direction = "toCore" | "toRuntime"
 
@@ -122,6 +122,7 @@ export const make = (options: LinkOptions): Effect.Effect<MemoryLink> =>
     const transport = Transport.of({
       send: (message) => write([message]),
       sendAll: write,
+      sendWithin: sendWithinBy((message) => write([message]), write),
       // A write here completes as it is handed over: nothing is left to wait for.
       post: (frame) => write([frame]),
       inbound: Stream.fromQueue(runtimeInbound),

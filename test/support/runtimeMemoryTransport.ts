@@ -28,7 +28,7 @@
 import { Deferred, Effect, Layer, Queue, Ref, Result, Semaphore, Stream } from "effect"
 import { frameText, type Outgoing } from "../../src/proto/EncodedFrame.js"
 import { Messages } from "../../src/proto/index.js"
-import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
+import { decodeInbound, type Inbound, refusedAfterEnd, sendWithinBy, Transport, TransportClosed } from "../../src/runtime/transport/Transport.js"
 
 /** What the Runtime passed to `Transport.close`. */
 export interface LocalClose {
@@ -134,6 +134,7 @@ export const make: Effect.Effect<MemoryTransport> = Effect.gen(function* () {
   const transport = Transport.of({
     send,
     sendAll,
+    sendWithin: sendWithinBy(send, sendAll),
     post,
     inbound: Stream.fromQueue(inbound),
     close: (code, reason) =>

@@ -7,7 +7,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Duration, Effect, type Scope, Stream } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { Sse } from "effect/encoding"
-import * as DueOrder from "../DueOrder.js"
+import * as DueOrder from "../../proto/DueOrder.js"
 import type { JournalItem } from "./JournalItem.js"
 import { turnView } from "./TurnViews.js"
 

@@ -17,6 +17,9 @@ type Attributes = Record<string, string | boolean>
 const span = (kind: string, operation: string, wireType: string, attributes: Attributes = {}) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withSpan(self, `Harness.${operation}`, {
+    // No call-site stack: it would name this wrapper, and capturing it built an Error for each wrapped operation of
+    // every Turn, called or not (issue 18).
+    captureStackTrace: false,
     attributes: {
       "agentwire.harness.kind": kind,
       "agentwire.harness.operation": operation,

@@ -10,8 +10,8 @@
  * otherwise drops it with a log line carrying code, type, id and size, never the payload. The connection stays
  * open.
  */
-import { Context, Duration, type Effect, Result, Schema, type Stream } from "effect"
-import type { Outgoing } from "../../proto/EncodedFrame.js"
+import { Context, Duration, Effect, Result, Schema, type Stream } from "effect"
+import { isEncoded, type Outgoing } from "../../proto/EncodedFrame.js"
 import { Envelope, Messages } from "../../proto/index.js"
 import type { DeviceId } from "../../proto/Ids.js"
 import { attach, detach } from "./ChunkData.js"
@@ -66,6 +66,16 @@ export class Transport extends Context.Service<Transport, {
     frames: ReadonlyArray<Outgoing>
   ) => Effect.Effect<void, TransportClosed | Messages.OutgoingFrameRejected>
   /**
+   * `send` (or, for a frame encoded earlier, `sendAll` of it alone) within `budget`: `"written"` when the write
+   * completed locally in time, `"late"` when `budget` passed first. Late, the frame stays handed over (it may or may
+   * not leave) and its 10 s write deadline still applies: a write that then fails or misses it ends the connection
+   * (as `post`'s does). Fails like `send`. The budget costs no fiber or timer of its own over a socket (issue 18).
+   */
+  readonly sendWithin: (
+    frame: Outgoing,
+    budget: Duration.Duration
+  ) => Effect.Effect<"written" | "late", TransportClosed | Messages.OutgoingFrameRejected>
+  /**
    * Encodes one frame (unless encoded earlier: `EncodedFrame`) and hands it to the socket in order with `send` and
    * `sendAll`, without waiting for its write: resolves once the frame is handed over, which proves nothing about
    * the write. Fails like `send` when nothing was handed over (`OutgoingFrameRejected`, or `TransportClosed` with
@@ -83,6 +93,20 @@ export class Transport extends Context.Service<Transport, {
   /** Closes the connection with a WebSocket close code; idempotent. Settles nothing. */
   readonly close: (code: number, reason: string) => Effect.Effect<void>
 }>()("agentwire/runtime/Transport") {}
+
+/**
+ * `sendWithin` for a transport that has only `send` and `sendAll` (the in-memory ones of tests and the simulation):
+ * the send raced against a sleep of `budget`.
+ */
+export const sendWithinBy = (
+  send: Transport["Service"]["send"],
+  sendAll: Transport["Service"]["sendAll"]
+): Transport["Service"]["sendWithin"] =>
+(frame, budget) =>
+  (isEncoded(frame) ? sendAll([frame]) : send(frame)).pipe(
+    Effect.as("written" as const),
+    Effect.timeoutOrElse({ duration: budget, orElse: () => Effect.succeed("late" as const) })
+  )
 
 /** Facts about the current physical connection, fixed for its lifetime. */
 export class ConnectionInfo extends Context.Service<ConnectionInfo, {

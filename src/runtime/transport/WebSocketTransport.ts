@@ -12,7 +12,7 @@
  * Never: replays or re-sends a frame, echoes a frame's text, logs payloads, or decides what a close means for
  * the daemon (the loop in Daemon.ts classifies 4001 as permanent).
  */
-import { Cause, Clock, Duration, Effect, Latch, Queue, type Redacted, Result, type Scope, Stream } from "effect"
+import { Cause, Duration, Effect, Latch, Queue, type Redacted, Result, type Scope, Stream } from "effect"
 import type { DeviceId } from "../../proto/Ids.js"
 import { InvalidFrame } from "../../proto/Envelope.js"
 import { CloseNormal, FrameWriteDeadline, HandshakeTimeout, MaxFrameBytes } from "../../proto/Limits.js"
@@ -24,6 +24,8 @@ import { ConnectFailed, type ConnectRejected } from "./ConnectError.js"
 import { bearerAuthorization } from "./internal/credential.js"
 import type { FramePayload } from "./internal/clientFrames.js"
 import type { FrameSocket, FrameSocketEnd } from "./internal/frameSocket.js"
+import * as PendingWrites from "./internal/pendingWrites.js"
+import type { WaitOutcome } from "./internal/pendingWrites.js"
 import * as Ws from "./internal/ws.js"
 import { decodeInbound, type Inbound, refusedAfterEnd, Transport, TransportClosed } from "./Transport.js"
 import * as RuntimeMetrics from "../RuntimeMetrics.js"
@@ -92,7 +94,6 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
   const metrics = yield* Effect.context<never>()
   const countIn = RuntimeMetrics.boundFrameCounter(metrics, "in")
   const countOut = RuntimeMetrics.boundFrameCounter(metrics, "out")
-  const writeDeadlineMs = Duration.toMillis(FrameWriteDeadline)
 
   /** Records the first reason the transport ended and ends the inbound stream with it. */
   const endWith = (reason: TransportClosed) => {
@@ -147,80 +148,14 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
    * decided by the socket's end event, because a write usually fails *because* Core's close frame arrived
    * first, and Core's close code (4001!) must win over our write failure.
    */
-  const fail = (reason: TransportClosed) =>
-    Effect.sync(() => {
-      writeFailure ??= reason
-      socket.terminate()
-    }).pipe(Effect.andThen(Effect.fail(reason)))
-
-  /**
-   * Writes handed to the socket whose callback has not fired yet, oldest first (writes complete in call order),
-   * each with its deadline on the Effect clock and what to do when it is settled (`failure` absent: written): the
-   * resumption of the fiber that waits for it (`send`, `sendAll`), or nothing but the failure's consequences for a
-   * `post`. One watchdog fiber per connection enforces the deadlines (`watchdog` below): a write costs no fiber,
-   * timer or race of its own.
-   */
-  interface PendingWrite {
-    readonly deadline: number
-    readonly resume: (failure: TransportClosed | undefined) => void
-    settled: boolean
+  const failed = (reason: TransportClosed) => {
+    if (closed !== undefined) return
+    writeFailure ??= reason
+    socket.terminate()
   }
-  const pending: Array<PendingWrite> = []
-  const writing = Latch.makeUnsafe(false)
-  const clock = yield* Clock.Clock
-  const settle = (entry: PendingWrite, failure: TransportClosed | undefined) => {
-    if (entry.settled) return
-    entry.settled = true
-    const at = pending.indexOf(entry)
-    if (at >= 0) pending.splice(at, 1)
-    entry.resume(failure)
-  }
-  const writeFailed = () => new TransportClosed({ reason: "write_failed" })
-
-  /** Hands frames to the socket now; `resume` runs once when the write is settled (see `PendingWrite`). */
-  const handOver = (write: (done: (error?: Error) => void) => void, resume: PendingWrite["resume"]): PendingWrite => {
-    const entry: PendingWrite = { deadline: clock.currentTimeMillisUnsafe() + writeDeadlineMs, resume, settled: false }
-    pending.push(entry)
-    if (pending.length === 1) writing.openUnsafe()
-    write((error) => settle(entry, error === undefined ? undefined : writeFailed()))
-    return entry
-  }
-
-  /**
-   * Hands frames to the socket and waits for the write callback, within the write deadline. A failed or late
-   * write destroys the socket (see `fail`).
-   */
-  const written = (write: (done: (error?: Error) => void) => void): Effect.Effect<void, TransportClosed> =>
-    Effect.callback<void, TransportClosed>((resume) => {
-      const entry = handOver(write, (failure) => resume(failure === undefined ? Effect.void : Effect.fail(failure)))
-      // Interrupted while waiting: the write stays handed over; only the wait ends.
-      return Effect.sync(() => settle(entry, undefined))
-    }).pipe(
-      Effect.catch((error) => (closed === undefined ? fail(error) : Effect.fail(error)))
-    )
-
-  /**
-   * The connection's write deadlines: sleeps until the oldest pending write's deadline and fails it if it is
-   * still pending then (which destroys the socket, as any failed write does); waits while nothing is pending.
-   * While writes keep completing it wakes about once per deadline, whatever the number of frames.
-   */
-  const watchdog: Effect.Effect<never> = Effect.gen(function* () {
-    while (true) {
-      if (pending.length === 0) {
-        writing.closeUnsafe()
-        yield* writing.await
-        continue
-      }
-      const oldest = pending[0]!
-      const wait = oldest.deadline - clock.currentTimeMillisUnsafe()
-      if (wait > 0) {
-        yield* Effect.sleep(Duration.millis(wait))
-        continue
-      }
-      settle(oldest, writeFailed())
-    }
-  })
-  yield* Effect.forkScoped(watchdog)
+  // Every write handed to the socket until its callback fires, with its deadline, and the budgets of the waits
+  // that have one (internal/pendingWrites.ts): no fiber, timer or race per write.
+  const writes = yield* PendingWrites.make(FrameWriteDeadline, failed)
 
   /** `frame`'s wire bytes, counted as sent; or why it is not sent (the transport ended, the codec refused it). */
   const outgoing = (frame: Outgoing): Result.Result<Uint8Array, TransportClosed | OutgoingFrameRejected> => {
@@ -232,19 +167,20 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     return Result.succeed(data)
   }
 
-  const send = (message: RuntimeToCore): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
-    Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
+  const sendOne = (message: RuntimeToCore, budget?: Duration.Duration): Effect.Effect<WaitOutcome, TransportClosed | OutgoingFrameRejected> =>
+    Effect.suspend(() => {
       const frame = outgoing(message)
       if (Result.isFailure(frame)) return Effect.fail(frame.failure)
-      return written((done) => socket.send(frame.success, done, true)) // joins this turn's write (`post`: at once)
+      return writes.wait((done) => socket.send(frame.success, done, true), budget) // joins this turn's write (`post`: at once)
     })
 
-  const sendAll = (
-    frames: ReadonlyArray<Outgoing>
-  ): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> =>
-    Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
+  const sendBatch = (
+    frames: ReadonlyArray<Outgoing>,
+    budget?: Duration.Duration
+  ): Effect.Effect<WaitOutcome, TransportClosed | OutgoingFrameRejected> =>
+    Effect.suspend((): Effect.Effect<WaitOutcome, TransportClosed | OutgoingFrameRejected> => {
       if (closed !== undefined) return Effect.fail(refusedAfterEnd(closed))
-      if (frames.length === 0) return Effect.void
+      if (frames.length === 0) return Effect.succeed("written")
       // Encode everything first (frames encoded earlier are taken as they are): a refused frame means nothing of
       // the batch is written. Bytes (a chunk, `EncodedFrame.bytes`) stay bytes, a Run's delta its parts
       // (`EncodedDelta`), a text text: the socket writes each into the batch's buffer (`internal/clientFrames.ts`)
@@ -263,10 +199,10 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
         texts[i] = text.success
       }
       const payloads: ReadonlyArray<FramePayload> = texts ?? (frames as ReadonlyArray<EncodedDelta>)
-      return written((done) => {
+      return writes.wait((done) => {
         const bytes = socket.sendAll(payloads, done)
         countOut(payloads.length, bytes)
-      })
+      }, budget)
     })
 
   const post = (
@@ -276,14 +212,9 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
     Effect.suspend((): Effect.Effect<void, TransportClosed | OutgoingFrameRejected> => {
       const data = outgoing(frame)
       if (Result.isFailure(data)) return Effect.fail(data.failure)
-      handOver((done) => socket.send(data.success, done), (failure) => {
-        if (failure === undefined) return
-        // As after a failed `send`: the socket is unusable (see `fail`).
-        if (closed === undefined) {
-          writeFailure ??= failure
-          socket.terminate()
-        }
-        unconfirmed()
+      // A failed write has already destroyed the socket (`failed`), as after a failed `send`.
+      writes.handOver((done) => socket.send(data.success, done), (failure) => {
+        if (failure !== undefined) unconfirmed()
       })
       return Effect.void
     })
@@ -319,13 +250,14 @@ export const fromSocket = Effect.fnUntraced(function* (socket: FrameSocket, opti
         Effect.timeoutOrElse({ duration: closeGrace, orElse: () => Effect.sync(() => socket.terminate()) })
       )
       // The socket is gone: a write whose callback never fired may or may not have left.
-      for (const entry of [...pending]) settle(entry, writeFailed())
+      writes.failAll()
     })
   )
 
   return Transport.of({
-    send,
-    sendAll,
+    send: (message) => Effect.asVoid(sendOne(message)),
+    sendAll: (frames) => Effect.asVoid(sendBatch(frames)),
+    sendWithin: (frame, budget) => (isEncoded(frame) ? sendBatch([frame], budget) : sendOne(frame, budget)),
     post,
     inbound: Stream.fromPull(Effect.succeed(Queue.takeAll(inbound).pipe(Effect.tap(afterTake)))),
     close: (code, reason) =>

@@ -272,8 +272,9 @@ export const makeTurn = (env: ScriptedEnv, ctx: TurnContext) =>
 
     const endTurn = Effect.gen(function* () {
       state.ended = true
-      const rejected = new NativeRejected({ operation: "steer", reason: "the turn ended before the input was consumed" })
-      for (const entry of state.buffer.splice(0)) yield* Deferred.fail(entry.result, rejected)
+      for (const entry of state.buffer.splice(0)) { // an error only for an input left (it captures a stack)
+        yield* Deferred.fail(entry.result, new NativeRejected({ operation: "steer", reason: "the turn ended before the input was consumed" }))
+      }
       state.permissions.clear()
       state.asks.clear()
       state.calls.clear()

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import * as DueOrder from "../../src/core/DueOrder.js"
+import * as DueOrder from "../../src/proto/DueOrder.js"
 
 describe("DueOrder", () => {
   it.effect("fires each entry at its due time; an entry fire adds again comes back; an earlier one is refused", () =>

@@ -1,8 +1,9 @@
 /**
  * One timer for many entries that fall due in the order they are added (issue 18: a sleep on its own fiber per
- * entry cost a fiber, its start and its interruption, and a timer, per Turn or per event stream). Used for the
- * preparation budgets of delivered Turns (`DeliveryDeadlines`) and the keep-alive comments of operator event streams
- * (`OperatorSse.makeKeepAlive`).
+ * entry cost a fiber, its start and its interruption, and a timer, per Turn or per event stream). Used on both sides,
+ * so it lives here beside the contract, like `SharedByKey`: by Core for the preparation budgets of delivered Turns
+ * (`DeliveryDeadlines`) and the keep-alive comments of operator event streams (`OperatorSse.makeKeepAlive`), and by
+ * the daemon for the budgets of its sends (`runtime/transport/internal/pendingWrites.ts`).
  *
  * An entry is taken only when it is due no earlier than every entry already added and than the time the ticker
  * sleeps until (true of entries of one fixed length added as time goes on), so insertion order is due order and
