@@ -32,6 +32,7 @@ import {
   validatePreparationConfiguration,
   validateReadOnlyConfiguration
 } from "../proto/Execution.js"
+import * as DueOrder from "../proto/DueOrder.js"
 import type { AdmissionHandle, PreparationRequestId } from "../proto/Ids.js"
 import { AdmissionExpiry, MaxAdmissionRecords } from "../proto/Limits.js"
 import { hasImages, validateInlineImages, validateMessageInput } from "../proto/MessageInput.js"
@@ -41,7 +42,7 @@ import type {
   ExecutionReleasePayload,
   ExecutionStartPayload
 } from "../proto/Preparation.js"
-import { type AdmissionRecord, makeRecord, makeRoom, type NewRecord, statusSender } from "./AdmissionRecord.js"
+import { type AdmissionRecord, makeRecord, makeRoom, type NewRecord, statusSender, statusState } from "./AdmissionRecord.js"
 import { Background, Drain, WorkspaceGate } from "./ConnectionServices.js"
 import { Executors } from "./Executors.js"
 import { configurationFingerprint, fingerprint } from "./Fingerprint.js"
@@ -87,6 +88,10 @@ const makeAdmission = Effect.gen(function* () {
     /** Preparation fibers and expiry timers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
     const timers = yield* FiberMap.make<AdmissionHandle, void, never>()
+    // Ready expiries (one length) share one timer, no fiber per grant (issue 18); else (clock set back) in `timers`.
+    const runExpiry = yield* FiberSet.runtime(background)<never>()
+    const expiries = yield* DueOrder.make<AdmissionRecord>((record) => void runExpiry(locked(record, expire(record))))
+    const unexpiring = (record: AdmissionRecord) => Effect.andThen(Effect.sync(() => expiries.remove(record)), FiberMap.remove(timers, record.handle))
 
     const fork = <A>(effect: Effect.Effect<A>) => FiberSet.run(background, effect).pipe(Effect.asVoid)
 
@@ -124,7 +129,8 @@ const makeAdmission = Effect.gen(function* () {
           yield* publish(record, "failed", { error_code: "status_delivery_failed" })
           return
         }
-        yield* FiberMap.run(timers, record.handle, expireAt(record))
+        expiries.remove(record)
+        if (!expiries.add(record, record.expiresAt)) yield* FiberMap.run(timers, record.handle, expireAt(record))
       })
 
     const expireAt = (record: AdmissionRecord) =>
@@ -288,7 +294,7 @@ const makeAdmission = Effect.gen(function* () {
           return yield* record.startFingerprint === fp ? republish(record, trace) : reply("start_conflict")
         }
         if (record.state === "ready" && record.expiresAt !== undefined && (yield* Clock.currentTimeMillis) >= record.expiresAt) {
-          yield* FiberMap.remove(timers, record.handle)
+          yield* unexpiring(record)
           return yield* expire(record)
         }
         if (record.state !== "ready") return yield* reply("preparation_not_ready")
@@ -325,7 +331,7 @@ const makeAdmission = Effect.gen(function* () {
         if (registered._tag === "Failure") return yield* reply("run_conflict")
         record.startFingerprint = fp
         record.runId = payload.run_id
-        yield* FiberMap.remove(timers, record.handle)
+        yield* unexpiring(record)
         yield* publish(record, "starting", { trace })
         yield* gate.open
       })
@@ -343,7 +349,7 @@ const makeAdmission = Effect.gen(function* () {
               if (yield* closeReported(record)) yield* publish(record, "released", { trace })
               return
             case "ready":
-              yield* FiberMap.remove(timers, record.handle)
+              yield* unexpiring(record)
               if (!record.readOnly) yield* executors.toIdle(record.entry)
               if (!record.readOnly || (yield* closeReported(record))) yield* publish(record, "released", { trace })
               return
@@ -352,12 +358,6 @@ const makeAdmission = Effect.gen(function* () {
           }
         })))
       })
-
-    /** Status state: a started record is `running` while its Run is active, then `finished` (no Effect: issue 18). */
-    const realState = (record: AdmissionRecord, active: ReadonlySet<string>): string =>
-      record.state !== "started" || record.runId === undefined
-        ? record.state
-        : active.has(record.runId) ? "running" : "finished"
 
     const admission: AdmissionShape = {
       prepare,
@@ -383,7 +383,7 @@ const makeAdmission = Effect.gen(function* () {
         Array.from(records.values(), (r) => ({
           request_id: r.requestId,
           handle: r.handle,
-          state: realState(r, active),
+          state: statusState(r, active),
           revision: r.revision,
           executor_id: r.entry.id,
           ...(r.expiresAt === undefined ? {} : { expires_at: r.expiresAt }),

@@ -63,6 +63,12 @@ export const makeRecord = (fields: NewRecord, handle: AdmissionHandle): Admissio
  * deleting terminal records (oldest first) until there is, `full` when only live records remain (none deleted
  * beyond what was pruned; a live record is never displaced).
  */
+/** Status state: a started record is `running` while its Run is active, then `finished` (no Effect: issue 18). */
+export const statusState = (record: AdmissionRecord, active: ReadonlySet<string>): string =>
+  record.state !== "started" || record.runId === undefined
+    ? record.state
+    : active.has(record.runId) ? "running" : "finished"
+
 export const makeRoom = (records: Map<PreparationRequestId, AdmissionRecord>, max: number): "room" | "pruned" | "full" => {
   if (records.size < max) return "room"
   for (const [id, record] of records) {

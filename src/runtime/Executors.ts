@@ -24,7 +24,8 @@
  *
  * Never does: publish admission statuses, start Turns, or treat a close timeout as success.
  */
-import { Context, Deferred, Effect, Exit, FiberMap, FiberSet, Layer, Option, Result, Scope } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, FiberMap, FiberSet, Layer, Option, Result, Scope } from "effect"
+import * as DueOrder from "../proto/DueOrder.js"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
 import type { Executor, Harness, HarnessDeclaration, PrepareFailed, PrepareRequest } from "./harness/Harness.js"
@@ -168,6 +169,15 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   const policy: RuntimePolicyShape = yield* RuntimePolicy
   const closers = yield* FiberSet.make<void, never>()
   const idleTimers = yield* FiberMap.make<ExecutorId, void, never>()
+  // The idle expiries (all one length) share one timer (issue 18: a sleeping fiber per idle period cost a fiber and a
+  // timer per Turn); one it does not take (the clock went back) sleeps in `idleTimers`.
+  const clock = yield* Clock.Clock
+  const idleTtlMs = Duration.toMillis(policy.idleExecutorTtl)
+  const runClose = yield* FiberSet.runtime(closers)<never>()
+  const idleExpiry = yield* DueOrder.make<ExecutorEntry>((entry) => {
+    if (entry.state === "idle" && !entry.closing) runClose(beginClose(entry))
+  })
+  const notIdle = (entry: ExecutorEntry) => Effect.andThen(Effect.sync(() => idleExpiry.remove(entry)), FiberMap.remove(idleTimers, entry.id))
   const entries = new Map<ExecutorId, ExecutorEntry>()
   const permits = makeCapacityPermits(policy.maxActive)
 
@@ -251,7 +261,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       yield* FiberSet.run(closers, closeEntry(entry))
     })
 
-  const startClose = (entry: ExecutorEntry) => Effect.andThen(FiberMap.remove(idleTimers, entry.id), beginClose(entry))
+  const startClose = (entry: ExecutorEntry) => Effect.andThen(notIdle(entry), beginClose(entry))
 
   const close = (entry: ExecutorEntry) => Effect.andThen(startClose(entry), Deferred.await(entry.closed))
 
@@ -268,6 +278,8 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       entry.permit = undefined
       if (permit !== undefined) yield* Scope.close(permit, Exit.void)
       yield* changed
+      idleExpiry.remove(entry)
+      if (idleExpiry.add(entry, clock.currentTimeMillisUnsafe() + idleTtlMs)) return
       yield* FiberMap.run(
         idleTimers,
         entry.id,
@@ -329,7 +341,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
         entry.permit = permit
         entry.state = "admitted"
         yield* changed
-        yield* FiberMap.remove(idleTimers, entry.id)
+        yield* notIdle(entry)
         return Result.void
       }),
     setState: (entry, state) =>
