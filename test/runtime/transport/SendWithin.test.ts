@@ -15,14 +15,20 @@ import { delta, makeSocket, noLiveness, reader } from "../../support/fakeFrameSo
 
 const budget = Duration.seconds(5)
 
+/** A transport over a controlled socket, one frame sent within `budget` on a fiber, and 4999 ms passed since. */
+const sentAlmostBudgetAgo = Effect.gen(function* () {
+  const fake = makeSocket()
+  const transport = yield* fromSocket(fake.socket, noLiveness)
+  const fiber = yield* Effect.forkChild(transport.sendWithin(delta("a"), budget))
+  yield* Effect.yieldNow
+  yield* TestClock.adjust("4999 millis")
+  return { fake, transport, fiber }
+})
+
 describe("WebSocketTransport sendWithin", () => {
   it.effect("written when the write completes within the budget; nothing happens at the budget after that", () =>
     Effect.gen(function* () {
-      const fake = makeSocket()
-      const transport = yield* fromSocket(fake.socket, noLiveness)
-      const fiber = yield* Effect.forkChild(transport.sendWithin(delta("a"), budget))
-      yield* Effect.yieldNow
-      yield* TestClock.adjust("4999 millis")
+      const { fake, fiber } = yield* sentAlmostBudgetAgo
       fake.writes[0]!.written()
       assert.strictEqual(yield* Fiber.join(fiber), "written")
       yield* TestClock.adjust("20 seconds")
@@ -31,11 +37,7 @@ describe("WebSocketTransport sendWithin", () => {
 
   it.effect("late at exactly the budget; the frame stays handed over and a write completing later changes nothing", () =>
     Effect.gen(function* () {
-      const fake = makeSocket()
-      const transport = yield* fromSocket(fake.socket, noLiveness)
-      const fiber = yield* Effect.forkChild(transport.sendWithin(delta("a"), budget))
-      yield* Effect.yieldNow
-      yield* TestClock.adjust("4999 millis")
+      const { fake, fiber, transport } = yield* sentAlmostBudgetAgo
       assert.isUndefined(fiber.pollUnsafe())
       yield* TestClock.adjust("1 millis")
       assert.strictEqual(yield* Fiber.join(fiber), "late")
