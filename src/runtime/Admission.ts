@@ -85,13 +85,13 @@ const makeAdmission = Effect.gen(function* () {
     const binding = (yield* EnvironmentBinding).binding
     const gate = yield* WorkspaceGate
     const records = new Map<PreparationRequestId, AdmissionRecord>()
-    /** Preparation fibers and expiry timers, keyed by handle. */
+    /** Preparation fibers, keyed by handle. */
     const preparations = yield* FiberMap.make<AdmissionHandle, void, never>()
-    const timers = yield* FiberMap.make<AdmissionHandle, void, never>()
-    // Ready expiries (one length) share one timer, no fiber per grant (issue 18); else (clock set back) in `timers`.
+    // The ready expiries (all one length) share one timer: no fiber per grant (issue 18). A fired one runs under the
+    // record's lock and does nothing unless the record is still ready.
     const runExpiry = yield* FiberSet.runtime(background)<never>()
     const expiries = yield* DueOrder.make<AdmissionRecord>((record) => void runExpiry(locked(record, expire(record))))
-    const unexpiring = (record: AdmissionRecord) => Effect.andThen(Effect.sync(() => expiries.remove(record)), FiberMap.remove(timers, record.handle))
+    const unexpiring = (record: AdmissionRecord) => Effect.sync(() => expiries.remove(record))
 
     const fork = <A>(effect: Effect.Effect<A>) => FiberSet.run(background, effect).pipe(Effect.asVoid)
 
@@ -129,15 +129,7 @@ const makeAdmission = Effect.gen(function* () {
           yield* publish(record, "failed", { error_code: "status_delivery_failed" })
           return
         }
-        expiries.remove(record)
-        if (!expiries.add(record, record.expiresAt)) yield* FiberMap.run(timers, record.handle, expireAt(record))
-      })
-
-    const expireAt = (record: AdmissionRecord) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        yield* Effect.sleep(Math.max(0, (record.expiresAt ?? now) - now))
-        yield* locked(record, expire(record))
+        expiries.arm(record, record.expiresAt)
       })
 
     /** An expired reservation: the Executor goes back to the idle pool (a read-only owner is closed first). */
@@ -366,7 +358,7 @@ const makeAdmission = Effect.gen(function* () {
       rejectInvalid: (operation, requestId, trace) => fork(reject(operation, requestId, invalidCode[operation], trace)),
       shutdown: Effect.gen(function* () {
         yield* FiberMap.clear(preparations)
-        yield* FiberMap.clear(timers)
+        for (const record of records.values()) expiries.remove(record)
         yield* Effect.forEach([...records.values()], (record) =>
           locked(record, Effect.gen(function* () {
             if (record.state === "preparing") {

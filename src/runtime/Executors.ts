@@ -24,7 +24,7 @@
  *
  * Never does: publish admission statuses, start Turns, or treat a close timeout as success.
  */
-import { Clock, Context, Deferred, Duration, Effect, Exit, FiberMap, FiberSet, Layer, Option, Result, Scope } from "effect"
+import { Clock, Context, Deferred, Duration, Effect, Exit, FiberSet, Layer, Option, Result, Scope } from "effect"
 import * as DueOrder from "../proto/DueOrder.js"
 import type { PromptRequestPayload } from "../proto/Execution.js"
 import type { ExecutorId, SessionId } from "../proto/Ids.js"
@@ -168,16 +168,15 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   const ownership = options.onChange === undefined ? yield* Ownership : observed(yield* Ownership, options.onChange)
   const policy: RuntimePolicyShape = yield* RuntimePolicy
   const closers = yield* FiberSet.make<void, never>()
-  const idleTimers = yield* FiberMap.make<ExecutorId, void, never>()
   // The idle expiries (all one length) share one timer (issue 18: a sleeping fiber per idle period cost a fiber and a
-  // timer per Turn); one it does not take (the clock went back) sleeps in `idleTimers`.
+  // timer per Turn). A fired one closes the Executor only if it is still idle.
   const clock = yield* Clock.Clock
   const idleTtlMs = Duration.toMillis(policy.idleExecutorTtl)
   const runClose = yield* FiberSet.runtime(closers)<never>()
   const idleExpiry = yield* DueOrder.make<ExecutorEntry>((entry) => {
     if (entry.state === "idle" && !entry.closing) runClose(beginClose(entry))
   })
-  const notIdle = (entry: ExecutorEntry) => Effect.andThen(Effect.sync(() => idleExpiry.remove(entry)), FiberMap.remove(idleTimers, entry.id))
+  const notIdle = (entry: ExecutorEntry) => Effect.sync(() => idleExpiry.remove(entry))
   const entries = new Map<ExecutorId, ExecutorEntry>()
   const permits = makeCapacityPermits(policy.maxActive)
 
@@ -246,7 +245,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       )
     )
 
-  /** Marks the entry closing and forks its close (never from inside its own idle timer's removal). */
+  /** Marks the entry closing and forks its close. */
   const beginClose = (entry: ExecutorEntry) =>
     Effect.gen(function* () {
       if (entry.closing) return
@@ -279,15 +278,7 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
       if (permit !== undefined) yield* Scope.close(permit, Exit.void)
       yield* changed
       idleExpiry.remove(entry)
-      if (idleExpiry.add(entry, clock.currentTimeMillisUnsafe() + idleTtlMs)) return
-      yield* FiberMap.run(
-        idleTimers,
-        entry.id,
-        Effect.andThen(
-          Effect.sleep(policy.idleExecutorTtl),
-          Effect.suspend(() => (entry.state === "idle" && !entry.closing ? beginClose(entry) : Effect.void))
-        )
-      )
+      idleExpiry.arm(entry, clock.currentTimeMillisUnsafe() + idleTtlMs)
     })
 
   const executors: ExecutorsShape = {

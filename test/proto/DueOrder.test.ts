@@ -49,4 +49,33 @@ describe("DueOrder", () => {
       yield* TestClock.adjust("5 seconds")
       assert.deepStrictEqual(fired, [])
     }))
+
+  it.effect("arm takes what add refuses: an earlier entry fires at its own time from a sleep, and remove disarms it", () =>
+    Effect.gen(function* () {
+      const fired: Array<[string, number]> = []
+      const order = yield* DueOrder.make<string>((entry, now) => fired.push([entry, now]))
+      order.arm("in order", 2_000)
+      order.arm("earlier", 1_500)
+      order.arm("disarmed", 1_000)
+      order.remove("disarmed")
+      yield* TestClock.adjust("1499 millis")
+      assert.deepStrictEqual(fired, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(fired, [["earlier", 1_500]])
+      yield* TestClock.adjust("500 millis")
+      assert.deepStrictEqual(fired, [["earlier", 1_500], ["in order", 2_000]])
+    }).pipe(Effect.scoped))
+
+  it.effect("arm after the scope closed still fires, on a sleep of its own", () =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const fired: Array<string> = []
+      const order = yield* DueOrder.make<string>((entry) => fired.push(entry)).pipe(Scope.provide(scope))
+      yield* Scope.close(scope, Exit.void)
+      order.arm("after", 1_000)
+      yield* TestClock.adjust("999 millis")
+      assert.deepStrictEqual(fired, [])
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(fired, ["after"])
+    }))
 })

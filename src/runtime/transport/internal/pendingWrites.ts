@@ -8,11 +8,10 @@
  * A wait may have a budget (`Transport.sendWithin`, issue 18): it ends as `"late"` once the budget passed without
  * the write completing. The frame stays handed over, and its write deadline still applies. The budgets of one
  * length are a `DueOrder` (budgets of one length armed as time goes on fall due in the order they were armed). It is
- * made on the length's first use, in the connection's scope, so a budget costs no fiber, timer or race either. A
- * budget no `DueOrder` takes (the clock went back, more than `maxBudgetLengths` lengths, the scope closed) sleeps on
- * a fiber of its own instead.
+ * made on the length's first use, in the connection's scope, so a budget costs no fiber, timer or race either
+ * (`DueOrder.arm`: one its order does not take sleeps on a fiber of its own).
  */
-import { Clock, Duration, Effect, type Fiber, Latch, Scope } from "effect"
+import { Clock, Duration, Effect, Latch, Scope } from "effect"
 import * as DueOrder from "../../../proto/DueOrder.js"
 import { TransportClosed } from "../Transport.js"
 
@@ -49,7 +48,10 @@ interface Budget {
   readonly expire: () => void
 }
 
-/** At most this many budget lengths get a `DueOrder` per connection (the lengths are the protocol's constants). */
+/**
+ * At most this many budget lengths get a `DueOrder` per connection (the lengths are the protocol's constants); a
+ * budget of any other length is armed on the first one made (`arm`: a sleep of its own).
+ */
 const maxBudgetLengths = 8
 
 const writeFailed = () => new TransportClosed({ reason: "write_failed" })
@@ -109,11 +111,11 @@ export const make = (
     })
     yield* Effect.forkScoped(watchdog)
 
-    /** The `DueOrder` of budgets `ms` long, made on first use; undefined past `maxBudgetLengths` lengths. */
-    const budgetOrder = (ms: number): Effect.Effect<DueOrder.DueOrder<Budget> | undefined> =>
+    /** The `DueOrder` of budgets `ms` long, made on first use (past `maxBudgetLengths` lengths: the first one). */
+    const budgetOrder = (ms: number): Effect.Effect<DueOrder.DueOrder<Budget>> =>
       Effect.suspend(() => {
-        const known = budgets.get(ms)
-        if (known !== undefined || budgets.size >= maxBudgetLengths) return Effect.succeed(known)
+        const known = budgets.get(ms) ?? (budgets.size >= maxBudgetLengths ? budgets.values().next().value : undefined)
+        if (known !== undefined) return Effect.succeed(known)
         return Effect.map(Scope.provide(DueOrder.make<Budget>((budget) => budget.expire()), scope), (made) => {
           const first = budgets.get(ms) ?? made
           budgets.set(ms, first)
@@ -127,43 +129,32 @@ export const make = (
         return Effect.sync(() => settle(entry, undefined))
       })
 
-    const budgetedWait = (write: Write, budget: Duration.Duration) =>
-      Effect.withFiber((fiber) => {
-        const ms = Duration.toMillis(budget)
-        return Effect.flatMap(budgetOrder(ms), (order) =>
-          Effect.callback<WaitOutcome, TransportClosed>((resume) => {
-            let waiting = true
-            let disarm: (() => void) | undefined
-            const entry = push(write, (failure) => {
+    const budgetedWait = (write: Write, budget: Duration.Duration) => {
+      const ms = Duration.toMillis(budget)
+      return Effect.flatMap(budgetOrder(ms), (order) =>
+        Effect.callback<WaitOutcome, TransportClosed>((resume) => {
+          let waiting = true
+          const budgetEntry: Budget = {
+            expire: () => {
               if (!waiting) return
               waiting = false
-              disarm?.()
-              resume(failure === undefined ? writtenExit : Effect.fail(failure))
-            })
-            if (waiting) {
-              const budgetEntry: Budget = {
-                expire: () => {
-                  if (!waiting) return
-                  waiting = false
-                  resume(lateExit)
-                }
-              }
-              if (order !== undefined && order.add(budgetEntry, clock.currentTimeMillisUnsafe() + ms)) {
-                disarm = () => order.remove(budgetEntry)
-              } else {
-                const sleeper: Fiber.Fiber<void> = Effect.runForkWith(fiber.context)(
-                  Effect.andThen(Effect.sleep(budget), Effect.sync(budgetEntry.expire))
-                )
-                disarm = () => sleeper.interruptUnsafe()
-              }
+              resume(lateExit)
             }
-            return Effect.sync(() => {
-              waiting = false
-              disarm?.()
-              settle(entry, undefined)
-            })
-          }))
-      })
+          }
+          const entry = push(write, (failure) => {
+            if (!waiting) return
+            waiting = false
+            order.remove(budgetEntry)
+            resume(failure === undefined ? writtenExit : Effect.fail(failure))
+          })
+          if (waiting) order.arm(budgetEntry, clock.currentTimeMillisUnsafe() + ms)
+          return Effect.sync(() => {
+            waiting = false
+            order.remove(budgetEntry)
+            settle(entry, undefined)
+          })
+        }))
+    }
 
     return {
       handOver: (write, resume) => {
