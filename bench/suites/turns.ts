@@ -2,7 +2,7 @@
  * Turns suite (issue 18, "≥ 800 one-delta Turns/s per core end to end through the operator API" and "POST /turns
  * cost flat from the 1st to the 10,000th Turn of a Session"). Three processes on loopback: the bench drives the
  * operator API over HTTP; `gateway-host` (mode `devcore`) is the dev Core (`DevCore.layer`, embedded SQLite in a
- * throwaway data directory, `synchronous=FULL`); `runtime-peer` is the real daemon (`Daemon.run`, the scripted
+ * throwaway data directory, `synchronous=FULL`, logging at info with the binary's logger); `runtime-peer` is the real daemon (`Daemon.run`, the scripted
  * harness), which also holds the raw `ws` client of the baseline.
  *
  * - figure: `C` Sessions, each running one-delta scripted Turns one after another (`POST /sessions/{id}/turns`,
@@ -54,7 +54,7 @@ export const turnsSuite: Suite = {
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
       ? { warmUp: { min: 1, max: 1, tolerance: 0.1 }, rounds: 2, concurrency: 8, perSession: 5, controlTurns: 5, levels: [100, 500, 1000], perLevel: 10 }
-      : { warmUp: { min: 3, max: 8, tolerance: 0.1 }, rounds: 7, concurrency: 16, perSession: 10, controlTurns: 20, levels: [1000, 5000, 10_000], perLevel: 30 }
+      : { warmUp: { min: 3, max: 8, tolerance: 0.1 }, rounds: 7, concurrency: 16, perSession: Number(process.env["BENCH_TURNS_PER_SESSION"] ?? 10), controlTurns: 20, levels: [1000, 5000, 10_000], perLevel: 30 }
     const [device] = makeDevices("turns", 1)
     const token = `bench-${randomBytes(18).toString("base64url")}`
     const host = spawnChild(ctx.self, "gateway-host")
@@ -272,7 +272,7 @@ export const turnsSuite: Suite = {
       const notes = [
         `turns: ${warmNote}, then ${p.rounds} interleaved rounds of ${p.concurrency} Sessions × ${p.perSession} one-delta scripted Turns (POST, then ` +
           `follow the SSE stream to the outcome), the raw baseline, and the control (one Session, ${p.controlTurns} Turns); ` +
-          `dev Core in a child (embedded SQLite, synchronous=FULL), the real daemon in another (max active ${p.concurrency + 2}); ` +
+          `dev Core in a child (embedded SQLite, synchronous=FULL, logging at info as agentwire core does), the real daemon in another (max active ${p.concurrency + 2}); ` +
           `growth: one Session with ${p.levels.join(" / ")} earlier Turns (seeded finished rows), ${p.perLevel} real Turns per level`,
         `turns growth: POST p50 per level ${levels.map((l) => `${l.level}: ${median(l.postMs).toFixed(2)} ms`).join(", ")}; ` +
           `Core CPU per Turn ${levels.map((l) => `${l.level}: ${formatNumber(median(l.cpuUs))} µs`).join(", ")}`

@@ -8,6 +8,7 @@ import { Array as Arr, Effect, Layer, Logger, ManagedRuntime, Metric, Redacted, 
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { digestCredential } from "../../src/core/DeviceCredentials.js"
+import { loggerFor } from "../../src/bin/Logging.js"
 import * as DevCore from "../../src/core/dev/DevCore.js"
 import { journalTransactionWrites } from "../../src/core/dev/TurnTelemetry.js"
 import type { BenchDevice } from "./core.js"
@@ -39,8 +40,9 @@ export const startDevCore = async (
   operatorToken: string = `bench-${randomBytes(18).toString("base64url")}`
 ): Promise<BenchDevCore> => {
   const layer = DevCore.layer({ dataDir, operatorToken: Redacted.make(operatorToken), heartbeatSeconds }).pipe(
-    Layer.provide(Logger.layer([Logger.withConsoleError(Logger.formatLogFmt)])),
-    Layer.provide(Layer.succeed(References.MinimumLogLevel, "Warn"))
+    // As `agentwire core` logs by default (issue 18: the Core's figures at Warn left out its three info lines per Turn).
+    Layer.provide(Logger.layer([loggerFor("text")])),
+    Layer.provide(Layer.succeed(References.MinimumLogLevel, "Info"))
   )
   const runtime = ManagedRuntime.make(layer)
   const url = await runtime.runPromise(Effect.gen(function* () {

@@ -28,6 +28,8 @@ export interface Round {
   readonly events: number
   readonly journalCommits: number
   readonly postMs: ReadonlyArray<number>
+  /** When the first Session ran out of Turns (ms from the start): until then every Session of the round was active. */
+  readonly allActiveMs: number
 }
 
 interface Stats {
@@ -114,8 +116,10 @@ export const turnsRound = async (
   const daemon0 = await cpuSplitOf(peer, "peer")
   const postMs: Array<number> = []
   const t0 = performance.now()
+  let allActiveMs: number | undefined
   await Promise.all(sessions.map(async (sessionId) => {
     for (let i = 0; i < perSession; i++) postMs.push(await oneTurn(client, sessionId, extra))
+    allActiveMs ??= performance.now() - t0
   }))
   const wallMs = performance.now() - t0
   const core1 = await cpuSplitOf(host, "host")
@@ -133,7 +137,8 @@ export const turnsRound = async (
     daemonSysUs: daemon1.system - daemon0.system,
     events: s1.events - s0.events,
     journalCommits: s1.journalCommits - s0.journalCommits,
-    postMs
+    postMs,
+    allActiveMs: allActiveMs ?? wallMs
   }
 }
 
@@ -223,4 +228,5 @@ export const describeRound = (label: string, { b, c, f }: FullRound): string =>
   `${formatNumber((f.coreCpuUs - f.coreMainUs - f.coreWorkerUs) / f.turns)}), daemon ${formatNumber(f.daemonCpuUs / f.turns)} µs ` +
   `(${formatNumber(f.daemonSysUs / f.turns)} system) CPU per Turn, ${formatNumber(f.events / f.turns)} journal rows ` +
   `and ${formatNumber(f.journalCommits / f.turns)} journal commits per Turn; raw ${formatNumber(rate(b))}/s ` +
-  `(${formatNumber(b.selfCpuUs / b.turns)} µs CPU per Turn); one Session ${formatNumber(rate(c))}/s`
+  `(${formatNumber(b.selfCpuUs / b.turns)} µs CPU per Turn); one Session ${formatNumber(rate(c))}/s; every Session ` +
+  `active for ${formatNumber((100 * f.allActiveMs) / f.wallMs)} % of the round`
