@@ -4,7 +4,7 @@
  * persistence a production Core runs), with every bench device and the digest of its credential written to
  * the store before the first connection. The operator token is random per run and travels nowhere.
  */
-import { Array as Arr, Effect, Layer, Logger, ManagedRuntime, Metric, Redacted, References } from "effect"
+import { Array as Arr, Effect, Layer, Logger, ManagedRuntime, Metric, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { digestCredential } from "../../src/core/DeviceCredentials.js"
@@ -40,9 +40,9 @@ export const startDevCore = async (
   operatorToken: string = `bench-${randomBytes(18).toString("base64url")}`
 ): Promise<BenchDevCore> => {
   const layer = DevCore.layer({ dataDir, operatorToken: Redacted.make(operatorToken), heartbeatSeconds }).pipe(
-    // As `agentwire core` logs by default (issue 18: the Core's figures at Warn left out its three info lines per Turn).
-    Layer.provide(Logger.layer([loggerFor("text")])),
-    Layer.provide(Layer.succeed(References.MinimumLogLevel, "Info"))
+    // As `agentwire core` logs by default: its logger, at Effect's default level, info (issue 18: the Core's figures at
+    // Warn left out its three info lines per Turn).
+    Layer.provide(Logger.layer([loggerFor("text")]))
   )
   const runtime = ManagedRuntime.make(layer)
   const url = await runtime.runPromise(Effect.gen(function* () {

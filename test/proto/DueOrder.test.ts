@@ -8,6 +8,14 @@ import { Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as DueOrder from "../../src/proto/DueOrder.js"
 
+/** An order made in a scope of its own (the test closes it), handing each entry that fires to `fired`. */
+const inOwnScope = (fired: Array<string>) =>
+  Effect.gen(function* () {
+    const scope = yield* Scope.make()
+    const order = yield* DueOrder.make<string>((entry) => fired.push(entry)).pipe(Scope.provide(scope))
+    return { order, scope }
+  })
+
 describe("DueOrder", () => {
   it.effect("fires each entry at its due time; an entry fire adds again comes back; an earlier one is refused", () =>
     Effect.gen(function* () {
@@ -40,9 +48,8 @@ describe("DueOrder", () => {
 
   it.effect("takes nothing once the scope that made it closed", () =>
     Effect.gen(function* () {
-      const scope = yield* Scope.make()
       const fired: Array<string> = []
-      const order = yield* DueOrder.make<string>((entry) => fired.push(entry)).pipe(Scope.provide(scope))
+      const { order, scope } = yield* inOwnScope(fired)
       assert.isTrue(order.add("before", 1_000))
       yield* Scope.close(scope, Exit.void)
       assert.isFalse(order.add("after", 2_000))
@@ -68,9 +75,8 @@ describe("DueOrder", () => {
 
   it.effect("arm after the scope closed still fires, on a sleep of its own", () =>
     Effect.gen(function* () {
-      const scope = yield* Scope.make()
       const fired: Array<string> = []
-      const order = yield* DueOrder.make<string>((entry) => fired.push(entry)).pipe(Scope.provide(scope))
+      const { order, scope } = yield* inOwnScope(fired)
       yield* Scope.close(scope, Exit.void)
       order.arm("after", 1_000)
       yield* TestClock.adjust("999 millis")
