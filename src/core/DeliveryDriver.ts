@@ -129,226 +129,226 @@ const dispatchRun = (d: Driver, type: "execution_prepare" | "execution_start" | 
  * Records the preparation statuses buffered after the start (`starting` / `started` / a start rejection keep
  * arriving on that stream); the queue while it is open, undefined once it ended.
  */
-const recordPreparation = (d: Driver, prepQueue: Subscription<Preparation.PreparationStatusPayload>) =>
-  Effect.gen(function*() {
-    while (true) {
-      const exit = Queue.takeUnsafe(prepQueue)
-      if (exit === undefined) return prepQueue
-      if (Exit.isFailure(exit)) {
-        // A normal end follows a terminal state; only a failure is a loss of observation.
-        if (!Pull.isDoneCause(exit.cause)) {
-          yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
-        }
-        return undefined
+const recordPreparation = Effect.fnUntraced(function*(d: Driver, prepQueue: Subscription<Preparation.PreparationStatusPayload>) {
+  while (true) {
+    const exit = Queue.takeUnsafe(prepQueue)
+    if (exit === undefined) return prepQueue
+    if (Exit.isFailure(exit)) {
+      // A normal end follows a terminal state; only a failure is a loss of observation.
+      if (!Pull.isDoneCause(exit.cause)) {
+        yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
       }
-      d.append({ _tag: "PreparationStatus", status: exit.value })
-      yield* CoreMetrics.preparationStatus(exit.value)
+      return undefined
     }
-  })
+    d.append({ _tag: "PreparationStatus", status: exit.value })
+    yield* CoreMetrics.preparationStatus(exit.value)
+  }
+})
 
 /**
  * Step 4: consume Run events until done, loss, or another fact settled the Turn (a cancellation receipt), and the
  * preparation's remaining statuses as they come; one fiber waits on both queues and the settlement (`awaitAny`).
  */
-const consumeRun = (
+const consumeRun = Effect.fnUntraced(function*(
   d: Driver,
   runQueue: Subscription<RunEvent>,
   prepQueue?: Subscription<Preparation.PreparationStatusPayload>
-) =>
-  Effect.gen(function*() {
-    let prep = prepQueue
-    let overflowed = false
-    while (true) {
-      if (prep !== undefined && canTake(prep)) prep = yield* recordPreparation(d, prep)
-      if (Deferred.isDoneUnsafe(d.settled)) break
-      const exit = Queue.takeUnsafe(runQueue)
-      if (exit === undefined) {
-        yield* awaitAny(prep === undefined ? [runQueue] : [runQueue, prep], [d.settledSignal])
-        continue
-      }
-      if (Exit.isSuccess(exit)) {
-        if (d.backlogFull()) {
-          // Backpressure: wait until the facts' consumer makes room (meanwhile the Run's subscriber fills and
-          // the connection stops reading). Only a consumer that makes no progress for the stall budget is gone.
-          const room = yield* Effect.raceFirst(d.awaitRoom, Effect.as(Deferred.await(d.settled), true))
-          if (!room) {
-            overflowed = true
-            yield* Effect.logWarning("turn facts consumer made no progress within the stall budget; observation ended").pipe(
-              Effect.annotateLogs({ reason: "subscriber_overflow" })
-            )
-            yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
-            break
-          }
-          if (Deferred.isDoneUnsafe(d.settled)) {
-            // Settled while waiting (a cancellation receipt, the journal given up): the event is evidence only.
-            if (!d.backlogFull()) yield* d.record({ _tag: "RunEvent", event: exit.value })
-            break
-          }
+) {
+  let prep = prepQueue
+  let overflowed = false
+  while (true) {
+    if (prep !== undefined && canTake(prep)) prep = yield* recordPreparation(d, prep)
+    if (Deferred.isDoneUnsafe(d.settled)) break
+    const exit = Queue.takeUnsafe(runQueue)
+    if (exit === undefined) {
+      yield* awaitAny(prep === undefined ? [runQueue] : [runQueue, prep], [d.settledSignal])
+      continue
+    }
+    if (Exit.isSuccess(exit)) {
+      if (d.backlogFull()) {
+        // Backpressure: wait until the facts' consumer makes room (meanwhile the Run's subscriber fills and
+        // the connection stops reading). Only a consumer that makes no progress for the stall budget is gone.
+        const room = yield* Effect.raceFirst(d.awaitRoom, Effect.as(Deferred.await(d.settled), true))
+        if (!room) {
+          overflowed = true
+          yield* Effect.logWarning("turn facts consumer made no progress within the stall budget; observation ended").pipe(
+            Effect.annotateLogs({ reason: "subscriber_overflow" })
+          )
+          yield* d.record({ _tag: "RunObservationEnded", reason: "subscriber_overflow" })
+          break
         }
-        d.append({ _tag: "RunEvent", event: exit.value })
-        if (exit.value.type === "done") break
-        continue
+        if (Deferred.isDoneUnsafe(d.settled)) {
+          // Settled while waiting (a cancellation receipt, the journal given up): the event is evidence only.
+          if (!d.backlogFull()) yield* d.record({ _tag: "RunEvent", event: exit.value })
+          break
+        }
       }
-      // The stream ends normally only after done; any other end is a loss of observation.
-      yield* d.record({ _tag: "RunObservationEnded", reason: observationEnd(exit.cause) })
-      break
+      d.append({ _tag: "RunEvent", event: exit.value })
+      if (exit.value.type === "done") break
+      continue
     }
-    yield* Deferred.succeed(d.turnEnded, undefined)
-    // A pending cancellation (≤ 15 s) or in-flight input (grace) still owns the settlement.
-    while (true) {
-      if (prep !== undefined && canTake(prep)) prep = yield* recordPreparation(d, prep)
-      if (Deferred.isDoneUnsafe(d.settled)) break
-      yield* awaitAny(prep === undefined ? [] : [prep], [d.settledSignal])
-    }
-    // Events already buffered after settlement are evidence only (journal draining), within the bound.
-    while (!overflowed && !d.backlogFull()) {
-      const polled = yield* Queue.poll(runQueue)
-      if (Option.isNone(polled)) break
-      yield* d.record({ _tag: "RunEvent", event: polled.value })
-    }
-    // A failed Turn whose Run may still be running unobserved: best-effort abort (no receipt, owns nothing).
-    const s = d.state()
-    const r = s.resolution
-    if (
-      r._tag === "Settled" && s.done === undefined && s.cancel === undefined && (s.startSent || s.directSent) &&
-      (r.outcome.error_code === "event_stream_incomplete" || r.outcome.error_code === "delivery_unknown")
-    ) {
-      const abort = Request.promptCancel(d.runId)
-      if (Result.isSuccess(abort)) yield* dispatch(d, "prompt_cancel", d.session.send(abort.success))
-    }
-  })
+    // The stream ends normally only after done; any other end is a loss of observation.
+    yield* d.record({ _tag: "RunObservationEnded", reason: observationEnd(exit.cause) })
+    break
+  }
+  yield* Deferred.succeed(d.turnEnded, undefined)
+  // A pending cancellation (≤ 15 s) or in-flight input (grace) still owns the settlement.
+  while (true) {
+    if (prep !== undefined && canTake(prep)) prep = yield* recordPreparation(d, prep)
+    if (Deferred.isDoneUnsafe(d.settled)) break
+    yield* awaitAny(prep === undefined ? [] : [prep], [d.settledSignal])
+  }
+  // Events already buffered after settlement are evidence only (journal draining), within the bound.
+  while (!overflowed && !d.backlogFull()) {
+    const polled = yield* Queue.poll(runQueue)
+    if (Option.isNone(polled)) break
+    yield* d.record({ _tag: "RunEvent", event: polled.value })
+  }
+  // A failed Turn whose Run may still be running unobserved: best-effort abort (no receipt, owns nothing).
+  const s = d.state()
+  const r = s.resolution
+  if (
+    r._tag === "Settled" && s.done === undefined && s.cancel === undefined && (s.startSent || s.directSent) &&
+    (r.outcome.error_code === "event_stream_incomplete" || r.outcome.error_code === "delivery_unknown")
+  ) {
+    const abort = Request.promptCancel(d.runId)
+    if (Result.isSuccess(abort)) yield* dispatch(d, "prompt_cancel", d.session.send(abort.success))
+  }
+})
+
+/** Records the preparation's statuses until one carries the admission's handle; undefined once the stream ended. */
+const awaitHandle = Effect.fnUntraced(function*(d: Driver, prepQueue: Subscription<Preparation.PreparationStatusPayload>) {
+  while (true) {
+    const exit = yield* Effect.exit(Queue.take(prepQueue)) // never loses an item when interrupted
+    if (Exit.isFailure(exit)) return undefined
+    yield* d.record({ _tag: "PreparationStatus", status: exit.value })
+    if (exit.value.handle !== undefined && exit.value.state !== "rejected") return exit.value.handle
+  }
+})
 
 /** Releases an abandoned admission once a handle is known. */
-const releaseAbandoned = (
+const releaseAbandoned = Effect.fnUntraced(function*(
   d: Driver,
   requestId: Ids.PreparationRequestId,
   prepQueue: Subscription<Preparation.PreparationStatusPayload>,
   knownHandle: Ids.AdmissionHandle | undefined
-) =>
-  Effect.gen(function*() {
-    yield* d.record({ _tag: "Abandoned" })
-    let handle = knownHandle
-    if (handle === undefined) {
-      // The admission expires on its own; observe at most that long for its handle.
-      handle = yield* Effect.gen(function*() {
-        while (true) {
-          const exit = yield* Effect.exit(Queue.take(prepQueue)) // never loses an item when interrupted
-          if (Exit.isFailure(exit)) return undefined
-          yield* d.record({ _tag: "PreparationStatus", status: exit.value })
-          if (exit.value.handle !== undefined && exit.value.state !== "rejected") return exit.value.handle
-        }
-      }).pipe(Effect.timeoutOrElse({ duration: Limits.AdmissionExpiry, orElse: () => Effect.undefined }))
-    }
-    if (handle === undefined) return
-    const release = Request.executionRelease(requestId, handle)
-    if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
-  })
+) {
+  yield* d.record({ _tag: "Abandoned" })
+  let handle = knownHandle
+  if (handle === undefined) {
+    // The admission expires on its own; observe at most that long for its handle.
+    handle = yield* awaitHandle(d, prepQueue).pipe(
+      Effect.timeoutOrElse({ duration: Limits.AdmissionExpiry, orElse: () => Effect.undefined })
+    )
+  }
+  if (handle === undefined) return
+  const release = Request.executionRelease(requestId, handle)
+  if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
+})
 
 /** Steps 1 and 2: the admission is ready (its status, handle and preparation queue), or the driver is done. */
-const preparePhase = (d: Driver, plan: PreparedPlan, prepare: Request.PrepareMessage) =>
-  Effect.gen(function*() {
-    const { session } = d
-    // Step 1: subscribe to the preparation status, then send execution_prepare.
-    const prepStream = yield* Effect.result(session.subscribePreparation(plan.request_id))
-    if (Result.isFailure(prepStream)) {
-      yield* d.record(notDispatched("execution_prepare", prepStream.failure))
+const preparePhase = Effect.fnUntraced(function*(d: Driver, plan: PreparedPlan, prepare: Request.PrepareMessage) {
+  const { session } = d
+  // Step 1: subscribe to the preparation status, then send execution_prepare.
+  const prepStream = yield* Effect.result(session.subscribePreparation(plan.request_id))
+  if (Result.isFailure(prepStream)) {
+    yield* d.record(notDispatched("execution_prepare", prepStream.failure))
+    return undefined
+  }
+  // At most 16 statuses per subscription (the session's buffer); terminal states end it.
+  const prepQueue = yield* subscriptionQueue(prepStream.success, "unbounded")
+  if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return undefined
+
+  // Step 2: preparing / ready, within the preparation budget (a failed admission whose cleanup is
+  // unconfirmed: within the cleanup budget for its confirmed release).
+  let handle: Ids.AdmissionHandle | undefined
+  let ready: Preparation.PreparationStatusPayload | undefined
+  let deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(d.preparationTimeout)
+  let cleanupWait = false
+  // The budget's timer (the runners' shared one, DeliveryDeadlines.ts, else a sleep on its own fiber in the driver's
+  // scope), armed when the driver first waits and again only when the deadline moves; the driver itself waits on
+  // the queue and both signals (`awaitAny`).
+  let timer: { readonly at: number; readonly expired: Signal; readonly stop: Effect.Effect<void> } | undefined
+  while (ready === undefined) {
+    // A buffered status is taken first, as a status that raced the deadline or the abandonment wins.
+    let exit = Queue.takeUnsafe(prepQueue)
+    if (exit === undefined && !d.abandon.fired && !(timer?.at === deadline && timer.expired.fired)) {
+      if (timer?.at !== deadline) {
+        if (timer !== undefined) yield* timer.stop
+        const expired = new Signal()
+        timer = { at: deadline, expired, stop: yield* armDeadline(d.deadlines, deadline, expired) }
+      }
+      yield* awaitAny([prepQueue], [d.abandon, timer.expired])
+      exit = Queue.takeUnsafe(prepQueue)
+    }
+    if (exit === undefined && !d.abandon.fired) {
+      // Settles preparation_interrupted (or cleanup_unconfirmed); a known admission is released.
+      yield* Effect.logWarning("preparation not ready within its budget; abandoned").pipe(
+        Effect.annotateLogs({ request_id: plan.request_id, observation: "preparation_timeout", cleanup_pending: cleanupWait })
+      )
+      yield* d.record({ _tag: "PreparationObservationEnded", reason: "preparation_timeout" })
+      if (handle === undefined || cleanupWait) return undefined
+      const release = Request.executionRelease(plan.request_id, handle)
+      if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", session.send(release.success))
       return undefined
     }
-    // At most 16 statuses per subscription (the session's buffer); terminal states end it.
-    const prepQueue = yield* subscriptionQueue(prepStream.success, "unbounded")
-    if (!(yield* dispatchRun(d, "execution_prepare", session.send(prepare)))) return undefined
-
-    // Step 2: preparing / ready, within the preparation budget (a failed admission whose cleanup is
-    // unconfirmed: within the cleanup budget for its confirmed release).
-    let handle: Ids.AdmissionHandle | undefined
-    let ready: Preparation.PreparationStatusPayload | undefined
-    let deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(d.preparationTimeout)
-    let cleanupWait = false
-    // The budget's timer (the runners' shared one, DeliveryDeadlines.ts, else a sleep on its own fiber in the driver's
-    // scope), armed when the driver first waits and again only when the deadline moves; the driver itself waits on
-    // the queue and both signals (`awaitAny`).
-    let timer: { readonly at: number; readonly expired: Signal; readonly stop: Effect.Effect<void> } | undefined
-    while (ready === undefined) {
-      // A buffered status is taken first, as a status that raced the deadline or the abandonment wins.
-      let exit = Queue.takeUnsafe(prepQueue)
-      if (exit === undefined && !d.abandon.fired && !(timer?.at === deadline && timer.expired.fired)) {
-        if (timer?.at !== deadline) {
-          if (timer !== undefined) yield* timer.stop
-          const expired = new Signal()
-          timer = { at: deadline, expired, stop: yield* armDeadline(d.deadlines, deadline, expired) }
-        }
-        yield* awaitAny([prepQueue], [d.abandon, timer.expired])
-        exit = Queue.takeUnsafe(prepQueue)
-      }
-      if (exit === undefined && !d.abandon.fired) {
-        // Settles preparation_interrupted (or cleanup_unconfirmed); a known admission is released.
-        yield* Effect.logWarning("preparation not ready within its budget; abandoned").pipe(
-          Effect.annotateLogs({ request_id: plan.request_id, observation: "preparation_timeout", cleanup_pending: cleanupWait })
-        )
-        yield* d.record({ _tag: "PreparationObservationEnded", reason: "preparation_timeout" })
-        if (handle === undefined || cleanupWait) return undefined
-        const release = Request.executionRelease(plan.request_id, handle)
-        if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", session.send(release.success))
-        return undefined
-      }
-      if (exit === undefined) {
-        yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
-        return undefined
-      }
-      if (Exit.isFailure(exit)) {
-        // A stream that ended normally delivered a terminal state, which resolved the Turn.
-        if (!Projection.isResolved(d.state())) {
-          yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
-        }
-        return undefined
-      }
-      const status = exit.value
-      d.append({ _tag: "PreparationStatus", status })
-      yield* CoreMetrics.preparationStatus(status)
-      if (Projection.isResolved(d.state())) return undefined
-      if (status.state !== "rejected" && status.handle !== undefined) handle = status.handle
-      if (status.state === "failed" && !cleanupWait) {
-        // Still pending after `failed`: its cleanup is unconfirmed; wait a bounded time for the release.
-        cleanupWait = true
-        deadline = Math.min(deadline, (yield* Clock.currentTimeMillis) + Duration.toMillis(d.cleanupConfirmTimeout))
-      }
-      if (status.state === "ready" && status.executor_id !== undefined && status.handle !== undefined) ready = status
-    }
-    if (d.phase === "abandoned") {
+    if (exit === undefined) {
       yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
       return undefined
     }
-    return { ready, prepQueue }
-  }).pipe(Effect.withSpan("Turn.prepare", { attributes: { "agentwire.wire.type": "execution_prepare" } }, { captureStackTrace: false }))
+    if (Exit.isFailure(exit)) {
+      // A stream that ended normally delivered a terminal state, which resolved the Turn.
+      if (!Projection.isResolved(d.state())) {
+        yield* d.record({ _tag: "PreparationObservationEnded", reason: observationEnd(exit.cause) })
+      }
+      return undefined
+    }
+    const status = exit.value
+    d.append({ _tag: "PreparationStatus", status })
+    yield* CoreMetrics.preparationStatus(status)
+    if (Projection.isResolved(d.state())) return undefined
+    if (status.state !== "rejected" && status.handle !== undefined) handle = status.handle
+    if (status.state === "failed" && !cleanupWait) {
+      // Still pending after `failed`: its cleanup is unconfirmed; wait a bounded time for the release.
+      cleanupWait = true
+      deadline = Math.min(deadline, (yield* Clock.currentTimeMillis) + Duration.toMillis(d.cleanupConfirmTimeout))
+    }
+    if (status.state === "ready" && status.executor_id !== undefined && status.handle !== undefined) ready = status
+  }
+  if (d.phase === "abandoned") {
+    yield* releaseAbandoned(d, plan.request_id, prepQueue, handle)
+    return undefined
+  }
+  return { ready, prepQueue }
+}, (effect) => effect.pipe(Effect.withSpan("Turn.prepare", { attributes: { "agentwire.wire.type": "execution_prepare" } }, { captureStackTrace: false })))
 
 /** Step 3: subscribe to the Run, then send execution_start; the Run's queue once the start entered the send queue. */
-const startPhase = (d: Driver, plan: PreparedPlan, ready: Preparation.PreparationStatusPayload) =>
-  Effect.gen(function*() {
-    const start = Request.executionStart(
-      plan.request_id,
-      { executor_id: ready.executor_id!, handle: ready.handle! },
-      plan.run_id,
-      plan.input
-    )
-    if (Result.isFailure(start)) return yield* Effect.die(start.failure) // validated before delivery
-    const runStream = yield* Effect.result(d.session.subscribeDurable(plan.run_id))
-    if (Result.isFailure(runStream)) {
-      yield* d.record(notDispatched("execution_start", runStream.failure))
-      yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
-      return undefined
-    }
-    const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
-    const sent = yield* dispatchRun(d, "execution_start", d.session.send(start.success))
-    yield* Deferred.succeed(d.runDispatched, sent)
-    if (sent) yield* CoreMetrics.runStarted
-    if (!sent) {
-      yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
-      return undefined
-    }
-    d.phase = "started"
-    // starting / started / a start rejection keep arriving on the preparation stream: step 4 records them.
-    return runQueue
-  }).pipe(Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "execution_start" } }, { captureStackTrace: false }))
+const startPhase = Effect.fnUntraced(function*(d: Driver, plan: PreparedPlan, ready: Preparation.PreparationStatusPayload) {
+  const start = Request.executionStart(
+    plan.request_id,
+    { executor_id: ready.executor_id!, handle: ready.handle! },
+    plan.run_id,
+    plan.input
+  )
+  if (Result.isFailure(start)) return yield* Effect.die(start.failure) // validated before delivery
+  const runStream = yield* Effect.result(d.session.subscribeDurable(plan.run_id))
+  if (Result.isFailure(runStream)) {
+    yield* d.record(notDispatched("execution_start", runStream.failure))
+    yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+    return undefined
+  }
+  const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
+  const sent = yield* dispatchRun(d, "execution_start", d.session.send(start.success))
+  yield* Deferred.succeed(d.runDispatched, sent)
+  if (sent) yield* CoreMetrics.runStarted
+  if (!sent) {
+    yield* releaseAbandonedAfterRefusal(d, plan.request_id, ready.handle!)
+    return undefined
+  }
+  d.phase = "started"
+  // starting / started / a start rejection keep arriving on the preparation stream: step 4 records them.
+  return runQueue
+}, (effect) => effect.pipe(Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "execution_start" } }, { captureStackTrace: false })))
 
 /** Step 4 in its span: the Run's events until done or loss of observation. */
 const eventsPhase = (
@@ -357,41 +357,38 @@ const eventsPhase = (
   prepQueue?: Subscription<Preparation.PreparationStatusPayload>
 ) => Effect.withSpan(consumeRun(d, runQueue, prepQueue), "Turn.events", { captureStackTrace: false })
 
-export const preparedDriver = (
+export const preparedDriver = Effect.fnUntraced(function*(
   d: Driver,
   plan: PreparedPlan,
   prepare: Request.PrepareMessage
-) =>
-  Effect.gen(function*() {
-    const prepared = yield* preparePhase(d, plan, prepare)
-    if (prepared === undefined) return
-    d.phase = "starting"
-    const runQueue = yield* startPhase(d, plan, prepared.ready)
-    if (runQueue === undefined) return
-    yield* eventsPhase(d, runQueue, prepared.prepQueue)
-  })
+) {
+  const prepared = yield* preparePhase(d, plan, prepare)
+  if (prepared === undefined) return
+  d.phase = "starting"
+  const runQueue = yield* startPhase(d, plan, prepared.ready)
+  if (runQueue === undefined) return
+  yield* eventsPhase(d, runQueue, prepared.prepQueue)
+})
 
 /** The start never entered the queue: the reservation is Core's to abandon (no Run input was submitted). */
-const releaseAbandonedAfterRefusal = (d: Driver, requestId: Ids.PreparationRequestId, handle: Ids.AdmissionHandle) =>
-  Effect.gen(function*() {
-    const release = Request.executionRelease(requestId, handle)
-    if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
-  })
+const releaseAbandonedAfterRefusal = Effect.fnUntraced(function*(d: Driver, requestId: Ids.PreparationRequestId, handle: Ids.AdmissionHandle) {
+  const release = Request.executionRelease(requestId, handle)
+  if (Result.isSuccess(release)) yield* dispatch(d, "execution_release", d.session.send(release.success))
+})
 
-export const directDriver = (d: Driver, plan: DirectPlan, request: Request.PromptMessage) =>
-  Effect.gen(function*() {
-    const runStream = yield* Effect.result(d.session.subscribeDurable(plan.run_id))
-    if (Result.isFailure(runStream)) {
-      yield* Deferred.succeed(d.runDispatched, false)
-      return yield* d.record(notDispatched("prompt_request", runStream.failure))
-    }
-    const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
-    const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request)).pipe(
-      Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "prompt_request" } }, { captureStackTrace: false })
-    )
-    yield* Deferred.succeed(d.runDispatched, sent)
-    if (!sent) return
-    yield* CoreMetrics.runStarted
-    d.phase = "started"
-    yield* eventsPhase(d, runQueue)
-  })
+export const directDriver = Effect.fnUntraced(function*(d: Driver, plan: DirectPlan, request: Request.PromptMessage) {
+  const runStream = yield* Effect.result(d.session.subscribeDurable(plan.run_id))
+  if (Result.isFailure(runStream)) {
+    yield* Deferred.succeed(d.runDispatched, false)
+    return yield* d.record(notDispatched("prompt_request", runStream.failure))
+  }
+  const runQueue = yield* subscriptionQueue(runStream.success, RunQueueCapacity)
+  const sent = yield* dispatchRun(d, "prompt_request", d.session.send(request)).pipe(
+    Effect.withSpan("Turn.start", { attributes: { "agentwire.wire.type": "prompt_request" } }, { captureStackTrace: false })
+  )
+  yield* Deferred.succeed(d.runDispatched, sent)
+  if (!sent) return
+  yield* CoreMetrics.runStarted
+  d.phase = "started"
+  yield* eventsPhase(d, runQueue)
+})

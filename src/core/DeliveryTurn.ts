@@ -130,7 +130,7 @@ export interface Turn {
 
 export type Admission = Result.Result<Admitted, Outcome.AdmissionRejection | Outcome.ConfigurationRejected>
 
-export const makeTurn = (
+export const makeTurn = Effect.fnUntraced(function*(
   session: DeviceSession,
   runId: Ids.RunId,
   spec: Request.ExecutionSpec,
@@ -138,209 +138,208 @@ export const makeTurn = (
   initialPhase: Phase,
   options: DeliveryOptions,
   run: (d: Driver) => Effect.Effect<void, never, Scope.Scope>
-): Effect.Effect<Turn, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const scope = yield* Effect.scope
-    const journal = yield* JournalBarrier.make(runId, {
-      durable: options.durableDispatch === true,
-      factBuffer: Math.max(1, options.factBuffer ?? DefaultFactBuffer)
-    })
-    const finished = yield* Deferred.make<Outcome.TurnResolution>()
-    const { record, settled } = journal
-    const state = journal.state
+) {
+  const scope = yield* Effect.scope
+  const journal = yield* JournalBarrier.make(runId, {
+    durable: options.durableDispatch === true,
+    factBuffer: Math.max(1, options.factBuffer ?? DefaultFactBuffer)
+  })
+  const finished = yield* Deferred.make<Outcome.TurnResolution>()
+  const { record, settled } = journal
+  const state = journal.state
 
-    const d: Driver = {
-      session,
-      runId,
-      record,
-      append: (fact) => {
-        journal.append(fact)
+  const d: Driver = {
+    session,
+    runId,
+    record,
+    append: (fact) => {
+      journal.append(fact)
+    },
+    boundary: journal.boundary,
+    backlogFull: journal.backlogFull,
+    awaitRoom: journal.awaitRoom(Duration.fromInputUnsafe(options.factStallBudget ?? DefaultFactStallBudget)),
+    state,
+    settled,
+    settledSignal: journal.settledSignal,
+    turnEnded: yield* Deferred.make<void>(),
+    runDispatched: yield* Deferred.make<boolean>(),
+    abandon: new Signal(),
+    preparationTimeout: Duration.fromInputUnsafe(options.preparationTimeout ?? Duration.minutes(10)),
+    cleanupConfirmTimeout: Duration.fromInputUnsafe(options.cleanupConfirmTimeout ?? Duration.seconds(60)),
+    deadlines: options.deadlines,
+    phase: initialPhase
+  }
+
+  const finish = Effect.sync(() => {
+    journal.close()
+    Deferred.doneUnsafe(d.runDispatched, Exit.succeed(false))
+    Deferred.doneUnsafe(d.turnEnded, Exit.void)
+    Deferred.doneUnsafe(finished, Exit.succeed(state().resolution))
+  })
+  // Closing the Turn's scope stops observation (it settles nothing) and ends the fact stream. Registered on the
+  // scope itself: `Effect.addFinalizer` would run it under the registering fiber's context, a copy of the whole
+  // context map per Turn (issue 18, "tmain"); `finish` reads no service.
+  yield* Scope.addFinalizer(scope, finish)
+
+  const admitted = Result.isSuccess(admission) ? Option.some(admission.success) : Option.none<Admitted>()
+  let steering: Steering.Steering | undefined
+  if (Result.isFailure(admission)) {
+    yield* record(Outcome.admissionFact(admission.failure))
+    yield* finish
+  } else {
+    steering = yield* Steering.make(session, runId, {
+      admitted: admission.success,
+      engine: spec.engine,
+      turnEnded: Deferred.await(d.turnEnded),
+      observe: (progress) => {
+        switch (progress._tag) {
+          case "Dispatched":
+            return record({ _tag: "Dispatched", type: "prompt_steer", input_id: progress.input_id })
+          case "Written":
+            return Effect.andThen(
+              CoreMetrics.receipt("written", "accepted"),
+              record({ _tag: "InputWritten", input_id: progress.input_id })
+            )
+          case "Resending":
+            return Effect.void
+        }
       },
-      boundary: journal.boundary,
-      backlogFull: journal.backlogFull,
-      awaitRoom: journal.awaitRoom(Duration.fromInputUnsafe(options.factStallBudget ?? DefaultFactStallBudget)),
-      state,
-      settled,
-      settledSignal: journal.settledSignal,
-      turnEnded: yield* Deferred.make<void>(),
-      runDispatched: yield* Deferred.make<boolean>(),
-      abandon: new Signal(),
-      preparationTimeout: Duration.fromInputUnsafe(options.preparationTimeout ?? Duration.minutes(10)),
-      cleanupConfirmTimeout: Duration.fromInputUnsafe(options.cleanupConfirmTimeout ?? Duration.seconds(60)),
-      deadlines: options.deadlines,
-      phase: initialPhase
-    }
-
-    const finish = Effect.sync(() => {
-      journal.close()
-      Deferred.doneUnsafe(d.runDispatched, Exit.succeed(false))
-      Deferred.doneUnsafe(d.turnEnded, Exit.void)
-      Deferred.doneUnsafe(finished, Exit.succeed(state().resolution))
+      ...(options.inputGraceAfterTurnEnd === undefined ? {} : { graceAfterTurnEnd: options.inputGraceAfterTurnEnd }),
+      ...(options.steerRetryInterval === undefined ? {} : { retryInterval: options.steerRetryInterval })
     })
-    // Closing the Turn's scope stops observation (it settles nothing) and ends the fact stream. Registered on the
-    // scope itself: `Effect.addFinalizer` would run it under the registering fiber's context, a copy of the whole
-    // context map per Turn (issue 18, "tmain"); `finish` reads no service.
-    yield* Scope.addFinalizer(scope, finish)
+    // The driver's subscriptions live in their own scope, closed when it finishes.
+    const logFinished = Effect.suspend(() => {
+      const r = state().resolution
+      return Effect.logDebug("turn finished").pipe(
+        Effect.annotateLogs({
+          resolution: r._tag,
+          ...(r._tag === "Settled" ? { status: r.outcome.status, error_code: r.outcome.error_code ?? "" } : {}),
+          ...(r._tag === "Unclaimed" ? { reason: r.reason } : {})
+        })
+      )
+    })
+    // A dispatched Run counts as finished once its driver stopped, with the status it settled on.
+    const runFinished = Effect.suspend(() => {
+      const s = state()
+      if (!(s.startSent || s.directSent)) return Effect.void
+      return CoreMetrics.runFinished(s.resolution._tag === "Settled" ? s.resolution.outcome.status : "unresolved")
+    })
+    yield* Effect.forkIn(
+      Effect.scoped(run(d)).pipe(
+        Effect.ensuring(runFinished),
+        Effect.ensuring(finish),
+        Effect.andThen(logFinished),
+        Effect.annotateLogs({ device_id: session.deviceId, run_id: runId })
+      ),
+      scope
+    )
+  }
 
-    const admitted = Result.isSuccess(admission) ? Option.some(admission.success) : Option.none<Admitted>()
-    let steering: Steering.Steering | undefined
-    if (Result.isFailure(admission)) {
-      yield* record(Outcome.admissionFact(admission.failure))
-      yield* finish
-    } else {
-      steering = yield* Steering.make(session, runId, {
-        admitted: admission.success,
-        engine: spec.engine,
-        turnEnded: Deferred.await(d.turnEnded),
-        observe: (progress) => {
-          switch (progress._tag) {
-            case "Dispatched":
-              return record({ _tag: "Dispatched", type: "prompt_steer", input_id: progress.input_id })
-            case "Written":
+  // Made when an operation finds the Turn inactive (an error captures a stack: not a cost of every Turn).
+  const notActive = () => new Outcome.TurnNotActive({ run_id: runId })
+
+  const steer: Turn["steer"] = (inputId, input) =>
+    Effect.gen(function*() {
+      const channel = steering
+      if (channel === undefined || Projection.isResolved(state())) return yield* notActive()
+      if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive()
+      const work = channel.deliver(inputId, input).pipe(
+        Effect.tap(() => Effect.andThen(CoreMetrics.receipt("applied", "accepted"), record({ _tag: "InputAccepted", input_id: inputId }))),
+        Effect.tapError((e) => {
+          switch (e._tag) {
+            case "InputRejected":
               return Effect.andThen(
-                CoreMetrics.receipt("written", "accepted"),
-                record({ _tag: "InputWritten", input_id: progress.input_id })
+                CoreMetrics.receipt("applied", "rejected"),
+                record({ _tag: "InputRejected", input_id: inputId, code: e.code })
               )
-            case "Resending":
+            case "InputOutcomeUnknown":
+              return Effect.andThen(
+                CoreMetrics.receipt(e.reason === "written_ack_timeout" ? "written" : "applied", "unknown"),
+                record({ _tag: "InputUnknown", input_id: inputId, reason: e.reason })
+              )
+            case "NotSent":
+            case "SubscriptionRejected":
+              return record(notDispatched("prompt_steer", e, { input_id: inputId }))
+            default:
               return Effect.void
           }
-        },
-        ...(options.inputGraceAfterTurnEnd === undefined ? {} : { graceAfterTurnEnd: options.inputGraceAfterTurnEnd }),
-        ...(options.steerRetryInterval === undefined ? {} : { retryInterval: options.steerRetryInterval })
-      })
-      // The driver's subscriptions live in their own scope, closed when it finishes.
-      const logFinished = Effect.suspend(() => {
-        const r = state().resolution
-        return Effect.logDebug("turn finished").pipe(
-          Effect.annotateLogs({
-            resolution: r._tag,
-            ...(r._tag === "Settled" ? { status: r.outcome.status, error_code: r.outcome.error_code ?? "" } : {}),
-            ...(r._tag === "Unclaimed" ? { reason: r.reason } : {})
-          })
-        )
-      })
-      // A dispatched Run counts as finished once its driver stopped, with the status it settled on.
-      const runFinished = Effect.suspend(() => {
-        const s = state()
-        if (!(s.startSent || s.directSent)) return Effect.void
-        return CoreMetrics.runFinished(s.resolution._tag === "Settled" ? s.resolution.outcome.status : "unresolved")
-      })
-      yield* Effect.forkIn(
-        Effect.scoped(run(d)).pipe(
-          Effect.ensuring(runFinished),
-          Effect.ensuring(finish),
-          Effect.andThen(logFinished),
-          Effect.annotateLogs({ device_id: session.deviceId, run_id: runId })
-        ),
-        scope
-      )
-    }
-
-    // Made when an operation finds the Turn inactive (an error captures a stack: not a cost of every Turn).
-    const notActive = () => new Outcome.TurnNotActive({ run_id: runId })
-
-    const steer: Turn["steer"] = (inputId, input) =>
-      Effect.gen(function*() {
-        const channel = steering
-        if (channel === undefined || Projection.isResolved(state())) return yield* notActive()
-        if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive()
-        const work = channel.deliver(inputId, input).pipe(
-          Effect.tap(() => Effect.andThen(CoreMetrics.receipt("applied", "accepted"), record({ _tag: "InputAccepted", input_id: inputId }))),
-          Effect.tapError((e) => {
-            switch (e._tag) {
-              case "InputRejected":
-                return Effect.andThen(
-                  CoreMetrics.receipt("applied", "rejected"),
-                  record({ _tag: "InputRejected", input_id: inputId, code: e.code })
-                )
-              case "InputOutcomeUnknown":
-                return Effect.andThen(
-                  CoreMetrics.receipt(e.reason === "written_ack_timeout" ? "written" : "applied", "unknown"),
-                  record({ _tag: "InputUnknown", input_id: inputId, reason: e.reason })
-                )
-              case "NotSent":
-              case "SubscriptionRejected":
-                return record(notDispatched("prompt_steer", e, { input_id: inputId }))
-              default:
-                return Effect.void
-            }
-          })
-        )
-        // The waiter lives in the Turn's scope: interrupting the caller stops observing only.
-        return yield* Fiber.join(yield* Effect.forkIn(work, scope))
-      })
-
-    const cancel: Turn["cancel"] = (deliveryId) =>
-      Effect.gen(function*() {
-        const decision = yield* Effect.sync(() => {
-          if (Projection.isResolved(state()) || d.phase === "abandoned") return "inactive" as const
-          if (d.phase === "preparing") {
-            d.phase = "abandoned"
-            return "abandon" as const
-          }
-          return "cancel" as const
         })
-        if (decision === "inactive") return yield* notActive()
-        if (decision === "abandon") {
-          d.abandon.fire()
-          const resolution = yield* Deferred.await(settled)
-          if (resolution._tag === "Settled" && resolution.outcome.status === "cancelled") {
-            return { _tag: "Abandoned" } satisfies CancelResult
-          }
-          return yield* notActive()
-        }
-        // The cancellation must follow the start in the send queue.
-        if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive()
-        const work = Cancellation.cancel(session, runId, deliveryId, {
-          onDispatched: record({ _tag: "Dispatched", type: "prompt_cancel", delivery_id: deliveryId })
-        }).pipe(
-          Effect.tapError((e) => Effect.andThen(CoreMetrics.cancel(cancelOutcome(e)), record(cancelFact(deliveryId, e)))),
-          Effect.tap(() => CoreMetrics.cancel("applied")),
-          Effect.tap((confirmed) =>
-            record({
-              _tag: "CancelReceipt",
-              delivery_id: deliveryId,
-              ack: {
-                delivery_id: deliveryId,
-                applied: true,
-                ...(confirmed.outcome === undefined ? {} : { outcome: confirmed.outcome })
-              }
-            })
-          ),
-          Effect.map((confirmed): CancelResult => ({ _tag: "Confirmed", confirmed }))
-        )
-        return yield* Fiber.join(yield* Effect.forkIn(work, scope))
-      })
+      )
+      // The waiter lives in the Turn's scope: interrupting the caller stops observing only.
+      return yield* Fiber.join(yield* Effect.forkIn(work, scope))
+    })
 
-    const endObservation: Turn["endObservation"] = (reason) =>
-      Effect.sync(() => {
-        if (!journal.refuse()) return
-        if (Projection.isResolved(state())) return
-        journal.append({ _tag: "RunObservationEnded", reason })
+  const cancel: Turn["cancel"] = (deliveryId) =>
+    Effect.gen(function*() {
+      const decision = yield* Effect.sync(() => {
+        if (Projection.isResolved(state()) || d.phase === "abandoned") return "inactive" as const
         if (d.phase === "preparing") {
           d.phase = "abandoned"
-          d.abandon.fire()
+          return "abandon" as const
         }
+        return "cancel" as const
       })
+      if (decision === "inactive") return yield* notActive()
+      if (decision === "abandon") {
+        d.abandon.fire()
+        const resolution = yield* Deferred.await(settled)
+        if (resolution._tag === "Settled" && resolution.outcome.status === "cancelled") {
+          return { _tag: "Abandoned" } satisfies CancelResult
+        }
+        return yield* notActive()
+      }
+      // The cancellation must follow the start in the send queue.
+      if (!(yield* Deferred.await(d.runDispatched)) || Projection.isResolved(state())) return yield* notActive()
+      const work = Cancellation.cancel(session, runId, deliveryId, {
+        onDispatched: record({ _tag: "Dispatched", type: "prompt_cancel", delivery_id: deliveryId })
+      }).pipe(
+        Effect.tapError((e) => Effect.andThen(CoreMetrics.cancel(cancelOutcome(e)), record(cancelFact(deliveryId, e)))),
+        Effect.tap(() => CoreMetrics.cancel("applied")),
+        Effect.tap((confirmed) =>
+          record({
+            _tag: "CancelReceipt",
+            delivery_id: deliveryId,
+            ack: {
+              delivery_id: deliveryId,
+              applied: true,
+              ...(confirmed.outcome === undefined ? {} : { outcome: confirmed.outcome })
+            }
+          })
+        ),
+        Effect.map((confirmed): CancelResult => ({ _tag: "Confirmed", confirmed }))
+      )
+      return yield* Fiber.join(yield* Effect.forkIn(work, scope))
+    })
 
-    const resolution = Deferred.await(finished)
-    const turn: Turn = {
-      runId,
-      admitted,
-      facts: journal.facts,
-      settled: Deferred.await(settled),
-      isFinishing: () => Deferred.isDoneUnsafe(settled) && Deferred.isDoneUnsafe(d.turnEnded),
-      resolution,
-      result: Effect.flatMap(resolution, (r) =>
-        r._tag === "Pending" ? Effect.die("the Turn's scope closed before it resolved") : Effect.fromResult(toResult(r))),
-      snapshot: Effect.sync(state),
-      journaled: journal.journaled,
-      endObservation,
-      steer,
-      cancel
-    }
-    return turn
-  })
+  const endObservation: Turn["endObservation"] = (reason) =>
+    Effect.sync(() => {
+      if (!journal.refuse()) return
+      if (Projection.isResolved(state())) return
+      journal.append({ _tag: "RunObservationEnded", reason })
+      if (d.phase === "preparing") {
+        d.phase = "abandoned"
+        d.abandon.fire()
+      }
+    })
+
+  const resolution = Deferred.await(finished)
+  const turn: Turn = {
+    runId,
+    admitted,
+    facts: journal.facts,
+    settled: Deferred.await(settled),
+    isFinishing: () => Deferred.isDoneUnsafe(settled) && Deferred.isDoneUnsafe(d.turnEnded),
+    resolution,
+    result: Effect.flatMap(resolution, (r) =>
+      r._tag === "Pending" ? Effect.die("the Turn's scope closed before it resolved") : Effect.fromResult(toResult(r))),
+    snapshot: Effect.sync(state),
+    journaled: journal.journaled,
+    endObservation,
+    steer,
+    cancel
+  }
+  return turn
+})
 
 const cancelOutcome = (e: Cancellation.CancelError): "rejected" | "failed" | "unconfirmed" | "not_sent" => {
   switch (e._tag) {

@@ -49,108 +49,108 @@ export interface JournalBarrier {
   readonly close: () => void
 }
 
-export const make = (runId: string, options: { readonly durable: boolean; readonly factBuffer: number }): Effect.Effect<JournalBarrier> =>
-  Effect.gen(function*() {
-    const queue = yield* Queue.unbounded<TurnFact, Cause.Done>()
-    const settled = yield* Deferred.make<TurnResolution>()
-    const settledSignal = new Signal()
-    let state = Projection.initial(runId)
-    /** Facts recorded so far, and how many of them the consumer confirmed journaled. */
-    let offered = 0
-    let confirmed = 0
-    let taken = 0
-    /**
-     * Completed (and dropped) when the consumer makes progress; made only while `awaitRoom` waits, not once per
-     * confirmed fact.
-     */
-    let progress: Deferred.Deferred<void> | undefined
-    const signalProgress = () => {
-      const done = progress
-      if (done === undefined) return
-      progress = undefined
-      Deferred.doneUnsafe(done, Exit.void)
-    }
-    const backlog = () => (options.durable ? offered - confirmed : offered - taken)
-    let refusing = false
-    /** The boundary waiting for its fact's confirmation (the driver is sequential: at most one). */
-    let barrier: { readonly index: number; readonly type: DispatchType; readonly go: Deferred.Deferred<boolean> } | undefined
+export const make = Effect.fnUntraced(function*(runId: string, options: { readonly durable: boolean; readonly factBuffer: number }) {
+  const queue = yield* Queue.unbounded<TurnFact, Cause.Done>()
+  const settled = yield* Deferred.make<TurnResolution>()
+  const settledSignal = new Signal()
+  let state = Projection.initial(runId)
+  /** Facts recorded so far, and how many of them the consumer confirmed journaled. */
+  let offered = 0
+  let confirmed = 0
+  let taken = 0
+  /**
+   * Completed (and dropped) when the consumer makes progress; made only while `awaitRoom` waits, not once per
+   * confirmed fact.
+   */
+  let progress: Deferred.Deferred<void> | undefined
+  const signalProgress = () => {
+    const done = progress
+    if (done === undefined) return
+    progress = undefined
+    Deferred.doneUnsafe(done, Exit.void)
+  }
+  const backlog = () => (options.durable ? offered - confirmed : offered - taken)
+  let refusing = false
+  /** The boundary waiting for its fact's confirmation (the driver is sequential: at most one). */
+  let barrier: { readonly index: number; readonly type: DispatchType; readonly go: Deferred.Deferred<boolean> } | undefined
 
-    const append = (fact: TurnFact): number => {
-      const before = Projection.isResolved(state)
-      state = Projection.step(state, fact)
-      Queue.offerUnsafe(queue, fact)
-      offered++
-      if (!before && Projection.isResolved(state)) {
-        Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
-        settledSignal.fire()
-      }
-      return offered
+  const append = (fact: TurnFact): number => {
+    const before = Projection.isResolved(state)
+    state = Projection.step(state, fact)
+    Queue.offerUnsafe(queue, fact)
+    offered++
+    if (!before && Projection.isResolved(state)) {
+      Deferred.doneUnsafe(settled, Exit.succeed(state.resolution))
+      settledSignal.fire()
     }
-    const refused = (type: DispatchType) => {
-      append({ _tag: "NotDispatched", type, reason: "journal_unavailable" })
-    }
-    const release = (go: boolean) => {
-      if (barrier === undefined) return
-      const waiting = barrier
-      barrier = undefined
-      Deferred.doneUnsafe(waiting.go, Exit.succeed(go))
-    }
+    return offered
+  }
+  const refused = (type: DispatchType) => {
+    append({ _tag: "NotDispatched", type, reason: "journal_unavailable" })
+  }
+  const release = (go: boolean) => {
+    if (barrier === undefined) return
+    const waiting = barrier
+    barrier = undefined
+    Deferred.doneUnsafe(waiting.go, Exit.succeed(go))
+  }
 
-    return {
-      // Counted per array the consumer pulls (keeps the queue's chunks: the dev Core groups its writes by them).
-      facts: Stream.fromQueue(queue).pipe(Stream.mapArray((facts) => {
-        taken += facts.length
-        if (!options.durable) signalProgress()
-        return facts
-      })),
-      append,
-      record: (fact) => Effect.sync(() => void append(fact)),
-      boundary: (type) =>
-        Effect.suspend(() => {
-          if (refusing) {
-            refused(type)
-            return Effect.succeed(false)
-          }
-          const index = append({ _tag: "Dispatching", type })
-          if (!options.durable || confirmed >= index) return Effect.succeed(true)
-          const go = Deferred.makeUnsafe<boolean>()
-          barrier = { index, type, go }
-          return Deferred.await(go)
-        }),
-      journaled: Effect.sync(() => {
-        confirmed++
-        if (barrier !== undefined && confirmed >= barrier.index) release(true)
-        if (options.durable) signalProgress()
-      }),
-      backlogFull: () => backlog() >= options.factBuffer,
-      awaitRoom: (stallBudget) =>
-        Effect.suspend(() => {
-          if (backlog() < options.factBuffer) return Effect.succeed(true)
-          return Deferred.await(progress ??= Deferred.makeUnsafe<void>()).pipe(
-            Effect.as(true),
-            Effect.timeoutOrElse({ duration: stallBudget, orElse: () => Effect.succeed(false) })
-          )
-        }).pipe(
-          // Each wait ends at the consumer's next step; keep waiting while it progresses and the bound is reached.
-          Effect.repeat({ while: (progressed) => progressed && backlog() >= options.factBuffer })
-        ),
-      refuse: () => {
-        if (refusing) return false
-        refusing = true
-        // Refused before its send: recorded first, so the journal proves nothing left.
-        if (barrier !== undefined) {
-          refused(barrier.type)
-          release(false)
+  const made: JournalBarrier = {
+    // Counted per array the consumer pulls (keeps the queue's chunks: the dev Core groups its writes by them).
+    facts: Stream.fromQueue(queue).pipe(Stream.mapArray((facts) => {
+      taken += facts.length
+      if (!options.durable) signalProgress()
+      return facts
+    })),
+    append,
+    record: (fact) => Effect.sync(() => void append(fact)),
+    boundary: (type) =>
+      Effect.suspend(() => {
+        if (refusing) {
+          refused(type)
+          return Effect.succeed(false)
         }
-        return true
-      },
-      state: () => state,
-      settled,
-      settledSignal,
-      close: () => {
-        signalProgress()
+        const index = append({ _tag: "Dispatching", type })
+        if (!options.durable || confirmed >= index) return Effect.succeed(true)
+        const go = Deferred.makeUnsafe<boolean>()
+        barrier = { index, type, go }
+        return Deferred.await(go)
+      }),
+    journaled: Effect.sync(() => {
+      confirmed++
+      if (barrier !== undefined && confirmed >= barrier.index) release(true)
+      if (options.durable) signalProgress()
+    }),
+    backlogFull: () => backlog() >= options.factBuffer,
+    awaitRoom: (stallBudget) =>
+      Effect.suspend(() => {
+        if (backlog() < options.factBuffer) return Effect.succeed(true)
+        return Deferred.await(progress ??= Deferred.makeUnsafe<void>()).pipe(
+          Effect.as(true),
+          Effect.timeoutOrElse({ duration: stallBudget, orElse: () => Effect.succeed(false) })
+        )
+      }).pipe(
+        // Each wait ends at the consumer's next step; keep waiting while it progresses and the bound is reached.
+        Effect.repeat({ while: (progressed) => progressed && backlog() >= options.factBuffer })
+      ),
+    refuse: () => {
+      if (refusing) return false
+      refusing = true
+      // Refused before its send: recorded first, so the journal proves nothing left.
+      if (barrier !== undefined) {
+        refused(barrier.type)
         release(false)
-        Queue.endUnsafe(queue)
       }
+      return true
+    },
+    state: () => state,
+    settled,
+    settledSignal,
+    close: () => {
+      signalProgress()
+      release(false)
+      Queue.endUnsafe(queue)
     }
-  })
+  }
+  return made
+})

@@ -43,8 +43,15 @@ export interface Subscriber<A> {
   readonly stream: Stream.Stream<A, SubscriptionError>
 }
 
-/** The queue behind each subscriber's stream (see `queueOf`). */
-const queues = new WeakMap<object, Queue.Queue<unknown, SubscriptionError | Cause.Done>>()
+/**
+ * The queue behind a subscriber's stream, kept on the stream object itself (see `queueOf`). Not a WeakMap: a V8
+ * scavenge keeps every entry of an old WeakMap whose key is young, so each subscription's stream and queue
+ * outlived its Turn until the next full collection (docs/performance.md, "generators").
+ */
+const queueKey: unique symbol = Symbol("agentwire/Subscriber/queue")
+interface WithQueue {
+  [queueKey]?: Queue.Queue<unknown, SubscriptionError | Cause.Done>
+}
 
 /**
  * The queue behind a subscriber's `stream`, for a consumer that takes one item at a time on its own fiber (a reply
@@ -52,13 +59,13 @@ const queues = new WeakMap<object, Queue.Queue<unknown, SubscriptionError | Caus
  * hand-off between two fibers per item. Taking from it is reading the stream. Undefined for any other stream.
  */
 export const queueOf = <A>(stream: Stream.Stream<A, SubscriptionError>): Queue.Queue<A, SubscriptionError | Cause.Done> | undefined =>
-  queues.get(stream) as Queue.Queue<A, SubscriptionError | Cause.Done> | undefined
+  (stream as WithQueue)[queueKey] as Queue.Queue<A, SubscriptionError | Cause.Done> | undefined
 
 /** A subscriber buffering at most `capacity` items. */
 export const makeSubscriber = <A>(capacity: number): Effect.Effect<Subscriber<A>> =>
   Effect.map(Queue.bounded<A, SubscriptionError | Cause.Done>(capacity), (queue) => {
-    const stream = Stream.fromQueue(queue)
-    queues.set(stream, queue as Queue.Queue<unknown, SubscriptionError | Cause.Done>)
+    const stream: Stream.Stream<A, SubscriptionError> & WithQueue = Stream.fromQueue(queue)
+    stream[queueKey] = queue as Queue.Queue<unknown, SubscriptionError | Cause.Done>
     const fail = (error: SubscriptionError) => {
       Queue.failCauseUnsafe(queue, Cause.fail(error))
     }

@@ -119,18 +119,17 @@ const makeAdmission = Effect.gen(function* () {
       })
 
     /** `ready` with a fresh expiry; an unconfirmed ready fails the admission and releases the reservation. */
-    const grant = (record: AdmissionRecord) =>
-      Effect.gen(function* () {
-        record.expiresAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(AdmissionExpiry)
-        const outcome = yield* publish(record, "ready")
-        if (outcome._tag !== "Sent") {
-          if (record.readOnly) yield* executors.close(record.entry)
-          else yield* executors.toIdle(record.entry)
-          yield* publish(record, "failed", { error_code: "status_delivery_failed" })
-          return
-        }
-        expiries.arm(record, record.expiresAt)
-      })
+    const grant = Effect.fnUntraced(function* (record: AdmissionRecord) {
+      record.expiresAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(AdmissionExpiry)
+      const outcome = yield* publish(record, "ready")
+      if (outcome._tag !== "Sent") {
+        if (record.readOnly) yield* executors.close(record.entry)
+        else yield* executors.toIdle(record.entry)
+        yield* publish(record, "failed", { error_code: "status_delivery_failed" })
+        return
+      }
+      expiries.arm(record, record.expiresAt)
+    })
 
     /** An expired reservation: the Executor goes back to the idle pool (a read-only owner is closed first). */
     const expire = (record: AdmissionRecord) =>
@@ -172,161 +171,157 @@ const makeAdmission = Effect.gen(function* () {
         }))
       })
 
-    const prepare = (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) =>
-      Effect.gen(function* () {
-        const reply = (code: PreparationErrorCode) => fork(reject("execution_prepare", requestId, code, trace))
-        const fp = fingerprint(payload)
-        const existing = records.get(requestId)
-        if (existing !== undefined) {
-          return yield* existing.fingerprint === fp
-            ? fork(locked(existing, republish(existing, trace)))
-            : reply("request_conflict")
+    const prepare = Effect.fnUntraced(function* (requestId: PreparationRequestId, payload: ExecutionPreparePayload, trace: string | undefined) {
+      const reply = (code: PreparationErrorCode) => fork(reject("execution_prepare", requestId, code, trace))
+      const fp = fingerprint(payload)
+      const existing = records.get(requestId)
+      if (existing !== undefined) {
+        return yield* existing.fingerprint === fp
+          ? fork(locked(existing, republish(existing, trace)))
+          : reply("request_conflict")
+      }
+      if ((yield* drain.draining) || (yield* gate.busy)) return yield* reply("resource_unavailable")
+      const config = payload.configuration
+      const readOnly = config.workspace_read_only === true
+      const found = yield* registry.get(config.agent_kind)
+      if (Option.isNone(found)) return yield* reply("resource_unavailable")
+      const harness = found.value
+      const snapshot = harness.declaration
+      if (readOnly) {
+        if (!snapshot.capabilities.workspace_read_preparation || Option.isSome(validateReadOnlyConfiguration(config))) {
+          return yield* reply("unsupported_read_preparation")
         }
-        if ((yield* drain.draining) || (yield* gate.busy)) return yield* reply("resource_unavailable")
-        const config = payload.configuration
-        const readOnly = config.workspace_read_only === true
-        const found = yield* registry.get(config.agent_kind)
-        if (Option.isNone(found)) return yield* reply("resource_unavailable")
-        const harness = found.value
-        const snapshot = harness.declaration
-        if (readOnly) {
-          if (!snapshot.capabilities.workspace_read_preparation || Option.isSome(validateReadOnlyConfiguration(config))) {
-            return yield* reply("unsupported_read_preparation")
+      } else {
+        if (!snapshot.available) return yield* reply("resource_unavailable")
+        if (!snapshot.capabilities.preparation) return yield* reply("unsupported_preparation")
+        if (Option.isSome(validatePreparationConfiguration(payload.session_id, config))) return yield* reply("invalid_configuration")
+        if (Option.isSome(missingCapability(snapshot, requiredCapabilities(config)))) return yield* reply("unsupported_configuration")
+      }
+      const bindingCode = bindingRejection(binding, config.local_environment)
+      if (bindingCode !== undefined) return yield* reply(bindingCode)
+      if (config.agent_state_key !== undefined && config.agent_state_key !== "") {
+        const other = yield* executors.stateKeyOwner(config.agent_state_key, payload.session_id)
+        if (Option.isSome(other)) return yield* reply("session_binding_conflict")
+      }
+      const configFp = configurationFingerprint(config)
+      if (!readOnly) {
+        const owner = yield* executors.bySession(payload.session_id)
+        if (Option.isSome(owner)) {
+          const entry = owner.value
+          if (entry.closing) {
+            // The Executor's close, or a resource it owns (its scratch directory), failed a cleanup attempt.
+            const unconfirmed = (yield* ownership.unconfirmed).some((u) => u.resource === entry.id) ||
+              (yield* Deferred.isDone(entry.cleanupFailed))
+            return yield* reply(unconfirmed ? "executor_cleanup_unconfirmed" : "resource_unavailable")
           }
-        } else {
-          if (!snapshot.available) return yield* reply("resource_unavailable")
-          if (!snapshot.capabilities.preparation) return yield* reply("unsupported_preparation")
-          if (Option.isSome(validatePreparationConfiguration(payload.session_id, config))) return yield* reply("invalid_configuration")
-          if (Option.isSome(missingCapability(snapshot, requiredCapabilities(config)))) return yield* reply("unsupported_configuration")
-        }
-        const bindingCode = bindingRejection(binding, config.local_environment)
-        if (bindingCode !== undefined) return yield* reply(bindingCode)
-        if (config.agent_state_key !== undefined && config.agent_state_key !== "") {
-          const other = yield* executors.stateKeyOwner(config.agent_state_key, payload.session_id)
-          if (Option.isSome(other)) return yield* reply("session_binding_conflict")
-        }
-        const configFp = configurationFingerprint(config)
-        if (!readOnly) {
-          const owner = yield* executors.bySession(payload.session_id)
-          if (Option.isSome(owner)) {
-            const entry = owner.value
-            if (entry.closing) {
-              // The Executor's close, or a resource it owns (its scratch directory), failed a cleanup attempt.
-              const unconfirmed = (yield* ownership.unconfirmed).some((u) => u.resource === entry.id) ||
-                (yield* Deferred.isDone(entry.cleanupFailed))
-              return yield* reply(unconfirmed ? "executor_cleanup_unconfirmed" : "resource_unavailable")
-            }
-            if (entry.environmentId !== config.local_environment?.id || entry.configFingerprint !== configFp) {
-              return yield* reply("configuration_conflict")
-            }
-            if (entry.state !== "idle" || entry.native === undefined) return yield* reply("resource_unavailable")
-            const native = yield* entry.native.nativeSessionId
-            if (config.agent_session_id !== undefined && config.agent_session_id !== "" &&
-              Option.getOrUndefined(native) !== config.agent_session_id) {
-              return yield* reply("native_session_conflict")
-            }
-            if (config.require_existing_native_session === true && Option.isNone(native)) return yield* reply("history_unavailable")
-            if (!(yield* roomForRecord)) return yield* reply("preparation_capacity")
-            const admitted = yield* executors.admitIdle(entry)
-            if (admitted._tag === "Failure") {
-              return yield* reply(admitted.failure === "not_idle" ? "resource_unavailable" : admitted.failure)
-            }
-            const record = yield* newRecord({
-              requestId, fingerprint: fp, readOnly, snapshot: entry.declaration, harness, entry, configuration: config, reused: true, trace
-            })
-            return yield* fork(locked(record, grant(record)))
+          if (entry.environmentId !== config.local_environment?.id || entry.configFingerprint !== configFp) {
+            return yield* reply("configuration_conflict")
           }
+          if (entry.state !== "idle" || entry.native === undefined) return yield* reply("resource_unavailable")
+          const native = yield* entry.native.nativeSessionId
+          if (config.agent_session_id !== undefined && config.agent_session_id !== "" &&
+            Option.getOrUndefined(native) !== config.agent_session_id) {
+            return yield* reply("native_session_conflict")
+          }
+          if (config.require_existing_native_session === true && Option.isNone(native)) return yield* reply("history_unavailable")
+          if (!(yield* roomForRecord)) return yield* reply("preparation_capacity")
+          const admitted = yield* executors.admitIdle(entry)
+          if (admitted._tag === "Failure") {
+            return yield* reply(admitted.failure === "not_idle" ? "resource_unavailable" : admitted.failure)
+          }
+          const record = yield* newRecord({
+            requestId, fingerprint: fp, readOnly, snapshot: entry.declaration, harness, entry, configuration: config, reused: true, trace
+          })
+          return yield* fork(locked(record, grant(record)))
         }
-        if (!(yield* roomForRecord)) return yield* reply("preparation_capacity")
-        const reserved = yield* executors.reserve(yield* ids.executorId, {
-          sessionId: payload.session_id,
-          kind: config.agent_kind,
-          declaration: snapshot,
-          configuration: config,
-          configFingerprint: configFp,
-          retained: !readOnly,
-          readOnly
-        })
-        if (reserved._tag === "Failure") return yield* reply(reserved.failure)
-        const record = yield* newRecord({
-          requestId, fingerprint: fp, readOnly, snapshot, harness: readOnly ? undefined : harness, entry: reserved.success,
-          configuration: config, reused: false, trace
-        })
-        yield* FiberMap.run(
-          preparations,
-          record.handle,
-          Effect.andThen(locked(record, publish(record, "preparing")), prepareNative(record, payload.session_id))
-        )
+      }
+      if (!(yield* roomForRecord)) return yield* reply("preparation_capacity")
+      const reserved = yield* executors.reserve(yield* ids.executorId, {
+        sessionId: payload.session_id,
+        kind: config.agent_kind,
+        declaration: snapshot,
+        configuration: config,
+        configFingerprint: configFp,
+        retained: !readOnly,
+        readOnly
       })
-
-    const newRecord = (fields: NewRecord) =>
-      Effect.gen(function* () {
-        const record = makeRecord(fields, yield* ids.handle)
-        records.set(record.requestId, record)
-        yield* changed
-        return record
+      if (reserved._tag === "Failure") return yield* reply(reserved.failure)
+      const record = yield* newRecord({
+        requestId, fingerprint: fp, readOnly, snapshot, harness: readOnly ? undefined : harness, entry: reserved.success,
+        configuration: config, reused: false, trace
       })
+      yield* FiberMap.run(
+        preparations,
+        record.handle,
+        Effect.andThen(locked(record, publish(record, "preparing")), prepareNative(record, payload.session_id))
+      )
+    })
 
-    const start = (requestId: PreparationRequestId, payload: ExecutionStartPayload, trace: string | undefined) =>
-      Effect.gen(function* () {
-        const record = records.get(requestId)
-        if (record === undefined || record.handle !== payload.handle) {
-          return yield* fork(reject("execution_start", requestId, "unknown_preparation", trace))
-        }
-        yield* fork(locked(record, startLocked(record, payload, trace)))
-      })
+    const newRecord = Effect.fnUntraced(function* (fields: NewRecord) {
+      const record = makeRecord(fields, yield* ids.handle)
+      records.set(record.requestId, record)
+      yield* changed
+      return record
+    })
 
-    const startLocked = (record: AdmissionRecord, payload: ExecutionStartPayload, trace: string | undefined) =>
-      Effect.gen(function* () {
-        const reply = (code: PreparationErrorCode) => reject("execution_start", record.requestId, code, trace)
-        if (record.readOnly) return yield* reply("read_only_preparation")
-        if (payload.executor_id !== record.entry.id) return yield* reply("unknown_executor")
-        const fp = fingerprint(payload)
-        if (record.startFingerprint !== undefined) {
-          return yield* record.startFingerprint === fp ? republish(record, trace) : reply("start_conflict")
-        }
-        if (record.state === "ready" && record.expiresAt !== undefined && (yield* Clock.currentTimeMillis) >= record.expiresAt) {
-          yield* unexpiring(record)
-          return yield* expire(record)
-        }
-        if (record.state !== "ready") return yield* reply("preparation_not_ready")
-        if (Option.isSome(validateMessageInput(payload.input))) return yield* reply("invalid_start")
-        if (hasImages(payload.input)) {
-          // The declaration must support images, and each must meet the public inline image profile.
-          if (!record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
-          if (Option.isSome(validateInlineImages(payload.input))) return yield* reply("invalid_start")
-        }
-        if (yield* drain.draining) return yield* reply("resource_unavailable")
-        const gate = yield* Latch.make()
-        const registered = yield* runs.start({
-          runId: payload.run_id,
-          kind: record.entry.kind,
-          prepared: true,
-          requestId: record.requestId,
-          trace,
-          config: record.configuration,
-          snapshot: record.snapshot,
-          input: payload.input,
-          // The reservation moves to the Run exactly once, after `starting` went out.
-          acquire: Effect.as(gate.await, record.entry),
-          onStarted: locked(record, publish(record, "started", { trace })).pipe(Effect.asVoid),
-          onStartFailed: (refusal) =>
-            locked(record, Effect.gen(function* () {
-              record.state = "failed"
-              yield* changed
-              yield* reject("execution_start", record.requestId, refusal.code, trace, {
-                handle: record.handle,
-                executor_id: record.entry.id
-              })
-            }))
-        })
-        if (registered._tag === "Failure") return yield* reply("run_conflict")
-        record.startFingerprint = fp
-        record.runId = payload.run_id
+    const start = Effect.fnUntraced(function* (requestId: PreparationRequestId, payload: ExecutionStartPayload, trace: string | undefined) {
+      const record = records.get(requestId)
+      if (record === undefined || record.handle !== payload.handle) {
+        return yield* fork(reject("execution_start", requestId, "unknown_preparation", trace))
+      }
+      yield* fork(locked(record, startLocked(record, payload, trace)))
+    })
+
+    const startLocked = Effect.fnUntraced(function* (record: AdmissionRecord, payload: ExecutionStartPayload, trace: string | undefined) {
+      const reply = (code: PreparationErrorCode) => reject("execution_start", record.requestId, code, trace)
+      if (record.readOnly) return yield* reply("read_only_preparation")
+      if (payload.executor_id !== record.entry.id) return yield* reply("unknown_executor")
+      const fp = fingerprint(payload)
+      if (record.startFingerprint !== undefined) {
+        return yield* record.startFingerprint === fp ? republish(record, trace) : reply("start_conflict")
+      }
+      if (record.state === "ready" && record.expiresAt !== undefined && (yield* Clock.currentTimeMillis) >= record.expiresAt) {
         yield* unexpiring(record)
-        yield* publish(record, "starting", { trace })
-        yield* gate.open
+        return yield* expire(record)
+      }
+      if (record.state !== "ready") return yield* reply("preparation_not_ready")
+      if (Option.isSome(validateMessageInput(payload.input))) return yield* reply("invalid_start")
+      if (hasImages(payload.input)) {
+        // The declaration must support images, and each must meet the public inline image profile.
+        if (!record.snapshot.capabilities.message_images) return yield* reply("invalid_start")
+        if (Option.isSome(validateInlineImages(payload.input))) return yield* reply("invalid_start")
+      }
+      if (yield* drain.draining) return yield* reply("resource_unavailable")
+      const gate = yield* Latch.make()
+      const registered = yield* runs.start({
+        runId: payload.run_id,
+        kind: record.entry.kind,
+        prepared: true,
+        requestId: record.requestId,
+        trace,
+        config: record.configuration,
+        snapshot: record.snapshot,
+        input: payload.input,
+        // The reservation moves to the Run exactly once, after `starting` went out.
+        acquire: Effect.as(gate.await, record.entry),
+        onStarted: locked(record, publish(record, "started", { trace })).pipe(Effect.asVoid),
+        onStartFailed: (refusal) =>
+          locked(record, Effect.gen(function* () {
+            record.state = "failed"
+            yield* changed
+            yield* reject("execution_start", record.requestId, refusal.code, trace, {
+              handle: record.handle,
+              executor_id: record.entry.id
+            })
+          }))
       })
+      if (registered._tag === "Failure") return yield* reply("run_conflict")
+      record.startFingerprint = fp
+      record.runId = payload.run_id
+      yield* unexpiring(record)
+      yield* publish(record, "starting", { trace })
+      yield* gate.open
+    })
 
     const release = (requestId: PreparationRequestId, payload: ExecutionReleasePayload, trace: string | undefined) =>
       Effect.gen(function* () {

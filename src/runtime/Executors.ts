@@ -187,13 +187,12 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
   }
 
   /** A new permit scope under the Executor's holdings, with a permit in it; undefined (nothing held) when full. */
-  const admit = (entry: Pick<ExecutorEntry, "holdings">) =>
-    Effect.gen(function* () {
-      const permit = yield* Scope.fork(entry.holdings, "sequential")
-      if (yield* permits.acquire(permit)) return permit
-      yield* Scope.close(permit, Exit.void)
-      return undefined
-    })
+  const admit = Effect.fnUntraced(function* (entry: Pick<ExecutorEntry, "holdings">) {
+    const permit = yield* Scope.fork(entry.holdings, "sequential")
+    if (yield* permits.acquire(permit)) return permit
+    yield* Scope.close(permit, Exit.void)
+    return undefined
+  })
 
   /**
    * The connection's ownership records, where a failed cleanup attempt of anything the Executor owns (its
@@ -264,22 +263,21 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
 
   const close = (entry: ExecutorEntry) => Effect.andThen(startClose(entry), Deferred.await(entry.closed))
 
-  const toIdle = (entry: ExecutorEntry) =>
-    Effect.gen(function* () {
-      if (entry.closing) return
-      const { idle } = counts()
-      if (!entry.retained || entry.readOnly || entry.native === undefined || idle >= policy.maxIdleExecutors) {
-        return yield* startClose(entry)
-      }
-      entry.state = "idle"
-      // The admission's (or its Run's) ownership ended: its permit scope closes, returning the permit.
-      const permit = entry.permit
-      entry.permit = undefined
-      if (permit !== undefined) yield* Scope.close(permit, Exit.void)
-      yield* changed
-      idleExpiry.remove(entry)
-      idleExpiry.arm(entry, clock.currentTimeMillisUnsafe() + idleTtlMs)
-    })
+  const toIdle = Effect.fnUntraced(function* (entry: ExecutorEntry) {
+    if (entry.closing) return
+    const { idle } = counts()
+    if (!entry.retained || entry.readOnly || entry.native === undefined || idle >= policy.maxIdleExecutors) {
+      return yield* startClose(entry)
+    }
+    entry.state = "idle"
+    // The admission's (or its Run's) ownership ended: its permit scope closes, returning the permit.
+    const permit = entry.permit
+    entry.permit = undefined
+    if (permit !== undefined) yield* Scope.close(permit, Exit.void)
+    yield* changed
+    idleExpiry.remove(entry)
+    idleExpiry.arm(entry, clock.currentTimeMillisUnsafe() + idleTtlMs)
+  })
 
   const executors: ExecutorsShape = {
     reserve: (id, spec) =>
@@ -324,17 +322,16 @@ export const makeWith = (options: ExecutorsOptions) => Effect.gen(function* () {
           [...entries.values()].find((e) => e.stateKey === stateKey && e.sessionId !== undefined && e.sessionId !== sessionId)
         )
       ),
-    admitIdle: (entry) =>
-      Effect.gen(function* () {
-        if (entry.closing || entry.state !== "idle") return Result.fail("not_idle" as const)
-        const permit = yield* admit(entry)
-        if (permit === undefined) return Result.fail<CapacityRejection>("preparation_capacity")
-        entry.permit = permit
-        entry.state = "admitted"
-        yield* changed
-        yield* notIdle(entry)
-        return Result.void
-      }),
+    admitIdle: Effect.fnUntraced(function* (entry: ExecutorEntry) {
+      if (entry.closing || entry.state !== "idle") return Result.fail<CapacityRejection | "not_idle">("not_idle")
+      const permit = yield* admit(entry)
+      if (permit === undefined) return Result.fail<CapacityRejection | "not_idle">("preparation_capacity")
+      entry.permit = permit
+      entry.state = "admitted"
+      yield* changed
+      yield* notIdle(entry)
+      return Result.void
+    }),
     setState: (entry, state) =>
       Effect.suspend(() => {
         if (entry.closing || entry.state === state) return Effect.void

@@ -52,6 +52,11 @@ export interface RunsShape {
   readonly view: Effect.Effect<ReadonlyArray<typeof RunStatus.Type>>
 }
 
+/** A Run's native settlement once awaited, shared by its body and its local stop (`runFiber`). */
+interface RunSettled {
+  settlement: Result.Result<Settlement, SettlementUnconfirmed> | undefined
+}
+
 const makeRuns = Effect.gen(function* () {
     const outbound = yield* Outbound
     const executors = yield* Executors
@@ -156,195 +161,196 @@ const makeRuns = Effect.gen(function* () {
     const releaseExecutor = (entry: ExecutorEntry | undefined, reusable: boolean) =>
       entry === undefined ? Effect.void : reusable ? executors.toIdle(entry) : executors.closeInBackground(entry)
 
-    const runFiber = (run: RunRecord, spec: RunSpec): Effect.Effect<void> => {
-      let settlement: Result.Result<Settlement, SettlementUnconfirmed> | undefined
-      const body = Effect.gen(function* () {
-        const queue = yield* RunOutput.make<EncodedFrame>(RunOutputBuffer)
-        // The single consumer of the Run's output starts before native start.
-        const forwarder = yield* Effect.forkChild(forward(run, queue))
-        /** Queues a frame: synchronously while there is room, otherwise waiting (the Turn is slowed, nothing dropped). */
-        const offer = (frame: EncodedFrame): Effect.Effect<void> =>
-          queue.offerUnsafe(frame) ? Effect.void : queue.offer(frame)
-        const offerAll = (frames: ReadonlyArray<EncodedFrame>): Effect.Effect<void> =>
-          Effect.forEach(frames, offer, { discard: true })
-        const queueChecked = (message: Messages.RuntimeToCore) => Effect.flatMap(encodeChecked(run, message), offerAll)
-        const closeStreamWith = (last: Effect.Effect<ReadonlyArray<EncodedFrame>> | undefined) =>
-          Effect.gen(function* () {
-            if (last !== undefined) yield* Effect.flatMap(last, offerAll)
-            yield* queue.end
-            yield* Fiber.await(forwarder)
-          })
-        const closeStream = (last: Messages.RuntimeToCore | undefined) =>
-          closeStreamWith(last === undefined ? undefined : encodeChecked(run, last))
-        const refuse = (refusal: StartRefusal) =>
-          Effect.gen(function* () {
-            run.phase = "finished"
-            yield* Deferred.fail(run.turnReady, new NoTurn())
-            yield* Deferred.fail(run.nativeSettled, new NoTurn())
-            if (spec.prepared) {
-              yield* closeStream(undefined)
-              yield* spec.onStartFailed(refusal)
-            } else {
-              yield* queueChecked(traced(run, { type: "error", id: run.runId, payload: { error: refusal.reason } }))
-              yield* closeStream(done(run, { content: "" }))
-            }
-            yield* Deferred.succeed(run.finished, undefined)
-            table.delete(run.runId)
-            yield* changed
-            yield* lifecycle.publish({ _tag: "Stopped", run })
-          })
-
-        const acquired = yield* Effect.result(spec.acquire)
-        if (Result.isFailure(acquired)) return yield* refuse(acquired.failure)
-        const entry = acquired.success
-        run.executor = entry
-        yield* changed
-        yield* executors.setState(entry, "busy")
-        const native = entry.native
-        if (native === undefined) {
-          yield* releaseExecutor(entry, false)
-          return yield* refuse({ reason: "the executor has no native owner", code: "executor_unavailable" })
-        }
-        // The per-event path: no span, no generator, the frame encoded once here; routes are registered before
-        // their frame is queued.
-        const queueEncoded = (frame: Result.Result<EncodedFrame, Messages.OutgoingFrameRejected>): Effect.Effect<void> =>
-          Result.isSuccess(frame) ? offer(frame.success) : Effect.flatMap(replacements(run, frame.failure, undefined), offerAll)
-        // A delta from its text: no event object, no `Result` (`TurnSink.deltaUnsafe`).
-        const deltaUnsafe = (text: string, itemId: string | undefined): Effect.Effect<void> | undefined => {
-          const frame = encodeDelta(run, text, itemId)
-          if (frame instanceof Messages.OutgoingFrameRejected) return Effect.flatMap(replacements(run, frame, undefined), offerAll)
-          return queue.offerUnsafe(frame) ? undefined : queue.offer(frame)
-        }
-        // A frame queued while there is room needs no Effect at all (`TurnSink.emitUnsafe`).
-        const emitUnsafe = (event: TurnEvent): Effect.Effect<void> | undefined => {
-          if (event.type === "delta") return deltaUnsafe(event.delta, event.item_id)
-          const frame = encodeEvent(run, event)
-          if (isRouted(event)) {
-            const registered = lifecycle.publish({ _tag: "Emitted", run, event })
-            return frame === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => queueEncoded(frame)))
-          }
-          if (frame === undefined) return undefined
-          if (Result.isSuccess(frame) && queue.offerUnsafe(frame.success)) return undefined
-          return Result.isSuccess(frame) ? queue.offer(frame.success) : queueEncoded(frame)
-        }
-        const sink: TurnSink = {
-          emit: (event) => Effect.suspend(() => emitUnsafe(event) ?? Effect.void),
-          emitUnsafe,
-          deltaUnsafe
-        }
-        const started = yield* Effect.result(native.startTurn(run.runId, spec.input, sink))
-        if (Result.isFailure(started)) {
-          // StartFailed guarantees nothing was submitted: the Executor is still healthy.
-          yield* releaseExecutor(entry, true)
-          return yield* refuse({ reason: started.failure.reason, code: "executor_unavailable" })
-        }
-        const turn = started.success
-        run.turn = turn
-        run.phase = "running"
-        yield* changed
-        yield* Deferred.succeed(run.turnReady, turn)
-        yield* lifecycle.publish({ _tag: "Started", run })
-        yield* RuntimeMetrics.runStarted
-        const startedAt = yield* Clock.currentTimeMillis
-        yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.runId, kind: spec.kind }))
-        yield* spec.onStarted
-
-        settlement = yield* Effect.result(turn.awaitSettlement)
-        // Input and function admission close here; cancellation receipts waiting now own the outcome.
-        run.phase = "settling"
-        run.receiptsOwnOutcome = run.receiptWaiters > 0
-        yield* changed
-        yield* Result.isSuccess(settlement)
-          ? Deferred.succeed(run.nativeSettled, settlement.success)
-          : Deferred.fail(run.nativeSettled, settlement.failure)
-        yield* lifecycle.publish({ _tag: "Settled", run })
-        const durationMs = (yield* Clock.currentTimeMillis) - startedAt
-        if (Result.isSuccess(settlement)) {
-          const s = settlement.success
-          yield* Effect.logInfo("run finished").pipe(
-            Effect.annotateLogs({ run_id: run.runId, kind: spec.kind, outcome: s.outcome, duration_ms: durationMs })
-          )
-          yield* s.outcome === "cancelled" && run.receiptsOwnOutcome
-            ? closeStream(done(run, { content: "" }))
-            : s.contentParts === undefined
-            ? closeStream(done(run, s.done))
-            : closeStreamWith(doneFromParts(run, s.done, s.contentParts))
-        } else {
-          // Settlement unconfirmed: no done is fabricated; the Executor is closed below.
-          yield* Effect.logWarning("turn settlement unconfirmed").pipe(Effect.annotateLogs({ run_id: run.runId, duration_ms: durationMs }))
-          yield* closeStream(undefined)
-        }
-        yield* lifecycle.publish({ _tag: "OutputClosed", run })
-        yield* RuntimeMetrics.runFinished(Result.isSuccess(settlement) ? settlement.success.outcome : "unconfirmed")
-        run.phase = "finished"
-        yield* Deferred.succeed(run.finished, undefined)
-        table.delete(run.runId)
-        yield* changed
-        yield* lifecycle.publish({ _tag: "Stopped", run })
-        yield* releaseExecutor(entry, Result.isSuccess(settlement) && settlement.success.reusable)
-      })
-
-      /** Local stop (disconnect, device_shutdown): cancel natively, wait for settlement (bounded), no frames. */
-      const stopLocally: Effect.Effect<void> = Effect.gen(function* () {
-        const wasFinished = run.phase === "finished"
-        run.phase = "finished"
-        table.delete(run.runId)
-        if (wasFinished) return
-        yield* changed
-        yield* Deferred.fail(run.turnReady, new NoTurn())
-        let reusable = false
-        const turn = run.turn
-        if (turn !== undefined) {
-          yield* RuntimeMetrics.runFinished("stopped_locally")
-          if (settlement === undefined) {
-            yield* turn.cancel.pipe(Effect.ignore)
-            reusable = yield* turn.awaitSettlement.pipe(
-              Effect.map((s): boolean => s.reusable),
-              Effect.catch(() => Effect.succeed(false)),
-              Effect.timeoutOrElse({ duration: CancelSettlementBudget, orElse: () => Effect.succeed(false) })
-            )
+    // The Run's body and its local stop are generator functions made once, not per Run (docs/performance.md,
+    // "generators"); what they share is the Run's `RunSettled`.
+    const runBody = Effect.fnUntraced(function* (run: RunRecord, spec: RunSpec, settled: RunSettled) {
+      const queue = yield* RunOutput.make<EncodedFrame>(RunOutputBuffer)
+      // The single consumer of the Run's output starts before native start.
+      const forwarder = yield* Effect.forkChild(forward(run, queue))
+      /** Queues a frame: synchronously while there is room, otherwise waiting (the Turn is slowed, nothing dropped). */
+      const offer = (frame: EncodedFrame): Effect.Effect<void> =>
+        queue.offerUnsafe(frame) ? Effect.void : queue.offer(frame)
+      const offerAll = (frames: ReadonlyArray<EncodedFrame>): Effect.Effect<void> =>
+        Effect.forEach(frames, offer, { discard: true })
+      const queueChecked = (message: Messages.RuntimeToCore) => Effect.flatMap(encodeChecked(run, message), offerAll)
+      const closeStreamWith = (last: Effect.Effect<ReadonlyArray<EncodedFrame>> | undefined) =>
+        Effect.andThen(
+          Effect.andThen(last === undefined ? Effect.void : Effect.flatMap(last, offerAll), queue.end),
+          Effect.asVoid(Fiber.await(forwarder))
+        )
+      const closeStream = (last: Messages.RuntimeToCore | undefined) =>
+        closeStreamWith(last === undefined ? undefined : encodeChecked(run, last))
+      const refuse = (refusal: StartRefusal) =>
+        Effect.gen(function* () {
+          run.phase = "finished"
+          yield* Deferred.fail(run.turnReady, new NoTurn())
+          yield* Deferred.fail(run.nativeSettled, new NoTurn())
+          if (spec.prepared) {
+            yield* closeStream(undefined)
+            yield* spec.onStartFailed(refusal)
           } else {
-            reusable = Result.isSuccess(settlement) && settlement.success.reusable
+            yield* queueChecked(traced(run, { type: "error", id: run.runId, payload: { error: refusal.reason } }))
+            yield* closeStream(done(run, { content: "" }))
           }
-        }
-        yield* lifecycle.publish({ _tag: "Stopped", run })
-        yield* releaseExecutor(run.executor, reusable)
-      })
+          yield* Deferred.succeed(run.finished, undefined)
+          table.delete(run.runId)
+          yield* changed
+          yield* lifecycle.publish({ _tag: "Stopped", run })
+        })
 
-      return body.pipe(Effect.onInterrupt(() => stopLocally))
+      const acquired = yield* Effect.result(spec.acquire)
+      if (Result.isFailure(acquired)) return yield* refuse(acquired.failure)
+      const entry = acquired.success
+      run.executor = entry
+      yield* changed
+      yield* executors.setState(entry, "busy")
+      const native = entry.native
+      if (native === undefined) {
+        yield* releaseExecutor(entry, false)
+        return yield* refuse({ reason: "the executor has no native owner", code: "executor_unavailable" })
+      }
+      // The per-event path: no span, no generator, the frame encoded once here; routes are registered before
+      // their frame is queued.
+      const queueEncoded = (frame: Result.Result<EncodedFrame, Messages.OutgoingFrameRejected>): Effect.Effect<void> =>
+        Result.isSuccess(frame) ? offer(frame.success) : Effect.flatMap(replacements(run, frame.failure, undefined), offerAll)
+      // A delta from its text: no event object, no `Result` (`TurnSink.deltaUnsafe`).
+      const deltaUnsafe = (text: string, itemId: string | undefined): Effect.Effect<void> | undefined => {
+        const frame = encodeDelta(run, text, itemId)
+        if (frame instanceof Messages.OutgoingFrameRejected) return Effect.flatMap(replacements(run, frame, undefined), offerAll)
+        return queue.offerUnsafe(frame) ? undefined : queue.offer(frame)
+      }
+      // A frame queued while there is room needs no Effect at all (`TurnSink.emitUnsafe`).
+      const emitUnsafe = (event: TurnEvent): Effect.Effect<void> | undefined => {
+        if (event.type === "delta") return deltaUnsafe(event.delta, event.item_id)
+        const frame = encodeEvent(run, event)
+        if (isRouted(event)) {
+          const registered = lifecycle.publish({ _tag: "Emitted", run, event })
+          return frame === undefined ? registered : Effect.andThen(registered, Effect.suspend(() => queueEncoded(frame)))
+        }
+        if (frame === undefined) return undefined
+        if (Result.isSuccess(frame) && queue.offerUnsafe(frame.success)) return undefined
+        return Result.isSuccess(frame) ? queue.offer(frame.success) : queueEncoded(frame)
+      }
+      const sink: TurnSink = {
+        emit: (event) => Effect.suspend(() => emitUnsafe(event) ?? Effect.void),
+        emitUnsafe,
+        deltaUnsafe
+      }
+      const started = yield* Effect.result(native.startTurn(run.runId, spec.input, sink))
+      if (Result.isFailure(started)) {
+        // StartFailed guarantees nothing was submitted: the Executor is still healthy.
+        yield* releaseExecutor(entry, true)
+        return yield* refuse({ reason: started.failure.reason, code: "executor_unavailable" })
+      }
+      const turn = started.success
+      run.turn = turn
+      run.phase = "running"
+      yield* changed
+      yield* Deferred.succeed(run.turnReady, turn)
+      yield* lifecycle.publish({ _tag: "Started", run })
+      yield* RuntimeMetrics.runStarted
+      const startedAt = yield* Clock.currentTimeMillis
+      yield* Effect.logInfo("run started").pipe(Effect.annotateLogs({ run_id: run.runId, kind: spec.kind }))
+      yield* spec.onStarted
+
+      const settlement = yield* Effect.result(turn.awaitSettlement)
+      settled.settlement = settlement
+      // Input and function admission close here; cancellation receipts waiting now own the outcome.
+      run.phase = "settling"
+      run.receiptsOwnOutcome = run.receiptWaiters > 0
+      yield* changed
+      yield* Result.isSuccess(settlement)
+        ? Deferred.succeed(run.nativeSettled, settlement.success)
+        : Deferred.fail(run.nativeSettled, settlement.failure)
+      yield* lifecycle.publish({ _tag: "Settled", run })
+      const durationMs = (yield* Clock.currentTimeMillis) - startedAt
+      if (Result.isSuccess(settlement)) {
+        const s = settlement.success
+        yield* Effect.logInfo("run finished").pipe(
+          Effect.annotateLogs({ run_id: run.runId, kind: spec.kind, outcome: s.outcome, duration_ms: durationMs })
+        )
+        yield* s.outcome === "cancelled" && run.receiptsOwnOutcome
+          ? closeStream(done(run, { content: "" }))
+          : s.contentParts === undefined
+          ? closeStream(done(run, s.done))
+          : closeStreamWith(doneFromParts(run, s.done, s.contentParts))
+      } else {
+        // Settlement unconfirmed: no done is fabricated; the Executor is closed below.
+        yield* Effect.logWarning("turn settlement unconfirmed").pipe(Effect.annotateLogs({ run_id: run.runId, duration_ms: durationMs }))
+        yield* closeStream(undefined)
+      }
+      yield* lifecycle.publish({ _tag: "OutputClosed", run })
+      yield* RuntimeMetrics.runFinished(Result.isSuccess(settlement) ? settlement.success.outcome : "unconfirmed")
+      run.phase = "finished"
+      yield* Deferred.succeed(run.finished, undefined)
+      table.delete(run.runId)
+      yield* changed
+      yield* lifecycle.publish({ _tag: "Stopped", run })
+      yield* releaseExecutor(entry, Result.isSuccess(settlement) && settlement.success.reusable)
+    })
+
+    /** Local stop (disconnect, device_shutdown): cancel natively, wait for settlement (bounded), no frames. */
+    const stopLocally = Effect.fnUntraced(function* (run: RunRecord, settled: RunSettled) {
+      const wasFinished = run.phase === "finished"
+      run.phase = "finished"
+      table.delete(run.runId)
+      if (wasFinished) return
+      yield* changed
+      yield* Deferred.fail(run.turnReady, new NoTurn())
+      let reusable = false
+      const turn = run.turn
+      if (turn !== undefined) {
+        yield* RuntimeMetrics.runFinished("stopped_locally")
+        if (settled.settlement === undefined) {
+          yield* turn.cancel.pipe(Effect.ignore)
+          reusable = yield* turn.awaitSettlement.pipe(
+            Effect.map((s): boolean => s.reusable),
+            Effect.catch(() => Effect.succeed(false)),
+            Effect.timeoutOrElse({ duration: CancelSettlementBudget, orElse: () => Effect.succeed(false) })
+          )
+        } else {
+          reusable = Result.isSuccess(settled.settlement) && settled.settlement.success.reusable
+        }
+      }
+      yield* lifecycle.publish({ _tag: "Stopped", run })
+      yield* releaseExecutor(run.executor, reusable)
+    })
+
+    const runFiber = (run: RunRecord, spec: RunSpec): Effect.Effect<void> => {
+      const settled: RunSettled = { settlement: undefined }
+      return runBody(run, spec, settled).pipe(Effect.onInterrupt(() => stopLocally(run, settled)))
     }
 
     const runs: RunsShape = {
-      start: (spec) =>
-        Effect.gen(function* () {
-          if (table.has(spec.runId)) return Result.fail("run_conflict" as const)
-          const trace = echo(spec.trace)
-          const run: RunRecord = {
-            runId: spec.runId,
-            kind: spec.kind,
-            prepared: spec.prepared,
-            requestId: spec.requestId,
-            trace,
-            config: spec.config,
-            snapshot: spec.snapshot,
-            executor: undefined,
-            phase: "starting",
-            turn: undefined,
-            turnReady: Deferred.makeUnsafe(),
-            nativeSettled: Deferred.makeUnsafe(),
-            finished: Deferred.makeUnsafe(),
-            cancelRequested: false,
-            receiptWaiters: 0,
-            receiptsOwnOutcome: false,
-            deltaSequence: 0,
-            thinkingSequence: 0,
-            encodeDelta: deltaEncoder(spec.runId, trace)
-          }
-          table.set(spec.runId, run)
-          yield* changed
-          yield* FiberMap.run(fibers, spec.runId, runFiber(run, spec))
-          return Result.succeed(run)
-        }),
+      start: Effect.fnUntraced(function* (spec: RunSpec) {
+        if (table.has(spec.runId)) return Result.fail("run_conflict" as const)
+        const trace = echo(spec.trace)
+        const run: RunRecord = {
+          runId: spec.runId,
+          kind: spec.kind,
+          prepared: spec.prepared,
+          requestId: spec.requestId,
+          trace,
+          config: spec.config,
+          snapshot: spec.snapshot,
+          executor: undefined,
+          phase: "starting",
+          turn: undefined,
+          turnReady: Deferred.makeUnsafe(),
+          nativeSettled: Deferred.makeUnsafe(),
+          finished: Deferred.makeUnsafe(),
+          cancelRequested: false,
+          receiptWaiters: 0,
+          receiptsOwnOutcome: false,
+          deltaSequence: 0,
+          thinkingSequence: 0,
+          encodeDelta: deltaEncoder(spec.runId, trace)
+        }
+        table.set(spec.runId, run)
+        yield* changed
+        yield* FiberMap.run(fibers, spec.runId, runFiber(run, spec))
+        return Result.succeed(run)
+      }),
       get: (runId) => Effect.sync(() => Option.fromNullishOr(table.get(runId))),
       stopAll: FiberMap.clear(fibers),
       activeCount: Effect.sync(() => table.size),

@@ -238,17 +238,16 @@ const makeSteering = Effect.gen(function* () {
     })
 
   /** Before done: wait at most 15 s for the in-flight input, then report it unknown. */
-  const beforeDone = (run: RunRecord) =>
-    Effect.gen(function* () {
-      const record = perRun.get(run)?.inFlight
-      if (record === undefined) return
-      yield* Deferred.await(record.settled).pipe(
-        Effect.timeoutOrElse({
-          duration: InFlightInputBeforeDone,
-          orElse: () => finalize(run, record, "outcome_unknown")
-        })
-      )
-    })
+  const beforeDone = Effect.fnUntraced(function* (run: RunRecord) {
+    const record = perRun.get(run)?.inFlight
+    if (record === undefined) return
+    yield* Deferred.await(record.settled).pipe(
+      Effect.timeoutOrElse({
+        duration: InFlightInputBeforeDone,
+        orElse: () => finalize(run, record, "outcome_unknown")
+      })
+    )
+  })
 
   /**
    * The receipt for an input on a Run that no longer accepts input: from the Run's own records while it settles,

@@ -84,36 +84,38 @@ export const make = <W, E, A = void>(
     /** The batch new writes join: queued, not yet taken by the writer, not full. */
     let open: Batch<W, E, A> | undefined
 
-    const commitBatch = (batch: Batch<W, E, A>) =>
-      Effect.gen(function* () {
-        const exit = yield* Effect.exit(commit(batch.writes, { size: batch.writes.length, openedAtNanos: batch.openedAtNanos }))
-        if (Exit.isSuccess(exit)) {
-          const answers = exit.value
-          if (answers === undefined) for (const resume of batch.waiters) resume(answeredNothing)
-          else batch.waiters.forEach((resume, i) => resume(Effect.succeed(answers[i])))
-        } else if (batch.writes.length === 1) {
-          batch.waiters[0]!(Effect.failCause(exit.cause))
-        } else {
-          // The batch failed: commit each write alone, so only a write that fails by itself fails its caller. Every
-          // caller is resumed once all of them are settled (as with one completion for the batch).
-          const results: Array<Effect.Effect<A | undefined, E>> = []
-          for (const write of batch.writes) {
-            const alone = yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos }))
-            results.push(Exit.isSuccess(alone) ? Effect.succeed(alone.value === undefined ? undefined : alone.value[0]) : Effect.failCause(alone.cause))
-          }
-          batch.waiters.forEach((resume, i) => resume(results[i]!))
+    // Generator functions made once per committer, not per batch (docs/performance.md, "generators").
+    const commitBatch = Effect.fnUntraced(function* (batch: Batch<W, E, A>) {
+      const exit = yield* Effect.exit(commit(batch.writes, { size: batch.writes.length, openedAtNanos: batch.openedAtNanos }))
+      if (Exit.isSuccess(exit)) {
+        const answers = exit.value
+        if (answers === undefined) for (const resume of batch.waiters) resume(answeredNothing)
+        else batch.waiters.forEach((resume, i) => resume(Effect.succeed(answers[i])))
+      } else if (batch.writes.length === 1) {
+        batch.waiters[0]!(Effect.failCause(exit.cause))
+      } else {
+        // The batch failed: commit each write alone, so only a write that fails by itself fails its caller. Every
+        // caller is resumed once all of them are settled (as with one completion for the batch).
+        const results: Array<Effect.Effect<A | undefined, E>> = []
+        for (const write of batch.writes) {
+          const alone = yield* Effect.exit(commit([write], { size: 1, openedAtNanos: batch.openedAtNanos }))
+          results.push(Exit.isSuccess(alone) ? Effect.succeed(alone.value === undefined ? undefined : alone.value[0]) : Effect.failCause(alone.cause))
         }
-      })
+        batch.waiters.forEach((resume, i) => resume(results[i]!))
+      }
+    })
+
+    const sealAndCommit = Effect.fnUntraced(function* (batch: Batch<W, E, A>) {
+      yield* Effect.yieldNow
+      if (open === batch) open = undefined // sealed: later writes open the next batch
+      yield* commitBatch(batch)
+    })
 
     const writer = Effect.gen(function* () {
       while (true) {
         const batch = yield* Queue.take(queue)
         // From here on a taken batch is always settled, even when the scope closes meanwhile.
-        yield* Effect.uninterruptible(Effect.gen(function* () {
-          yield* Effect.yieldNow
-          if (open === batch) open = undefined // sealed: later writes open the next batch
-          yield* commitBatch(batch)
-        }))
+        yield* Effect.uninterruptible(sealAndCommit(batch))
       }
     })
 

@@ -59,8 +59,9 @@ const columns = ["turn_id", "seq", "attempt", "kind", "type", "body_json", "rece
  */
 export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch["Service"] = SqlBatch.fromClient(sql)) => {
   const toStatements = SqlBatch.rowStatements(sql)
-  return (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo): Effect.Effect<ReadonlyArray<JournalAnswer> | undefined, StoreFailed | LeaseLost> =>
-    Effect.gen(function* () {
+  // One generator function per committer, not one per batch (docs/performance.md, "generators").
+  const commit: (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo) => Effect.Effect<ReadonlyArray<JournalAnswer> | undefined, StoreFailed | LeaseLost> =
+    Effect.fnUntraced(function* (writes: ReadonlyArray<JournalWrite>, info?: BatchInfo) {
       const at = yield* Clock.currentTimeMillis
       const values: Array<SqlBatch.RowValue> = []
       const dispatched: Array<string> = []
@@ -118,13 +119,15 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
         yield* Metric.update(TurnTelemetry.journalCommitSeconds, Number(end - info.openedAtNanos) / 1e9)
       }
       return answers
-    }).pipe(
-      Effect.catchTag("SqlError", (error) =>
-        Effect.logWarning("store operation failed").pipe(
-          Effect.annotateLogs({ operation: "append_event", reason: error.reason._tag }),
-          Effect.andThen(Effect.fail(new StoreFailed({ operation: "append_event" })))
-        ))
-    )
+    }, (effect) =>
+      effect.pipe(
+        Effect.catchTag("SqlError", (error) =>
+          Effect.logWarning("store operation failed").pipe(
+            Effect.annotateLogs({ operation: "append_event", reason: error.reason._tag }),
+            Effect.andThen(Effect.fail(new StoreFailed({ operation: "append_event" })))
+          ))
+      ))
+  return commit
 }
 /** The attempt's begin, the same update as `TurnStore.beginAttempt` (a Turn already terminal is left as it is). */
 export const beginStatement = (sql: SqlClient.SqlClient, turnId: string, begin: AttemptBegin): Statement.Statement<unknown> =>

@@ -279,30 +279,28 @@ export const layer = (
       yield* router.add(
         "GET",
         p("/turns/:turn_id/events"),
-        route((request) =>
-          Effect.gen(function* () {
-            const id = yield* param("turn_id")
-            const lastEventId = request.headers["last-event-id"] ?? queryParam(request.url, "after") ?? "0"
-            const after = Number.parseInt(lastEventId, 10)
-            // 404 before the stream starts.
-            const followed = yield* turns.followChecked(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id))
-            // Written straight to the response (OperatorSse.writeEvents, issue 18); the body stream carries nothing.
-            const body = keepAlive.around(writeEvents(followed, request, internalErrorEvent), writeBeside(request))
-            return HttpServerResponse.stream(Stream.fromEffectDrain(body), {
-              contentType: "text/event-stream",
-              headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
-            })
-          }))
+        route(Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+          const id = yield* param("turn_id")
+          const lastEventId = request.headers["last-event-id"] ?? queryParam(request.url, "after") ?? "0"
+          const after = Number.parseInt(lastEventId, 10)
+          // 404 before the stream starts.
+          const followed = yield* turns.followChecked(id, Number.isFinite(after) && after > 0 ? after : 0, dropLaggingClient(request, id))
+          // Written straight to the response (OperatorSse.writeEvents, issue 18); the body stream carries nothing.
+          const body = keepAlive.around(writeEvents(followed, request, internalErrorEvent), writeBeside(request))
+          return HttpServerResponse.stream(Stream.fromEffectDrain(body), {
+            contentType: "text/event-stream",
+            headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+          })
+        }))
       )
       yield* router.add(
         "POST",
         p("/turns/:turn_id/steer"),
-        route((request) =>
-          Effect.gen(function* () {
-            const id = yield* param("turn_id")
-            const body = yield* readBody(request, SteerBody)
-            return json(200, yield* turns.steer(id, body.input, body.input_id))
-          }))
+        route(Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+          const id = yield* param("turn_id")
+          const body = yield* readBody(request, SteerBody)
+          return json(200, yield* turns.steer(id, body.input, body.input_id))
+        }))
       )
       yield* router.add(
         "POST",
@@ -312,35 +310,32 @@ export const layer = (
       yield* router.add(
         "POST",
         p("/turns/:turn_id/permissions/:request_id"),
-        route((request) =>
-          Effect.gen(function* () {
-            const id = yield* param("turn_id")
-            const interaction = yield* param("request_id")
-            const body = yield* readBody(request, PermissionBody)
-            return json(200, yield* turns.answerPermission(id, interaction, body))
-          }))
+        route(Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+          const id = yield* param("turn_id")
+          const interaction = yield* param("request_id")
+          const body = yield* readBody(request, PermissionBody)
+          return json(200, yield* turns.answerPermission(id, interaction, body))
+        }))
       )
       yield* router.add(
         "POST",
         p("/turns/:turn_id/questions/:ask_id"),
-        route((request) =>
-          Effect.gen(function* () {
-            const id = yield* param("turn_id")
-            const interaction = yield* param("ask_id")
-            const body = yield* readBody(request, UserChoiceBody)
-            return json(200, yield* turns.answerUserChoice(id, interaction, body))
-          }))
+        route(Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+          const id = yield* param("turn_id")
+          const interaction = yield* param("ask_id")
+          const body = yield* readBody(request, UserChoiceBody)
+          return json(200, yield* turns.answerUserChoice(id, interaction, body))
+        }))
       )
       yield* router.add(
         "POST",
         p("/turns/:turn_id/functions/:call_id"),
-        route((request) =>
-          Effect.gen(function* () {
-            const id = yield* param("turn_id")
-            const call = yield* param("call_id")
-            const body = yield* readBody(request, FunctionResultBody)
-            return json(200, yield* turns.functionResult(id, call, body))
-          }))
+        route(Effect.fnUntraced(function* (request: HttpServerRequest.HttpServerRequest) {
+          const id = yield* param("turn_id")
+          const call = yield* param("call_id")
+          const body = yield* readBody(request, FunctionResultBody)
+          return json(200, yield* turns.functionResult(id, call, body))
+        }))
       )
 
       for (const [path, allowed] of methods) {

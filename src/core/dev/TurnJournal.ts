@@ -188,6 +188,16 @@ const make = Effect.gen(function* () {
     return live
   }
 
+  // Generator functions made once for the service, not per Turn (docs/performance.md, "generators").
+  const finishLive = Effect.fnUntraced(function* (turnId: string, live: Live, written?: TurnRecord) {
+    const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)
+    live.finished = true
+    yield* announce(turnId)
+    if (Option.isSome(turn)) publish(live, { _tag: "outcome", turn: turn.value })
+    live.readers.clear()
+    if (lives.get(turnId) === live) lives.delete(turnId)
+  })
+
   const open = fn("TurnJournal.open")(function* (turnId: string, attempt: number, knownLastSeq?: number, begin?: AttemptBegin) {
     const live = liveFor(turnId)
     // Each writer continues from the store (or what its caller knows), never from an earlier writer's
@@ -200,15 +210,7 @@ const make = Effect.gen(function* () {
     let pendingBegin = begin
     const withBegin = (options: AppendOptions | undefined): AppendOptions | undefined =>
       pendingBegin === undefined ? options : { ...options, begin: pendingBegin }
-    const finish = (written?: TurnRecord) =>
-      Effect.gen(function* () {
-        const turn = written !== undefined ? Option.some(written) : yield* store.get(turnId)
-        live.finished = true
-        yield* announce(turnId)
-        if (Option.isSome(turn)) publish(live, { _tag: "outcome", turn: turn.value })
-        live.readers.clear()
-        if (lives.get(turnId) === live) lives.delete(turnId)
-      })
+    const finish = (written?: TurnRecord) => finishLive(turnId, live, written)
     /**
      * The rows of `facts` at the next seqs (each is both its stored row and its published entry, issue 18), and
      * what follows their commit: the attempt is begun and they end the journal.
@@ -293,47 +295,52 @@ const make = Effect.gen(function* () {
     Effect.map(store.events(turnId, afterSeq), (stored): Stream.Stream<JournalItem> =>
       Stream.fromIterable([...stored.map(itemOf), { _tag: "outcome" as const, turn }]))
 
+  /** The reader's stream of `follow`, made once it subscribed (or the stored journal of a finished Turn). */
+  const followFrom = Effect.fnUntraced(function* (
+    turnId: string,
+    afterSeq: number,
+    onLagging: Effect.Effect<void> | undefined,
+    known: TurnRecord | "running" | undefined
+  ) {
+    if (known !== "running") {
+      const first = known !== undefined ? Option.some(known) : yield* store.get(turnId)
+      if (Option.isNone(first)) return Stream.empty
+      if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
+    }
+    // Subscribe before reading the store, so nothing published in between is missed. The Turn's live state
+    // is created here when its writer has not opened it yet. Every publish from now on goes straight into this
+    // reader's bounded buffer: a reader that stops reading is dropped (`FollowerLagging`), never a cost to the
+    // Turn (LiveBuffer.ts); its stream ends after the outcome.
+    const live = liveFor(turnId)
+    const { sink, stream: buffered } = yield* LiveBuffer.makeSink<JournalItem>(weighItem, maxLiveBytes, isOutcome, onLagging)
+    live.readers.add(sink)
+    // On the stream's scope itself: no copy of the reader's context to run it (issue 18, "tmain").
+    yield* Scope.addFinalizer(yield* Effect.scope, Effect.sync(() => live.readers.delete(sink)))
+    // A writer of this process holds the journal, has stored nothing after `afterSeq` and has not published
+    // the outcome: everything still to come arrives on the subscription; no store read (issue 18).
+    if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {
+      return buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > afterSeq))
+    }
+    // A writer of this process holds the journal and has not published the outcome: the outcome comes on the
+    // subscription (after every stored entry), so the Turn row need not be read again (issue 18).
+    if (live.finished || live.lastSeq === undefined) {
+      const turn = yield* store.get(turnId)
+      if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
+        return yield* replayFinished(turnId, afterSeq, turn.value)
+      }
+    }
+    const stored = yield* store.events(turnId, afterSeq)
+    const last = stored.length > 0 ? stored[stored.length - 1]!.seq : afterSeq
+    const rest = buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > last))
+    return Stream.concat(Stream.fromIterable(stored.map(itemOf)), rest)
+  })
+
   const follow = (
     turnId: string,
     afterSeq: number,
     onLagging?: Effect.Effect<void>,
     known?: TurnRecord | "running"
-  ): Stream.Stream<JournalItem, StoreFailed | FollowerLagging> =>
-    Stream.unwrap(
-      Effect.gen(function* () {
-        if (known !== "running") {
-          const first = known !== undefined ? Option.some(known) : yield* store.get(turnId)
-          if (Option.isNone(first)) return Stream.empty
-          if (isTerminalStatus(first.value.status)) return yield* replayFinished(turnId, afterSeq, first.value)
-        }
-        // Subscribe before reading the store, so nothing published in between is missed. The Turn's live state
-        // is created here when its writer has not opened it yet. Every publish from now on goes straight into this
-        // reader's bounded buffer: a reader that stops reading is dropped (`FollowerLagging`), never a cost to the
-        // Turn (LiveBuffer.ts); its stream ends after the outcome.
-        const live = liveFor(turnId)
-        const { sink, stream: buffered } = yield* LiveBuffer.makeSink<JournalItem>(weighItem, maxLiveBytes, isOutcome, onLagging)
-        live.readers.add(sink)
-        // On the stream's scope itself: no copy of the reader's context to run it (issue 18, "tmain").
-        yield* Scope.addFinalizer(yield* Effect.scope, Effect.sync(() => live.readers.delete(sink)))
-        // A writer of this process holds the journal, has stored nothing after `afterSeq` and has not published
-        // the outcome: everything still to come arrives on the subscription; no store read (issue 18).
-        if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {
-          return buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > afterSeq))
-        }
-        // A writer of this process holds the journal and has not published the outcome: the outcome comes on the
-        // subscription (after every stored entry), so the Turn row need not be read again (issue 18).
-        if (live.finished || live.lastSeq === undefined) {
-          const turn = yield* store.get(turnId)
-          if (Option.isSome(turn) && isTerminalStatus(turn.value.status)) {
-            return yield* replayFinished(turnId, afterSeq, turn.value)
-          }
-        }
-        const stored = yield* store.events(turnId, afterSeq)
-        const last = stored.length > 0 ? stored[stored.length - 1]!.seq : afterSeq
-        const rest = buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > last))
-        return Stream.concat(Stream.fromIterable(stored.map(itemOf)), rest)
-      })
-    )
+  ): Stream.Stream<JournalItem, StoreFailed | FollowerLagging> => Stream.unwrap(followFrom(turnId, afterSeq, onLagging, known))
 
   return TurnJournal.of({ open, follow })
 })

@@ -47,13 +47,9 @@ export const settleTurn = (sql: SqlClient.SqlClient, commits: JournalGroupCommit
   const updateTurn = SqlBatch.placeholders(updateText, numbered)
   // Inside a caller's transaction with journal entries: the journal's own statements on that transaction.
   const nested = commitJournal(sql)
-  return (
-    turnId: string,
-    outcome: TurnOutcome,
-    sessionId?: string,
-    journal?: SettleJournal
-  ): Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =>
-    Effect.gen(function* () {
+  // One generator function per store, not one per settle (docs/performance.md, "generators").
+  const settle: (turnId: string, outcome: TurnOutcome, sessionId?: string, journal?: SettleJournal) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed> =
+    Effect.fnUntraced(function* (turnId: string, outcome: TurnOutcome, sessionId?: string, journal?: SettleJournal) {
       const at = yield* Clock.currentTimeMillis
       const statements: Array<Statement.Statement<unknown>> = [sql.unsafe(abandon, [turnId, turnId])]
       if (sessionId !== undefined && outcome.native_session_id !== undefined && outcome.native_session_id !== "") {
@@ -84,4 +80,5 @@ export const settleTurn = (sql: SqlClient.SqlClient, commits: JournalGroupCommit
         : (yield* nested([write]).pipe(Effect.mapError(() => new StoreFailed({ operation: "complete_turn" }))))?.[0]
       return Option.map(Option.fromNullishOr(rows?.[0]), readTurn)
     })
+  return settle
 }

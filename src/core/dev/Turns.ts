@@ -146,24 +146,23 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
    * whose declaration advertises the Session's kind (the gateway's index), walked until one admits the Turn
    * (issue 18: never every device). `others` counts the connected devices left out, for the refusal.
    */
-  const candidatesFor = (deviceId: string | undefined, input: AdmissionInput) =>
-    Effect.gen(function* () {
-      const out: Array<DeviceCandidate<DeviceSession>> = []
-      if (deviceId !== undefined) {
-        for (const s of Option.toArray(yield* gateway.session(Ids.unsafeMake.deviceId(deviceId)))) {
-          out.push({ device: s, declaration: yield* s.declaration })
-        }
-        return { candidates: out, others: { declared: 0, undeclared: 0 } }
+  const candidatesFor = Effect.fnUntraced(function*(deviceId: string | undefined, input: AdmissionInput) {
+    const out: Array<DeviceCandidate<DeviceSession>> = []
+    if (deviceId !== undefined) {
+      for (const s of Option.toArray(yield* gateway.session(Ids.unsafeMake.deviceId(deviceId)))) {
+        out.push({ device: s, declaration: yield* s.declaration })
       }
-      const counts = yield* gateway.counts
-      for (const s of yield* gateway.advertising(input.agent_kind)) {
-        const candidate = { device: s, declaration: yield* s.declaration }
-        out.push(candidate)
-        if (Result.isSuccess(admit(input, candidate.declaration))) break
-      }
-      const others = { declared: Math.max(0, counts.declared - out.length), undeclared: counts.connected - counts.declared }
-      return { candidates: out, others }
-    })
+      return { candidates: out, others: { declared: 0, undeclared: 0 } }
+    }
+    const counts = yield* gateway.counts
+    for (const s of yield* gateway.advertising(input.agent_kind)) {
+      const candidate = { device: s, declaration: yield* s.declaration }
+      out.push(candidate)
+      if (Result.isSuccess(admit(input, candidate.declaration))) break
+    }
+    const others = { declared: Math.max(0, counts.declared - out.length), undeclared: counts.connected - counts.declared }
+    return { candidates: out, others }
+  })
   /** How many devices connected here could take a Turn of the Session: its bound device, or any device. */
   const connectedFor = (deviceId: string | undefined) =>
     deviceId !== undefined
@@ -241,18 +240,17 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
   })
 
   /** A Session whose initialization failed or is unknown takes no Turn (`OperatorConflict`). */
-  const initializationBlocked = (sessionId: string, session: SessionRecord) =>
-    Effect.gen(function* () {
-      // Only a self_hosted Session can have an initialization (Operator.ts creates one for no other): no read.
-      if (Option.isNone(initialization) || session.environment.type !== "self_hosted") return
-      const blocked = yield* unavailable(initialization.value.blocked(sessionId))
-      if (Option.isSome(blocked)) {
-        return yield* new OperatorConflict({
-          reason: `initialization_${blocked.value}`,
-          detail: `the Session's initialization is ${blocked.value}; create a new Session`
-        })
-      }
-    })
+  const initializationBlocked = Effect.fnUntraced(function*(sessionId: string, session: SessionRecord) {
+    // Only a self_hosted Session can have an initialization (Operator.ts creates one for no other): no read.
+    if (Option.isNone(initialization) || session.environment.type !== "self_hosted") return
+    const blocked = yield* unavailable(initialization.value.blocked(sessionId))
+    if (Option.isSome(blocked)) {
+      return yield* new OperatorConflict({
+        reason: `initialization_${blocked.value}`,
+        detail: `the Session's initialization is ${blocked.value}; create a new Session`
+      })
+    }
+  })
 
   /**
    * Under the locks: admits, records and dispatches the Turn on a device connected here. `initializationChecked`:

@@ -168,30 +168,29 @@ export const makeScriptedHarness = (options: ScriptedOptions = {}) =>
           return Scope.close(scope, Exit.void)
         })
 
-        const startTurn = (runId: RunId, input: MessageInput, sink: TurnSink) =>
-          Effect.gen(function* () {
-            if (executorState.closed) return yield* new StartFailed({ reason: "executor closed" })
-            if (executorState.busy) return yield* new StartFailed({ reason: "executor busy" })
-            executorState.busy = true
-            return yield* makeTurn({ signals, violations, nextId, workspaceRoot: options.workspaceRoot, mcpServers: request.mcpServers ?? [] }, {
-              runId,
-              input,
-              sink,
-              config,
-              nativeSession,
-              scope,
-              executorId: request.executorId,
-              setCloseFails: (n) => {
-                executorState.closeFails = n
-              },
-              setCloseHangs: (n) => {
-                executorState.closeHangs = n
-              },
-              release: () => {
-                executorState.busy = false
-              }
-            })
+        const startTurn = Effect.fnUntraced(function* (runId: RunId, input: MessageInput, sink: TurnSink) {
+          if (executorState.closed) return yield* new StartFailed({ reason: "executor closed" })
+          if (executorState.busy) return yield* new StartFailed({ reason: "executor busy" })
+          executorState.busy = true
+          return yield* makeTurn({ signals, violations, nextId, workspaceRoot: options.workspaceRoot, mcpServers: request.mcpServers ?? [] }, {
+            runId,
+            input,
+            sink,
+            config,
+            nativeSession,
+            scope,
+            executorId: request.executorId,
+            setCloseFails: (n) => {
+              executorState.closeFails = n
+            },
+            setCloseHangs: (n) => {
+              executorState.closeHangs = n
+            },
+            release: () => {
+              executorState.busy = false
+            }
           })
+        })
 
         const executor = {
           startTurn,
