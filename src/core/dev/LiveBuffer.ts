@@ -96,7 +96,7 @@ const sinkOver = Effect.fnUntraced(function* <A, E>(
  * Starts draining `source` into a buffer now (in the current scope) and returns the reader's side: `makeSink`'s
  * rules, with `source` as the publisher (its end ends the reader's stream, its failure fails it).
  */
-export const make = Effect.fnUntraced(function*<A, E>(
+export const make = Effect.fnUntraced(function* <A, E>(
   source: Stream.Stream<A, E>,
   weigh: (item: A) => number,
   maxWeight: number,

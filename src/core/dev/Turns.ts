@@ -146,7 +146,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
    * whose declaration advertises the Session's kind (the gateway's index), walked until one admits the Turn
    * (issue 18: never every device). `others` counts the connected devices left out, for the refusal.
    */
-  const candidatesFor = Effect.fnUntraced(function*(deviceId: string | undefined, input: AdmissionInput) {
+  const candidatesFor = Effect.fnUntraced(function* (deviceId: string | undefined, input: AdmissionInput) {
     const out: Array<DeviceCandidate<DeviceSession>> = []
     if (deviceId !== undefined) {
       for (const s of Option.toArray(yield* gateway.session(Ids.unsafeMake.deviceId(deviceId)))) {
@@ -240,7 +240,7 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
   })
 
   /** A Session whose initialization failed or is unknown takes no Turn (`OperatorConflict`). */
-  const initializationBlocked = Effect.fnUntraced(function*(sessionId: string, session: SessionRecord) {
+  const initializationBlocked = Effect.fnUntraced(function* (sessionId: string, session: SessionRecord) {
     // Only a self_hosted Session can have an initialization (Operator.ts creates one for no other): no read.
     if (Option.isNone(initialization) || session.environment.type !== "self_hosted") return
     const blocked = yield* unavailable(initialization.value.blocked(sessionId))

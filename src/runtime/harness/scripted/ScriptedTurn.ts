@@ -276,6 +276,22 @@ export const makeTurn = Effect.fnUntraced(function* (env: ScriptedEnv, ctx: Turn
       return Effect.fail(new NativeFailed({ operation, reason: "scripted submission failure" }))
     })
 
+  /** A submission to an interaction the script left pending: refused when unsupported or not pending, else settles it. */
+  const settleSubmission = Effect.fnUntraced(function* <K, V>(
+    support: ScriptedOperation,
+    operation: string,
+    pending: Map<K, V>,
+    key: K,
+    settle: (entry: V) => Effect.Effect<boolean>
+  ) {
+    yield* unsupported(support)
+    const entry = pending.get(key)
+    if (entry === undefined) return yield* new NotPending({ operation })
+    yield* failSubmission(operation)
+    pending.delete(key)
+    yield* settle(entry)
+  })
+
   const steerWithReceipt = (input: SteerInput, written: Effect.Effect<void>): Effect.Effect<void, SteerError> =>
     Effect.gen(function* () {
       yield* unsupported("steer")
@@ -332,32 +348,11 @@ export const makeTurn = Effect.fnUntraced(function* (env: ScriptedEnv, ctx: Turn
     cancellationOutcome: Effect.sync(snapshot),
     steerWithReceipt,
     submitFunctionResult: (result) =>
-      Effect.gen(function* () {
-        yield* unsupported("function_result")
-        const pending = state.calls.get(result.callId)
-        if (pending === undefined) return yield* new NotPending({ operation: "function_result" })
-        yield* failSubmission("function_result")
-        state.calls.delete(result.callId)
-        yield* Deferred.succeed(pending, result)
-      }),
+      settleSubmission("function_result", "function_result", state.calls, result.callId, (pending) => Deferred.succeed(pending, result)),
     decidePermission: (id: InteractionId, decision) =>
-      Effect.gen(function* () {
-        yield* unsupported("permission")
-        const pending = state.permissions.get(id)
-        if (pending === undefined) return yield* new NotPending({ operation: "permission_decision" })
-        yield* failSubmission("permission_decision")
-        state.permissions.delete(id)
-        yield* Deferred.succeed(pending, decision)
-      }),
+      settleSubmission("permission", "permission_decision", state.permissions, id, (pending) => Deferred.succeed(pending, decision)),
     answerUserChoice: (id: InteractionId, answer) =>
-      Effect.gen(function* () {
-        yield* unsupported("user_choice")
-        const pending = state.asks.get(id)
-        if (pending === undefined) return yield* new NotPending({ operation: "prompt_for_user_choice_decision" })
-        yield* failSubmission("prompt_for_user_choice_decision")
-        state.asks.delete(id)
-        yield* Deferred.succeed(pending.answer, answer)
-      }),
+      settleSubmission("user_choice", "prompt_for_user_choice_decision", state.asks, id, (pending) => Deferred.succeed(pending.answer, answer)),
     awaitSettlement: Effect.map(Deferred.await(settled), ({ outcome }) => ({
       outcome,
       ...settledOutput(),
