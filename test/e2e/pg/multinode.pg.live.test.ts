@@ -65,7 +65,10 @@ describePostgres("several Core nodes on PostgreSQL (end to end)", (url) => {
     assert.deepStrictEqual(same(await ownerSeenBy(apiB, a.url, 1)), same(ownerA))
     assert.strictEqual(ownerA.node_id, a.url)
 
-    // A Turn through the owning node; its records are visible from the other node too.
+    // A Turn through the owning node; its records are visible from the other node too. It needs the device's
+    // declaration there, which may come after its lease (a loaded machine answered 422 without this wait).
+    await eventually(async () =>
+      (await apiA.get("/devices/flap-1")).body?.declaration?.source === "live" ? true : undefined, 25_000, "device flap-1 declared on node A")
     const session = await apiA.post("/sessions", { agent_kind: "scripted" })
     const started = await apiA.post(`/sessions/${session.body.session_id}/turns`, { input: script([{ delta: "from a" }]) })
     assert.strictEqual(started.status, 202)
