@@ -17,6 +17,7 @@
 import { type Duration, Effect, Scope } from "effect"
 import { type ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriber.js"
+import { FreshMap } from "../proto/FreshMap.js"
 
 /** A registered subscriber with the per-key routing state its table keeps (a revision cursor, …). */
 export interface Entry<A, S> {
@@ -58,25 +59,20 @@ export interface KeyedRegistry<A, S> {
 export const make = <A, S = undefined>(options: { readonly capacity: number; readonly buffer: number }): KeyedRegistry<A, S> =>
   new Registry<A, S>(options.capacity, options.buffer)
 
-const noEntries: ReadonlyMap<string, never> = new Map<string, never>()
-
 class Registry<A, S> implements KeyedRegistry<A, S> {
-  private entries: Map<string, Entry<A, S>> | undefined
+  /** A `FreshMap`: a connection lives long and its entries come and go per request (src/proto/FreshMap.ts). */
+  private entries: FreshMap<string, Entry<A, S>> | undefined
   private closed: ObservationLost | undefined
   constructor(private readonly capacity: number, private readonly buffer: number) {}
-
-  private get map(): ReadonlyMap<string, Entry<A, S>> {
-    return this.entries ?? noEntries
-  }
 
   subscribe(key: string, state: S): Effect.Effect<Subscriber<A>, SubscriptionRejected, Scope.Scope> {
     return Effect.suspend(() => {
       if (this.closed !== undefined) return Effect.fail(new SubscriptionRejected({ reason: "connection_closed" }))
-      if (this.map.has(key)) return Effect.fail(new SubscriptionRejected({ reason: "duplicate" }))
-      if (this.map.size >= this.capacity) return Effect.fail(new SubscriptionRejected({ reason: "capacity" }))
+      if (this.entries?.has(key) === true) return Effect.fail(new SubscriptionRejected({ reason: "duplicate" }))
+      if (this.size() >= this.capacity) return Effect.fail(new SubscriptionRejected({ reason: "capacity" }))
       return Effect.flatMap(makeSubscriber<A>(this.buffer), (subscriber) => {
         const entry: Entry<A, S> = { subscriber, state }
-        const entries = this.entries ??= new Map()
+        const entries = this.entries ??= new FreshMap()
         entries.set(key, entry)
         // On the caller's scope itself (`Scope.addFinalizer`): `Effect.addFinalizer` would run it under the
         // registering fiber's context, a copy of the whole context map per subscription (issue 18, "tmain").
@@ -155,7 +151,7 @@ class Registry<A, S> implements KeyedRegistry<A, S> {
   }
 
   keys(): ReadonlyArray<string> {
-    return [...this.map.keys()]
+    return this.entries === undefined ? [] : [...this.entries.keys()]
   }
 
   close(lost: ObservationLost): void {
@@ -171,6 +167,6 @@ class Registry<A, S> implements KeyedRegistry<A, S> {
   }
 
   size(): number {
-    return this.map.size
+    return this.entries?.size ?? 0
   }
 }

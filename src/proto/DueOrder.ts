@@ -14,6 +14,7 @@
  * daemon's; Core's `DeliveryDeadlines` keeps `add`, its callers own their fallback sleep).
  */
 import { Clock, Duration, Effect, type Fiber, type Scope } from "effect"
+import { FreshMap } from "./FreshMap.js"
 
 export interface DueOrder<A> {
   /** Adds `entry`, due at `at` (the clock's milliseconds); false when not taken (out of order, or closed). */
@@ -33,9 +34,9 @@ export const make = <A>(fire: (entry: A, now: number) => void): Effect.Effect<Du
     const clock = yield* Clock.Clock
     const context = yield* Effect.context<never>()
     /** Entries `add` did not take, each on its own sleep (`arm`). */
-    const sleepers = new Map<A, Fiber.Fiber<void>>()
+    const sleepers = new FreshMap<A, Fiber.Fiber<void>>()
     /** Each entry and its due time, in insertion order (= due order). */
-    const entries = new Map<A, number>()
+    const entries = new FreshMap<A, number>()
     /** The latest due time added while any entry is in (an earlier one would break the order). */
     let last = Number.NEGATIVE_INFINITY
     let sleepingUntil: number | undefined

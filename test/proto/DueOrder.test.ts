@@ -46,6 +46,30 @@ describe("DueOrder", () => {
       assert.deepStrictEqual(fired[4], ["late", 9_000])
     }).pipe(Effect.scoped))
 
+  it.effect("entries added again while a tick fires many come back (many more than the map's copy interval)", () =>
+    Effect.gen(function* () {
+      // 100 entries due at once; `fire` adds the second half again. The tick deletes all of them while it iterates,
+      // which would make its map copy itself (src/proto/FreshMap.ts) before the first one is added again: were copies
+      // not held off during an iteration, the tick would not meet them and the timer would idle with them in.
+      const fired: Array<[number, number]> = []
+      const order: DueOrder.DueOrder<number> = yield* DueOrder.make<number>((entry, now) => {
+        fired.push([entry, now])
+        if (entry >= 50 && now < 3_000) order.add(entry, now + 1_000)
+      })
+      for (let i = 0; i < 100; i++) assert.isTrue(order.add(i, 1_000))
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(fired.length, 100)
+      yield* TestClock.adjust("999 millis")
+      assert.strictEqual(fired.length, 100)
+      yield* TestClock.adjust("1 millis")
+      assert.strictEqual(fired.length, 150)
+      assert.deepStrictEqual(fired.slice(100, 102), [[50, 2_000], [51, 2_000]])
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(fired.length, 200)
+      yield* TestClock.adjust("5 seconds")
+      assert.strictEqual(fired.length, 200)
+    }).pipe(Effect.scoped))
+
   it.effect("takes nothing once the scope that made it closed", () =>
     Effect.gen(function* () {
       const fired: Array<string> = []

@@ -13,13 +13,14 @@
  */
 import { Context, Effect, Layer, Option, Semaphore } from "effect"
 import { OperatorConflict, type OperatorUnavailable } from "./OperatorErrors.js"
+import { FreshMap } from "../../proto/FreshMap.js"
 
 /**
  * One one-permit semaphore per key, made on first use and dropped when nobody holds or waits for it;
  * `using(key, use)` runs `use` with the key's semaphore.
  */
 const keyedSemaphores = () => {
-  const locks = new Map<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
+  const locks = new FreshMap<string, { readonly semaphore: Semaphore.Semaphore; users: number }>()
   return <A, E, R>(key: string, use: (s: Semaphore.Semaphore) => Effect.Effect<A, E, R>) =>
     Effect.acquireUseRelease(
       Effect.sync(() => {

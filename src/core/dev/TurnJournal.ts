@@ -36,6 +36,7 @@ import {
   type TurnRecord,
   TurnStore
 } from "./TurnStore.js"
+import { FreshMap } from "../../proto/FreshMap.js"
 
 export type { JournalItem } from "./JournalItem.js"
 
@@ -174,7 +175,7 @@ const publish = (live: Live, item: JournalItem): void => {
 
 const make = Effect.gen(function* () {
   const store = yield* TurnStore
-  const lives = new Map<string, Live>()
+  const lives = new FreshMap<string, Live>()
   // Several Core nodes (PostgreSQL): every stored append and the outcome are announced to followers on other
   // nodes (pg/JournalFeed.ts); absent on a single node.
   const feed = yield* Effect.serviceOption(JournalFeed)

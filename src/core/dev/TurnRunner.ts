@@ -42,6 +42,7 @@ import { SessionInitialization } from "./Initialization.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { TurnStore } from "./TurnStore.js"
+import { FreshMap } from "../../proto/FreshMap.js"
 
 /** Tunables (tests shorten them). */
 export interface TurnsOptions {
@@ -117,7 +118,7 @@ const make = (options: TurnsOptions) =>
     const journal = yield* TurnJournal
     const ids = yield* DevIds
     const runners = yield* FiberSet.make()
-    const active = new Map<string, Active>()
+    const active = new FreshMap<string, Active>()
     /** Completed when shutdown begins: queued runners stop waiting and leave their Turn queued for the next start. */
     const stopping = yield* Deferred.make<void>()
     const retryDelay = Duration.fromInputUnsafe(options.retryDelay ?? Duration.seconds(1))

@@ -26,7 +26,7 @@
  */
 import { Context, Effect, type Fiber, Layer, type Scope, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
-import { SqlClient, type SqlConnection, SqlError, type Statement } from "effect/sql"
+import { SqlClient, type SqlConnection, SqlError, Statement } from "effect/sql"
 import { Worker as NodeThread } from "node:worker_threads"
 import { insertSizes, lastRows, rowsAt, rowStatements, SqlBatch } from "../SqlBatch.js"
 import { type NodeSqliteOptions, sqliteClientOver, toParams, toSqlError } from "./NodeSqliteClient.js"
@@ -67,6 +67,9 @@ interface Waiting {
 
 /** How long a closing worker may take to close the database and exit before it is terminated. */
 const closeTimeoutMs = 5000
+
+/** Statements a batch compiler compiles before it is replaced (`freshCompiler` in `make`). */
+const compilesPerCompiler = 64
 
 /** Starts a worker thread running the SQLite program (from source text: the bundle needs no side file). */
 export const spawnWorker = (): NodeThread => new NodeThread(sqliteWorkerSource(), { eval: true })
@@ -197,9 +200,23 @@ export const make = (
 
     const { borrower, client } = yield* sqliteClientOver(connection, () => inTransaction, "node-sqlite-worker")
 
+    /**
+     * The batch's statements compile on a compiler replaced every `compilesPerCompiler` statements (the client's own
+     * renders the same SQL): a compiler caches what it compiled in a `WeakMap` keyed by each statement, and one that
+     * lives long keeps every statement it saw, with its values, through scavenges (docs/performance.md "freshmaps").
+     */
+    let compiler = Statement.makeCompilerSqlite()
+    let compiled = 0
+    const freshCompiler = () => {
+      if (++compiled > compilesPerCompiler) {
+        compiled = 1
+        compiler = Statement.makeCompilerSqlite()
+      }
+      return compiler
+    }
     const compile = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
       statements.map((statement) => {
-        const compiled = statement.compile()
+        const compiled = freshCompiler().compile(statement, false)
         const values = params(compiled[1])
         return values === compiled[1] ? compiled as readonly [string, WorkerParams] : [compiled[0], values] as const
       })
