@@ -14,8 +14,9 @@
  *   in as many transactions as Core committed (the journal's group commits, measured, plus the Turn's three
  *   own writes: create, begin attempt, complete), and one raw `ws` round trip per Turn with the same child.
  * - warm-up: full unmeasured rounds (figure, baseline, control) until Core's CPU per Turn is within 10 % of the
- *   previous round's (at least 3, at most 8; bench/support/warmUp.ts), logged and named in the figures' notes: the
- *   figures are the steady state of a Core that has run a while, not its first seconds of JIT compilation.
+ *   previous round's (at least 30, at most 40; bench/support/warmUp.ts), logged and named in the figures' notes: the
+ *   figures are the steady state of a Core that has run a while, not its first thousands of Turns of JIT tiering
+ *   (Core's CPU per Turn keeps falling for about 30 rounds, ≈ 5000 Turns; docs/performance.md "jitwarm").
  * - negative control: the same path with one Session (Turns strictly one after another, nothing to batch), judged
  *   by the same targets; it must miss.
  * - growth: one Session whose store holds L earlier (seeded) finished Turns, L = 1k / 5k / 10k, then K real Turns;
@@ -54,7 +55,7 @@ export const turnsSuite: Suite = {
   run: async (ctx: SuiteContext): Promise<SuiteResult> => {
     const p = ctx.quick
       ? { warmUp: { min: 1, max: 1, tolerance: 0.1 }, rounds: 2, concurrency: 8, perSession: 5, controlTurns: 5, levels: [100, 500, 1000], perLevel: 10 }
-      : { warmUp: { min: 3, max: 8, tolerance: 0.1 }, rounds: 7, concurrency: 16, perSession: Number(process.env["BENCH_TURNS_PER_SESSION"] ?? 10), controlTurns: 20, levels: [1000, 5000, 10_000], perLevel: 30 }
+      : { warmUp: { min: 30, max: 40, tolerance: 0.1 }, rounds: 7, concurrency: 16, perSession: Number(process.env["BENCH_TURNS_PER_SESSION"] ?? 10), controlTurns: 20, levels: [1000, 5000, 10_000], perLevel: 30 }
     const [device] = makeDevices("turns", 1)
     const token = `bench-${randomBytes(18).toString("base64url")}`
     const host = spawnChild(ctx.self, "gateway-host")
@@ -91,7 +92,8 @@ export const turnsSuite: Suite = {
 
       // Warm-up (docs/performance.md "twarm"): full unmeasured rounds, the same work as a measured one for every process
       // and contender, until Core's CPU per Turn settles (bench/support/warmUp.ts); each is logged and the figures' notes
-      // name them. A fresh Core costs about twice its steady state for its first two or three rounds (JIT tiers).
+      // name them. A fresh Core costs about twice its steady state for its first two or three rounds, and its cost keeps
+      // falling for about 30 rounds while V8 tiers more of its code up ("jitwarm").
       const warm: Array<FullRound> = []
       const coreSeries = () => warm.map(({ f }) => f.coreCpuUs / f.turns)
       while (!warmedUp(p.warmUp, coreSeries())) {

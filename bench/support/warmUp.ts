@@ -1,7 +1,8 @@
 /**
- * When a suite's warm-up is over (the turns suite, docs/performance.md "twarm"). A fresh Core's first full rounds cost
- * about twice its later ones (V8 still compiling its hot code with Maglev and TurboFan, the young generation still
- * growing); the figure is the steady state, so full unmeasured rounds run first until one round's figure is within
+ * When a suite's warm-up is over (the turns suite, docs/performance.md "twarm" and "jitwarm"). A fresh Core's first full
+ * rounds cost about twice its later ones, and the cost keeps falling slowly for thousands of Turns (V8 still compiling
+ * more of its code with Maglev and TurboFan, the young generation still growing); the figure is the steady state, so
+ * full unmeasured rounds run first (the turns suite: at least 30) until one round's figure is within
  * `tolerance` of the round before it, at least `min` rounds (two cold rounds can agree with each other) and at most
  * `max`. Every warm-up round's figure is logged and named in the figure's note, so nothing is hidden.
  */
