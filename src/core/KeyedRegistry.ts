@@ -15,9 +15,9 @@
  * Everything runs on the read loop: each operation is a map lookup and a non-blocking offer.
  */
 import { type Duration, Effect, Scope } from "effect"
+import { FreshMap } from "../proto/FreshMap.js"
 import { type ObservationLost, SubscriberOverflow, SubscriptionRejected } from "./Errors.js"
 import { makeSubscriber, type Subscriber, type SubscriptionError } from "./Subscriber.js"
-import { FreshMap } from "../proto/FreshMap.js"
 
 /** A registered subscriber with the per-key routing state its table keeps (a revision cursor, …). */
 export interface Entry<A, S> {

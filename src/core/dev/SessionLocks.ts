@@ -12,8 +12,8 @@
  * pg/DatabaseSessionLocks.ts); a store failure taking it is `OperatorUnavailable`.
  */
 import { Context, Effect, Layer, Option, Semaphore } from "effect"
-import { OperatorConflict, type OperatorUnavailable } from "./OperatorErrors.js"
 import { FreshMap } from "../../proto/FreshMap.js"
+import { OperatorConflict, type OperatorUnavailable } from "./OperatorErrors.js"
 
 /**
  * One one-permit semaphore per key, made on first use and dropped when nobody holds or waits for it;

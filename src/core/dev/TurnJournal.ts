@@ -16,6 +16,7 @@
 import { Context, Effect, Layer, Option, Result, Schema, Scope, Stream } from "effect"
 import { fn } from "../TracedFn.js"
 import { Messages } from "../../proto/index.js"
+import { FreshMap } from "../../proto/FreshMap.js"
 import { isRunEvent, type RunEvent } from "../RunEvent.js"
 import * as Outcome from "../Outcome.js"
 import type { LeaseLost } from "./pg/OwnerLeases.js"
@@ -36,7 +37,6 @@ import {
   type TurnRecord,
   TurnStore
 } from "./TurnStore.js"
-import { FreshMap } from "../../proto/FreshMap.js"
 
 export type { JournalItem } from "./JournalItem.js"
 

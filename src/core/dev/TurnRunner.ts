@@ -21,6 +21,7 @@
  */
 import { Cause, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Stream, type Tracer } from "effect"
 import { type Functions as FunctionsProto, Ids, type MessageInput } from "../../proto/index.js"
+import { FreshMap } from "../../proto/FreshMap.js"
 import * as Delivery from "../Delivery.js"
 import { makeDeadlines } from "../DeliveryDeadlines.js"
 import type { DeviceSession } from "../DeviceSession.js"
@@ -42,7 +43,6 @@ import { SessionInitialization } from "./Initialization.js"
 import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { TurnStore } from "./TurnStore.js"
-import { FreshMap } from "../../proto/FreshMap.js"
 
 /** Tunables (tests shorten them). */
 export interface TurnsOptions {
