@@ -19,7 +19,7 @@
  * writer commits uninterruptibly, so a batch is either committed and acknowledged or failed and reported. The
  * writer runs in the scope that made it; writes still queued when it closes fail their callers with a defect.
  */
-import { Clock, Effect, Exit, Queue, type Scope } from "effect"
+import { Clock, Deferred, Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommitOptions {
   /** Most writes committed in one transaction (default 256). */
@@ -42,6 +42,12 @@ export interface GroupCommit<W, E, A = void> {
    * what the commit answered for this write (`undefined` when the commit answers nothing).
    */
   readonly submit: (write: W) => Effect.Effect<A | undefined, E>
+  /**
+   * Queues `write` at once and succeeds with the wait for its commit (what `submit` waits for). Writes queued after
+   * it, by any caller, are committed in the same transaction or a later one (a Turn's creation, then its runner's
+   * first append: `Turns.ts`).
+   */
+  readonly enqueue: (write: W) => Effect.Effect<Effect.Effect<A | undefined, E>>
 }
 
 /**
@@ -130,24 +136,30 @@ export const make = <W, E, A = void>(
       }))
     yield* Effect.forkScoped(writer)
 
+    /** The write joins the open batch or opens the next one; `resume` is called when that batch is settled. */
+    const push = (write: W, resume: (result: Effect.Effect<A | undefined, E>) => void) => {
+      if (closed) {
+        resume(closedDefect())
+        return
+      }
+      const joined = open
+      if (joined !== undefined && joined.writes.length < maxBatch) {
+        joined.writes.push(write)
+        joined.waiters.push(resume)
+        return
+      }
+      const batch: Batch<W, E, A> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
+      open = batch
+      Queue.offerUnsafe(queue, batch)
+    }
+
     return {
-      // One callback per write (issue 18: the fewest steps per fact): the write joins the open batch or opens the
-      // next one, and its caller is resumed when that batch is settled.
-      submit: (write: W) =>
-        Effect.callback<A | undefined, E>((resume) => {
-          if (closed) {
-            resume(closedDefect())
-            return
-          }
-          const joined = open
-          if (joined !== undefined && joined.writes.length < maxBatch) {
-            joined.writes.push(write)
-            joined.waiters.push(resume)
-            return
-          }
-          const batch: Batch<W, E, A> = { writes: [write], waiters: [resume], openedAtNanos: clock.currentTimeNanosUnsafe() }
-          open = batch
-          Queue.offerUnsafe(queue, batch)
+      // One callback per write (issue 18: the fewest steps per fact).
+      submit: (write: W) => Effect.callback<A | undefined, E>((resume) => push(write, resume)),
+      enqueue: (write: W) =>
+        Effect.map(Deferred.make<A | undefined, E>(), (committed) => {
+          push(write, (result) => Deferred.doneUnsafe(committed, result))
+          return Deferred.await(committed)
         })
     }
   })

@@ -23,10 +23,14 @@ export interface JournalWrite {
   readonly markDispatched?: boolean | undefined
   /** Also begins the Turn's delivery attempt in the same transaction (`AppendOptions.begin`). */
   readonly begin?: AttemptBegin | undefined
-  /** Statements of the caller run in the same transaction after the rows (a Turn's creation, `TurnCreate.ts`). */
+  /**
+   * Statements of the caller run in the same transaction before every row of the batch (a Turn's creation,
+   * `TurnCreate.ts`, whose row the Turn's first append, in the same batch or a later one, references; a settle's
+   * updates), in the order of the writes.
+   */
   readonly statements?: ReadonlyArray<Statement.Statement<unknown>> | undefined
   /**
-   * A statement run in the same transaction after `statements`, whose rows the commit answers to this write (a
+   * A statement run in the same transaction after the rows, whose rows the commit answers to this write (a
    * Turn's settle, `TurnSettle.ts`: the Turn row's `UPDATE … RETURNING *`).
    */
   readonly returning?: Statement.Statement<unknown> | undefined
@@ -65,6 +69,7 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
       const at = yield* Clock.currentTimeMillis
       const values: Array<SqlBatch.RowValue> = []
       const dispatched: Array<string> = []
+      const before: Array<Statement.Statement<unknown>> = []
       const then: Array<Statement.Statement<unknown>> = []
       /** For each write with a `returning` statement: the statement, its index in `then`, and the write's index. */
       const answering: Array<Statement.Statement<unknown>> = []
@@ -75,7 +80,7 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
         const write = writes[w]!
         if (write.markDispatched === true) dispatched.push(write.turnId)
         if (write.begin !== undefined) then.push(beginStatement(sql, write.turnId, write.begin))
-        if (write.statements !== undefined) then.push(...write.statements)
+        if (write.statements !== undefined) before.push(...write.statements)
         if (write.returning !== undefined) {
           answering.push(write.returning)
           askers.push(w)
@@ -97,13 +102,13 @@ export const commitJournal = (sql: SqlClient.SqlClient, batch: SqlBatch.SqlBatch
       }
       let answered: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>
       if (!fenced) {
-        answered = yield* batch.insertRows(rows, then, returning.length > 0 ? returning : undefined)
+        answered = yield* batch.insertRows(rows, then, returning.length > 0 ? returning : undefined, before)
       } else {
         const fences = writes.flatMap((write) => write.fence === undefined ? [] : [write.fence])
         const inserts = toStatements(rows)
         answered = yield* sql.withTransaction(Effect.andThen(
           probeFences(sql, fences),
-          SqlBatch.rowsAt([...inserts, ...then], returning, inserts.length)
+          SqlBatch.rowsAt([...before, ...inserts, ...then], returning, before.length + inserts.length)
         ))
       }
       // An answer per write only when a write asked for rows (none on the hot path of plain appends).

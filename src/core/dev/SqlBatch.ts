@@ -46,15 +46,16 @@ export class SqlBatch extends Context.Service<SqlBatch, {
     statements: ReadonlyArray<Statement.Statement<unknown>>
   ) => Effect.Effect<ReadonlyArray<Record<string, unknown>>, SqlError.SqlError>
   /**
-   * Inserts `rows`, then runs `then`, in one transaction (a single statement in all runs alone); inside an open
-   * transaction of the caller, on that transaction. Succeeds with the rows of the statements of `then` at the
-   * indexes `returning` names, in that order (issue 18: a Turn's settle riding the journal's group commit; `[]`
-   * without `returning`).
+   * Runs `before`, inserts `rows`, then runs `then`, in one transaction (a single statement in all runs alone);
+   * inside an open transaction of the caller, on that transaction. Succeeds with the rows of the statements of
+   * `then` at the indexes `returning` names, in that order (issue 18: a Turn's settle riding the journal's group
+   * commit; `[]` without `returning`). `before` holds rows the inserted ones may reference (a Turn's creation).
    */
   readonly insertRows: (
     rows: RowsInsert,
     then: ReadonlyArray<Statement.Statement<unknown>>,
-    returning?: ReadonlyArray<number>
+    returning?: ReadonlyArray<number>,
+    before?: ReadonlyArray<Statement.Statement<unknown>>
   ) => Effect.Effect<ReadonlyArray<ReadonlyArray<Record<string, unknown>>>, SqlError.SqlError>
 }>()("agentwire/core/dev/SqlBatch") {}
 
@@ -158,12 +159,12 @@ export const fromClient = (sql: SqlClient.SqlClient): SqlBatch["Service"] => {
   return SqlBatch.of({
     transaction,
     transactionRows: (statements) => sql.withTransaction(lastRows(statements)),
-    insertRows: (rows, then, returning) =>
+    insertRows: (rows, then, returning, before = []) =>
       Effect.suspend(() => {
         const inserts = toStatements(rows)
-        const statements = [...inserts, ...then]
+        const statements = [...before, ...inserts, ...then]
         if (returning !== undefined && returning.length > 0) {
-          const collect = rowsAt(statements, returning, inserts.length)
+          const collect = rowsAt(statements, returning, before.length + inserts.length)
           return statements.length === 1 ? collect : sql.withTransaction(collect)
         }
         return Effect.as(statements.length === 1 ? Effect.asVoid(statements[0]!) : transaction(statements), [])

@@ -5,9 +5,12 @@
  * instead of being a commit of its own. Its durability point is the same as an append's: `create` succeeds only
  * after the transaction holding the row committed; a create that fails (an id taken) fails alone, as a failing
  * append does (`GroupCommit.ts`). Succeeds with the record as written, without reading it back.
+ *
+ * `queueCreate` queues the row at once and leaves the wait to the caller, so what the caller queues next (the Turn's
+ * first journal append, by its runner) rides the same transaction or a later one, never an earlier one
+ * (`GroupCommit.enqueue`; the row goes before the batch's journal rows, which reference it: `JournalCommit.ts`).
  */
 import { Clock, Effect } from "effect"
-import { fn } from "../TracedFn.js"
 import type { SqlClient } from "effect/sql"
 import type { MessageInput } from "../../proto/MessageInput.js"
 import type { JournalGroupCommit } from "./JournalCommit.js"
@@ -25,18 +28,28 @@ export interface NewTurn {
 /** The Turn row's columns, in the order of `createTurn`'s values. */
 const columns = ["turn_id", "session_id", "run_id", "device_id", "status", "attempt", "input_json", "input_cursor", "created_at_ms"]
 
+/** A Turn's creation queued in the journal's group commit (`queueCreate`): its record, and the wait for its commit. */
+export interface QueuedCreate {
+  readonly record: TurnRecord
+  /** Succeeds once the transaction holding the row committed (the create's durability point). */
+  readonly committed: Effect.Effect<void, StoreFailed>
+}
+
 export const createTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit) => {
   // A fixed text with the values as parameters, built once (turnmem, issue 18): `sql.insert` in a template makes a
   // helper, its segments and the compiled text again on every create.
   const text = SqlBatch.insertText("turns", columns, 1, SqlBatch.numbersPlaceholders(sql))
-  return fn("TurnStore.create")(function* (turn: NewTurn) {
+  const queueCreate = Effect.fnUntraced(function* (turn: NewTurn) {
     const createdAtMs = yield* Clock.currentTimeMillis
     const row = sql.unsafe(text, [turn.turnId, turn.sessionId, turn.runId, null, "queued", 0, JSON.stringify(turn.input), 0, createdAtMs])
     // Never fenced (no lease is carried), so never `LeaseLost`; a failure is the create's.
-    yield* journal.submit({ turnId: turn.turnId, events: [], statements: [row] }).pipe(
-      Effect.mapError(() => new StoreFailed({ operation: "create_turn" }))
+    const commit = yield* journal.enqueue({ turnId: turn.turnId, events: [], statements: [row] })
+    const committed = commit.pipe(
+      Effect.mapError(() => new StoreFailed({ operation: "create_turn" })),
+      Effect.asVoid,
+      Effect.withSpan("TurnStore.create", undefined, { captureStackTrace: false })
     )
-    return {
+    const record: TurnRecord = {
       turnId: turn.turnId,
       sessionId: turn.sessionId,
       runId: turn.runId,
@@ -56,6 +69,10 @@ export const createTurn = (sql: SqlClient.SqlClient, journal: JournalGroupCommit
       createdAtMs,
       dispatchedAtMs: undefined,
       completedAtMs: undefined
-    } satisfies TurnRecord
+    }
+    return { record, committed } satisfies QueuedCreate
   })
+  const create = (turn: NewTurn): Effect.Effect<TurnRecord, StoreFailed> =>
+    Effect.flatMap(queueCreate(turn), (queued) => Effect.as(queued.committed, queued.record))
+  return { create, queueCreate }
 }

@@ -166,6 +166,22 @@ interface Live {
   readonly readers: Set<LiveBuffer.Sink<JournalItem>>
   lastSeq: number | undefined
   finished: boolean
+  /**
+   * Every entry this process's writer stored, from seq 1, while the journal's first writer (opened knowing nothing
+   * was stored) has stored at most `maxEarly`; else undefined. A follower that subscribes after the first appends
+   * (the Turn's runner starts before its POST is answered) takes them from here, not from the store.
+   */
+  early: Array<JournalItem> | undefined
+}
+
+/** How many entries of a fresh journal are kept for late followers (a one-delta Turn stores about 11). */
+const maxEarly = 32
+
+/** Keeps `rows` (just stored, in order) for late followers while the journal's first entries are kept. */
+const keepEarly = (live: Live, rows: ReadonlyArray<JournalItem>): void => {
+  if (live.early === undefined) return
+  if (live.early.length + rows.length > maxEarly) live.early = undefined
+  else live.early.push(...rows)
 }
 
 /** Hands `item` to every reader of the Turn now (each buffers it or drops itself; none waits). */
@@ -184,7 +200,7 @@ const make = Effect.gen(function* () {
   const liveFor = (turnId: string): Live => {
     const existing = lives.get(turnId)
     if (existing !== undefined) return existing
-    const live: Live = { readers: new Set(), lastSeq: undefined, finished: false }
+    const live: Live = { readers: new Set(), lastSeq: undefined, finished: false, early: undefined }
     lives.set(turnId, live)
     return live
   }
@@ -205,6 +221,7 @@ const make = Effect.gen(function* () {
     // in-memory seq: that one may be stale (an attempt on another node wrote since), and two writers sharing it
     // would both store their facts instead of the second one's append failing on the (turn_id, seq) key.
     live.lastSeq = knownLastSeq ?? (yield* store.lastSeq(turnId))
+    live.early = knownLastSeq === 0 ? [] : undefined
     const lock = WriterLock.make()
     const current = () => live.lastSeq ?? 0
     /** The attempt's begin, until an append carried it (or `begun` wrote it). */
@@ -222,6 +239,7 @@ const make = Effect.gen(function* () {
       const stored = () => {
         pendingBegin = undefined
         live.lastSeq = first + rows.length - 1
+        keepEarly(live, rows)
       }
       return { rows, stored }
     }
@@ -241,6 +259,7 @@ const make = Effect.gen(function* () {
           const stored = Effect.map(store.appendEvents(turnId, [row], withBegin(options)), () => {
             pendingBegin = undefined
             live.lastSeq = next
+            keepEarly(live, [row])
             publish(live, row)
             return next
           })
@@ -321,6 +340,12 @@ const make = Effect.gen(function* () {
     // the outcome: everything still to come arrives on the subscription; no store read (issue 18).
     if (!live.finished && live.lastSeq !== undefined && live.lastSeq <= afterSeq) {
       return buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > afterSeq))
+    }
+    // Such a writer has stored only entries it still keeps (`early`): those after `afterSeq`, then the subscription.
+    if (!live.finished && live.lastSeq !== undefined && live.early !== undefined) {
+      const last = live.lastSeq
+      const kept = live.early.filter((item) => item._tag === "entry" && item.seq > afterSeq)
+      return Stream.concat(Stream.fromIterable(kept), buffered.pipe(Stream.filter((item) => item._tag !== "entry" || item.seq > last)))
     }
     // A writer of this process holds the journal and has not published the outcome: the outcome comes on the
     // subscription (after every stored entry), so the Turn row need not be read again (issue 18).

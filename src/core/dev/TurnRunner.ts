@@ -19,8 +19,8 @@
  * settle with that observation reason and are recorded), then the runners get a bounded time to record, then
  * what is left is interrupted (such a Turn is reconciled at the next start).
  */
-import { Cause, Context, Deferred, Duration, Effect, FiberSet, Layer, Option, Result, Stream, type Tracer } from "effect"
-import { type Functions as FunctionsProto, Ids, type MessageInput } from "../../proto/index.js"
+import { Cause, Context, Deferred, Duration, Effect, Fiber, FiberSet, Layer, Option, Result, Stream } from "effect"
+import { Ids } from "../../proto/index.js"
 import { FreshMap } from "../../proto/FreshMap.js"
 import * as Delivery from "../Delivery.js"
 import { makeDeadlines } from "../DeliveryDeadlines.js"
@@ -29,11 +29,10 @@ import { type ExecutionSpec, promptCancel } from "../ExecutionRequest.js"
 import * as Functions from "../Functions.js"
 import { Gateway } from "../Gateway.js"
 import { closeCodeFor } from "../transport/DeviceTransport.js"
-import * as Interactions from "../Interactions.js"
 import type * as Outcome from "../Outcome.js"
 import { DevIds } from "./DevIds.js"
 import { failureKind, makeDurable } from "./DurableWrites.js"
-import type { Lease, LeaseLost } from "./pg/OwnerLeases.js"
+import type { LeaseLost } from "./pg/OwnerLeases.js"
 import type { StoreFailed } from "./StoreErrors.js"
 import * as TurnFence from "./TurnFence.js"
 import * as TurnFacts from "./TurnFacts.js"
@@ -44,65 +43,19 @@ import { settleSpan, turnSpan } from "./TurnTelemetry.js"
 import { TurnJournal, type JournalWriter } from "./TurnJournal.js"
 import { TurnStore } from "./TurnStore.js"
 
-/** Tunables (tests shorten them). */
-export interface TurnsOptions {
-  /** First wait before another attempt of an unclaimed Turn; doubles up to `maxRetryDelay`. Default 1 s. */
-  readonly retryDelay?: Duration.Input
-  readonly maxRetryDelay?: Duration.Input
-  /** How long shutdown waits for running Turns to record their outcome. Default 20 s (a cancellation may hold 15 s). */
-  readonly shutdownGrace?: Duration.Input
-  /** First wait before a failed store write of a Turn is retried; doubles up to `maxStoreRetryDelay`. Default 100 ms. */
-  readonly storeRetryDelay?: Duration.Input
-  /** Default 5 s. */
-  readonly maxStoreRetryDelay?: Duration.Input
-  /**
-   * How long one store write of a Turn may keep failing before the Turn's observation ends with
-   * `journal_unavailable` (the write keeps being retried). Default 30 s.
-   */
-  readonly journalStallBudget?: Duration.Input
-  /** Delivery tunables; `durableDispatch` is always on in the dev Core. */
-  readonly delivery?: Delivery.DeliveryOptions
-}
+import type { Active, TurnPlan, TurnsOptions } from "./TurnPlan.js"
 
-/** What a runner delivers (recorded before it is launched). */
-export interface TurnPlan {
-  readonly turnId: string
-  readonly sessionId: string
-  readonly runId: Ids.RunId
-  readonly deviceId: string
-  readonly spec: ExecutionSpec
-  readonly input: MessageInput.MessageInput
-  /** Created by a start here just now (nothing journaled): the first attempt's writer starts at seq 0 unread. */
-  readonly fresh?: boolean
-}
-
-/** A Turn whose runner is alive. The operations read it; only its runner writes `current`. */
-export interface Active extends TurnPlan {
-  /** Set while an attempt is delivering. */
-  current: {
-    readonly session: DeviceSession
-    readonly delivery: Delivery.Turn
-    readonly writer: JournalWriter
-    readonly functions: Functions.Functions | undefined
-  } | undefined
-  /** Pending permission requests and user-choice asks (from the Run's events). */
-  pending: ReadonlyMap<string, Interactions.PendingInteraction>
-  /** Function calls of the Run, by call id. */
-  readonly calls: Map<string, FunctionsProto.FunctionCallPayload>
-  /** Cancel requested while no attempt was delivering (queued, waiting for a device or a retry). */
-  readonly cancelQueued: Deferred.Deferred<void>
-  readonly finished: Deferred.Deferred<void>
-  /** The runner's `Turn` span: steer and cancel requests run below it (TurnTelemetry.inTurn). */
-  span?: Tracer.AnySpan | undefined
-  /** Several nodes: the owner lease the current attempt's writes are fenced on (TurnFence.ts). */
-  fence?: Lease | undefined
-  /** The outcome is being recorded and published: operations find the Turn no longer running. */
-  settling?: boolean
-}
+export type { Active, TurnPlan, TurnsOptions } from "./TurnPlan.js"
 
 export class TurnRunner extends Context.Service<TurnRunner, {
   /** Starts the runner of a recorded Turn. */
   readonly launch: (plan: TurnPlan) => Effect.Effect<void>
+  /**
+   * Stops the runner of a Turn whose creation failed (`Turns.ts`, launched before its row committed) and forgets it.
+   * Nothing it wrote can commit (every journal row references the Turn's row) and nothing was sent (a send waits
+   * for its `Dispatching` to be stored).
+   */
+  readonly withdraw: (turnId: string) => Effect.Effect<void>
   /** The Turn's live state while its runner is alive. */
   readonly active: (turnId: string) => Option.Option<Active>
   /** Ends every connection, waits `shutdownGrace` for the runners to record, interrupts the rest. Idempotent. */
@@ -138,6 +91,7 @@ const make = (options: TurnsOptions) =>
      */
     const initializeFirst = Effect.fnUntraced(function* (a: Active, session: DeviceSession) {
       const env = a.spec.environment
+      // `initializes` below is this condition.
       if (Option.isNone(initialization) || env.type === "none" || env.binding === undefined) return undefined
       const writer = yield* durable(a, "journal_open", journal.open(a.turnId, 0))
       const ready = yield* initialization.value.ensure({
@@ -373,10 +327,21 @@ const make = (options: TurnsOptions) =>
       if (active.has(a.turnId)) return yield* Effect.logWarning("turn already running here").pipe(Effect.annotateLogs({ turn_id: a.turnId }))
       active.set(a.turnId, a)
       // Every line of the Turn carries `turn_ms` (time since launch): "turn finished" has its duration.
-      yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchTag("LeaseLost", (lost) => fencedOut(a, lost)), Effect.catchCause((cause) =>
+      const fiber = yield* FiberSet.run(runners, runTurn(a).pipe(Effect.catchTag("LeaseLost", (lost) => fencedOut(a, lost)), Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : runnerFailed(a, cause)
       ), Effect.withLogSpan("turn"), turnSpan(a)))
+      a.fiber = fiber
     })
+
+    const withdraw = (turnId: string) =>
+      Effect.suspend(() => {
+        const a = active.get(turnId)
+        if (a === undefined) return Effect.void
+        return Effect.andThen(a.fiber === undefined ? Effect.void : Fiber.interrupt(a.fiber), () => {
+          if (active.get(turnId) === a) active.delete(turnId)
+          return Deferred.succeed(a.finished, undefined)
+        })
+      })
 
     // Shutdown: end the connections first so running Turns settle (gateway_shutdown) and get recorded.
     const grace = Duration.fromInputUnsafe(options.shutdownGrace ?? Duration.seconds(20))
@@ -389,7 +354,11 @@ const make = (options: TurnsOptions) =>
       yield* FiberSet.clear(runners)
     })
     yield* Effect.addFinalizer(() => shutdown)
-    return TurnRunner.of({ launch, active: (turnId) => Option.fromUndefinedOr(active.get(turnId)), shutdown, startCache })
+    return TurnRunner.of({ launch, withdraw, active: (turnId) => Option.fromUndefinedOr(active.get(turnId)), shutdown, startCache })
   })
+
+/** Whether a runner of a Turn with `spec` initializes the Session's environment before its first dispatch. */
+export const initializes = (initialization: Option.Option<unknown>, spec: ExecutionSpec): boolean =>
+  Option.isSome(initialization) && spec.environment.type !== "none" && spec.environment.binding !== undefined
 
 export const layer = (options: TurnsOptions = {}) => Layer.effect(TurnRunner, make(options))

@@ -16,7 +16,7 @@ import { SqlClient } from "effect/sql"
 import * as GroupCommit from "./GroupCommit.js"
 import * as SqlBatch from "./SqlBatch.js"
 import { type AttemptBegin, commitJournal } from "./JournalCommit.js"
-import { createTurn } from "./TurnCreate.js"
+import { createTurn, type NewTurn, type QueuedCreate } from "./TurnCreate.js"
 import { type SettleJournal, settleTurn } from "./TurnSettle.js"
 import { type StartChecks, startChecks } from "./TurnStartChecks.js"
 import type { MessageInput } from "../../proto/MessageInput.js"
@@ -60,6 +60,11 @@ export class TurnStore extends Context.Service<TurnStore, {
     readonly runId: string
     readonly input: MessageInput
   }) => Effect.Effect<TurnRecord, StoreFailed>
+  /**
+   * `create`, split: queues the row in the journal's group commit now and succeeds with its record and the wait
+   * for its commit; a journal write queued after it commits in the same transaction or a later one (TurnCreate.ts).
+   */
+  readonly queueCreate: (turn: NewTurn) => Effect.Effect<QueuedCreate>
   readonly get: (turnId: string) => Effect.Effect<Option.Option<TurnRecord>, StoreFailed>
   readonly listBySession: (sessionId: string) => Effect.Effect<ReadonlyArray<TurnRecord>, StoreFailed>
   /** The Session's unfinished (queued or running) Turn, if any: one index probe, however many Turns it has. */
@@ -209,7 +214,7 @@ const make = (options: TurnStoreOptions) => Effect.gen(function* () {
   const settle = settleTurn(sql, journal)
 
   return TurnStore.of({
-    create: createTurn(sql, journal),
+    ...createTurn(sql, journal),
     get,
     listBySession: (sessionId) =>
       sql`SELECT * FROM turns WHERE session_id = ${sessionId} ORDER BY created_at_ms, turn_id`.pipe(

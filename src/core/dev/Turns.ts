@@ -301,10 +301,25 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
     }
     const turnId = presetTurnId ?? (yield* ids.next("turn"))
     const runId = Ids.unsafeMake.runId(yield* ids.next("run"))
-    const turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
-    startCache?.started(session.value.deviceId === deviceId ? session.value : { ...session.value, deviceId }, hasStartedTurn, turnId)
-    // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
-    if (yield* claim(turnId)) yield* runner.launch({ turnId, sessionId, runId, deviceId, spec, input, fresh: true })
+    const plan = { turnId, sessionId, runId, deviceId, spec, input, fresh: true }
+    const boundSession = session.value.deviceId === deviceId ? session.value : { ...session.value, deviceId }
+    let turn: TurnRecord
+    if (startCache !== undefined && !TurnRunner.initializes(initialization, spec)) {
+      // One node, nothing to initialize first: the row is queued, then the runner launched before it commits, so its
+      // first append (the prepare's `Dispatching`, which begins attempt 1) rides the row's transaction or a later one
+      // (docs/store.md "The create rides the first dispatch"). A failed create withdraws the runner: nothing of it can
+      // commit (its journal rows reference the row) or be sent (a send waits for its `Dispatching` to be stored).
+      const queued = yield* store.queueCreate({ turnId, sessionId, runId, input })
+      startCache.started(boundSession, hasStartedTurn, turnId)
+      yield* runner.launch(plan)
+      yield* unavailable(Effect.tapError(queued.committed, () => runner.withdraw(turnId)))
+      turn = queued.record
+    } else {
+      turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
+      startCache?.started(boundSession, hasStartedTurn, turnId)
+      // Claimed meanwhile by another node (it picked the unclaimed row up): that node dispatches it.
+      if (yield* claim(turnId)) yield* runner.launch(plan)
+    }
     yield* Effect.logInfo("turn accepted").pipe(Effect.annotateLogs({ turn_id: turnId, run_id: runId, device_id: deviceId }))
     return turnView({ ...turn, deviceId })
   })

@@ -9,6 +9,7 @@ import { Clock, Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { DevIds } from "../../../src/core/dev/DevIds.js"
+import { DeviceStore } from "../../../src/core/dev/DeviceStore.js"
 import { makeDurable } from "../../../src/core/dev/DurableWrites.js"
 import type { LeaseLost } from "../../../src/core/dev/pg/OwnerLeases.js"
 import * as GroupCommit from "../../../src/core/dev/GroupCommit.js"
@@ -52,7 +53,7 @@ const recorded = (before: (writes: ReadonlyArray<JournalWrite>) => Effect.Effect
     const commit = commitJournal(sql)
     const committer = yield* GroupCommit.make(
       (writes: ReadonlyArray<JournalWrite>) =>
-        Ref.update(batches, (b) => [...b, writes.map((w) => `${w.turnId}:${w.events[0]!.seq}`)]).pipe(
+        Ref.update(batches, (b) => [...b, writes.map((w) => `${w.turnId}:${w.events[0]?.seq ?? "row"}`)]).pipe(
           Effect.andThen(before(writes)),
           Effect.andThen(commit(writes))
         ),
@@ -175,6 +176,31 @@ describe("GroupCommit", () => {
       assert.strictEqual(sizes.reduce((x, y) => x + y, 0), 10)
       assert.isTrue(sizes.length <= 4, `batch sizes ${sizes.join(",")}`)
       assert.deepStrictEqual(yield* storedSeqs("tA"), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    }).pipe(Effect.provide(memory)))
+
+  it.effect("a Turn's row queued with enqueue and its first append commit in one transaction, the row first; its wait ends at the commit", () =>
+    Effect.gen(function* () {
+      yield* twoTurns
+      yield* (yield* DeviceStore).issueCredential("dev-1")
+      const sql = yield* SqlClient.SqlClient
+      const gate = yield* Deferred.make<void>()
+      const { batches, committer } = yield* recorded(() => Deferred.await(gate))
+      // The row as TurnCreate writes it, then the append that begins its attempt (Turns.ts launches the runner between).
+      const row = sql`INSERT INTO turns (turn_id, session_id, run_id, device_id, status, attempt, input_json, input_cursor, created_at_ms)
+        VALUES ('tN', 's1', 'run-n', NULL, 'queued', 0, '[]', 0, 0)`
+      const created = yield* committer.enqueue({ turnId: "tN", events: [], statements: [row] })
+      const waiting = yield* Effect.forkChild(created)
+      const first = yield* Effect.forkChild(committer.submit({ ...append("tN", 1), begin: { deviceId: "dev-1" } }))
+      yield* yieldTimes(20)
+      assert.isUndefined(waiting.pollUnsafe()) // not acknowledged before its commit
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(waiting)
+      yield* Fiber.join(first)
+      // One batch, committed once: without the row before the journal rows, the batch fails and each write commits alone.
+      assert.deepStrictEqual(yield* Ref.get(batches), [["tN:row", "tN:1"]])
+      assert.deepStrictEqual(yield* storedSeqs("tN"), [1])
+      const turn = Option.getOrThrow(yield* (yield* TurnStore).get("tN"))
+      assert.deepStrictEqual([turn.status, turn.attempt, turn.deviceId], ["running", 1, "dev-1"])
     }).pipe(Effect.provide(memory)))
 
   it.effect("a batch is timed by the committer's own clock, read once per batch (no Clock effect per write)", () =>

@@ -115,7 +115,7 @@ describe("TurnJournal", () => {
     }).pipe(Effect.provide(slow.layer)))
 
   const running = countedReads()
-  it.effect("a follower told the Turn is running reads no Turn row; told so after it finished, it reads the finished Turn", () =>
+  it.effect("a follower told the Turn is running reads no Turn row, and takes a fresh journal's first entries from memory", () =>
     Effect.gen(function* () {
       const { store } = yield* sessionWithTurn
       const journal = yield* TurnJournal
@@ -127,11 +127,35 @@ describe("TurnJournal", () => {
       const written = yield* store.settle("t1", { status: "completed", content: "d1d2" })
       yield* writer.finish(Option.getOrUndefined(written))
       assert.deepStrictEqual(describeItems(yield* Fiber.join(follower)), ["1:frame:delta", "2:frame:delta", "outcome:completed"])
-      assert.deepStrictEqual(running.reads, { events: 1, get: 0, lastSeq: 0 })
+      // delta 1 was stored before the follower came: kept by the journal's first writer, so no journal read either.
+      assert.deepStrictEqual(running.reads, { events: 0, get: 0, lastSeq: 0 })
       // A caller that saw the runner just before it finished: the finished Turn is read from the store.
       const late = yield* Stream.runCollect(journal.follow("t1", 1, Effect.void, "running"))
       assert.deepStrictEqual(describeItems(late), ["2:frame:delta", "outcome:completed"])
     }).pipe(Effect.provide(running.layer)))
+
+  const pastEarly = countedReads()
+  it.effect("past its first 32 entries a fresh journal keeps none: a late follower reads them from the store", () =>
+    Effect.gen(function* () {
+      const { store } = yield* sessionWithTurn
+      const journal = yield* TurnJournal
+      const writer = yield* journal.open("t1", 1, 0)
+      const follow = Effect.gen(function* () {
+        const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, "running")))
+        yield* yieldTimes(50)
+        return follower
+      })
+      yield* writer.recordAll(Array.from({ length: 32 }, (_, i) => delta(i + 1)))
+      const kept = yield* follow
+      assert.strictEqual(pastEarly.reads.events, 0)
+      yield* writer.record(delta(33))
+      const read = yield* follow
+      assert.strictEqual(pastEarly.reads.events, 1)
+      const written = yield* store.settle("t1", { status: "completed", content: "" })
+      yield* writer.finish(Option.getOrUndefined(written))
+      const all = Array.from({ length: 33 }, (_, i) => `${i + 1}:frame:delta`)
+      for (const follower of [kept, read]) assert.deepStrictEqual(describeItems(yield* Fiber.join(follower)), [...all, "outcome:completed"])
+    }).pipe(Effect.provide(pastEarly.layer)))
 
   const settling = countedReads()
   it.effect("a follower that starts after the outcome was stored but before it was published gets it once, after the entries", () =>

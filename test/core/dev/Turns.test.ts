@@ -11,7 +11,7 @@ import { SessionStore } from "../../../src/core/dev/SessionStore.js"
 import * as Store from "../../../src/core/dev/Store.js"
 import * as TurnJournal from "../../../src/core/dev/TurnJournal.js"
 import * as Turns from "../../../src/core/dev/Turns.js"
-import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid } from "../../../src/core/dev/OperatorErrors.js"
+import { OperatorConflict, OperatorNotFound, OperatorRequestInvalid, OperatorUnavailable } from "../../../src/core/dev/OperatorErrors.js"
 import { StoreFailed } from "../../../src/core/dev/StoreErrors.js"
 import { TurnStore } from "../../../src/core/dev/TurnStore.js"
 import { Gateway } from "../../../src/core/Gateway.js"
@@ -54,6 +54,12 @@ const slowInteractionServices = turnsOver(storeWith((real) => ({
 const slowSettleServices = turnsOver(storeWith((real) => ({
   settle: (turnId, outcome, sessionId, journal) => Effect.andThen(yieldTimes(50), real.settle(turnId, outcome, sessionId, journal))
 })))
+/** The first Turn's row is queued for a Session that does not exist: its create fails in the real store (a foreign key). */
+const failingFirstCreateServices = Layer.unwrap(Effect.map(Ref.make(0), (creates) =>
+  turnsOver(storeWith((real) => ({
+    queueCreate: (turn) =>
+      Effect.flatMap(Ref.getAndUpdate(creates, (n) => n + 1), (n) => real.queueCreate(n === 0 ? { ...turn, sessionId: "gone" } : turn))
+  })))))
 /** Every journal write of the store in order: `append` or `settle`, with the types of the entries it carried. */
 const journalWrites: Array<string> = []
 const recordWrite = (kind: string, events: ReadonlyArray<{ readonly type: string }>) =>
@@ -660,6 +666,29 @@ describe("Turns", () => {
       assert.deepStrictEqual(events.map((e) => e.type).slice(0, 2), ["Dispatching", "Dispatched"])
       assert.deepStrictEqual(events.map((e) => e.seq), events.map((_, i) => i + 1))
     }).pipe(Effect.provide(flakyServices)))
+
+  it.effect("one node: a create that fails withdraws the runner launched before its commit; nothing is stored or sent", () =>
+    Effect.gen(function* () {
+      const runtime = yield* setup
+      const turns = yield* Turns.Turns
+      const failed = yield* Effect.flip(turns.start("s1", MessageInput.text("hello")))
+      assert.deepStrictEqual(failed, new OperatorUnavailable({ operation: "create_turn" }))
+      // Past every retry a runner would make (the stall budget is 30 s): it is gone, and its first append never committed.
+      yield* flush
+      yield* TestClock.adjust("40 seconds")
+      yield* flush
+      assert.isTrue(Option.isNone(yield* runtime.poll))
+      assert.isTrue(Option.isNone(yield* (yield* TurnStore).get("turn-1")))
+      assert.deepStrictEqual(yield* (yield* TurnStore).events("turn-1", 0), [])
+      // The Session takes its next Turn (nothing of the failed one is left unfinished), which is delivered.
+      const next = yield* turns.start("s1", MessageInput.text("again"))
+      const prepare = expectType(yield* runtime.receive, "execution_prepare")
+      for (const status of ready(prepare.id)) yield* runtime.send(status)
+      expectType(yield* runtime.receive, "execution_start")
+      yield* runtime.send(frames.done(next.run_id, "again"))
+      const record = yield* turns.awaitOutcome(next.turn_id)
+      assert.deepStrictEqual(record.outcome, { status: "completed", content: "again" })
+    }).pipe(Effect.provide(failingFirstCreateServices)))
 
   it.effect("ends the Turn's observation when a write keeps failing for the stall budget, and records the outcome once stored", () => {
     const logs = captureLogs()

@@ -188,7 +188,7 @@ describe("WorkerSqliteClient", () => {
       yield* sql.withTransaction(sql`INSERT INTO t (name) VALUES ('after')`)
     }))
 
-  it.effect("inserts rows the same way through any client (fromClient), and inside the caller's transaction", () =>
+  it.effect("inserts rows the same way through any client (fromClient), and inside the caller's transaction; `before` first", () =>
     Effect.gen(function* () {
       for (const { batch, client: sql } of [yield* worker(), { client: yield* inThread, batch: undefined }]) {
         const rowsOf = batch ?? SqlBatchModule.fromClient(sql)
@@ -201,6 +201,13 @@ describe("WorkerSqliteClient", () => {
         })))
         assert.deepStrictEqual(exit, Exit.fail("abort"))
         assert.deepStrictEqual(yield* names(sql), ["a", "b", "c"])
+        // `before` runs first (a Turn's row before the journal rows that reference it): the DELETE spares the new rows.
+        yield* rowsOf.insertRows({ table: "t", columns: ["name", "n"], values: ["e", 5] }, [], undefined, [sql`DELETE FROM t`])
+        assert.deepStrictEqual(yield* names(sql), ["e"])
+        yield* rowsOf.insertRows({ table: "t", columns: ["name", "n"], values: [] }, [], undefined, [sql`DELETE FROM t`])
+        assert.deepStrictEqual(yield* names(sql), [])
+        yield* sql.withTransaction(rowsOf.insertRows({ table: "t", columns: ["name", "n"], values: ["f", 6] }, [], undefined, [sql`DELETE FROM t`]))
+        assert.deepStrictEqual(yield* names(sql), ["f"])
       }
     }))
 

@@ -54,7 +54,7 @@ export type WorkerRequest =
     readonly rows?: boolean
   }
   /**
-   * Rows of one table, then `statements`, in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, ROLLBACK on error; a
+   * `before`, rows of one table, then `statements`, in one transaction (`BEGIN IMMEDIATE` … `COMMIT`, ROLLBACK on error; a
    * single statement in all runs alone). `values` holds the rows one after another, `width` values each; they go
    * in `INSERT`s of `sizes[i]` rows (`prefix` `INSERT INTO t (c1, …) VALUES` and that many tuples of `?`), whose
    * prepared statements are kept per row count. With `returning`, the reply's value is the rows (as objects) of
@@ -68,6 +68,7 @@ export type WorkerRequest =
     readonly sizes: ReadonlyArray<number>
     readonly values: WorkerParams
     readonly statements: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
+    readonly before?: ReadonlyArray<readonly [sql: string, params: WorkerParams]>
     readonly returning?: ReadonlyArray<number>
   }
 
@@ -181,9 +182,10 @@ export function sqliteWorkerMain(): void {
         return rows
       }
       case "insert": {
-        const { prefix, returning, sizes, statements, values, width } = request
+        const { before = [], prefix, returning, sizes, statements, values, width } = request
         const answered = new Map<number, unknown>()
         const work = () => {
+          for (const [sql, params] of before) prepare(sql, true).run(...params)
           let from = 0
           for (const rows of sizes) {
             const to = from + rows * width
@@ -196,7 +198,7 @@ export function sqliteWorkerMain(): void {
             else prepare(sql, true).run(...params)
           }
         }
-        if (sizes.length + statements.length === 1) work()
+        if (before.length + sizes.length + statements.length === 1) work()
         else inTransaction(work)
         return returning === undefined ? null : returning.map((i) => answered.get(i) ?? [])
       }

@@ -249,15 +249,15 @@ export const make = (
       // The rows travel as one flat array of values; the worker builds and keeps the INSERTs (no statement is
       // built or compiled for them here).
       // With `returning` (a Turn's settle riding the batch), the rows of those statements come back in the reply.
-      insertRows: (rows, then, returning) =>
+      insertRows: (rows, then, returning, before = []) =>
         Effect.withFiber((fiber) => {
           const asked = returning !== undefined && returning.length > 0 ? returning : undefined
           if (callerTransaction(fiber)) {
             const inserts = toStatements(rows)
-            return rowsAt([...inserts, ...then], asked ?? [], inserts.length)
+            return rowsAt([...before, ...inserts, ...then], asked ?? [], before.length + inserts.length)
           }
           const sizes = insertSizes(rows.values.length / rows.columns.length)
-          if (sizes.length + then.length === 0) return Effect.succeed([])
+          if (before.length + sizes.length + then.length === 0) return Effect.succeed([])
           return borrower(() =>
             Effect.map(ask({
               id: 0,
@@ -267,6 +267,7 @@ export const make = (
               sizes,
               values: rows.values,
               statements: compile(then),
+              ...(before.length === 0 ? {} : { before: compile(before) }),
               ...(asked === undefined ? {} : { returning: asked })
             }, "Failed to commit the batch", "commit"), (value) =>
               (value ?? []) as ReadonlyArray<ReadonlyArray<Record<string, unknown>>>))
