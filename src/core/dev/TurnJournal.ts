@@ -177,11 +177,11 @@ interface Live {
 /** How many entries of a fresh journal are kept for late followers (a one-delta Turn stores about 11). */
 const maxEarly = 32
 
-/** Keeps `rows` (just stored, in order) for late followers while the journal's first entries are kept. */
-const keepEarly = (live: Live, rows: ReadonlyArray<JournalItem>): void => {
+/** Keeps `row` (just stored, after those kept before it) for late followers while the journal's first entries are kept. */
+const keepEarly = (live: Live, row: JournalItem): void => {
   if (live.early === undefined) return
-  if (live.early.length + rows.length > maxEarly) live.early = undefined
-  else live.early.push(...rows)
+  if (live.early.length >= maxEarly) live.early = undefined
+  else live.early.push(row)
 }
 
 /** Hands `item` to every reader of the Turn now (each buffers it or drops itself; none waits). */
@@ -239,7 +239,7 @@ const make = Effect.gen(function* () {
       const stored = () => {
         pendingBegin = undefined
         live.lastSeq = first + rows.length - 1
-        keepEarly(live, rows)
+        for (const row of rows) keepEarly(live, row)
       }
       return { rows, stored }
     }
@@ -259,7 +259,7 @@ const make = Effect.gen(function* () {
           const stored = Effect.map(store.appendEvents(turnId, [row], withBegin(options)), () => {
             pendingBegin = undefined
             live.lastSeq = next
-            keepEarly(live, [row])
+            keepEarly(live, row)
             publish(live, row)
             return next
           })

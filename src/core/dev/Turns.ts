@@ -308,11 +308,12 @@ const make = (options: TurnsOptions) => Effect.gen(function* () {
       // One node, nothing to initialize first: the row is queued, then the runner launched before it commits, so its
       // first append (the prepare's `Dispatching`, which begins attempt 1) rides the row's transaction or a later one
       // (docs/store.md "The create rides the first dispatch"). A failed create withdraws the runner: nothing of it can
-      // commit (its journal rows reference the row) or be sent (a send waits for its `Dispatching` to be stored).
+      // commit (its journal rows reference the row) or be sent (a send waits for its `Dispatching` to be stored). The
+      // wait is not interrupted with its caller, so a failed create always withdraws its runner (a commit always settles).
       const queued = yield* store.queueCreate({ turnId, sessionId, runId, input })
       startCache.started(boundSession, hasStartedTurn, turnId)
       yield* runner.launch(plan)
-      yield* unavailable(Effect.tapError(queued.committed, () => runner.withdraw(turnId)))
+      yield* unavailable(Effect.uninterruptible(Effect.tapError(queued.committed, () => runner.withdraw(turnId))))
       turn = queued.record
     } else {
       turn = yield* unavailable(store.create({ turnId, sessionId, runId, input }))
