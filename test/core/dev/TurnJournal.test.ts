@@ -62,6 +62,14 @@ const followWhileWriting = <E, R>(write: (writer: JournalWriter) => Effect.Effec
     return { store, items: yield* Fiber.join(follower) }
   })
 
+/** A follower of t1 from its start, told the Turn is running, forked now and given the time to subscribe. */
+const followRunning = (journal: TurnJournal["Service"]) =>
+  Effect.gen(function* () {
+    const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, "running")))
+    yield* yieldTimes(50)
+    return follower
+  })
+
 describe("TurnJournal", () => {
   turnJournalCases(Store.layerFile(":memory:").pipe(Layer.provide(DevIds.layerTest)))
 
@@ -121,8 +129,7 @@ describe("TurnJournal", () => {
       const journal = yield* TurnJournal
       const writer = yield* journal.open("t1", 1, 0)
       yield* writer.record(delta(1))
-      const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, "running")))
-      yield* yieldTimes(50)
+      const follower = yield* followRunning(journal)
       yield* writer.record(delta(2))
       const written = yield* store.settle("t1", { status: "completed", content: "d1d2" })
       yield* writer.finish(Option.getOrUndefined(written))
@@ -140,16 +147,11 @@ describe("TurnJournal", () => {
       const { store } = yield* sessionWithTurn
       const journal = yield* TurnJournal
       const writer = yield* journal.open("t1", 1, 0)
-      const follow = Effect.gen(function* () {
-        const follower = yield* Effect.forkChild(Stream.runCollect(journal.follow("t1", 0, Effect.void, "running")))
-        yield* yieldTimes(50)
-        return follower
-      })
       yield* writer.recordAll(Array.from({ length: 32 }, (_, i) => delta(i + 1)))
-      const kept = yield* follow
+      const kept = yield* followRunning(journal)
       assert.strictEqual(pastEarly.reads.events, 0)
       yield* writer.record(delta(33))
-      const read = yield* follow
+      const read = yield* followRunning(journal)
       assert.strictEqual(pastEarly.reads.events, 1)
       const written = yield* store.settle("t1", { status: "completed", content: "" })
       yield* writer.finish(Option.getOrUndefined(written))
